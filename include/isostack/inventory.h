@@ -1,0 +1,78 @@
+/* inventory.h: the cluster inventory (cluster.yaml) parsed and validated into
+ * plain model structs. Every error names the file, line and field; unknown
+ * keys and duplicates (names, GUIDs, GPU indexes) are errors. Schema:
+ * docs/inventory.md. */
+#ifndef ISOSTACK_INVENTORY_H
+#define ISOSTACK_INVENTORY_H
+
+#include "isostack/model.h"
+
+struct iso_pool {
+	char name[ISO_NAME_MAX];
+	char description[ISO_DESC_MAX];
+};
+
+struct iso_rack {
+	char name[ISO_NAME_MAX];
+	int n_pdus;
+	char (*pdus)[ISO_NAME_MAX]; /* owned */
+};
+
+/* A partition that service ports (storage, login) join as full members and
+ * tenant ports as limited ones: tenants reach the service, never each other. */
+struct iso_shared_service {
+	char name[ISO_NAME_MAX];
+	uint16_t pkey;      /* 0x0001..0x7ffe, never 0x7fff */
+	int n_guids;
+	uint64_t *guids;    /* service port GUIDs, owned */
+};
+
+struct iso_fabric_config {
+	enum iso_fabric_type type;
+	char name[ISO_NAME_MAX];
+	int n_sm_nodes;                    /* infiniband / omnipath */
+	char (*sm_nodes)[ISO_NAME_MAX];    /* owned; hostnames of subnet managers */
+	uint16_t pkey_min, pkey_max;       /* tenant P_Key range (infiniband/omnipath) */
+	uint32_t vni_min, vni_max;         /* tenant VNI range (ethernet) */
+	int n_services;
+	struct iso_shared_service *services; /* owned */
+};
+
+/* Optional `controller:` section: how isostackd serves. Flags override it. */
+struct iso_controller_config {
+	char listen[128];       /* "127.0.0.1:8470" when absent */
+	char tls_cert[512];     /* PEM paths; both or neither */
+	char tls_key[512];
+	bool allow_remote_http; /* plain HTTP beyond loopback; default false */
+	char placement[32];     /* placement policy name; default "first-fit" */
+};
+
+struct iso_inventory {
+	char path[512];
+	char cluster_name[ISO_NAME_MAX];
+	struct iso_controller_config controller;
+	struct iso_fabric_config fabric;
+	int n_pools;
+	struct iso_pool *pools;
+	int n_racks;
+	struct iso_rack *racks;
+	int n_nodes;
+	struct iso_node *nodes; /* sched = ISO_NODE_SCHEDULABLE on load */
+};
+
+/* Loads and validates. On error returns negative errno, fills err (code
+ * ISO_E_INVALID, field "FILE:LINE: path.to.key") and leaves *out untouched. */
+int iso_inventory_load_file(const char *path, struct iso_inventory **out, struct iso_error *err);
+/* Same from memory; `name` stands in for the file name in messages. */
+int iso_inventory_load_string(const char *name, const char *yaml, size_t len,
+			      struct iso_inventory **out, struct iso_error *err);
+void iso_inventory_free(struct iso_inventory *inv);
+static inline void iso_inventory_freep(struct iso_inventory **p)
+{
+	if (*p)
+		iso_inventory_free(*p);
+}
+
+const struct iso_node *iso_inventory_find_node(const struct iso_inventory *inv, const char *name);
+
+#endif

@@ -1,0 +1,93 @@
+/* util.h: the few helpers every module shares: cleanup attributes so that every
+ * error path frees what it took, the user-facing error record, and logging.
+ * Kept tiny on purpose; anything bigger belongs in its own module. */
+#ifndef ISOSTACK_UTIL_H
+#define ISOSTACK_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(iso_freep)
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_ __attribute__((unused))
+#define ISO_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void iso_freep(void *p) { free(*(void **)p); }
+static inline void iso_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(iso_fclosep)
+
+/* Returns the pointer and leaves NULL behind: hands ownership out of a
+ * _cleanup_ variable. */
+#define ISO_TAKE(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _taken_ = (p);                                                       \
+		(p) = NULL;                                                                        \
+		_taken_;                                                                           \
+	})
+
+/* Error classes users see. Each maps to one HTTP status and one stable code
+ * string in the API; functions return the matching negative errno. */
+enum iso_errcode {
+	ISO_OK = 0,
+	ISO_E_INVALID,      /* bad input: 400 invalid_argument */
+	ISO_E_UNAUTHORIZED, /* no/bad credentials: 401 unauthorized */
+	ISO_E_FORBIDDEN,    /* authenticated, not allowed: 403 forbidden */
+	ISO_E_NOT_FOUND,    /* 404 not_found (also: another tenant's object) */
+	ISO_E_CONFLICT,     /* state forbids it: 409 conflict */
+	ISO_E_NO_CAPACITY,  /* does not fit now: 409 insufficient_capacity */
+	ISO_E_TOO_LARGE,    /* 413 payload_too_large */
+	ISO_E_CAPACITY,     /* can never fit: 422 unsatisfiable */
+	ISO_E_METHOD,       /* 405 method_not_allowed */
+	ISO_E_INTERNAL,     /* 500 internal */
+	ISO_E_UNAVAILABLE,  /* 503 unavailable */
+};
+
+#define ISO_ERR_FIELD_MAX 96
+#define ISO_ERR_MSG_MAX 320
+
+struct iso_error {
+	enum iso_errcode code;
+	char field[ISO_ERR_FIELD_MAX]; /* JSON path, YAML "file:line: key", or "" */
+	char message[ISO_ERR_MSG_MAX];
+};
+
+/* Fills *err (when not NULL) and returns the negative errno of the class, so
+ * callers can write `return iso_error_set(err, ...);`. */
+int iso_error_set(struct iso_error *err, enum iso_errcode code, const char *field, const char *fmt,
+		  ...) _printf_(4, 5);
+int iso_error_errno(enum iso_errcode code);
+const char *iso_errcode_name(enum iso_errcode code); /* "invalid_argument", ... */
+int iso_errcode_http_status(enum iso_errcode code);
+
+/* Logging: one line per event, key=value fields, to stderr. Never pass secrets. */
+enum iso_log_level { ISO_LOG_DEBUG, ISO_LOG_INFO, ISO_LOG_WARN, ISO_LOG_ERR };
+void iso_log(enum iso_log_level level, const char *event, const char *fmt, ...) _printf_(3, 4);
+
+/* Bounded string copy that always terminates; returns -1 when truncated. */
+int iso_strlcpy(char *dst, const char *src, size_t size);
+
+/* Wall clock in milliseconds since the epoch and monotonic nanoseconds. */
+int64_t iso_now_ms(void);
+uint64_t iso_mono_ns(void);
+
+/* RFC 3339 UTC with milliseconds: "2026-11-22T10:00:00.000Z". buf >= 32. */
+void iso_format_time(int64_t ms, char *buf, size_t size);
+
+/* Object names (tenants, nodes, pools, racks): [a-z0-9][a-z0-9._-]{0,62}. */
+#define ISO_NAME_MAX 64
+bool iso_name_valid(const char *name);
+
+/* Parses a 64-bit GUID written as 0x-prefixed hex (OpenSM accepts base 0;
+ * we accept only the unambiguous hex form). */
+int iso_parse_guid(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,66 @@
+/* strings.c: bounded copies and the strict parsers for names and GUIDs that
+ * inventory, API and CLI share, so every entry point accepts the same set. */
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+
+#include "isostack/util.h"
+
+int iso_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size == 0)
+		return -1;
+	if (n >= size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = '\0';
+		return -1;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+bool iso_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= ISO_NAME_MAX)
+		return false;
+	if (!islower((unsigned char)name[0]) && !isdigit((unsigned char)name[0]))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!islower(c) && !isdigit(c) && c != '-' && c != '_' && c != '.')
+			return false;
+	}
+	return true;
+}
+
+int iso_parse_guid(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t n;
+
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return -EINVAL;
+	s += 2;
+	n = strlen(s);
+	if (n == 0 || n > 16)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return -EINVAL;
+		v = (v << 4) | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
