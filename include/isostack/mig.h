@@ -63,6 +63,8 @@ struct iso_gpu_occupancy {
 };
 
 void iso_gpu_occupancy_init(struct iso_gpu_occupancy *o, const struct iso_gpu_model *m);
+/* True when nothing at all is in use: the GPU could be taken whole. */
+bool iso_gpu_occupancy_empty(const struct iso_gpu_model *m, const struct iso_gpu_occupancy *o);
 
 /* Lowest allowed start where `p` fits under all rules (overlap, max count,
  * compute, +me), or -1. */

@@ -1,1 +1,463 @@
-/* placeholder: being written */
+/* server.c: the HTTP side of the API. It accepts connections with
+ * libmicrohttpd on one internal thread, bounds request bodies, echoes or
+ * makes request ids, routes, authenticates, and turns a handler's result or
+ * iso_error into exactly one JSON response. Handlers never see HTTP details. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <sodium.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "api/internal.h"
+
+struct iso_api {
+	struct MHD_Daemon *mhd;
+	struct iso_controller *ctl;
+	bool tls;
+	int port;
+	char *tls_cert_pem;
+	char *tls_key_pem;
+};
+
+enum route_auth { ROUTE_AUTH, ROUTE_OPEN };
+
+struct route {
+	const char *method;
+	const char *pattern; /* segments; "*" matches one segment */
+	api_handler handler;
+	enum route_auth auth;
+};
+
+static const struct route routes[] = {
+	{"GET", "v1/healthz", api_healthz, ROUTE_OPEN},
+	{"GET", "v1/version", api_version, ROUTE_AUTH},
+	{"GET", "v1/whoami", api_whoami, ROUTE_AUTH},
+	{"GET", "v1/capacity", api_capacity, ROUTE_AUTH},
+	{"POST", "v1/tenants", api_tenant_create, ROUTE_AUTH},
+	{"GET", "v1/tenants", api_tenant_list, ROUTE_AUTH},
+	{"GET", "v1/tenants/*", api_tenant_get, ROUTE_AUTH},
+	{"PATCH", "v1/tenants/*", api_tenant_update, ROUTE_AUTH},
+	{"DELETE", "v1/tenants/*", api_tenant_delete, ROUTE_AUTH},
+	{"POST", "v1/tokens", api_token_issue, ROUTE_AUTH},
+	{"GET", "v1/tokens", api_token_list, ROUTE_AUTH},
+	{"GET", "v1/tokens/*", api_token_get, ROUTE_AUTH},
+	{"DELETE", "v1/tokens/*", api_token_revoke, ROUTE_AUTH},
+	{"GET", "v1/nodes", api_node_list, ROUTE_AUTH},
+	{"GET", "v1/nodes/*", api_node_get, ROUTE_AUTH},
+	{"POST", "v1/nodes/*/cordon", api_node_cordon, ROUTE_AUTH},
+	{"POST", "v1/nodes/*/uncordon", api_node_uncordon, ROUTE_AUTH},
+	{"POST", "v1/nodes/*/drain", api_node_drain, ROUTE_AUTH},
+	{"GET", "v1/gpus", api_gpu_list, ROUTE_AUTH},
+	{"POST", "v1/allocations", api_alloc_create, ROUTE_AUTH},
+	{"GET", "v1/allocations", api_alloc_list, ROUTE_AUTH},
+	{"GET", "v1/allocations/*", api_alloc_get, ROUTE_AUTH},
+	{"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH},
+	{"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH},
+};
+
+static bool pattern_matches(const char *pattern, struct api_request *r)
+{
+	char buf[128];
+	char *save = NULL;
+	int i = 0;
+
+	iso_strlcpy(buf, pattern, sizeof(buf));
+	for (char *tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save), i++) {
+		if (i >= r->n_seg)
+			return false;
+		if (strcmp(tok, "*") != 0 && strcmp(tok, r->seg[i]) != 0)
+			return false;
+	}
+	return i == r->n_seg;
+}
+
+/* Splits the path; empty segments (//, trailing /) make it match nothing. */
+static void split_path(struct api_request *r)
+{
+	char *p;
+
+	iso_strlcpy(r->path_copy, r->path, sizeof(r->path_copy));
+	r->n_seg = 0;
+	p = r->path_copy;
+	if (*p != '/')
+		return;
+	p++;
+	while (r->n_seg < API_MAX_SEGS) {
+		char *slash = strchr(p, '/');
+		r->seg[r->n_seg++] = p;
+		if (!slash)
+			return;
+		*slash = '\0';
+		p = slash + 1;
+	}
+	r->n_seg = API_MAX_SEGS + 1; /* too deep: matches nothing */
+}
+
+static bool request_id_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void make_request_id(struct api_request *r)
+{
+	const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	unsigned char raw[8];
+
+	if (given && request_id_valid(given)) {
+		iso_strlcpy(r->request_id, given, sizeof(r->request_id));
+		return;
+	}
+	randombytes_buf(raw, sizeof(raw));
+	memcpy(r->request_id, "r-", 2);
+	sodium_bin2hex(r->request_id + 2, sizeof(r->request_id) - 2, raw, sizeof(raw));
+}
+
+static const char *bearer_of(struct api_request *r)
+{
+	const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	return h;
+}
+
+static void error_reply(struct api_request *r)
+{
+	const struct iso_error *e = &r->err;
+	enum iso_errcode code = e->code == ISO_OK ? ISO_E_INTERNAL : e->code;
+
+	api_reply(r, iso_errcode_http_status(code),
+		  json_pack("{s:{s:s, s:s, s:o}, s:s}", "error", "code", iso_errcode_name(code),
+			    "message", e->message[0] ? e->message : iso_errcode_name(code),
+			    "field", e->field[0] ? json_string(e->field) : json_null(),
+			    "request_id", r->request_id));
+}
+
+static void dispatch(struct api_request *r)
+{
+	const struct route *path_match = NULL, *match = NULL;
+	char allow[64] = "";
+
+	split_path(r);
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(routes); i++) {
+		if (!pattern_matches(routes[i].pattern, r))
+			continue;
+		path_match = &routes[i];
+		if (strcmp(routes[i].method, r->method) == 0)
+			match = &routes[i];
+		else if (strlen(allow) + 8 < sizeof(allow))
+			snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
+				 allow[0] ? ", " : "", routes[i].method);
+	}
+	if (!path_match) {
+		iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such path: %s", r->path);
+		error_reply(r);
+		return;
+	}
+	if (!match) {
+		iso_error_set(&r->err, ISO_E_METHOD, NULL, "%s is not allowed here; allowed: %s",
+			      r->method, allow);
+		iso_strlcpy(r->allow, allow, sizeof(r->allow));
+		error_reply(r);
+		return;
+	}
+	if (r->body_too_large) {
+		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
+			      ISO_API_MAX_BODY);
+		error_reply(r);
+		return;
+	}
+	if (match->auth == ROUTE_AUTH &&
+	    iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0) {
+		error_reply(r);
+		return;
+	}
+	if (match->handler(r) < 0 || !r->reply) {
+		if (r->err.code == ISO_OK)
+			iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
+		error_reply(r);
+	}
+}
+
+static enum MHD_Result send_reply(struct api_request *r)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	char *text = NULL;
+
+	if (r->status == MHD_HTTP_NO_CONTENT) {
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	} else {
+		text = json_dumps(r->reply, JSON_COMPACT);
+		if (!text)
+			return MHD_NO;
+		size_t len = strlen(text);
+		text[len] = '\0';
+		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+		if (!resp) {
+			free(text);
+			return MHD_NO;
+		}
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	}
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	if (r->allow[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void request_free(struct api_request *r)
+{
+	if (!r)
+		return;
+	json_decref(r->reply);
+	free(r->body);
+	sodium_memzero(&r->who, sizeof(r->who));
+	free(r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct iso_api *api = cls;
+	struct api_request *r = *con_cls;
+	uint64_t t0;
+	(void)version;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->ctl = api->ctl;
+		r->conn = conn;
+		r->method = method;
+		if (iso_strlcpy(r->path, url, sizeof(r->path)) < 0)
+			r->path[0] = '\0'; /* matches no route */
+		make_request_id(r);
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		/* Keep reading past the limit (discarding) so the client gets a 413
+		 * rather than a reset connection. */
+		if (!r->body_too_large && r->body_len + *upload_size <= ISO_API_MAX_BODY) {
+			char *nb = realloc(r->body, r->body_len + *upload_size + 1);
+			if (!nb)
+				return MHD_NO;
+			memcpy(nb + r->body_len, upload, *upload_size);
+			r->body = nb;
+			r->body_len += *upload_size;
+			r->body[r->body_len] = '\0';
+		} else {
+			r->body_too_large = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	t0 = iso_mono_ns();
+	dispatch(r);
+	iso_log(r->status >= 500 ? ISO_LOG_ERR : ISO_LOG_DEBUG, "http",
+		"request_id=%s method=%s path=\"%.200s\" status=%d token_id=%s us=%llu",
+		r->request_id, method, r->path, r->status, r->who.token_id[0] ? r->who.token_id : "-",
+		(unsigned long long)((iso_mono_ns() - t0) / 1000));
+	return send_reply(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	request_free(*con_cls);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	iso_log(ISO_LOG_WARN, "http_server", "message=\"%s\"", buf);
+}
+
+/* Splits "host:port" / "[v6]:port" and resolves it to one socket address. */
+static int resolve_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *len,
+			  struct iso_error *err)
+{
+	char host[256];
+	const char *port;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	char *end = NULL;
+
+	if (listen[0] == '[') {
+		const char *close = strchr(listen, ']');
+		if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen + 1, (size_t)(close - listen - 1));
+		host[close - listen - 1] = '\0';
+		port = close + 2;
+	} else {
+		const char *colon = strrchr(listen, ':');
+		if (!colon || (size_t)(colon - listen) >= sizeof(host) || strchr(listen, ':') != colon)
+			goto bad;
+		memcpy(host, listen, (size_t)(colon - listen));
+		host[colon - listen] = '\0';
+		port = colon + 1;
+	}
+	long p = strtol(port, &end, 10);
+	if (!port[0] || *end || p < 0 || p > 65535 || !host[0])
+		goto bad;
+	int gr = getaddrinfo(host, port, &hints, &res);
+	if (gr != 0)
+		return iso_error_set(err, ISO_E_INVALID, "listen", "listen: cannot resolve \"%s\": %s",
+				     host, gai_strerror(gr));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+bad:
+	return iso_error_set(err, ISO_E_INVALID, "listen",
+			     "listen: \"%s\" is not HOST:PORT or [V6]:PORT", listen);
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+	}
+	return false;
+}
+
+static int read_pem(const char *path, const char *field, char **out, struct iso_error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: cannot open %s: %s", field, path,
+				     strerror(errno));
+	buf = calloc(1, 1024 * 1024 + 1);
+	if (!buf)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	n = fread(buf, 1, 1024 * 1024, f);
+	if (n == 0 || !feof(f)) {
+		free(buf);
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: %s is empty or over 1 MiB",
+				     field, path);
+	}
+	*out = buf;
+	return 0;
+}
+
+static void api_free(struct iso_api *api)
+{
+	if (!api)
+		return;
+	if (api->mhd)
+		MHD_stop_daemon(api->mhd);
+	if (api->tls_key_pem)
+		sodium_memzero(api->tls_key_pem, strlen(api->tls_key_pem));
+	free(api->tls_key_pem);
+	free(api->tls_cert_pem);
+	free(api);
+}
+static void api_freep(struct iso_api **p) { api_free(*p); }
+
+int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
+		  struct iso_api **out, struct iso_error *err)
+{
+	_cleanup_(api_freep) struct iso_api *api = NULL;
+	struct sockaddr_storage ss = {0};
+	socklen_t sslen = 0;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO;
+	int r;
+
+	if (!!cfg->tls_cert != !!cfg->tls_key)
+		return iso_error_set(err, ISO_E_INVALID, "tls",
+				     "tls: give both a certificate and a key, or neither");
+	r = resolve_listen(cfg->listen, &ss, &sslen, err);
+	if (r < 0)
+		return r;
+	if (!cfg->tls_cert && !is_loopback(&ss) && !cfg->allow_remote_http)
+		return iso_error_set(err, ISO_E_INVALID, "listen",
+				     "listen: refusing plain HTTP on non-loopback address %s; "
+				     "configure TLS (controller.tls) or pass --allow-remote-http",
+				     cfg->listen);
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	api = calloc(1, sizeof(*api));
+	if (!api)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	api->ctl = ctl;
+	if (cfg->tls_cert) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+			return iso_error_set(err, ISO_E_INVALID, "tls",
+					     "tls: this libmicrohttpd was built without TLS");
+		r = read_pem(cfg->tls_cert, "tls.cert", &api->tls_cert_pem, err);
+		if (r == 0)
+			r = read_pem(cfg->tls_key, "tls.key", &api->tls_key_pem, err);
+		if (r < 0)
+			return r;
+		flags |= MHD_USE_TLS;
+		api->tls = true;
+	}
+	/* The logger goes first so that MHD never prints on its own. */
+	if (api->tls)
+		api->mhd = MHD_start_daemon(
+			flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+			api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+			api, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_HTTPS_MEM_CERT,
+			api->tls_cert_pem, MHD_OPTION_HTTPS_MEM_KEY, api->tls_key_pem,
+			MHD_OPTION_END);
+	else
+		api->mhd = MHD_start_daemon(
+			flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+			api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+			api, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+	if (!api->mhd)
+		return iso_error_set(err, ISO_E_UNAVAILABLE, "listen",
+				     "listen: cannot serve on %s (address in use, or not local?)",
+				     cfg->listen);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	api->port = info ? info->port : 0;
+	*out = ISO_TAKE(api);
+	return 0;
+}
+
+void iso_api_stop(struct iso_api *api) { api_free(api); }
+int iso_api_port(const struct iso_api *api) { return api->port; }
+bool iso_api_tls(const struct iso_api *api) { return api->tls; }

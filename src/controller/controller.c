@@ -1,1 +1,164 @@
-/* placeholder: being written */
+/* controller.c: the controller's lifetime: opening over a store and an
+ * inventory, rebuilding what live allocations hold after a restart (or a
+ * kill -9), the shared transaction wrapper and the authorisation rules that
+ * every use case applies. */
+#include <errno.h>
+#include <string.h>
+
+#include "controller/internal.h"
+
+const struct iso_inventory *iso_controller_inventory(const struct iso_controller *c)
+{
+	return c->inv;
+}
+const struct iso_cluster_state *iso_controller_state(const struct iso_controller *c)
+{
+	return &c->cs;
+}
+const char *iso_controller_placer_name(const struct iso_controller *c) { return c->placer->name; }
+const char *iso_controller_store_name(const struct iso_controller *c)
+{
+	return c->store->ops->name;
+}
+
+bool ctl_is_cluster_role(const struct iso_principal *p)
+{
+	return !iso_role_is_tenant_scoped(p->role);
+}
+
+int ctl_require_admin(const struct iso_principal *p, struct iso_error *err)
+{
+	if (p->role != ISO_ROLE_CLUSTER_ADMIN)
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do this",
+				     iso_role_name(p->role));
+	return 0;
+}
+
+int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, const char *name,
+		       const char *field, struct iso_tenant *out, struct iso_error *err)
+{
+	if (!name) {
+		if (ctl_is_cluster_role(p))
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: required", field);
+		name = p->tenant;
+	}
+	if (!iso_name_valid(name))
+		return iso_error_set(err, ISO_E_INVALID, field,
+				     "%s: invalid name (want [a-z0-9][a-z0-9._-]{0,62})", field);
+	/* Same answer for another tenant and for no tenant: nothing to learn. */
+	if (!ctl_is_cluster_role(p) && strcmp(name, p->tenant) != 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, field, "tenant \"%s\" not found", name);
+	int r = c->store->ops->tenant_get_by_name(c->store, name, out, err);
+	if (r == -ENOENT)
+		return iso_error_set(err, ISO_E_NOT_FOUND, field, "tenant \"%s\" not found", name);
+	return r;
+}
+
+int iso_controller_check_infra_read(const struct iso_principal *p, struct iso_error *err)
+{
+	if (!ctl_is_cluster_role(p))
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
+				     "nodes and GPUs are visible to cluster roles only; "
+				     "see /v1/capacity for aggregate capacity");
+	return 0;
+}
+
+/* An allocation found mid-transition after a restart is carried to where the
+ * sim drivers would have taken it: work that was being set up finishes, work
+ * that was being torn down is gone. Level-triggered, like the node agents. */
+static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
+{
+	struct iso_error err = {0};
+	enum iso_alloc_state want = a->state;
+
+	if (a->state == ISO_ALLOC_PLACED || a->state == ISO_ALLOC_PROVISIONING)
+		want = ISO_ALLOC_ACTIVE;
+	else if (a->state == ISO_ALLOC_RELEASING)
+		want = ISO_ALLOC_RELEASED;
+
+	if (want != ISO_ALLOC_RELEASED && a->state != ISO_ALLOC_PENDING) {
+		if (iso_cluster_state_take(&c->cs, a, &err) < 0) {
+			/* The inventory no longer has what this allocation holds. */
+			iso_log(ISO_LOG_ERR, "allocation_lost", "id=%s tenant=%s reason=\"%s\"",
+				a->id, a->tenant, err.message);
+			want = ISO_ALLOC_FAILED;
+			snprintf(a->reason, sizeof(a->reason), "inventory changed: %s",
+				 err.message);
+		}
+	}
+	if (want == a->state)
+		return 0;
+	iso_log(ISO_LOG_WARN, "allocation_reconciled", "id=%s from=%s to=%s", a->id,
+		iso_alloc_state_name(a->state), iso_alloc_state_name(want));
+	a->state = want;
+	a->updated_ms = iso_now_ms();
+	if (c->store->ops->begin(c->store, &err) < 0 ||
+	    c->store->ops->alloc_update(c->store, a, &err) < 0 ||
+	    c->store->ops->commit(c->store, &err) < 0) {
+		c->store->ops->rollback(c->store);
+		iso_log(ISO_LOG_ERR, "reconcile_failed", "id=%s error=\"%s\"", a->id, err.message);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int rebuild_state(struct iso_controller *c, struct iso_error *err)
+{
+	struct iso_node_state *states = NULL;
+	struct iso_allocation *live = NULL;
+	int n_states = 0, n_live = 0, r;
+	struct iso_alloc_filter f = {.live_only = true, .state = -1};
+
+	r = c->store->ops->node_state_list(c->store, &states, &n_states, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n_states; i++) {
+		int idx = iso_cluster_state_node_index(&c->cs, states[i].name);
+		if (idx >= 0)
+			c->cs.sched[idx] = states[i].sched;
+	}
+	free(states);
+
+	r = c->store->ops->alloc_list(c->store, &f, &live, &n_live, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n_live && r == 0; i++)
+		r = reconcile_one(c, &live[i]);
+	iso_allocations_free(live, n_live);
+	if (r < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+				     "could not reconcile allocations; see the log");
+	return 0;
+}
+
+int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store,
+			const struct iso_placer *placer, struct iso_controller **out,
+			struct iso_error *err)
+{
+	_cleanup_(iso_controller_freep) struct iso_controller *c = NULL;
+	int r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	c->inv = inv;
+	c->store = store;
+	c->placer = placer;
+	r = iso_cluster_state_init(&c->cs, inv);
+	if (r < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	r = rebuild_state(c, err);
+	if (r < 0)
+		return r;
+	ctl_place_pending(c);
+	*out = ISO_TAKE(c);
+	return 0;
+}
+
+void iso_controller_free(struct iso_controller *c)
+{
+	if (!c)
+		return;
+	iso_cluster_state_free(&c->cs);
+	free(c);
+}

@@ -1,1 +1,216 @@
-int main(void) { return 0; }
+/* isostackd: the controller daemon. A thin main: it reads flags and the
+ * inventory, takes the state directory's lock, opens the store, the
+ * controller and the API server, then waits for a signal. All logic lives in
+ * libisostack; this file only wires it together and owns the main context. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sodium.h>
+#include <unistd.h>
+
+#include "isostack/api.h"
+#include "isostack/controller.h"
+#include "isostack/inventory.h"
+#include "isostack/store.h"
+
+struct options {
+	const char *config;
+	const char *state_dir;
+	const char *listen;
+	const char *tls_cert;
+	const char *tls_key;
+	const char *placement;
+	bool allow_remote_http;
+	bool new_admin_token;
+	bool check_config;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: isostackd --config FILE [--state-dir DIR] [--listen HOST:PORT]\n"
+		"                 [--tls-cert PEM --tls-key PEM] [--allow-remote-http]\n"
+		"                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
+		"\n"
+		"  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
+		"  --state-dir DIR      store, lock and admin.token (default ./var)\n"
+		"  --listen HOST:PORT   overrides controller.listen (default 127.0.0.1:8470)\n"
+		"  --tls-cert/--tls-key serve HTTPS (overrides controller.tls)\n"
+		"  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
+		"  --placement POLICY   placement policy (default first-fit)\n"
+		"  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
+		"  --check-config       validate the inventory and exit\n"
+		"  --version, --help\n");
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	enum { O_TLS_CERT = 256, O_TLS_KEY, O_ALLOW, O_PLACEMENT, O_NEW_TOKEN, O_CHECK, O_VERSION };
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"state-dir", required_argument, NULL, 's'},
+		{"listen", required_argument, NULL, 'l'},
+		{"tls-cert", required_argument, NULL, O_TLS_CERT},
+		{"tls-key", required_argument, NULL, O_TLS_KEY},
+		{"allow-remote-http", no_argument, NULL, O_ALLOW},
+		{"placement", required_argument, NULL, O_PLACEMENT},
+		{"new-admin-token", no_argument, NULL, O_NEW_TOKEN},
+		{"check-config", no_argument, NULL, O_CHECK},
+		{"version", no_argument, NULL, O_VERSION},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	o->state_dir = "var";
+	while ((ch = getopt_long(argc, argv, "c:s:l:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->config = optarg; break;
+		case 's': o->state_dir = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case O_TLS_CERT: o->tls_cert = optarg; break;
+		case O_TLS_KEY: o->tls_key = optarg; break;
+		case O_ALLOW: o->allow_remote_http = true; break;
+		case O_PLACEMENT: o->placement = optarg; break;
+		case O_NEW_TOKEN: o->new_admin_token = true; break;
+		case O_CHECK: o->check_config = true; break;
+		case O_VERSION: printf("isostackd %s\n", ISO_VERSION); return 1;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "isostackd: unexpected argument \"%s\"\n", argv[optind]);
+		return -1;
+	}
+	if (!o->config) {
+		fprintf(stderr, "isostackd: --config FILE is required\n");
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* The state dir holds the store and secrets: owner-only, and one daemon. */
+static int prepare_state_dir(const char *dir, int *lock_fd, struct iso_error *err)
+{
+	char path[1024];
+	struct stat st;
+	int fd;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot create %s: %s", dir,
+				     strerror(errno));
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "%s is not a directory", dir);
+	if (st.st_mode & 0077)
+		iso_log(ISO_LOG_WARN, "state_dir_permissions",
+			"path=%s mode=%04o hint=\"chmod 700 it: it holds the admin token\"", dir,
+			(unsigned)(st.st_mode & 07777));
+	snprintf(path, sizeof(path), "%s/isostackd.lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot open %s: %s", path,
+				     strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return iso_error_set(err, ISO_E_CONFLICT, "state-dir",
+				     "another isostackd is already using %s", dir);
+	}
+	*lock_fd = fd;
+	return 0;
+}
+
+static int fail(const struct iso_error *err)
+{
+	fprintf(stderr, "isostackd: %s\n", err->message);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	_cleanup_(iso_inventory_freep) struct iso_inventory *inv = NULL;
+	_cleanup_(iso_store_closep) struct iso_store *store = NULL;
+	_cleanup_(iso_controller_freep) struct iso_controller *ctl = NULL;
+	struct iso_api *api = NULL;
+	struct options o = {0};
+	struct iso_error err = {0};
+	const struct iso_placer *placer;
+	char db_path[1024];
+	int lock_fd = -1, r, sig = 0;
+	bool created = false;
+	sigset_t sigs;
+
+	r = parse_options(argc, argv, &o);
+	if (r != 0)
+		return r > 0 ? 0 : 2;
+	umask(077);
+	if (sodium_init() < 0) {
+		fprintf(stderr, "isostackd: libsodium failed to initialise\n");
+		return 1;
+	}
+	if (iso_inventory_load_file(o.config, &inv, &err) < 0) {
+		fprintf(stderr, "isostackd: %s\n", err.message);
+		return 2;
+	}
+	if (o.check_config) {
+		printf("%s: ok (%d nodes)\n", o.config, inv->n_nodes);
+		return 0;
+	}
+	const struct iso_controller_config *cc = &inv->controller;
+	struct iso_api_config api_cfg = {
+		.listen = o.listen ? o.listen : (cc->listen[0] ? cc->listen : "127.0.0.1:8470"),
+		.tls_cert = o.tls_cert ? o.tls_cert : (cc->tls_cert[0] ? cc->tls_cert : NULL),
+		.tls_key = o.tls_key ? o.tls_key : (cc->tls_key[0] ? cc->tls_key : NULL),
+		.allow_remote_http = o.allow_remote_http || cc->allow_remote_http,
+	};
+	const char *policy = o.placement ? o.placement
+					 : (cc->placement[0] ? cc->placement : "first-fit");
+	placer = iso_placer_find(policy);
+	if (!placer) {
+		fprintf(stderr, "isostackd: unknown placement policy \"%s\" (known: first-fit)\n",
+			policy);
+		return 2;
+	}
+
+	if (prepare_state_dir(o.state_dir, &lock_fd, &err) < 0)
+		return fail(&err);
+	snprintf(db_path, sizeof(db_path), "%s/state.db", o.state_dir);
+	if (iso_store_open_sqlite(db_path, &store, &err) < 0)
+		return fail(&err);
+	if (iso_controller_open(inv, store, placer, &ctl, &err) < 0)
+		return fail(&err);
+	if (iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created, &err) < 0)
+		return fail(&err);
+
+	/* Signals are taken synchronously by this thread only: block them before
+	 * the server thread starts so that it inherits the mask. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0)
+		return fail(&err);
+	iso_log(ISO_LOG_INFO, "daemon_start",
+		"version=%s cluster=%s nodes=%d store=%s placement=%s listen=%s port=%d tls=%s",
+		ISO_VERSION, inv->cluster_name, inv->n_nodes, db_path, placer->name, api_cfg.listen,
+		iso_api_port(api), iso_api_tls(api) ? "yes" : "no");
+	printf("isostackd %s serving %s://%s/v1 (port %d)\n", ISO_VERSION,
+	       iso_api_tls(api) ? "https" : "http", api_cfg.listen, iso_api_port(api));
+	printf("admin token: %s/admin.token%s\n", o.state_dir, created ? " (new)" : "");
+	fflush(stdout);
+
+	while (sigwait(&sigs, &sig) == 0 && sig != SIGINT && sig != SIGTERM)
+		;
+	iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
+	iso_api_stop(api);
+	close(lock_fd);
+	return 0;
+}

@@ -1,1 +1,380 @@
-/* placeholder: being written */
+/* cluster_state.c: the in-memory picture of what is in use on every node and
+ * GPU. Taking an allocation validates every member and slot against the
+ * inventory and the MIG rules and either applies all of it or nothing; giving
+ * is its exact inverse. Placement policies search this state; they never
+ * change it except through take/give. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sched/internal.h"
+
+int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv)
+{
+	struct iso_cluster_state st = {.inv = inv};
+	int n = inv->n_nodes;
+
+	memset(cs, 0, sizeof(*cs));
+	if (n < 0)
+		return -EINVAL;
+	if (n > 0) {
+		st.usage = calloc((size_t)n, sizeof(*st.usage));
+		st.sched = calloc((size_t)n, sizeof(*st.sched));
+		if (!st.usage || !st.sched) {
+			iso_cluster_state_free(&st);
+			return -ENOMEM;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct iso_node *node = &inv->nodes[i];
+
+		st.sched[i] = node->sched;
+		if (node->n_gpus < 0) {
+			iso_cluster_state_free(&st);
+			return -EINVAL;
+		}
+		if (node->n_gpus == 0)
+			continue;
+		st.usage[i].gpus = calloc((size_t)node->n_gpus, sizeof(*st.usage[i].gpus));
+		if (!st.usage[i].gpus) {
+			iso_cluster_state_free(&st);
+			return -ENOMEM;
+		}
+		for (int j = 0; j < node->n_gpus; j++) {
+			if (!node->gpus[j].model) {
+				iso_cluster_state_free(&st);
+				return -EINVAL;
+			}
+			iso_gpu_occupancy_init(&st.usage[i].gpus[j], node->gpus[j].model);
+		}
+	}
+	*cs = st;
+	return 0;
+}
+
+void iso_cluster_state_free(struct iso_cluster_state *cs)
+{
+	if (cs->usage)
+		for (int i = 0; i < cs->inv->n_nodes; i++)
+			free(cs->usage[i].gpus);
+	free(cs->usage);
+	free(cs->sched);
+	memset(cs, 0, sizeof(*cs));
+}
+
+int iso_cluster_state_node_index(const struct iso_cluster_state *cs, const char *node)
+{
+	if (!cs->inv || !node)
+		return -1;
+	for (int i = 0; i < cs->inv->n_nodes; i++)
+		if (strcmp(cs->inv->nodes[i].name, node) == 0)
+			return i;
+	return -1;
+}
+
+/* Position of the GPU with device index `index` in node->gpus, or -1. */
+static int gpu_position(const struct iso_node *node, int index)
+{
+	for (int j = 0; j < node->n_gpus; j++)
+		if (node->gpus[j].index == index)
+			return j;
+	return -1;
+}
+
+/* ---- one member ---- */
+
+static int member_take(struct iso_cluster_state *cs, int ni, const struct iso_allocation *a, int k,
+                       struct iso_error *err)
+{
+	const struct iso_node *node = &cs->inv->nodes[ni];
+	struct iso_node_usage *u = &cs->usage[ni];
+
+	if ((int64_t)u->cpus_used + a->shape.cpus > node->cpus)
+		return iso_error_set(err, ISO_E_NO_CAPACITY, "cpus",
+		                     "member %d: node %s has %d of %d cpus free, %d needed", k,
+		                     node->name, node->cpus - u->cpus_used, node->cpus,
+		                     a->shape.cpus);
+	if (u->memory_mib_used + a->shape.memory_mib > node->memory_mib)
+		return iso_error_set(err, ISO_E_NO_CAPACITY, "memory_mib",
+		                     "member %d: node %s has %lld of %lld MiB free, %lld needed", k,
+		                     node->name, (long long)(node->memory_mib - u->memory_mib_used),
+		                     (long long)node->memory_mib, (long long)a->shape.memory_mib);
+	u->cpus_used += a->shape.cpus;
+	u->memory_mib_used += a->shape.memory_mib;
+	u->members++;
+	return 0;
+}
+
+static void member_give(struct iso_cluster_state *cs, int ni, const struct iso_allocation *a)
+{
+	struct iso_node_usage *u = &cs->usage[ni];
+
+	if (u->members <= 0 || u->cpus_used < a->shape.cpus ||
+	    u->memory_mib_used < a->shape.memory_mib) {
+		iso_log(ISO_LOG_WARN, "sched.give_inconsistent", "alloc=%s node=%s what=member",
+		        a->id, cs->inv->nodes[ni].name);
+		return;
+	}
+	u->cpus_used -= a->shape.cpus;
+	u->memory_mib_used -= a->shape.memory_mib;
+	u->members--;
+}
+
+/* ---- one slot ---- */
+
+/* Resolves a slot to its GPU's occupancy; fills *model and *pos. */
+static int slot_resolve(struct iso_cluster_state *cs, int ni, const struct iso_slot *s, int si,
+                        const struct iso_gpu **gpu, struct iso_gpu_occupancy **occ,
+                        struct iso_error *err)
+{
+	const struct iso_node *node = &cs->inv->nodes[ni];
+	char field[ISO_ERR_FIELD_MAX];
+	int pos = gpu_position(node, s->gpu);
+
+	if (pos < 0) {
+		snprintf(field, sizeof(field), "placement[%d].gpu", si);
+		return iso_error_set(err, ISO_E_INVALID, field, "node %s has no GPU %d", node->name,
+		                     s->gpu);
+	}
+	*gpu = &node->gpus[pos];
+	*occ = &cs->usage[ni].gpus[pos];
+	return 0;
+}
+
+static int slot_take(struct iso_cluster_state *cs, int ni, const struct iso_slot *s, int si,
+                     struct iso_error *err)
+{
+	const char *node = cs->inv->nodes[ni].name;
+	const struct iso_gpu *gpu;
+	const struct iso_mig_profile *p;
+	struct iso_gpu_occupancy *o;
+	struct iso_gpu_occupancy empty;
+	char field[ISO_ERR_FIELD_MAX];
+	int r;
+
+	r = slot_resolve(cs, ni, s, si, &gpu, &o, err);
+	if (r < 0)
+		return r;
+	if (s->whole) {
+		if (s->profile[0] != '\0' || s->start != 0 ||
+		    s->width != gpu->model->memory_slices) {
+			snprintf(field, sizeof(field), "placement[%d]", si);
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "a whole GPU has no profile, start 0 and width %d",
+			                     gpu->model->memory_slices);
+		}
+		if (!iso_gpu_occupancy_empty(gpu->model, o)) {
+			snprintf(field, sizeof(field), "placement[%d].gpu", si);
+			return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+			                     "GPU %d on node %s is not entirely free", s->gpu,
+			                     node);
+		}
+		o->whole = true;
+		o->free_mask = 0;
+		o->compute_used = gpu->model->compute_slices;
+		return 0;
+	}
+
+	if (!gpu->mig_enabled) {
+		snprintf(field, sizeof(field), "placement[%d].gpu", si);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "GPU %d on node %s does not have MIG enabled", s->gpu, node);
+	}
+	p = iso_mig_profile_find(gpu->model, s->profile);
+	if (!p) {
+		snprintf(field, sizeof(field), "placement[%d].profile", si);
+		return iso_error_set(err, ISO_E_INVALID, field, "%s has no MIG profile '%s'",
+		                     gpu->model->name, s->profile);
+	}
+	if (s->width != p->width) {
+		snprintf(field, sizeof(field), "placement[%d].width", si);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s occupies %d memory slices, not %d", p->name, p->width,
+		                     s->width);
+	}
+	/* Geometry that no occupancy could accept is bad input, not lack of room. */
+	iso_gpu_occupancy_init(&empty, gpu->model);
+	if (!iso_mig_fits_at(gpu->model, &empty, p, s->start)) {
+		snprintf(field, sizeof(field), "placement[%d].start", si);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s cannot start at memory slice %d", p->name, s->start);
+	}
+	if (!iso_mig_fits_at(gpu->model, o, p, s->start)) {
+		snprintf(field, sizeof(field), "placement[%d]", si);
+		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+		                     "%s at slice %d does not fit on GPU %d of node %s", p->name,
+		                     s->start, s->gpu, node);
+	}
+	iso_mig_take(gpu->model, o, p, s->start);
+	return 0;
+}
+
+/* Exact inverse of a successful slot_take; refuses (and logs) a slot that is
+ * not held, so a double give cannot corrupt the counters. */
+static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_slot *s, int si,
+                      const char *alloc_id)
+{
+	const struct iso_gpu *gpu;
+	const struct iso_mig_profile *p;
+	struct iso_gpu_occupancy *o;
+	int idx;
+
+	if (slot_resolve(cs, ni, s, si, &gpu, &o, NULL) < 0)
+		goto inconsistent;
+	if (s->whole) {
+		if (!o->whole)
+			goto inconsistent;
+		iso_gpu_occupancy_init(o, gpu->model);
+		return;
+	}
+	p = iso_mig_profile_find(gpu->model, s->profile);
+	if (!p || o->whole || s->start < 0 || s->start + p->width > gpu->model->memory_slices)
+		goto inconsistent;
+	idx = (int)(p - gpu->model->profiles);
+	if ((o->free_mask & iso_mig_span(s->start, p->width)) != 0 || o->count[idx] == 0 ||
+	    o->compute_used < p->compute || (p->media_engine && !o->media_engine_used))
+		goto inconsistent;
+	iso_mig_give(gpu->model, o, p, s->start);
+	return;
+
+inconsistent:
+	iso_log(ISO_LOG_WARN, "sched.give_inconsistent", "alloc=%s node=%s slot=%d", alloc_id,
+	        cs->inv->nodes[ni].name, si);
+}
+
+/* ---- whole allocations ---- */
+
+/* Node index of every member in [from, n_members), checked; NULL on error. */
+static int *resolve_members(struct iso_cluster_state *cs, const struct iso_allocation *a, int from,
+                            struct iso_error *err, int *r)
+{
+	int n = a->n_members - from;
+	int *nodes = calloc(n > 0 ? (size_t)n : 1, sizeof(*nodes));
+	char field[ISO_ERR_FIELD_MAX];
+
+	if (!nodes) {
+		*r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		return NULL;
+	}
+	for (int k = from; k < a->n_members; k++) {
+		if (a->placed[k].index != k) {
+			snprintf(field, sizeof(field), "nodes[%d].member", k);
+			*r = iso_error_set(err, ISO_E_INVALID, field,
+			                   "member %d is listed as index %d; indexes are dense", k,
+			                   a->placed[k].index);
+			free(nodes);
+			return NULL;
+		}
+		nodes[k - from] = iso_cluster_state_node_index(cs, a->placed[k].node);
+		if (nodes[k - from] < 0) {
+			snprintf(field, sizeof(field), "nodes[%d].node", k);
+			*r = iso_error_set(err, ISO_E_INVALID, field, "unknown node '%s'",
+			                   a->placed[k].node);
+			free(nodes);
+			return NULL;
+		}
+	}
+	return nodes;
+}
+
+/* Undoes members [from, members_done) and the slots before slot index
+ * slots_done that belong to members >= from. */
+static void undo(struct iso_cluster_state *cs, const struct iso_allocation *a, int from,
+                 const int *nodes, int members_done, int slots_done)
+{
+	for (int si = slots_done - 1; si >= 0; si--) {
+		const struct iso_slot *s = &a->slots[si];
+		if (s->member >= from)
+			slot_give(cs, nodes[s->member - from], s, si, a->id);
+	}
+	for (int k = members_done - 1; k >= from; k--)
+		member_give(cs, nodes[k - from], a);
+}
+
+int iso_cluster_state_take_members(struct iso_cluster_state *cs, const struct iso_allocation *a,
+                                   int from, struct iso_error *err)
+{
+	_cleanup_free_ int *nodes = NULL;
+	char field[ISO_ERR_FIELD_MAX];
+	int k, si, r = 0;
+
+	if (from < 0 || a->n_members < 0 || from > a->n_members || a->n_slots < 0 ||
+	    (a->n_members > 0 && !a->placed) || (a->n_slots > 0 && !a->slots))
+		return iso_error_set(err, ISO_E_INVALID, NULL, "malformed placement");
+	if (a->shape.cpus < 0)
+		return iso_error_set(err, ISO_E_INVALID, "cpus", "must be >= 0");
+	if (a->shape.memory_mib < 0)
+		return iso_error_set(err, ISO_E_INVALID, "memory_mib", "must be >= 0");
+	if (from == a->n_members) {
+		/* No members to take; slots of earlier members are already held. */
+		for (si = 0; si < a->n_slots; si++)
+			if (a->slots[si].member < 0 || a->slots[si].member >= a->n_members)
+				goto bad_member;
+		return 0;
+	}
+	nodes = resolve_members(cs, a, from, err, &r);
+	if (!nodes)
+		return r;
+
+	for (k = from; k < a->n_members; k++) {
+		r = member_take(cs, nodes[k - from], a, k, err);
+		if (r < 0) {
+			undo(cs, a, from, nodes, k, 0);
+			return r;
+		}
+	}
+	for (si = 0; si < a->n_slots; si++) {
+		const struct iso_slot *s = &a->slots[si];
+
+		if (s->member < 0 || s->member >= a->n_members) {
+			undo(cs, a, from, nodes, a->n_members, si);
+			goto bad_member;
+		}
+		if (s->member < from)
+			continue;
+		r = slot_take(cs, nodes[s->member - from], s, si, err);
+		if (r < 0) {
+			undo(cs, a, from, nodes, a->n_members, si);
+			return r;
+		}
+	}
+	return 0;
+
+bad_member:
+	snprintf(field, sizeof(field), "placement[%d].member", si);
+	return iso_error_set(err, ISO_E_INVALID, field, "no member %d in this allocation",
+	                     a->slots[si].member);
+}
+
+void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct iso_allocation *a,
+                                    int from)
+{
+	_cleanup_free_ int *nodes = NULL;
+	int r;
+
+	if (from < 0 || from >= a->n_members)
+		return;
+	nodes = resolve_members(cs, a, from, NULL, &r);
+	if (!nodes) {
+		iso_log(ISO_LOG_WARN, "sched.give_inconsistent", "alloc=%s what=members", a->id);
+		return;
+	}
+	for (int si = a->n_slots - 1; si >= 0; si--) {
+		const struct iso_slot *s = &a->slots[si];
+		if (s->member >= from && s->member < a->n_members)
+			slot_give(cs, nodes[s->member - from], s, si, a->id);
+	}
+	for (int k = a->n_members - 1; k >= from; k--)
+		member_give(cs, nodes[k - from], a);
+}
+
+int iso_cluster_state_take(struct iso_cluster_state *cs, const struct iso_allocation *a,
+                           struct iso_error *err)
+{
+	return iso_cluster_state_take_members(cs, a, 0, err);
+}
+
+void iso_cluster_state_give(struct iso_cluster_state *cs, const struct iso_allocation *a)
+{
+	iso_cluster_state_give_members(cs, a, 0);
+}

@@ -1,1 +1,362 @@
-/* placeholder: being written */
+/* sqlite.c: the embedded SQLite store: opening (a private 0600 file, WAL,
+ * synchronous=FULL, foreign keys, quick_check, migrations), the cache of
+ * prepared statements, transactions and the ops vtable. The row operations
+ * live in sqlite_access.c and sqlite_alloc.c; see docs/store.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/sqlite_int.h"
+
+#define TENANT_COLS "id, name, description, created_ms, updated_ms"
+#define TOKEN_COLS                                                                                 \
+	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms"
+#define ALLOC_COLS                                                                                 \
+	"id, tenant_id, tenant, name, state, reason, members, whole, gpu_count, profile, "         \
+	"gpu_model, cpus, memory_mib, pool, owner, created_ms, updated_ms"
+#define LIVE "state NOT IN ('released', 'failed')" /* as in the partial indexes */
+/* ?1, ?2: cursor (created_ms, id); ?3 owner or NULL; ?4 state or NULL;
+ * ?5 tenant_id; ?6 limit (-1: none). */
+#define ALLOC_LIST(extra)                                                                          \
+	"SELECT " ALLOC_COLS " FROM allocations WHERE (created_ms, id) > (?1, ?2)"                 \
+	" AND (?3 IS NULL OR owner = ?3) AND (?4 IS NULL OR state = ?4)" extra                     \
+	" ORDER BY created_ms, id LIMIT ?6"
+
+static const char *const stmt_sql[ST__COUNT] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SAVEPOINT] = "SAVEPOINT iso_write",
+	[ST_RELEASE] = "RELEASE iso_write",
+	[ST_ROLLBACK_TO] = "ROLLBACK TO iso_write",
+	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	[ST_META_SET] = "INSERT INTO meta(key, value) VALUES (?1, ?2)"
+			" ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+	[ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms)"
+			     " VALUES (?1, ?2, ?3, ?4)",
+	[ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4"
+			     " WHERE id = ?1",
+	[ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
+	[ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
+	[ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",
+	[ST_TENANT_LIST] = "SELECT " TENANT_COLS " FROM tenants WHERE name > ?1"
+			   " ORDER BY name LIMIT ?2",
+	[ST_TENANT_EXISTS] = "SELECT 1 FROM tenants WHERE id = ?1",
+	[ST_TOKEN_INSERT] = "INSERT INTO tokens(" TOKEN_COLS ")"
+			    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[ST_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
+	[ST_TOKEN_LIST_ALL] = "SELECT " TOKEN_COLS " FROM tokens WHERE id > ?1"
+			      " ORDER BY id LIMIT ?2",
+	[ST_TOKEN_LIST_TENANT] = "SELECT " TOKEN_COLS " FROM tokens"
+				 " WHERE tenant_id IS ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+	[ST_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = coalesce(revoked_ms, ?2) WHERE id = ?1",
+	[ST_TOKEN_REVOKE_TENANT] = "UPDATE tokens SET revoked_ms = ?2"
+				   " WHERE tenant_id = ?1 AND revoked_ms IS NULL",
+	[ST_NODE_SET] = "INSERT INTO node_state(name, sched) VALUES (?1, ?2)"
+			" ON CONFLICT(name) DO UPDATE SET sched = excluded.sched",
+	[ST_NODE_LIST] = "SELECT name, sched FROM node_state ORDER BY name",
+	[ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
+			    " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+	[ST_ALLOC_UPDATE] = "UPDATE allocations SET tenant_id = ?2, tenant = ?3, name = ?4,"
+			    " state = ?5, reason = ?6, members = ?7, whole = ?8, gpu_count = ?9,"
+			    " profile = ?10, gpu_model = ?11, cpus = ?12, memory_mib = ?13,"
+			    " pool = ?14, owner = ?15, created_ms = ?16, updated_ms = ?17"
+			    " WHERE id = ?1",
+	[ST_ALLOC_GET] = "SELECT " ALLOC_COLS " FROM allocations WHERE id = ?1",
+	[ST_ALLOC_CURSOR] = "SELECT created_ms FROM allocations WHERE id = ?1"
+			    " AND (?2 = 0 OR tenant_id = ?2) AND (?3 IS NULL OR owner = ?3)",
+	[ST_ALLOC_LIST] = ALLOC_LIST(""),
+	[ST_ALLOC_LIST_TENANT] = ALLOC_LIST(" AND tenant_id = ?5"),
+	[ST_ALLOC_LIST_LIVE] = ALLOC_LIST(" AND " LIVE),
+	[ST_ALLOC_LIST_LIVE_TENANT] = ALLOC_LIST(" AND tenant_id = ?5 AND " LIVE),
+	[ST_ALLOC_COUNT_LIVE] = "SELECT count(*) FROM allocations WHERE tenant_id = ?1 AND " LIVE,
+	[ST_ALLOC_COUNT_LIVE_ALL] = "SELECT count(*) FROM allocations WHERE " LIVE,
+	[ST_MEMBER_INSERT] = "INSERT INTO alloc_members(alloc_id, idx, node) VALUES (?1, ?2, ?3)",
+	[ST_MEMBER_DELETE] = "DELETE FROM alloc_members WHERE alloc_id = ?1",
+	[ST_MEMBER_LIST] = "SELECT idx, node FROM alloc_members WHERE alloc_id = ?1 ORDER BY idx",
+	[ST_SLOT_INSERT] = "INSERT INTO alloc_slots(alloc_id, idx, member, gpu, whole, profile,"
+			   " start, width) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ST_SLOT_DELETE] = "DELETE FROM alloc_slots WHERE alloc_id = ?1",
+	[ST_SLOT_LIST] = "SELECT member, gpu, whole, profile, start, width FROM alloc_slots"
+			 " WHERE alloc_id = ?1 ORDER BY idx",
+};
+
+/* ---- transactions ---- */
+
+static int step_done(struct sqlite_store *s, enum sqlite_stmt_id id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = s->st[id];
+
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+}
+
+static int sqlite_begin(struct iso_store *is, struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+
+	if (s->in_tx || !sqlite3_get_autocommit(s->db)) {
+		iso_error_set(err, ISO_E_INTERNAL, NULL,
+			      "store: begin: a transaction is already open (nested begin)");
+		return -EBUSY;
+	}
+	if (step_done(s, ST_BEGIN) < 0)
+		return iso_sqlite_fail(s->db, "begin", err);
+	s->in_tx = true;
+	return 0;
+}
+
+static void sqlite_rollback(struct iso_store *is)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+
+	s->in_tx = false;
+	if (sqlite3_get_autocommit(s->db))
+		return; /* nothing open (or SQLite already rolled it back) */
+	if (step_done(s, ST_ROLLBACK) < 0)
+		iso_log(ISO_LOG_ERR, "store_rollback_failed", "error=\"%s\"", sqlite3_errmsg(s->db));
+}
+
+/* A failed commit rolls back, so that an error always means nothing changed. */
+static int sqlite_commit(struct iso_store *is, struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+	int r;
+
+	if (!s->in_tx)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+				     "store: commit: no transaction is open");
+	if (step_done(s, ST_COMMIT) == 0) {
+		s->in_tx = false;
+		return 0;
+	}
+	r = iso_sqlite_fail(s->db, "commit", err);
+	sqlite_rollback(is);
+	return r;
+}
+
+int iso_sqlite_savepoint(struct sqlite_store *s, struct iso_error *err)
+{
+	if (step_done(s, ST_SAVEPOINT) < 0)
+		return iso_sqlite_fail(s->db, "savepoint", err);
+	return 0;
+}
+
+int iso_sqlite_release(struct sqlite_store *s, struct iso_error *err)
+{
+	if (step_done(s, ST_RELEASE) < 0) {
+		int r = iso_sqlite_fail(s->db, "release savepoint", err);
+		iso_sqlite_rollback_to(s);
+		return r;
+	}
+	return 0;
+}
+
+void iso_sqlite_rollback_to(struct sqlite_store *s)
+{
+	/* Errors ignored on purpose: when SQLite has already rolled the whole
+	 * transaction back the savepoint is gone, which is the goal anyway. */
+	step_done(s, ST_ROLLBACK_TO);
+	step_done(s, ST_RELEASE);
+	if (!s->in_tx && !sqlite3_get_autocommit(s->db))
+		step_done(s, ST_ROLLBACK);
+}
+
+/* ---- open and close ---- */
+
+static void sqlite_close(struct iso_store *is)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+
+	if (s->in_tx)
+		iso_log(ISO_LOG_WARN, "store_close_in_tx", "msg=\"open transaction rolled back\"");
+	for (int i = 0; i < ST__COUNT; i++)
+		sqlite3_finalize(s->st[i]);
+	if (sqlite3_close(s->db) != SQLITE_OK)
+		iso_log(ISO_LOG_ERR, "store_close_failed", "error=\"%s\"", sqlite3_errmsg(s->db));
+	free(s);
+}
+
+/* Creates the database file 0600 when missing (whatever the umask), and
+ * takes group and other bits off an existing one and its WAL side files: the
+ * store holds token hashes. */
+static int make_private(const char *path, struct iso_error *err)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		int r = fchmod(fd, 0600);
+		int e = errno;
+		close(fd);
+		if (r < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: chmod %s: %s", path,
+					     strerror(e));
+		return 0;
+	}
+	if (errno != EEXIST)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: creating %s: %s", path,
+				     strerror(errno));
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(suffixes); i++) {
+		char file[4096];
+		struct stat sb;
+
+		if (snprintf(file, sizeof(file), "%s%s", path, suffixes[i]) >= (int)sizeof(file))
+			return iso_error_set(err, ISO_E_INVALID, "path", "store path is too long");
+		if (stat(file, &sb) < 0 || !(sb.st_mode & 077))
+			continue;
+		if (chmod(file, sb.st_mode & 0700) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL,
+					     "store: %s is open to group or others (mode %04o) and "
+					     "cannot be restricted: %s",
+					     file, (unsigned)(sb.st_mode & 07777), strerror(errno));
+		iso_log(ISO_LOG_WARN, "store_mode_restricted", "file=%s old_mode=%04o", file,
+			(unsigned)(sb.st_mode & 07777));
+	}
+	return 0;
+}
+
+/* Runs a pragma and copies the first column of its first row. */
+static int pragma(sqlite3 *db, const char *sql, char *out, size_t size)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const unsigned char *t = sqlite3_column_text(st, 0);
+			iso_strlcpy(out, t ? (const char *)t : "", size);
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			iso_strlcpy(out, "", size);
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Sets a pragma and checks that it took: a build or file system that cannot
+ * give WAL, full sync or foreign keys is refused, not run with less. */
+static int pragma_expect(sqlite3 *db, const char *path, const char *set, const char *get,
+			 const char *want, struct iso_error *err)
+{
+	char got[64];
+
+	if (pragma(db, set, got, sizeof(got)) != SQLITE_OK ||
+	    pragma(db, get, got, sizeof(got)) != SQLITE_OK)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: opening %s: %s: %s", path,
+				     set, sqlite3_errmsg(db));
+	if (strcmp(got, want) != 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+				     "store: opening %s: %s did not take (got \"%s\")", path, set,
+				     got);
+	return 0;
+}
+
+static int configure(sqlite3 *db, const char *path, struct iso_error *err)
+{
+	char result[128];
+	int r;
+
+	sqlite3_busy_timeout(db, 5000);
+	/* Schema objects cannot call functions with side effects. */
+	if (pragma(db, "PRAGMA trusted_schema = OFF", result, sizeof(result)) != SQLITE_OK)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: opening %s: %s", path,
+				     sqlite3_errmsg(db));
+	r = pragma_expect(db, path, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal", err);
+	if (r == 0)
+		r = pragma_expect(db, path, "PRAGMA synchronous = FULL", "PRAGMA synchronous", "2",
+				  err);
+	if (r == 0)
+		r = pragma_expect(db, path, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1",
+				  err);
+	if (r < 0)
+		return r;
+	if (pragma(db, "PRAGMA quick_check", result, sizeof(result)) != SQLITE_OK)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: quick_check of %s: %s",
+				     path, sqlite3_errmsg(db));
+	if (strcmp(result, "ok") != 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+				     "store: %s failed PRAGMA quick_check (%s); the database is "
+				     "damaged: restore it from a backup",
+				     path, result);
+	return 0;
+}
+
+static int prepare_all(struct sqlite_store *s, struct iso_error *err)
+{
+	for (int i = 0; i < ST__COUNT; i++)
+		if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
+				       NULL) != SQLITE_OK)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL,
+					     "store: preparing statement %d: %s", i,
+					     sqlite3_errmsg(s->db));
+	return 0;
+}
+
+static const struct iso_store_ops sqlite_ops = {
+	.name = "sqlite",
+	.close = sqlite_close,
+	.begin = sqlite_begin,
+	.commit = sqlite_commit,
+	.rollback = sqlite_rollback,
+	.meta_get = iso_sqlite_meta_get,
+	.meta_set = iso_sqlite_meta_set,
+	.tenant_insert = iso_sqlite_tenant_insert,
+	.tenant_update = iso_sqlite_tenant_update,
+	.tenant_delete = iso_sqlite_tenant_delete,
+	.tenant_get_by_name = iso_sqlite_tenant_get_by_name,
+	.tenant_get_by_id = iso_sqlite_tenant_get_by_id,
+	.tenant_list = iso_sqlite_tenant_list,
+	.token_insert = iso_sqlite_token_insert,
+	.token_get = iso_sqlite_token_get,
+	.token_list = iso_sqlite_token_list,
+	.token_revoke = iso_sqlite_token_revoke,
+	.token_revoke_tenant = iso_sqlite_token_revoke_tenant,
+	.node_state_set = iso_sqlite_node_state_set,
+	.node_state_list = iso_sqlite_node_state_list,
+	.alloc_insert = iso_sqlite_alloc_insert,
+	.alloc_update = iso_sqlite_alloc_update,
+	.alloc_get = iso_sqlite_alloc_get,
+	.alloc_list = iso_sqlite_alloc_list,
+	.alloc_count_live = iso_sqlite_alloc_count_live,
+};
+
+int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_error *err)
+{
+	struct sqlite_store *s;
+	int rc, r;
+
+	*out = NULL;
+	if (!path || !*path)
+		return iso_error_set(err, ISO_E_INVALID, "path", "store path is empty");
+	r = make_private(path, err);
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
+	s->base.ops = &sqlite_ops;
+	rc = sqlite3_open_v2(path, &s->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "store: opening %s: %s", path,
+				  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	r = configure(s->db, path, err);
+	if (r == 0)
+		r = iso_sqlite_migrate(s->db, path, err);
+	if (r == 0)
+		r = prepare_all(s, err);
+	if (r < 0)
+		goto fail;
+	*out = &s->base;
+	return 0;
+fail:
+	sqlite_close(&s->base);
+	return r;
+}

@@ -1,0 +1,58 @@
+# isostack: the two user commands (`make run`, `make test`) and developer helpers.
+# Meson does the building; this file only sequences dependencies, builds and runs.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+CONFIG     ?= examples/cluster.yaml
+STATE_DIR  ?= var
+LISTEN     ?= 127.0.0.1:8470
+
+.PHONY: all build build-asan deps test-deps run test test-unit lint format clean
+
+all: build
+
+deps:
+	@scripts/deps.sh run
+
+test-deps:
+	@scripts/deps.sh test
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=debugoptimized
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+build-asan: test-deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+
+# Installs what is missing, builds, and serves the example cluster in the foreground.
+run: build
+	@mkdir -p $(STATE_DIR) && chmod 700 $(STATE_DIR)
+	@echo "isostack: starting isostackd on $(CONFIG), state in $(STATE_DIR)/ (Ctrl-C stops it)"
+	@echo "isostack: try: export ISOSTACK_URL=http://$(LISTEN) ISOSTACK_TOKEN=\$$(cat $(STATE_DIR)/admin.token); $(BUILD)/isoctl capacity"
+	exec $(BUILD)/isostackd --config $(CONFIG) --state-dir $(STATE_DIR) --listen $(LISTEN)
+
+# Everything the tests need, then every test in the plain and the ASan+UBSan build.
+test: test-deps
+	$(MAKE) --no-print-directory build build-asan
+	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 2 --timeout-multiplier 3
+
+test-unit: build
+	meson test -C $(BUILD) --suite unit --print-errorlogs
+
+lint: build
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		--suppress=missingIncludeSystem -I include -I src src
+	clang-tidy --quiet -p $(BUILD) $$(find src -name '*.c') -- 2>/dev/null
+
+format:
+	clang-format -i $$(find src include tests bench -name '*.[ch]')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

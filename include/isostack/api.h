@@ -1,0 +1,27 @@
+/* api.h: the REST API server (libmicrohttpd + jansson), versioned under /v1.
+ * One internal thread serves every request and is the only thread that
+ * touches the controller, as Redis does with its single-threaded core.
+ * Contract: docs/api.md and docs/openapi.yaml. */
+#ifndef ISOSTACK_API_H
+#define ISOSTACK_API_H
+
+#include "isostack/controller.h"
+
+#define ISO_API_MAX_BODY (64 * 1024)
+
+struct iso_api_config {
+	const char *listen;     /* "HOST:PORT" or "[V6]:PORT"; port 0 picks a free one */
+	const char *tls_cert;   /* PEM file paths; both or neither */
+	const char *tls_key;
+	bool allow_remote_http; /* plain HTTP on a non-loopback address */
+};
+
+struct iso_api;
+
+int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
+		  struct iso_api **out, struct iso_error *err);
+void iso_api_stop(struct iso_api *api);
+int iso_api_port(const struct iso_api *api);
+bool iso_api_tls(const struct iso_api *api);
+
+#endif

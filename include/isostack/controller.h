@@ -1,0 +1,141 @@
+/* controller.h: the use cases of isostack. Each state change is one function
+ * here, authorised against the caller's principal, applied in one store
+ * transaction, and only then reflected in the in-memory cluster state. The
+ * API layer parses and encodes; every decision about who may see or change
+ * what is made here, so no other entry point can bypass it. */
+#ifndef ISOSTACK_CONTROLLER_H
+#define ISOSTACK_CONTROLLER_H
+
+#include "isostack/inventory.h"
+#include "isostack/model.h"
+#include "isostack/sched.h"
+#include "isostack/store.h"
+
+struct iso_controller;
+
+/* Who is calling, resolved from a bearer token. */
+struct iso_principal {
+	char token_id[ISO_TOKEN_ID_LEN + 1];
+	enum iso_role role;
+	int64_t tenant_id; /* 0 for cluster-wide roles */
+	char tenant[ISO_NAME_MAX];
+	char user[ISO_NAME_MAX];
+	char owner[ISO_NAME_MAX + 8]; /* what allocations it creates record as owner */
+};
+
+/* Opens the controller over a loaded inventory and an open store (both
+ * borrowed; they must outlive it). Rebuilds the cluster state from the store
+ * and reconciles allocations left mid-transition by a crash. */
+int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store,
+			const struct iso_placer *placer, struct iso_controller **out,
+			struct iso_error *err);
+void iso_controller_free(struct iso_controller *c);
+static inline void iso_controller_freep(struct iso_controller **c)
+{
+	if (*c)
+		iso_controller_free(*c);
+}
+
+const struct iso_inventory *iso_controller_inventory(const struct iso_controller *c);
+const struct iso_cluster_state *iso_controller_state(const struct iso_controller *c);
+const char *iso_controller_placer_name(const struct iso_controller *c);
+const char *iso_controller_store_name(const struct iso_controller *c);
+
+/* Writes DIR/admin.token (0600) with a new cluster-admin token when the store
+ * has never issued one, or always when `force` (recovery of a lost file).
+ * *created tells whether a token was written. The secret is never logged. */
+int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_dir, bool force,
+				   bool *created, struct iso_error *err);
+
+/* ---- authentication ---- */
+int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
+				struct iso_principal *out, struct iso_error *err);
+
+/* ---- tenants ---- */
+int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
+				 const char *name, const char *description, struct iso_tenant *out,
+				 struct iso_error *err);
+int iso_controller_tenant_get(struct iso_controller *c, const struct iso_principal *p,
+			      const char *name, struct iso_tenant *out, struct iso_error *err);
+int iso_controller_tenant_list(struct iso_controller *c, const struct iso_principal *p,
+			       const char *after, int limit, struct iso_tenant **out, int *n,
+			       struct iso_error *err);
+int iso_controller_tenant_update(struct iso_controller *c, const struct iso_principal *p,
+				 const char *name, const char *description, struct iso_tenant *out,
+				 struct iso_error *err);
+int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_principal *p,
+				 const char *name, struct iso_error *err);
+
+/* ---- tokens ---- */
+struct iso_token_request {
+	enum iso_role role;
+	const char *tenant;      /* NULL: none / the caller's own */
+	const char *user;        /* NULL: "" */
+	const char *description; /* NULL: "" */
+	int64_t expires_in_s;    /* 0: never */
+};
+/* On success `secret` (>= ISO_TOKEN_MAX bytes) holds the bearer string, shown once. */
+int iso_controller_token_issue(struct iso_controller *c, const struct iso_principal *p,
+			       const struct iso_token_request *req, struct iso_token *out,
+			       char *secret, size_t secret_size, struct iso_error *err);
+int iso_controller_token_get(struct iso_controller *c, const struct iso_principal *p,
+			     const char *id, struct iso_token *out, struct iso_error *err);
+int iso_controller_token_list(struct iso_controller *c, const struct iso_principal *p,
+			      const char *tenant, const char *after, int limit,
+			      struct iso_token **out, int *n, struct iso_error *err);
+int iso_controller_token_revoke(struct iso_controller *c, const struct iso_principal *p,
+				const char *id, struct iso_error *err);
+/* Name of a tenant by id, for rendering tokens; "" when none. */
+void iso_controller_tenant_name(struct iso_controller *c, int64_t tenant_id, char *buf,
+				size_t size);
+
+/* ---- nodes, GPUs, capacity ---- */
+/* Infrastructure views (nodes, GPUs) are for cluster-wide roles only. */
+int iso_controller_check_infra_read(const struct iso_principal *p, struct iso_error *err);
+int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_principal *p,
+				  const char *node, enum iso_node_sched sched,
+				  struct iso_error *err);
+/* Live allocations, for the GPU view (cluster-wide roles only). */
+int iso_controller_live_allocations(struct iso_controller *c, const struct iso_principal *p,
+				    struct iso_allocation **out, int *n, struct iso_error *err);
+
+struct iso_capacity {
+	int nodes, schedulable_nodes;
+	int gpus, gpus_free;
+	int memory_slices, memory_slices_free;
+	int compute_slices, compute_slices_free;
+	int64_t cpus, cpus_free;
+	int64_t memory_mib, memory_mib_free;
+};
+void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity *out);
+
+/* ---- allocations ---- */
+struct iso_alloc_request {
+	const char *tenant; /* NULL: the caller's own */
+	const char *name;   /* NULL: "" */
+	int members;
+	struct iso_shape shape;
+};
+int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
+				const struct iso_alloc_request *req, struct iso_allocation *out,
+				struct iso_error *err);
+int iso_controller_alloc_get(struct iso_controller *c, const struct iso_principal *p,
+			     const char *id, struct iso_allocation *out, struct iso_error *err);
+struct iso_alloc_query {
+	const char *tenant; /* NULL: all visible */
+	int state;          /* -1: any */
+	const char *after;
+	int limit;
+};
+int iso_controller_alloc_list(struct iso_controller *c, const struct iso_principal *p,
+			      const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
+			      struct iso_error *err);
+int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_principal *p,
+				const char *id, int members, struct iso_allocation *out,
+				struct iso_error *err);
+int iso_controller_alloc_release(struct iso_controller *c, const struct iso_principal *p,
+				 const char *id, struct iso_allocation *out, struct iso_error *err);
+
+#define ISO_MAX_MEMBERS 1024
+
+#endif

@@ -1,0 +1,146 @@
+/* handlers_allocs.c: /v1/allocations. Decodes requests strictly into an
+ * iso_alloc_request; every decision is the controller's. */
+#include <string.h>
+
+#include "api/internal.h"
+
+static const char *const create_keys[] = {"tenant", "name", "members", "gpus", "cpus",
+					  "memory_mib", "pool", NULL};
+static const char *const gpus_keys[] = {"count", "profile", "whole", "model", NULL};
+static const char *const resize_keys[] = {"members", NULL};
+static const char *const list_keys[] = {"limit", "after", "tenant", "state", NULL};
+
+static int copy_field(char *dst, size_t size, const char *src, const char *field,
+		      struct iso_error *err)
+{
+	if (src && iso_strlcpy(dst, src, size) < 0)
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: too long", field);
+	return 0;
+}
+
+static int decode_gpus(json_t *gpus, struct iso_shape *s, struct iso_error *err)
+{
+	const char *profile = NULL, *model = NULL;
+	int64_t count = 1;
+
+	if (!json_is_object(gpus))
+		return iso_error_set(err, ISO_E_INVALID, "gpus", "gpus: must be an object");
+	if (api_check_keys(gpus, "gpus", gpus_keys, err) < 0 ||
+	    api_get_int(gpus, "count", "gpus", false, 1, 64, &count, err) < 0 ||
+	    api_get_string(gpus, "profile", "gpus", false, &profile, err) < 0 ||
+	    api_get_bool(gpus, "whole", "gpus", &s->whole, err) < 0 ||
+	    api_get_string(gpus, "model", "gpus", false, &model, err) < 0)
+		return -1;
+	if (s->whole && profile)
+		return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
+				     "gpus.profile: give either a MIG profile or whole: true, "
+				     "not both");
+	if (!s->whole && !profile)
+		return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
+				     "gpus.profile: required unless whole is true");
+	s->gpu_count = (int)count;
+	if (copy_field(s->profile, sizeof(s->profile), profile, "gpus.profile", err) < 0 ||
+	    copy_field(s->gpu_model, sizeof(s->gpu_model), model, "gpus.model", err) < 0)
+		return -1;
+	return 0;
+}
+
+int api_alloc_create(struct api_request *r)
+{
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	struct iso_alloc_request req = {0};
+	const char *pool = NULL;
+	int64_t members = 1, cpus = 0, memory = 0;
+	json_t *gpus;
+
+	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
+	    api_check_keys(body, NULL, create_keys, &r->err) < 0 ||
+	    api_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
+	    api_get_string(body, "name", NULL, false, &req.name, &r->err) < 0 ||
+	    api_get_int(body, "members", NULL, false, 1, ISO_MAX_MEMBERS, &members, &r->err) < 0 ||
+	    api_get_int(body, "cpus", NULL, false, 0, 1 << 20, &cpus, &r->err) < 0 ||
+	    api_get_int(body, "memory_mib", NULL, false, 0, INT64_C(1) << 40, &memory, &r->err) <
+		    0 ||
+	    api_get_string(body, "pool", NULL, false, &pool, &r->err) < 0)
+		return -1;
+	gpus = json_object_get(body, "gpus");
+	if (gpus && !json_is_null(gpus) && decode_gpus(gpus, &req.shape, &r->err) < 0)
+		return -1;
+	req.members = (int)members;
+	req.shape.cpus = (int)cpus;
+	req.shape.memory_mib = memory;
+	if (copy_field(req.shape.pool, sizeof(req.shape.pool), pool, "pool", &r->err) < 0 ||
+	    iso_controller_alloc_create(r->ctl, &r->who, &req, &a, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_CREATED, api_alloc_json(&a));
+	return 0;
+}
+
+int api_alloc_list(struct api_request *r)
+{
+	struct iso_alloc_query q = {.state = -1};
+	struct iso_allocation *items = NULL;
+	const char *state;
+	int n = 0;
+
+	if (api_check_query(r, list_keys) < 0 || api_page(r, &q.limit, &q.after) < 0)
+		return -1;
+	q.tenant = api_query(r, "tenant");
+	state = api_query(r, "state");
+	if (state) {
+		enum iso_alloc_state s;
+		if (iso_alloc_state_parse(state, &s) < 0)
+			return iso_error_set(&r->err, ISO_E_INVALID, "state",
+					     "state: must be pending, placed, provisioning, "
+					     "active, releasing, released or failed");
+		q.state = (int)s;
+	}
+	int limit = q.limit;
+	q.limit = limit + 1;
+	if (iso_controller_alloc_list(r->ctl, &r->who, &q, &items, &n, &r->err) < 0)
+		return -1;
+	json_t *arr = json_array();
+	for (int i = 0; i < n && i < limit; i++)
+		json_array_append_new(arr, api_alloc_json(&items[i]));
+	api_reply(r, MHD_HTTP_OK, api_list(arr, n > limit ? items[limit - 1].id : NULL));
+	iso_allocations_free(items, n);
+	return 0;
+}
+
+int api_alloc_get(struct api_request *r)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+
+	if (api_check_query(r, NULL) < 0 ||
+	    iso_controller_alloc_get(r->ctl, &r->who, r->seg[2], &a, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, api_alloc_json(&a));
+	return 0;
+}
+
+int api_alloc_resize(struct api_request *r)
+{
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	int64_t members = 0;
+
+	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
+	    api_check_keys(body, NULL, resize_keys, &r->err) < 0 ||
+	    api_get_int(body, "members", NULL, true, 1, ISO_MAX_MEMBERS, &members, &r->err) < 0 ||
+	    iso_controller_alloc_resize(r->ctl, &r->who, r->seg[2], (int)members, &a, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, api_alloc_json(&a));
+	return 0;
+}
+
+int api_alloc_release(struct api_request *r)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+
+	if (api_check_query(r, NULL) < 0 ||
+	    iso_controller_alloc_release(r->ctl, &r->who, r->seg[2], &a, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, api_alloc_json(&a));
+	return 0;
+}

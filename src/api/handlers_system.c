@@ -1,0 +1,47 @@
+/* handlers_system.c: health, version, identity and aggregate capacity. */
+#include "api/internal.h"
+
+int api_healthz(struct api_request *r)
+{
+	if (api_check_query(r, NULL) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
+	return 0;
+}
+
+int api_version(struct api_request *r)
+{
+	const struct iso_inventory *inv = iso_controller_inventory(r->ctl);
+
+	if (api_check_query(r, NULL) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK,
+		  json_pack("{s:s, s:s, s:s, s:s, s:s}", "version", ISO_VERSION, "api", "v1",
+			    "store", iso_controller_store_name(r->ctl), "placement",
+			    iso_controller_placer_name(r->ctl), "fabric",
+			    iso_fabric_type_name(inv->fabric.type)));
+	return 0;
+}
+
+int api_whoami(struct api_request *r)
+{
+	if (api_check_query(r, NULL) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK,
+		  json_pack("{s:s, s:s, s:o, s:s}", "token_id", r->who.token_id, "role",
+			    iso_role_name(r->who.role), "tenant",
+			    r->who.tenant[0] ? json_string(r->who.tenant) : json_null(), "user",
+			    r->who.user));
+	return 0;
+}
+
+int api_capacity(struct api_request *r)
+{
+	struct iso_capacity cap;
+
+	if (api_check_query(r, NULL) < 0)
+		return -1;
+	iso_controller_capacity(r->ctl, &cap);
+	api_reply(r, MHD_HTTP_OK, api_capacity_json(&cap));
+	return 0;
+}

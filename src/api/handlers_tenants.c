@@ -1,0 +1,74 @@
+/* handlers_tenants.c: /v1/tenants. */
+#include "api/internal.h"
+
+static const char *const tenant_create_keys[] = {"name", "description", NULL};
+static const char *const tenant_update_keys[] = {"description", NULL};
+static const char *const page_keys[] = {"limit", "after", NULL};
+
+int api_tenant_create(struct api_request *r)
+{
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	const char *name = NULL, *description = NULL;
+	struct iso_tenant t;
+
+	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
+	    api_check_keys(body, NULL, tenant_create_keys, &r->err) < 0 ||
+	    api_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
+	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
+	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &t, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_CREATED, api_tenant_json(&t));
+	return 0;
+}
+
+int api_tenant_list(struct api_request *r)
+{
+	struct iso_tenant *items = NULL;
+	const char *after;
+	int limit, n = 0;
+
+	if (api_check_query(r, page_keys) < 0 || api_page(r, &limit, &after) < 0 ||
+	    iso_controller_tenant_list(r->ctl, &r->who, after, limit + 1, &items, &n, &r->err) < 0)
+		return -1;
+	json_t *arr = json_array();
+	for (int i = 0; i < n && i < limit; i++)
+		json_array_append_new(arr, api_tenant_json(&items[i]));
+	api_reply(r, MHD_HTTP_OK, api_list(arr, n > limit ? items[limit - 1].name : NULL));
+	free(items);
+	return 0;
+}
+
+int api_tenant_get(struct api_request *r)
+{
+	struct iso_tenant t;
+
+	if (api_check_query(r, NULL) < 0 ||
+	    iso_controller_tenant_get(r->ctl, &r->who, r->seg[2], &t, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, api_tenant_json(&t));
+	return 0;
+}
+
+int api_tenant_update(struct api_request *r)
+{
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	const char *description = NULL;
+	struct iso_tenant t;
+
+	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
+	    api_check_keys(body, NULL, tenant_update_keys, &r->err) < 0 ||
+	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
+	    iso_controller_tenant_update(r->ctl, &r->who, r->seg[2], description, &t, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, api_tenant_json(&t));
+	return 0;
+}
+
+int api_tenant_delete(struct api_request *r)
+{
+	if (api_check_query(r, NULL) < 0 ||
+	    iso_controller_tenant_delete(r->ctl, &r->who, r->seg[2], &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_NO_CONTENT, json_null());
+	return 0;
+}

@@ -1,0 +1,95 @@
+/* internal.h: one HTTP request as the handlers see it, and the helpers they
+ * share for strict JSON input and for encoding model objects. */
+#ifndef ISOSTACK_API_INTERNAL_H
+#define ISOSTACK_API_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "isostack/api.h"
+
+#define API_MAX_SEGS 8
+#define API_DEFAULT_LIMIT 100
+#define API_MAX_LIMIT 1000
+
+struct api_request {
+	struct iso_controller *ctl;
+	struct MHD_Connection *conn;
+	const char *method;
+	char path[512];
+	char *seg[API_MAX_SEGS]; /* into path_copy */
+	int n_seg;
+	char path_copy[512];
+	char request_id[72];
+	char allow[64]; /* methods of the path, for a 405 */
+	struct iso_principal who;
+
+	char *body;
+	size_t body_len;
+	bool body_too_large;
+
+	/* reply: a handler sets status and reply (owned) or fails with err */
+	int status;
+	json_t *reply;
+	struct iso_error err;
+};
+
+/* A handler returns 0 with r->status/r->reply set, or a negative errno with r->err set. */
+typedef int (*api_handler)(struct api_request *r);
+
+/* ---- input ---- */
+/* Parses the body as a JSON object. An empty body is `{}` when allow_empty. */
+int api_body_object(struct api_request *r, bool allow_empty, json_t **out);
+/* Refuses keys outside `allowed` (NULL-terminated); prefix names the parent ("gpus"). */
+int api_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
+		   struct iso_error *err);
+/* Typed getters: absent -> 0 and *out untouched (or an error when required). */
+int api_get_string(json_t *obj, const char *key, const char *prefix, bool required,
+		   const char **out, struct iso_error *err);
+int api_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
+		int64_t max, int64_t *out, struct iso_error *err);
+int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out,
+		 struct iso_error *err);
+/* Query parameters: refuses any not in `allowed`, parses limit/after. */
+int api_check_query(struct api_request *r, const char *const *allowed);
+const char *api_query(struct api_request *r, const char *key);
+int api_page(struct api_request *r, int *limit, const char **after);
+
+/* ---- output ---- */
+void api_reply(struct api_request *r, int status, json_t *body);
+/* {"items": [...], "next": cursor|null}; steals items. */
+json_t *api_list(json_t *items, const char *next);
+json_t *api_time(int64_t ms); /* RFC 3339 string, or null for 0 */
+json_t *api_tenant_json(const struct iso_tenant *t);
+json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t);
+json_t *api_alloc_json(const struct iso_allocation *a);
+json_t *api_node_json(struct iso_controller *ctl, int node_index);
+json_t *api_capacity_json(const struct iso_capacity *cap);
+
+/* ---- handlers, one file per resource ---- */
+int api_healthz(struct api_request *r);
+int api_version(struct api_request *r);
+int api_whoami(struct api_request *r);
+int api_capacity(struct api_request *r);
+int api_tenant_create(struct api_request *r);
+int api_tenant_list(struct api_request *r);
+int api_tenant_get(struct api_request *r);
+int api_tenant_update(struct api_request *r);
+int api_tenant_delete(struct api_request *r);
+int api_token_issue(struct api_request *r);
+int api_token_list(struct api_request *r);
+int api_token_get(struct api_request *r);
+int api_token_revoke(struct api_request *r);
+int api_node_list(struct api_request *r);
+int api_node_get(struct api_request *r);
+int api_node_cordon(struct api_request *r);
+int api_node_uncordon(struct api_request *r);
+int api_node_drain(struct api_request *r);
+int api_gpu_list(struct api_request *r);
+int api_alloc_create(struct api_request *r);
+int api_alloc_list(struct api_request *r);
+int api_alloc_get(struct api_request *r);
+int api_alloc_resize(struct api_request *r);
+int api_alloc_release(struct api_request *r);
+
+#endif

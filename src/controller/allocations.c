@@ -1,0 +1,334 @@
+/* allocations.c: a tenant's virtual cluster or job, N members of one shape.
+ * Placement is decided against the in-memory cluster state, made durable in
+ * one store transaction, and undone in memory if the commit fails, so the
+ * memory never holds what the store does not. With the sim drivers,
+ * provisioning completes inside the same call; the state machine still walks
+ * every edge so that a refused edge is caught here, not in a driver. */
+#include <errno.h>
+#include <sodium.h>
+#include <string.h>
+
+#include "controller/internal.h"
+
+static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso_error *err)
+{
+	if (!iso_alloc_transition_allowed(a->state, to))
+		return iso_error_set(err, ISO_E_CONFLICT, NULL, "allocation %s: %s -> %s is not allowed",
+				     a->id, iso_alloc_state_name(a->state),
+				     iso_alloc_state_name(to));
+	a->state = to;
+	a->updated_ms = iso_now_ms();
+	return 0;
+}
+
+/* placed -> provisioning -> active: what the sim drivers do synchronously. */
+static int provision(struct iso_allocation *a, struct iso_error *err)
+{
+	int r = advance(a, ISO_ALLOC_PLACED, err);
+	if (r == 0)
+		r = advance(a, ISO_ALLOC_PROVISIONING, err);
+	if (r == 0)
+		r = advance(a, ISO_ALLOC_ACTIVE, err);
+	if (r == 0)
+		a->reason[0] = '\0';
+	return r;
+}
+
+static bool alloc_visible(const struct iso_principal *p, const struct iso_allocation *a)
+{
+	if (ctl_is_cluster_role(p))
+		return true;
+	if (a->tenant_id != p->tenant_id)
+		return false;
+	return p->role == ISO_ROLE_TENANT_ADMIN || strcmp(a->owner, p->owner) == 0;
+}
+
+static int require_writer(const struct iso_principal *p, struct iso_error *err)
+{
+	if (p->role == ISO_ROLE_AUDITOR)
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
+				     "role auditor may read allocations, not change them");
+	return 0;
+}
+
+static int store_write(struct iso_controller *c, const struct iso_allocation *a, bool insert,
+		       struct iso_error *err)
+{
+	const struct iso_store_ops *ops = c->store->ops;
+	int r = ops->begin(c->store, err);
+
+	if (r == 0)
+		r = insert ? ops->alloc_insert(c->store, a, err) : ops->alloc_update(c->store, a, err);
+	if (r == 0)
+		r = ops->commit(c->store, err);
+	if (r < 0)
+		ops->rollback(c->store);
+	return r;
+}
+
+int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
+				const struct iso_alloc_request *req, struct iso_allocation *out,
+				struct iso_error *err)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	struct iso_error perr = {0};
+	struct iso_tenant tn;
+	unsigned char raw[8];
+	char hex[17];
+	int r;
+
+	r = require_writer(p, err);
+	if (r < 0)
+		return r;
+	r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
+	if (r < 0)
+		return r;
+	if (req->members < 1 || req->members > ISO_MAX_MEMBERS)
+		return iso_error_set(err, ISO_E_INVALID, "members", "members: must be 1..%d",
+				     ISO_MAX_MEMBERS);
+	if (req->name && req->name[0] && !iso_name_valid(req->name))
+		return iso_error_set(err, ISO_E_INVALID, "name",
+				     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
+	r = iso_shape_validate(&req->shape, c->inv, err);
+	if (r < 0)
+		return r;
+	if (!iso_shape_ever_fits(&req->shape, c->inv))
+		return iso_error_set(err, ISO_E_CAPACITY, "gpus",
+				     "no node of this cluster can hold one member of this shape, "
+				     "even when empty");
+
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
+	snprintf(a.id, sizeof(a.id), "a-%s", hex);
+	a.tenant_id = tn.id;
+	iso_strlcpy(a.tenant, tn.name, sizeof(a.tenant));
+	iso_strlcpy(a.name, req->name ? req->name : "", sizeof(a.name));
+	iso_strlcpy(a.owner, p->owner, sizeof(a.owner));
+	a.members = req->members;
+	a.shape = req->shape;
+	a.state = ISO_ALLOC_PENDING;
+	a.created_ms = a.updated_ms = iso_now_ms();
+
+	r = c->placer->place(&c->cs, &a, a.members, &perr);
+	bool placed = r == 0;
+	if (placed) {
+		r = provision(&a, err);
+		if (r < 0) {
+			iso_cluster_state_give(&c->cs, &a);
+			return r;
+		}
+	} else if (r == -ENOSPC) {
+		snprintf(a.reason, sizeof(a.reason), "waiting for capacity: %s", perr.message);
+	} else {
+		if (err)
+			*err = perr;
+		return r;
+	}
+	r = store_write(c, &a, true, err);
+	if (r < 0) {
+		if (placed)
+			iso_cluster_state_give(&c->cs, &a);
+		return r;
+	}
+	iso_log(ISO_LOG_INFO, "allocation_created", "by=%s id=%s tenant=%s state=%s members=%d",
+		p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
+	*out = a;
+	memset(&a, 0, sizeof(a)); /* ownership of placed/slots moved to *out */
+	return 0;
+}
+
+static int get_visible(struct iso_controller *c, const struct iso_principal *p, const char *id,
+		       struct iso_allocation *out, struct iso_error *err)
+{
+	int r = c->store->ops->alloc_get(c->store, id, out, err);
+
+	if (r == 0 && !alloc_visible(p, out)) {
+		iso_allocation_clear(out);
+		r = -ENOENT;
+	}
+	if (r == -ENOENT)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "allocation \"%s\" not found", id);
+	return r;
+}
+
+int iso_controller_alloc_get(struct iso_controller *c, const struct iso_principal *p,
+			     const char *id, struct iso_allocation *out, struct iso_error *err)
+{
+	return get_visible(c, p, id, out, err);
+}
+
+int iso_controller_alloc_list(struct iso_controller *c, const struct iso_principal *p,
+			      const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
+			      struct iso_error *err)
+{
+	struct iso_alloc_filter f = {.state = q->state, .after = q->after, .limit = q->limit};
+	struct iso_tenant tn;
+	int r;
+
+	if (q->tenant) {
+		r = ctl_resolve_tenant(c, p, q->tenant, "tenant", &tn, err);
+		if (r < 0)
+			return r;
+		f.tenant_id = tn.id;
+	} else if (!ctl_is_cluster_role(p)) {
+		f.tenant_id = p->tenant_id;
+	}
+	if (p->role == ISO_ROLE_TENANT_USER)
+		f.owner = p->owner;
+	if (q->after) {
+		/* A cursor the caller could not see is as unknown as a made-up one. */
+		struct iso_allocation cur = {0};
+		r = get_visible(c, p, q->after, &cur, NULL);
+		iso_allocation_clear(&cur);
+		if (r < 0)
+			return iso_error_set(err, ISO_E_INVALID, "after", "after: unknown cursor");
+	}
+	return c->store->ops->alloc_list(c->store, &f, out, n, err);
+}
+
+static int slot_order(const void *x, const void *y)
+{
+	const struct iso_slot *a = x, *b = y;
+
+	if (a->member != b->member)
+		return a->member < b->member ? -1 : 1;
+	if (a->gpu != b->gpu)
+		return a->gpu < b->gpu ? -1 : 1;
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+/* Orders slots by member so that members >= keep form the tail; returns how
+ * many slots the first `keep` members hold. Members are dense by index. */
+static int slots_of_first(struct iso_allocation *a, int keep)
+{
+	int n = 0;
+
+	qsort(a->slots, (size_t)a->n_slots, sizeof(*a->slots), slot_order);
+	while (n < a->n_slots && a->slots[n].member < keep)
+		n++;
+	return n;
+}
+
+int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_principal *p,
+				const char *id, int members, struct iso_allocation *out,
+				struct iso_error *err)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	int old, r;
+
+	r = get_visible(c, p, id, &a, err);
+	if (r < 0)
+		return r;
+	r = require_writer(p, err);
+	if (r < 0)
+		return r;
+	if (members < 1 || members > ISO_MAX_MEMBERS)
+		return iso_error_set(err, ISO_E_INVALID, "members", "members: must be 1..%d",
+				     ISO_MAX_MEMBERS);
+	if (a.state != ISO_ALLOC_ACTIVE)
+		return iso_error_set(err, ISO_E_CONFLICT, NULL,
+				     "allocation %s is %s; only active allocations can be resized",
+				     a.id, iso_alloc_state_name(a.state));
+	old = a.members;
+	if (members > old) {
+		r = c->placer->place(&c->cs, &a, members, err);
+		if (r < 0)
+			return r;
+		a.members = members;
+		a.updated_ms = iso_now_ms();
+		r = store_write(c, &a, false, err);
+		if (r < 0) {
+			iso_cluster_state_give_members(&c->cs, &a, old);
+			return r;
+		}
+	} else if (members < old) {
+		int all_members = a.n_members, all_slots = a.n_slots;
+
+		/* Durable first: the store gets the shrunk record, and only then
+		 * does the dropped members' capacity go back. */
+		a.members = members;
+		a.updated_ms = iso_now_ms();
+		a.n_slots = slots_of_first(&a, members);
+		a.n_members = members;
+		r = store_write(c, &a, false, err);
+		a.n_members = all_members;
+		a.n_slots = all_slots;
+		if (r < 0)
+			return r;
+		iso_cluster_state_give_members(&c->cs, &a, members);
+		a.n_slots = slots_of_first(&a, members);
+		a.n_members = members;
+		ctl_place_pending(c);
+	}
+	iso_log(ISO_LOG_INFO, "allocation_resized", "by=%s id=%s members=%d->%d", p->token_id,
+		a.id, old, members);
+	*out = a;
+	memset(&a, 0, sizeof(a));
+	return 0;
+}
+
+int iso_controller_alloc_release(struct iso_controller *c, const struct iso_principal *p,
+				 const char *id, struct iso_allocation *out, struct iso_error *err)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	bool held;
+	int r;
+
+	r = get_visible(c, p, id, &a, err);
+	if (r < 0)
+		return r;
+	r = require_writer(p, err);
+	if (r < 0)
+		return r;
+	if (!iso_alloc_state_terminal(a.state)) {
+		held = a.state != ISO_ALLOC_PENDING;
+		if (held) {
+			r = advance(&a, ISO_ALLOC_RELEASING, err);
+			if (r == 0)
+				r = advance(&a, ISO_ALLOC_RELEASED, err);
+		} else {
+			r = advance(&a, ISO_ALLOC_RELEASED, err);
+		}
+		if (r < 0)
+			return r;
+		a.reason[0] = '\0';
+		r = store_write(c, &a, false, err);
+		if (r < 0)
+			return r;
+		if (held)
+			iso_cluster_state_give(&c->cs, &a);
+		iso_log(ISO_LOG_INFO, "allocation_released", "by=%s id=%s tenant=%s", p->token_id,
+			a.id, a.tenant);
+		if (held)
+			ctl_place_pending(c);
+	}
+	*out = a;
+	memset(&a, 0, sizeof(a));
+	return 0;
+}
+
+void ctl_place_pending(struct iso_controller *c)
+{
+	struct iso_alloc_filter f = {.state = ISO_ALLOC_PENDING};
+	struct iso_allocation *pending = NULL;
+	struct iso_error err = {0};
+	int n = 0;
+
+	if (c->store->ops->alloc_list(c->store, &f, &pending, &n, &err) < 0) {
+		iso_log(ISO_LOG_ERR, "pending_scan_failed", "error=\"%s\"", err.message);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct iso_allocation *a = &pending[i];
+		if (c->placer->place(&c->cs, a, a->members, &err) < 0)
+			continue; /* still waiting; later ones may fit where it does not */
+		if (provision(a, &err) < 0 || store_write(c, a, false, &err) < 0) {
+			iso_cluster_state_give(&c->cs, a);
+			iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
+				err.message);
+			continue;
+		}
+		iso_log(ISO_LOG_INFO, "allocation_placed", "id=%s tenant=%s", a->id, a->tenant);
+	}
+	iso_allocations_free(pending, n);
+}

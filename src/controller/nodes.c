@@ -1,0 +1,93 @@
+/* nodes.c: node scheduling state (cordon, drain, uncordon), the GPU view and
+ * aggregate capacity. Nodes and GPUs are infrastructure: only cluster-wide
+ * roles see them; tenants get totals without a per-tenant breakdown. */
+#include <errno.h>
+#include <string.h>
+
+#include "controller/internal.h"
+
+int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_principal *p,
+				  const char *node, enum iso_node_sched sched,
+				  struct iso_error *err)
+{
+	const struct iso_store_ops *ops = c->store->ops;
+	struct iso_node_state ns = {.sched = sched};
+	int idx, r;
+
+	r = iso_controller_check_infra_read(p, err);
+	if (r < 0)
+		return r;
+	idx = iso_cluster_state_node_index(&c->cs, node);
+	if (idx < 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "node \"%s\" not found", node);
+	r = ctl_require_admin(p, err);
+	if (r < 0)
+		return r;
+	iso_strlcpy(ns.name, node, sizeof(ns.name));
+	r = ops->begin(c->store, err);
+	if (r == 0)
+		r = ops->node_state_set(c->store, &ns, err);
+	if (r == 0)
+		r = ops->commit(c->store, err);
+	if (r < 0) {
+		ops->rollback(c->store);
+		return r;
+	}
+	enum iso_node_sched before = c->cs.sched[idx];
+	c->cs.sched[idx] = sched;
+	iso_log(ISO_LOG_INFO, "node_state", "by=%s node=%s from=%s to=%s", p->token_id, node,
+		iso_node_sched_name(before), iso_node_sched_name(sched));
+	if (sched == ISO_NODE_SCHEDULABLE && before != sched)
+		ctl_place_pending(c);
+	return 0;
+}
+
+int iso_controller_live_allocations(struct iso_controller *c, const struct iso_principal *p,
+				    struct iso_allocation **out, int *n, struct iso_error *err)
+{
+	struct iso_alloc_filter f = {.live_only = true, .state = -1};
+	int r = iso_controller_check_infra_read(p, err);
+
+	if (r < 0)
+		return r;
+	return c->store->ops->alloc_list(c->store, &f, out, n, err);
+}
+
+void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity *out)
+{
+	const struct iso_inventory *inv = c->inv;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < inv->n_nodes; i++) {
+		const struct iso_node *node = &inv->nodes[i];
+		const struct iso_node_usage *u = &c->cs.usage[i];
+		/* Free capacity counts only where new work may land. */
+		bool open = c->cs.sched[i] == ISO_NODE_SCHEDULABLE;
+
+		out->nodes++;
+		out->schedulable_nodes += open;
+		out->cpus += node->cpus;
+		out->memory_mib += node->memory_mib;
+		if (open) {
+			out->cpus_free += node->cpus - u->cpus_used;
+			out->memory_mib_free += node->memory_mib - u->memory_mib_used;
+		}
+		for (int g = 0; g < node->n_gpus; g++) {
+			const struct iso_gpu *gpu = &node->gpus[g];
+			const struct iso_gpu_occupancy *o = &u->gpus[g];
+			bool untouched = !o->whole && o->free_mask == iso_mig_full_mask(gpu->model);
+
+			out->gpus++;
+			out->gpus_free += open && untouched;
+			if (!gpu->mig_enabled)
+				continue;
+			out->memory_slices += gpu->model->memory_slices;
+			out->compute_slices += gpu->model->compute_slices;
+			if (open) {
+				out->memory_slices_free += __builtin_popcount(o->free_mask);
+				out->compute_slices_free +=
+					o->whole ? 0 : gpu->model->compute_slices - o->compute_used;
+			}
+		}
+	}
+}

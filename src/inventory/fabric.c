@@ -1,0 +1,328 @@
+/* fabric.c: the `fabric` section: which kind of fabric, its subnet managers,
+ * the P_Key (or VNI) range tenants draw from, and the shared-service
+ * partitions. The P_Key rules follow OpenSM and the Omni-Path FM: 15-bit keys,
+ * 0x7fff is the default partition and is never handed out (see
+ * ../shared/reference/fabric.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DEFAULT_FABRIC_NAME "fabric"
+#define DEFAULT_PKEY_MIN 0x0100
+#define DEFAULT_PKEY_MAX 0x7ffe
+#define DEFAULT_VNI_MIN 4096u
+#define DEFAULT_VNI_MAX 16777215u
+#define VNI_MAX 16777215
+
+/* RFC 1123 host name: dot-separated labels of letters, digits and '-', no
+ * label empty or starting or ending with '-'. */
+static bool hostname_valid(const char *s)
+{
+	size_t label = 0;
+	char prev = '.';
+
+	if (!s[0])
+		return false;
+	for (const char *p = s; *p; p++) {
+		char ch = *p;
+		if (ch == '.') {
+			if (label == 0 || prev == '-')
+				return false;
+			label = 0;
+		} else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			   (ch >= '0' && ch <= '9') || ch == '-') {
+			if (label == 0 && ch == '-')
+				return false;
+			label++;
+			if (label > 63)
+				return false;
+		} else {
+			return false;
+		}
+		prev = ch;
+	}
+	return label > 0 && prev != '-';
+}
+
+/* A tenant or service P_Key: 0x0001..0x7ffe, with a reason for each way of
+ * getting it wrong. */
+static int get_pkey(struct inv_ctx *c, struct fy_node *n, const char *path, int line,
+		    uint16_t *out)
+{
+	int64_t v;
+	int r = inv_get_int(c, n, path, line, -INT64_MAX, INT64_MAX, &v);
+
+	if (r < 0)
+		return r;
+	line = inv_line(n, line);
+	if (v == 0x7fff)
+		return inv_fail(c, path, line,
+				"0x7fff is the default partition and is never given out");
+	if (v == 0xffff)
+		return inv_fail(c, path, line,
+				"0xffff is the default partition (0x7fff, full member) and is "
+				"never given out");
+	if (v > 0x7fff && v <= 0xffff)
+		return inv_fail(c, path, line,
+				"P_Keys are 15 bits (0x0001..0x7ffe); 0x%04" PRIx64
+				" has the membership bit 0x8000 set",
+				v);
+	if (v < 1 || v > 0x7fff)
+		return inv_fail(c, path, line, "must be a P_Key between 0x0001 and 0x7ffe, got %" PRId64,
+				v);
+	*out = (uint16_t)v;
+	return 0;
+}
+
+/* [min, max] of two integers, each checked by `get`. */
+static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, uint32_t *min,
+		     uint32_t *max)
+{
+	char path[ISO_ERR_FIELD_MAX], epath[ISO_ERR_FIELD_MAX];
+	struct fy_node *item;
+	void *it = NULL;
+	uint32_t v[2] = {0, 0};
+	int n = 0, r;
+
+	inv_path_key(path, "fabric", f->key);
+	r = inv_get_seq(c, f->val, path, f->line, 2, 2, &n);
+	if (r < 0)
+		return r;
+	for (int i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
+		inv_path_index(epath, path, i);
+		if (pkey) {
+			uint16_t k;
+			r = get_pkey(c, item, epath, f->line, &k);
+			v[i] = k;
+		} else {
+			int64_t x;
+			r = inv_get_int(c, item, epath, f->line, 1, VNI_MAX, &x);
+			v[i] = (uint32_t)x;
+		}
+		if (r < 0)
+			return r;
+	}
+	if (v[0] > v[1])
+		return inv_fail(c, path, inv_line(f->val, f->line),
+				pkey ? "min 0x%04" PRIx32 " is above max 0x%04" PRIx32
+				     : "min %" PRIu32 " is above max %" PRIu32,
+				v[0], v[1]);
+	*min = v[0];
+	*max = v[1];
+	return 0;
+}
+
+static int parse_sm_nodes(struct inv_ctx *c, const struct inv_field *f)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	_cleanup_(inv_names_free) struct inv_names ix = {.kind = INV_NK_SM};
+	struct fy_node *item;
+	void *it = NULL;
+	int n = 0, r;
+
+	r = inv_get_seq(c, f->val, "fabric.sm_nodes", f->line, 1, INV_MAX_SM_NODES, &n);
+	if (r < 0)
+		return r;
+	fc->sm_nodes = calloc((size_t)n, sizeof(*fc->sm_nodes));
+	if (!fc->sm_nodes)
+		return inv_oom(c);
+	fc->n_sm_nodes = n;
+	for (int i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
+		char path[ISO_ERR_FIELD_MAX];
+		int line = inv_line(item, f->line);
+
+		inv_path_index(path, "fabric.sm_nodes", i);
+		r = inv_get_string(c, item, path, line, fc->sm_nodes[i], sizeof(fc->sm_nodes[i]));
+		if (r < 0)
+			return r;
+		if (!hostname_valid(fc->sm_nodes[i]))
+			return inv_fail(c, path, line, "'%s' is not a valid host name",
+					fc->sm_nodes[i]);
+		if (inv_names_add(&ix, fc->sm_nodes[i], i, 0, line) < 0)
+			return inv_oom(c);
+	}
+	return inv_names_seal(c, &ix, "subnet manager");
+}
+
+static int parse_service(struct inv_ctx *c, struct fy_node *item, int i, int parent_line)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	struct iso_shared_service *s = &fc->services[i];
+	enum { S_NAME, S_PKEY, S_GUIDS, S_N };
+	struct inv_field fs[S_N] = {
+		[S_NAME] = {.key = "name"}, [S_PKEY] = {.key = "pkey"}, [S_GUIDS] = {.key = "guids"}};
+	char path[ISO_ERR_FIELD_MAX], fpath[ISO_ERR_FIELD_MAX];
+	int line = inv_line(item, parent_line);
+	struct fy_node *g;
+	void *it = NULL;
+	int n = 0, r;
+
+	inv_path_index(path, "fabric.shared_services", i);
+	r = inv_map_match(c, item, path, line, fs, S_N, NULL);
+	if (r < 0)
+		return r;
+	for (int k = 0; k < S_N; k++)
+		if (!fs[k].present)
+			return inv_missing(c, path, line, fs[k].key, NULL);
+	r = inv_fget_name(c, path, &fs[S_NAME], s->name);
+	if (r < 0)
+		return r;
+
+	inv_path_key(fpath, path, "pkey");
+	r = get_pkey(c, fs[S_PKEY].val, fpath, fs[S_PKEY].line, &s->pkey);
+	if (r < 0)
+		return r;
+	if (s->pkey >= fc->pkey_min && s->pkey <= fc->pkey_max)
+		return inv_fail(c, fpath, fs[S_PKEY].line,
+				"0x%04x is inside the tenant range 0x%04x..0x%04x (fabric.pkey_range); "
+				"a service P_Key must lie outside it",
+				s->pkey, fc->pkey_min, fc->pkey_max);
+	for (int k = 0; k < i; k++)
+		if (fc->services[k].pkey == s->pkey)
+			return inv_fail(c, fpath, fs[S_PKEY].line,
+					"P_Key 0x%04x is already used by "
+					"fabric.shared_services[%d] ('%s')",
+					s->pkey, k, fc->services[k].name);
+
+	inv_path_key(fpath, path, "guids");
+	r = inv_get_seq(c, fs[S_GUIDS].val, fpath, fs[S_GUIDS].line, 1, INV_MAX_SERVICE_GUIDS, &n);
+	if (r < 0)
+		return r;
+	s->guids = calloc((size_t)n, sizeof(*s->guids));
+	if (!s->guids)
+		return inv_oom(c);
+	s->n_guids = n;
+	for (int j = 0; (g = fy_node_sequence_iterate(fs[S_GUIDS].val, &it)); j++) {
+		char gpath[ISO_ERR_FIELD_MAX];
+		int gline = inv_line(g, fs[S_GUIDS].line);
+
+		inv_path_index(gpath, fpath, j);
+		r = inv_get_guid(c, g, gpath, gline, &s->guids[j]);
+		if (r < 0)
+			return r;
+		r = inv_guids_add(c, s->guids[j], s->guids[j], INV_GK_SERVICE, i, j, gline);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_services(struct inv_ctx *c, const struct inv_field *f)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	_cleanup_(inv_names_free) struct inv_names ix = {.kind = INV_NK_SERVICE};
+	struct fy_node *item;
+	void *it = NULL;
+	int n = 0, r;
+
+	r = inv_get_seq(c, f->val, "fabric.shared_services", f->line, 0, INV_MAX_SERVICES, &n);
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return 0;
+	fc->services = calloc((size_t)n, sizeof(*fc->services));
+	if (!fc->services)
+		return inv_oom(c);
+	fc->n_services = n;
+	for (int i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
+		r = parse_service(c, item, i, f->line);
+		if (r < 0)
+			return r;
+		if (inv_names_add(&ix, fc->services[i].name, i, 0, inv_line(item, f->line)) < 0)
+			return inv_oom(c);
+	}
+	return inv_names_seal(c, &ix, "shared service name");
+}
+
+/* A key that exists but not on this kind of fabric. */
+static int not_on(struct inv_ctx *c, const struct inv_field *f, const char *kinds)
+{
+	char path[ISO_ERR_FIELD_MAX];
+
+	inv_path_key(path, "fabric", f->key);
+	return inv_fail(c, path, f->line, "only allowed on %s fabrics", kinds);
+}
+
+int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_SVC, F_N };
+	struct inv_field fs[F_N] = {
+		[F_TYPE] = {.key = "type"},	 [F_NAME] = {.key = "name"},
+		[F_SM] = {.key = "sm_nodes"},	 [F_PKEY] = {.key = "pkey_range"},
+		[F_VNI] = {.key = "vni_range"}, [F_SVC] = {.key = "shared_services"},
+	};
+	char type[32];
+	uint32_t lo, hi;
+	int r;
+
+	r = inv_map_match(c, f->val, "fabric", f->line, fs, F_N, NULL);
+	if (r < 0)
+		return r;
+	if (!fs[F_TYPE].present)
+		return inv_missing(c, "fabric", f->line, "type",
+				   "infiniband, ethernet or omnipath");
+	r = inv_fget_string(c, "fabric", &fs[F_TYPE], type, sizeof(type));
+	if (r < 0)
+		return r;
+	if (strcmp(type, "infiniband") == 0)
+		fc->type = ISO_FABRIC_INFINIBAND;
+	else if (strcmp(type, "ethernet") == 0)
+		fc->type = ISO_FABRIC_ETHERNET;
+	else if (strcmp(type, "omnipath") == 0)
+		fc->type = ISO_FABRIC_OMNIPATH;
+	else
+		return inv_fail(c, "fabric.type", inv_line(fs[F_TYPE].val, fs[F_TYPE].line),
+				"unknown fabric type '%s' (expected infiniband, ethernet or "
+				"omnipath)",
+				type);
+
+	iso_strlcpy(fc->name, DEFAULT_FABRIC_NAME, sizeof(fc->name));
+	if (fs[F_NAME].present) {
+		r = inv_fget_name(c, "fabric", &fs[F_NAME], fc->name);
+		if (r < 0)
+			return r;
+	}
+
+	if (fc->type == ISO_FABRIC_ETHERNET) {
+		if (fs[F_SM].present)
+			return not_on(c, &fs[F_SM], "infiniband and omnipath");
+		if (fs[F_PKEY].present)
+			return not_on(c, &fs[F_PKEY], "infiniband and omnipath");
+		if (fs[F_SVC].present)
+			return not_on(c, &fs[F_SVC], "infiniband and omnipath");
+		fc->vni_min = DEFAULT_VNI_MIN;
+		fc->vni_max = DEFAULT_VNI_MAX;
+		if (fs[F_VNI].present) {
+			r = get_range(c, &fs[F_VNI], false, &lo, &hi);
+			if (r < 0)
+				return r;
+			fc->vni_min = lo;
+			fc->vni_max = hi;
+		}
+		return 0;
+	}
+
+	if (fs[F_VNI].present)
+		return not_on(c, &fs[F_VNI], "ethernet");
+	if (!fs[F_SM].present)
+		return inv_missing(c, "fabric", f->line, "sm_nodes",
+				   "an infiniband or omnipath fabric names its subnet managers");
+	r = parse_sm_nodes(c, &fs[F_SM]);
+	if (r < 0)
+		return r;
+	fc->pkey_min = DEFAULT_PKEY_MIN;
+	fc->pkey_max = DEFAULT_PKEY_MAX;
+	if (fs[F_PKEY].present) {
+		r = get_range(c, &fs[F_PKEY], true, &lo, &hi);
+		if (r < 0)
+			return r;
+		fc->pkey_min = (uint16_t)lo;
+		fc->pkey_max = (uint16_t)hi;
+	}
+	if (fs[F_SVC].present)
+		return parse_services(c, &fs[F_SVC]);
+	return 0;
+}

@@ -1,0 +1,187 @@
+/* isoctl.h: what the files of the isoctl CLI share: the invocation context
+ * (server, token, output mode), the exit codes, option parsing that accepts
+ * global flags anywhere, request helpers that print errors, and rendering. */
+#ifndef ISOCTL_H
+#define ISOCTL_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "isostack/client.h"
+#include "isostack/util.h"
+
+/* Exit codes: the contract with scripts (docs/cli.md, `isoctl --help`). */
+enum isoctl_exit {
+	ISOCTL_EXIT_OK = 0,
+	ISOCTL_EXIT_INTERNAL = 1,    /* internal or unexpected */
+	ISOCTL_EXIT_USAGE = 2,       /* bad command line */
+	ISOCTL_EXIT_NOT_FOUND = 3,   /* 404 */
+	ISOCTL_EXIT_AUTH = 4,        /* 401, 403 */
+	ISOCTL_EXIT_CONFLICT = 5,    /* 409, 422 */
+	ISOCTL_EXIT_INVALID = 6,     /* 400, 413 */
+	ISOCTL_EXIT_UNAVAILABLE = 7, /* unreachable, timeout, 5xx */
+};
+
+enum isoctl_output { ISOCTL_OUT_TABLE, ISOCTL_OUT_JSON };
+
+struct isoctl {
+	/* From global flags; NULL when not given (environment, then defaults). */
+	const char *url;
+	const char *token;
+	const char *token_file;
+	const char *ca_file;
+	long timeout_ms;
+	enum isoctl_output output;
+	char cmd[64];           /* command words so far, for hints: "tenant create" */
+	bool have_token;        /* a token was sent: 401 hints differ */
+	struct iso_client *client; /* created on the first request */
+};
+
+void isoctl_clear(struct isoctl *ctx);
+
+static inline void isoctl_json_decrefp(json_t **j) { json_decref(*j); }
+#define _cleanup_json_ _cleanup_(isoctl_json_decrefp)
+
+/* ---- commands ---- */
+struct isoctl_cmd {
+	const char *name;
+	int (*run)(struct isoctl *ctx, int argc, char **argv); /* argv[0]: the word itself */
+};
+
+/* Parses global flags up to the next word, which picks one of cmds; prints
+ * `usage` for -h/--help. Returns an exit code. */
+int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
+		    const char *usage, int argc, char **argv);
+
+int isoctl_cmd_health(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_version(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_whoami(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_capacity(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_tenant(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_token(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_node(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_gpu(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv);
+
+/* ---- option parsing ---- */
+enum {
+	ISOCTL_OPT_URL = 1000,
+	ISOCTL_OPT_TOKEN,
+	ISOCTL_OPT_TOKEN_FILE,
+	ISOCTL_OPT_CACERT,
+	ISOCTL_OPT_TIMEOUT,
+	ISOCTL_OPT_LOCAL = 2000, /* first code free for a command's own flags */
+};
+
+/* Every command's option table ends with these, so global flags work
+ * anywhere on the line. */
+#define ISOCTL_GLOBAL_OPTIONS                                                                      \
+	{"url", required_argument, NULL, ISOCTL_OPT_URL},                                          \
+	    {"token", required_argument, NULL, ISOCTL_OPT_TOKEN},                                  \
+	    {"token-file", required_argument, NULL, ISOCTL_OPT_TOKEN_FILE},                        \
+	    {"cacert", required_argument, NULL, ISOCTL_OPT_CACERT},                                \
+	    {"timeout", required_argument, NULL, ISOCTL_OPT_TIMEOUT},                              \
+	    {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},            \
+	{                                                                                          \
+		NULL, 0, NULL, 0                                                                   \
+	}
+
+#define ISOCTL_MAX_ARGS 8
+
+struct isoctl_parser {
+	int argc;
+	char **argv;
+	const struct option *options; /* ends with ISOCTL_GLOBAL_OPTIONS */
+	const char *usage;            /* printed for -h/--help */
+	const char *args[ISOCTL_MAX_ARGS]; /* positional arguments, in order */
+	int nargs;
+	int exit_code; /* set when isoctl_next_option() returns -1 */
+	bool started;
+};
+
+#define ISOCTL_PARSER(argc_, argv_, options_, usage_)                                              \
+	{                                                                                          \
+		.argc = (argc_), .argv = (argv_), .options = (options_), .usage = (usage_)         \
+	}
+
+/* Next command-specific option: returns its code (>= ISOCTL_OPT_LOCAL) with
+ * *arg set, 0 at the end, -1 when parsing must stop with p->exit_code (help
+ * printed: 0; bad line: 2, message printed). Handles global flags itself and
+ * collects positional arguments in p->args. */
+int isoctl_next_option(struct isoctl *ctx, struct isoctl_parser *p, const char **arg);
+
+/* Checks that there are min..max positional arguments; `names` ("NAME")
+ * names the first missing one. Returns 0 or the usage exit code. */
+int isoctl_want_args(struct isoctl *ctx, const struct isoctl_parser *p, int min, int max,
+		     const char *const *names);
+
+/* Prints "isoctl: MESSAGE" and a hint to the command's --help; returns 2. */
+int isoctl_usage_error(const struct isoctl *ctx, const char *fmt, ...) _printf_(2, 3);
+
+/* Strict integer from a flag value: whole string, base 10, in [min, max]. */
+int isoctl_parse_int(const struct isoctl *ctx, const char *flag, const char *s, long long min,
+		     long long max, long long *out);
+
+/* ---- requests ---- */
+/* Perform one request; on transport failure or a non-2xx answer print the
+ * error and return its exit code, else return 0 with *resp filled. */
+int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+		struct iso_response *resp);
+/* Same for a list: every page, combined into {"items":[...]}. */
+int isoctl_list(struct isoctl *ctx, const char *path, struct iso_response *resp);
+
+/* "/v1/tenants/" + escaped segment + suffix; NULL when out of memory. */
+char *isoctl_path(const char *prefix, const char *segment, const char *suffix);
+/* Appends "?key=value" or "&key=value" (value escaped) to *path; -1 on OOM. */
+int isoctl_query_add(char **path, const char *key, const char *value);
+
+/* obj[key] = value. A value that is not UTF-8 is a usage error naming
+ * `what` (the flag or argument). Returns 0 or an exit code. */
+int isoctl_set_string(const struct isoctl *ctx, json_t *obj, const char *key, const char *what,
+		      const char *value);
+int isoctl_set_int(json_t *obj, const char *key, long long value);
+
+/* Prints "isoctl: out of memory" and returns the internal exit code. */
+int isoctl_oom(void);
+
+/* ---- output ---- */
+/* The server's JSON, 2-space indent, newline; nothing for NULL (no body). */
+void isoctl_print_json(const json_t *j);
+
+/* Writes text from the server with control characters replaced by '?', so
+ * that it can never drive the terminal. */
+void isoctl_fputs_clean(const char *s, FILE *f);
+
+/* A table of text cells with aligned columns; cells are copied and stripped
+ * of control characters. */
+struct isoctl_table {
+	size_t ncols;
+	const char *const *headers; /* NULL: no header line (key/value blocks) */
+	char **cells;
+	size_t ncells;
+	size_t cap;
+	bool oom;
+};
+void isoctl_table_init(struct isoctl_table *t, size_t ncols, const char *const *headers);
+void isoctl_table_add(struct isoctl_table *t, const char *text); /* next cell; "-" for NULL/"" */
+void isoctl_table_add_owned(struct isoctl_table *t, char *text);  /* takes it; NULL: OOM */
+void isoctl_table_addf(struct isoctl_table *t, const char *fmt, ...) _printf_(2, 3);
+void isoctl_table_add_json(struct isoctl_table *t, const json_t *v); /* "-" for null/"" */
+/* Prints to stdout; returns 0 or the internal exit code when out of memory. */
+int isoctl_table_print(struct isoctl_table *t);
+void isoctl_table_clear(struct isoctl_table *t);
+
+/* A key/value block of every member of a JSON object ("key:  value"). */
+int isoctl_print_object(const json_t *obj);
+
+/* Shared cell formats. */
+char *isoctl_fmt_gib(const json_t *mib);                              /* "64" or "1.5" */
+char *isoctl_fmt_used_total(const json_t *used, const json_t *total, bool gib); /* "8/64" */
+
+/* Prints the answer: its JSON in json mode, else through `table` applied to
+ * the body. Returns an exit code. */
+int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
+		  int (*table)(const json_t *body));
+
+#endif

@@ -1,0 +1,207 @@
+/* parse.c: the command line of isoctl. Global flags may stand before, between
+ * or after the command words: every level parses them with getopt_long, the
+ * words pick the next level, and each leaf command's option table carries
+ * the global flags too. Usage errors print one line and a hint, exit 2. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "isoctl/isoctl.h"
+
+int isoctl_usage_error(const struct isoctl *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("isoctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'isoctl%s%s --help'.\n", ctx->cmd[0] ? " " : "", ctx->cmd);
+	return ISOCTL_EXIT_USAGE;
+}
+
+int isoctl_parse_int(const struct isoctl *ctx, const char *flag, const char *s, long long min,
+		     long long max, long long *out)
+{
+	char *end = NULL;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (s[0] == '\0' || *end != '\0' || s[0] == ' ' || s[0] == '+')
+		return isoctl_usage_error(ctx, "%s: '%s' is not an integer", flag, s);
+	if (errno == ERANGE || v < min || v > max)
+		return isoctl_usage_error(ctx, "%s: %s is out of range %lld..%lld", flag, s, min,
+					  max);
+	*out = v;
+	return 0;
+}
+
+static int parse_timeout(struct isoctl *ctx, const char *s)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (s[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0 || v > 86400)
+		return isoctl_usage_error(ctx, "--timeout: '%s' is not a number of seconds in "
+					       "(0, 86400]",
+					  s);
+	ctx->timeout_ms = (long)ceil(v * 1000.0);
+	return 0;
+}
+
+/* The option that getopt just refused, as the user wrote it. */
+static const char *bad_option(char **argv, char shortopt[3])
+{
+	/* A short option is reported in optopt; a long one (also one missing
+	 * its value, whose code lands in optopt) only in argv. */
+	if (optopt > 0 && optopt < 128 && strncmp(argv[optind - 1], "--", 2) != 0) {
+		shortopt[0] = '-';
+		shortopt[1] = (char)optopt;
+		shortopt[2] = '\0';
+		return shortopt;
+	}
+	return argv[optind - 1];
+}
+
+/* Handles one global flag or getopt complaint. Returns -1 to go on, else the
+ * exit code to stop with. */
+static int global_option(struct isoctl *ctx, int c, char **argv, const char *usage)
+{
+	char opt[3];
+
+	switch (c) {
+	case ISOCTL_OPT_URL:
+		ctx->url = optarg;
+		return -1;
+	case ISOCTL_OPT_TOKEN:
+		ctx->token = optarg;
+		return -1;
+	case ISOCTL_OPT_TOKEN_FILE:
+		ctx->token_file = optarg;
+		return -1;
+	case ISOCTL_OPT_CACERT:
+		ctx->ca_file = optarg;
+		return -1;
+	case ISOCTL_OPT_TIMEOUT:
+		return parse_timeout(ctx, optarg) ? ISOCTL_EXIT_USAGE : -1;
+	case 'o':
+		if (strcmp(optarg, "table") == 0)
+			ctx->output = ISOCTL_OUT_TABLE;
+		else if (strcmp(optarg, "json") == 0)
+			ctx->output = ISOCTL_OUT_JSON;
+		else
+			return isoctl_usage_error(ctx, "-o: unknown output format '%s' (table, json)",
+						  optarg);
+		return -1;
+	case 'h':
+		fputs(usage, stdout);
+		return ISOCTL_EXIT_OK;
+	case ':':
+		return isoctl_usage_error(ctx, "option '%s' needs a value", bad_option(argv, opt));
+	default:
+		return isoctl_usage_error(ctx, "unknown option '%s'", bad_option(argv, opt));
+	}
+}
+
+static void append_word(struct isoctl *ctx, const char *word)
+{
+	size_t n = strlen(ctx->cmd);
+
+	snprintf(ctx->cmd + n, sizeof(ctx->cmd) - n, "%s%s", n ? " " : "", word);
+}
+
+int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
+		    const char *usage, int argc, char **argv)
+{
+	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
+	const char *word;
+	int c, r;
+
+	optind = 0; /* full re-initialisation of glibc's getopt */
+	opterr = 0;
+	/* '+': stop at the first word, which belongs to the next level. */
+	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) != -1) {
+		r = global_option(ctx, c, argv, usage);
+		if (r >= 0)
+			return r;
+	}
+	if (optind >= argc) {
+		char words[256] = "";
+		for (size_t i = 0; i < n; i++) {
+			size_t len = strlen(words);
+			snprintf(words + len, sizeof(words) - len, "%s%s", i ? ", " : "",
+				 cmds[i].name);
+		}
+		return isoctl_usage_error(ctx, "missing %s (one of: %s)",
+					  ctx->cmd[0] ? "subcommand" : "command", words);
+	}
+	word = argv[optind];
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(word, cmds[i].name) == 0) {
+			append_word(ctx, word);
+			return cmds[i].run(ctx, argc - optind, argv + optind);
+		}
+	}
+	return isoctl_usage_error(ctx, "unknown %s '%s'", ctx->cmd[0] ? "subcommand" : "command",
+				  word);
+}
+
+static int add_arg(struct isoctl *ctx, struct isoctl_parser *p, const char *a)
+{
+	if (p->nargs == ISOCTL_MAX_ARGS) {
+		p->exit_code = isoctl_usage_error(ctx, "too many arguments");
+		return -1;
+	}
+	p->args[p->nargs++] = a;
+	return 0;
+}
+
+int isoctl_next_option(struct isoctl *ctx, struct isoctl_parser *p, const char **arg)
+{
+	int c, r;
+
+	if (!p->started) {
+		optind = 0;
+		opterr = 0;
+		p->started = true;
+	}
+	*arg = NULL;
+	for (;;) {
+		/* '-': words come back as code 1 in order, whatever POSIXLY_CORRECT says. */
+		c = getopt_long(p->argc, p->argv, "-:ho:", p->options, NULL);
+		if (c == -1) {
+			while (optind < p->argc) /* what follows "--" */
+				if (add_arg(ctx, p, p->argv[optind++]) < 0)
+					return -1;
+			return 0;
+		}
+		if (c == 1) {
+			if (add_arg(ctx, p, optarg) < 0)
+				return -1;
+			continue;
+		}
+		if (c >= ISOCTL_OPT_LOCAL) {
+			*arg = optarg;
+			return c;
+		}
+		r = global_option(ctx, c, p->argv, p->usage);
+		if (r >= 0) {
+			p->exit_code = r;
+			return -1;
+		}
+	}
+}
+
+int isoctl_want_args(struct isoctl *ctx, const struct isoctl_parser *p, int min, int max,
+		     const char *const *names)
+{
+	if (p->nargs < min)
+		return isoctl_usage_error(ctx, "missing %s", names[p->nargs]);
+	if (p->nargs > max)
+		return isoctl_usage_error(ctx, "unexpected argument '%s'", p->args[max]);
+	return 0;
+}

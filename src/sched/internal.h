@@ -1,0 +1,35 @@
+/* internal.h: the few eligibility rules that the cluster state, the shape
+ * checks and every placement policy share, so that "may this GPU serve this
+ * shape" is decided in one place. Private to src/sched. */
+#ifndef ISOSTACK_SCHED_INTERNAL_H
+#define ISOSTACK_SCHED_INTERNAL_H
+
+#include <string.h>
+#include <strings.h>
+
+#include "isostack/sched.h"
+
+/* Is the node in the shape's pool (any pool when the shape names none)? */
+static inline bool iso_sched_node_in_pool(const struct iso_node *n, const struct iso_shape *s)
+{
+	return s->pool[0] == '\0' || strcmp(n->pool, s->pool) == 0;
+}
+
+/* Does the GPU's model satisfy the shape's optional model constraint? */
+static inline bool iso_sched_gpu_model_ok(const struct iso_gpu *g, const struct iso_shape *s)
+{
+	return g->model &&
+	       (s->gpu_model[0] == '\0' || strcasecmp(g->model->name, s->gpu_model) == 0);
+}
+
+/* The shape's MIG profile on this GPU when the GPU may hold instances of it
+ * (MIG enabled, model allowed, profile exists on the model), else NULL. */
+static inline const struct iso_mig_profile *iso_sched_gpu_profile(const struct iso_gpu *g,
+                                                                  const struct iso_shape *s)
+{
+	if (s->whole || !g->mig_enabled || !iso_sched_gpu_model_ok(g, s))
+		return NULL;
+	return iso_mig_profile_find(g->model, s->profile);
+}
+
+#endif

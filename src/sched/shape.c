@@ -1,0 +1,138 @@
+/* shape.c: what one member of an allocation asks for, checked against the
+ * inventory before anything is placed: is the request well formed (errors name
+ * the API request field), and could it ever fit on the empty cluster (the
+ * difference between "pending" and "422 unsatisfiable"). */
+#include <string.h>
+#include <strings.h>
+
+#include "sched/internal.h"
+
+#define SHAPE_GPU_COUNT_MAX 64
+
+static bool inventory_has_model(const struct iso_inventory *inv, const struct iso_gpu_model *m)
+{
+	for (int i = 0; i < inv->n_nodes; i++)
+		for (int j = 0; j < inv->nodes[i].n_gpus; j++)
+			if (inv->nodes[i].gpus[j].model == m)
+				return true;
+	return false;
+}
+
+static bool inventory_has_pool(const struct iso_inventory *inv, const char *pool)
+{
+	for (int i = 0; i < inv->n_pools; i++)
+		if (strcmp(inv->pools[i].name, pool) == 0)
+			return true;
+	for (int i = 0; i < inv->n_nodes; i++)
+		if (strcmp(inv->nodes[i].pool, pool) == 0)
+			return true;
+	return false;
+}
+
+/* Does the profile exist on some model present in the inventory (on `only`
+ * when it is not NULL)? */
+static bool inventory_has_profile(const struct iso_inventory *inv, const char *profile,
+                                  const struct iso_gpu_model *only)
+{
+	for (int i = 0; i < inv->n_nodes; i++)
+		for (int j = 0; j < inv->nodes[i].n_gpus; j++) {
+			const struct iso_gpu_model *m = inv->nodes[i].gpus[j].model;
+			if (m && (!only || m == only) && iso_mig_profile_find(m, profile))
+				return true;
+		}
+	return false;
+}
+
+int iso_shape_validate(const struct iso_shape *shape, const struct iso_inventory *inv,
+                       struct iso_error *err)
+{
+	const struct iso_gpu_model *model = NULL;
+
+	if (shape->gpu_count < 0 || shape->gpu_count > SHAPE_GPU_COUNT_MAX)
+		return iso_error_set(err, ISO_E_INVALID, "gpus.count", "must be 0-%d, got %d",
+		                     SHAPE_GPU_COUNT_MAX, shape->gpu_count);
+	if (shape->gpu_count == 0) {
+		if (shape->whole || shape->profile[0] != '\0' || shape->gpu_model[0] != '\0')
+			return iso_error_set(err, ISO_E_INVALID, "gpus.count",
+			                     "must be 1-%d when GPUs are requested",
+			                     SHAPE_GPU_COUNT_MAX);
+	} else {
+		if (shape->whole && shape->profile[0] != '\0')
+			return iso_error_set(err, ISO_E_INVALID, "gpus.whole",
+			                     "give either gpus.profile or gpus.whole, not both");
+		if (!shape->whole && shape->profile[0] == '\0')
+			return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
+			                     "one of gpus.profile or gpus.whole: true is required");
+		if (shape->gpu_model[0] != '\0') {
+			model = iso_gpu_model_find(shape->gpu_model);
+			if (!model)
+				return iso_error_set(err, ISO_E_INVALID, "gpus.model",
+				                     "unknown GPU model '%s'", shape->gpu_model);
+			if (!inventory_has_model(inv, model))
+				return iso_error_set(err, ISO_E_INVALID, "gpus.model",
+				                     "no %s GPU in the inventory", model->name);
+		}
+		if (!shape->whole && !inventory_has_profile(inv, shape->profile, model)) {
+			if (model)
+				return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
+				                     "%s has no MIG profile '%s'", model->name,
+				                     shape->profile);
+			return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
+			                     "no GPU model in the inventory has MIG profile '%s'",
+			                     shape->profile);
+		}
+	}
+	if (shape->cpus < 0)
+		return iso_error_set(err, ISO_E_INVALID, "cpus", "must be >= 0, got %d",
+		                     shape->cpus);
+	if (shape->memory_mib < 0)
+		return iso_error_set(err, ISO_E_INVALID, "memory_mib", "must be >= 0, got %lld",
+		                     (long long)shape->memory_mib);
+	if (shape->pool[0] != '\0' && !inventory_has_pool(inv, shape->pool))
+		return iso_error_set(err, ISO_E_INVALID, "pool", "unknown pool '%s'", shape->pool);
+	return 0;
+}
+
+/* How many instances of the shape's profile the node's GPUs hold when empty. */
+static int node_capacity(const struct iso_node *node, const struct iso_shape *shape)
+{
+	int n = 0;
+
+	for (int j = 0; j < node->n_gpus && n < shape->gpu_count; j++) {
+		const struct iso_gpu *g = &node->gpus[j];
+		const struct iso_mig_profile *p;
+		struct iso_gpu_occupancy o;
+		int start;
+
+		if (shape->whole) {
+			if (iso_sched_gpu_model_ok(g, shape))
+				n++;
+			continue;
+		}
+		p = iso_sched_gpu_profile(g, shape);
+		if (!p)
+			continue;
+		iso_gpu_occupancy_init(&o, g->model);
+		while (n < shape->gpu_count &&
+		       (start = iso_mig_first_start(g->model, &o, p)) >= 0) {
+			iso_mig_take(g->model, &o, p, start);
+			n++;
+		}
+	}
+	return n;
+}
+
+bool iso_shape_ever_fits(const struct iso_shape *shape, const struct iso_inventory *inv)
+{
+	for (int i = 0; i < inv->n_nodes; i++) {
+		const struct iso_node *node = &inv->nodes[i];
+
+		if (!iso_sched_node_in_pool(node, shape))
+			continue;
+		if (shape->cpus > node->cpus || shape->memory_mib > node->memory_mib)
+			continue;
+		if (shape->gpu_count <= 0 || node_capacity(node, shape) >= shape->gpu_count)
+			return true;
+	}
+	return false;
+}

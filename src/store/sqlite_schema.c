@@ -1,0 +1,232 @@
+/* sqlite_schema.c: the SQLite schema as an ordered list of migrations, and
+ * the code that brings a database up to date. The rule: a migration, once
+ * released, is never edited; a change is a new entry appended at the end.
+ * Version N means migrations[0..N-1] have been applied, each in its own
+ * transaction together with its schema_version row, so a crash leaves the
+ * database at some whole version. A database newer than this binary is
+ * refused rather than guessed at. Enum columns hold the names from model.c
+ * (iso_role_name, iso_alloc_state_name, iso_node_sched_name); those names are
+ * part of the on-disk format. */
+#include <errno.h>
+#include <string.h>
+
+#include "store/sqlite_int.h"
+
+static const char *const migrations[] = {
+	/* 1: the initial schema. */
+	"CREATE TABLE schema_version ("
+	"  version INTEGER PRIMARY KEY,"
+	"  applied_ms INTEGER NOT NULL);"
+
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL);"
+
+	/* AUTOINCREMENT: a deleted tenant's id is never handed out again, so
+	 * history that keeps the id (tokens, allocations) can never be mistaken
+	 * for a later tenant of the same name. */
+	"CREATE TABLE tenants ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  description TEXT NOT NULL DEFAULT '',"
+	"  created_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL);"
+
+	/* No foreign key on tenant_id on purpose: a deleted tenant's tokens are
+	 * revoked (token_revoke_tenant) and kept, still naming the tenant they
+	 * belonged to. NULL: a cluster-wide token. expires_ms/revoked_ms NULL:
+	 * never / live. */
+	"CREATE TABLE tokens ("
+	"  id TEXT PRIMARY KEY,"
+	"  tenant_id INTEGER,"
+	"  role TEXT NOT NULL,"
+	"  user TEXT NOT NULL DEFAULT '',"
+	"  description TEXT NOT NULL DEFAULT '',"
+	"  hash BLOB NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  expires_ms INTEGER,"
+	"  revoked_ms INTEGER);"
+	"CREATE INDEX tokens_tenant ON tokens(tenant_id, id);"
+
+	"CREATE TABLE node_state ("
+	"  name TEXT PRIMARY KEY,"
+	"  sched TEXT NOT NULL);"
+
+	/* No foreign key to tenants either: terminal allocations outlive their
+	 * tenant as history (a tenant with live ones cannot be deleted). */
+	"CREATE TABLE allocations ("
+	"  id TEXT PRIMARY KEY,"
+	"  tenant_id INTEGER NOT NULL,"
+	"  tenant TEXT NOT NULL,"
+	"  name TEXT NOT NULL DEFAULT '',"
+	"  state TEXT NOT NULL,"
+	"  reason TEXT NOT NULL DEFAULT '',"
+	"  members INTEGER NOT NULL,"
+	"  whole INTEGER NOT NULL,"
+	"  gpu_count INTEGER NOT NULL,"
+	"  profile TEXT NOT NULL DEFAULT '',"
+	"  gpu_model TEXT NOT NULL DEFAULT '',"
+	"  cpus INTEGER NOT NULL,"
+	"  memory_mib INTEGER NOT NULL,"
+	"  pool TEXT NOT NULL DEFAULT '',"
+	"  owner TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL);"
+	"CREATE INDEX allocations_created ON allocations(created_ms, id);"
+	"CREATE INDEX allocations_tenant ON allocations(tenant_id, created_ms, id);"
+	/* Partial indexes over live (non-terminal) allocations: the scheduler's
+	 * view and per-tenant quota counts stay cheap however long the history.
+	 * Queries must repeat this WHERE text exactly for SQLite to use them. */
+	"CREATE INDEX allocations_live ON allocations(created_ms, id)"
+	"  WHERE state NOT IN ('released', 'failed');"
+	"CREATE INDEX allocations_live_tenant ON allocations(tenant_id, created_ms, id)"
+	"  WHERE state NOT IN ('released', 'failed');"
+
+	"CREATE TABLE alloc_members ("
+	"  alloc_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,"
+	"  idx INTEGER NOT NULL,"
+	"  node TEXT NOT NULL,"
+	"  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;"
+
+	/* idx keeps the caller's slot order. */
+	"CREATE TABLE alloc_slots ("
+	"  alloc_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,"
+	"  idx INTEGER NOT NULL,"
+	"  member INTEGER NOT NULL,"
+	"  gpu INTEGER NOT NULL,"
+	"  whole INTEGER NOT NULL,"
+	"  profile TEXT NOT NULL DEFAULT '',"
+	"  start INTEGER NOT NULL,"
+	"  width INTEGER NOT NULL,"
+	"  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;",
+};
+
+int iso_sqlite_schema_version_known(void) { return (int)ISO_ARRAY_SIZE(migrations); }
+
+static int exec(sqlite3 *db, const char *sql, const char *op, struct iso_error *err)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+
+	if (rc != SQLITE_OK) {
+		iso_error_set(err, ISO_E_INTERNAL, NULL, "store: %s: %s", op,
+			      msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The applied version: 0 for a database without the schema_version table. */
+static int read_version(sqlite3 *db, int64_t *version, struct iso_error *err)
+{
+	static const char has_table[] =
+		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'";
+	static const char max_version[] = "SELECT coalesce(max(version), 0) FROM schema_version";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*version = 0;
+	rc = sqlite3_prepare_v2(db, has_table, -1, &st, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, max_version, -1, &st, NULL);
+	if (rc != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW ||
+	    sqlite3_column_type(st, 0) != SQLITE_INTEGER) {
+		int r = iso_sqlite_fail(db, "reading schema_version", err);
+		sqlite3_finalize(st);
+		return r;
+	}
+	*version = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+static int check_not_newer(int64_t version, const char *path, struct iso_error *err)
+{
+	int known = iso_sqlite_schema_version_known();
+
+	if (version > known)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+				     "%s schema version %lld is newer than this isostackd (knows %d); "
+				     "upgrade isostackd",
+				     path, (long long)version, known);
+	if (version < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+				     "%s schema version %lld is invalid", path, (long long)version);
+	return 0;
+}
+
+static int record_version(sqlite3 *db, int version, struct iso_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+		db, "INSERT INTO schema_version(version, applied_ms) VALUES (?1, ?2)", -1, &st, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(st, 1, version);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 2, iso_now_ms());
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+	if (rc != SQLITE_OK) {
+		int r = iso_sqlite_fail(db, "recording schema version", err);
+		sqlite3_finalize(st);
+		return r;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Applies migration `target` (1-based) in its own transaction, unless another
+ * process got there first: the version is read again under the write lock.
+ * Returns 1 when it applied it, 0 when it was already there. */
+static int apply_one(sqlite3 *db, const char *path, int target, struct iso_error *err)
+{
+	int64_t version;
+	int r;
+	char op[64];
+
+	r = exec(db, "BEGIN IMMEDIATE", "starting a migration", err);
+	if (r < 0)
+		return r;
+	r = read_version(db, &version, err);
+	if (r == 0)
+		r = check_not_newer(version, path, err);
+	bool applied = r == 0 && version < target;
+	if (applied) {
+		snprintf(op, sizeof(op), "migration to schema version %d", target);
+		r = exec(db, migrations[target - 1], op, err);
+		if (r == 0)
+			r = record_version(db, target, err);
+	}
+	if (r == 0)
+		r = exec(db, "COMMIT", "committing a migration", err);
+	if (r < 0 && !sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return r < 0 ? r : applied;
+}
+
+int iso_sqlite_migrate(sqlite3 *db, const char *path, struct iso_error *err)
+{
+	int64_t version;
+	int r = read_version(db, &version, err);
+
+	if (r < 0)
+		return r;
+	r = check_not_newer(version, path, err);
+	if (r < 0)
+		return r;
+	for (int target = (int)version + 1; target <= iso_sqlite_schema_version_known(); target++) {
+		r = apply_one(db, path, target, err);
+		if (r < 0)
+			return r;
+		if (r == 1)
+			iso_log(ISO_LOG_INFO, "store_migrated", "path=%s version=%d", path, target);
+	}
+	return 0;
+}
