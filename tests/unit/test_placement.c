@@ -776,6 +776,120 @@ static void test_first_fit_order_quirk(void **state)
 	iso_cluster_state_give(&f->cs, &g4);
 }
 
+/* Random place / grow / shrink / release / cordon steps: after every step the
+ * incrementally kept state must equal one rebuilt from scratch by taking
+ * every live allocation, and every placement must obey the policy's rules. */
+static uint32_t rng_next(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static void check_rebuild(struct fixture *f, struct iso_allocation *live, int n_live)
+{
+	struct iso_cluster_state incremental = f->cs, fresh;
+	struct snapshot want, got;
+	struct iso_error err;
+
+	snap(f, &want);
+	assert_int_equal(iso_cluster_state_init(&fresh, &f->inv), 0);
+	memcpy(fresh.sched, incremental.sched, N_NODES * sizeof(*fresh.sched));
+	f->cs = fresh;
+	for (int i = 0; i < n_live; i++)
+		assert_int_equal(iso_cluster_state_take(&f->cs, &live[i], &err), 0);
+	snap(f, &got);
+	assert_int_equal(memcmp(&want, &got, sizeof(want)), 0);
+	iso_cluster_state_free(&f->cs);
+	f->cs = incremental;
+}
+
+static void test_random_consistency(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const profiles[] = {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb",
+	                                       "3g.40gb", "4g.40gb",    "7g.80gb"};
+	struct iso_allocation live[64];
+	int n_live = 0, placed = 0, refused = 0;
+	uint32_t x = 0x9e3779b9u;
+	struct iso_error err;
+
+	for (int step = 0; step < 3000; step++) {
+		uint32_t op = rng_next(&x) % 10;
+
+		if (op < 5 && n_live < (int)ISO_ARRAY_SIZE(live)) {
+			struct iso_shape sh;
+			uint32_t kind = rng_next(&x) % 6;
+			int members = 1 + (int)(rng_next(&x) % 3);
+
+			if (kind == 0)
+				sh = whole_shape(1 + (int)(rng_next(&x) % 2));
+			else if (kind == 1)
+				sh = mig_shape("", 0, 0, 0);
+			else
+				sh = mig_shape(profiles[rng_next(&x) % ISO_ARRAY_SIZE(profiles)],
+				               1 + (int)(rng_next(&x) % 3), 0, 0);
+			sh.cpus = (int)(rng_next(&x) % 7);
+			sh.memory_mib = (int64_t)(rng_next(&x) % 40000);
+			live[n_live] = alloc_of(sh);
+			if (place(f, &live[n_live], members, &err) == 0) {
+				n_live++;
+				placed++;
+			} else {
+				assert_int_equal(err.code, ISO_E_NO_CAPACITY);
+				assert_int_equal(live[n_live].n_members, 0);
+				iso_allocation_clear(&live[n_live]);
+				refused++;
+			}
+		} else if (op < 7 && n_live > 0) {
+			int i = (int)(rng_next(&x) % (uint32_t)n_live);
+			iso_cluster_state_give(&f->cs, &live[i]);
+			iso_allocation_clear(&live[i]);
+			live[i] = live[--n_live];
+		} else if (op < 8 && n_live > 0) {
+			struct iso_allocation *a = &live[rng_next(&x) % (uint32_t)n_live];
+			int before = a->n_members;
+			if (place(f, a, before + 1, &err) < 0)
+				assert_int_equal(a->n_members, before);
+		} else if (op < 9 && n_live > 0) {
+			struct iso_allocation *a = &live[rng_next(&x) % (uint32_t)n_live];
+			if (a->n_members > 1) {
+				int keep = a->n_members - 1, n_slots = 0;
+				iso_cluster_state_give_members(&f->cs, a, keep);
+				for (int si = 0; si < a->n_slots; si++)
+					if (a->slots[si].member < keep)
+						a->slots[n_slots++] = a->slots[si];
+				a->n_members = keep;
+				a->n_slots = n_slots;
+			}
+		} else {
+			int i = (int)(rng_next(&x) % N_NODES);
+			f->cs.sched[i] = f->cs.sched[i] == ISO_NODE_SCHEDULABLE
+			                     ? ISO_NODE_CORDONED
+			                     : ISO_NODE_SCHEDULABLE;
+		}
+		check_rebuild(f, live, n_live);
+		for (int i = 0; i < N_NODES; i++) {
+			assert_true(f->cs.usage[i].cpus_used <= f->nodes[i].cpus);
+			assert_true(f->cs.usage[i].memory_mib_used <= f->nodes[i].memory_mib);
+		}
+	}
+	/* The run exercised both outcomes. */
+	assert_true(placed > 100);
+	assert_true(refused > 100);
+	while (n_live > 0) {
+		iso_cluster_state_give(&f->cs, &live[--n_live]);
+		iso_allocation_clear(&live[n_live]);
+	}
+	for (int i = 0; i < N_NODES; i++) {
+		assert_int_equal(f->cs.usage[i].members, 0);
+		for (int j = 0; j < f->nodes[i].n_gpus; j++)
+			assert_true(
+			    iso_gpu_occupancy_empty(f->gpus[i][j].model, &f->cs.usage[i].gpus[j]));
+	}
+}
+
 static void test_placer_find(void **state)
 {
 	(void)state;
@@ -930,6 +1044,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_first_fit_cpu_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_fit_failure_untouched, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_fit_order_quirk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_random_consistency, setup, teardown),
 	    cmocka_unit_test(test_placer_find),
 	    cmocka_unit_test_setup_teardown(test_shape_validate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shape_ever_fits, setup, teardown),
