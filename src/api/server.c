@@ -368,10 +368,10 @@ static int read_pem(const char *path, const char *field, char **out, struct iso_
 	if (!f)
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: cannot open %s: %s", field, path,
 				     strerror(errno));
-	buf = calloc(1, 1024 * 1024 + 1);
+	buf = calloc(1, (size_t)1024 * 1024 + 1);
 	if (!buf)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	n = fread(buf, 1, 1024 * 1024, f);
+	n = fread(buf, 1, (size_t)1024 * 1024, f);
 	if (n == 0 || !feof(f)) {
 		free(buf);
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: %s is empty or over 1 MiB",

@@ -25,62 +25,62 @@
 	" ORDER BY created_ms, id LIMIT ?6"
 
 static const char *const stmt_sql[ST__COUNT] = {
-	[ST_BEGIN] = "BEGIN IMMEDIATE",
-	[ST_COMMIT] = "COMMIT",
-	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_SAVEPOINT] = "SAVEPOINT iso_write",
-	[ST_RELEASE] = "RELEASE iso_write",
-	[ST_ROLLBACK_TO] = "ROLLBACK TO iso_write",
-	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
-	[ST_META_SET] = "INSERT INTO meta(key, value) VALUES (?1, ?2)"
-			" ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-	[ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms)"
-			     " VALUES (?1, ?2, ?3, ?4)",
-	[ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4"
-			     " WHERE id = ?1",
-	[ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
-	[ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
-	[ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",
-	[ST_TENANT_LIST] = "SELECT " TENANT_COLS " FROM tenants WHERE name > ?1"
-			   " ORDER BY name LIMIT ?2",
-	[ST_TENANT_EXISTS] = "SELECT 1 FROM tenants WHERE id = ?1",
-	[ST_TOKEN_INSERT] = "INSERT INTO tokens(" TOKEN_COLS ")"
-			    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	[ST_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
-	[ST_TOKEN_LIST_ALL] = "SELECT " TOKEN_COLS " FROM tokens WHERE id > ?1"
-			      " ORDER BY id LIMIT ?2",
-	[ST_TOKEN_LIST_TENANT] = "SELECT " TOKEN_COLS " FROM tokens"
-				 " WHERE tenant_id IS ?3 AND id > ?1 ORDER BY id LIMIT ?2",
-	[ST_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = coalesce(revoked_ms, ?2) WHERE id = ?1",
-	[ST_TOKEN_REVOKE_TENANT] = "UPDATE tokens SET revoked_ms = ?2"
-				   " WHERE tenant_id = ?1 AND revoked_ms IS NULL",
-	[ST_NODE_SET] = "INSERT INTO node_state(name, sched) VALUES (?1, ?2)"
-			" ON CONFLICT(name) DO UPDATE SET sched = excluded.sched",
-	[ST_NODE_LIST] = "SELECT name, sched FROM node_state ORDER BY name",
-	[ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
-			    " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-	[ST_ALLOC_UPDATE] = "UPDATE allocations SET tenant_id = ?2, tenant = ?3, name = ?4,"
-			    " state = ?5, reason = ?6, members = ?7, whole = ?8, gpu_count = ?9,"
-			    " profile = ?10, gpu_model = ?11, cpus = ?12, memory_mib = ?13,"
-			    " pool = ?14, owner = ?15, created_ms = ?16, updated_ms = ?17"
-			    " WHERE id = ?1",
-	[ST_ALLOC_GET] = "SELECT " ALLOC_COLS " FROM allocations WHERE id = ?1",
-	[ST_ALLOC_CURSOR] = "SELECT created_ms FROM allocations WHERE id = ?1"
-			    " AND (?2 = 0 OR tenant_id = ?2) AND (?3 IS NULL OR owner = ?3)",
-	[ST_ALLOC_LIST] = ALLOC_LIST(""),
-	[ST_ALLOC_LIST_TENANT] = ALLOC_LIST(" AND tenant_id = ?5"),
-	[ST_ALLOC_LIST_LIVE] = ALLOC_LIST(" AND " LIVE),
-	[ST_ALLOC_LIST_LIVE_TENANT] = ALLOC_LIST(" AND tenant_id = ?5 AND " LIVE),
-	[ST_ALLOC_COUNT_LIVE] = "SELECT count(*) FROM allocations WHERE tenant_id = ?1 AND " LIVE,
-	[ST_ALLOC_COUNT_LIVE_ALL] = "SELECT count(*) FROM allocations WHERE " LIVE,
-	[ST_MEMBER_INSERT] = "INSERT INTO alloc_members(alloc_id, idx, node) VALUES (?1, ?2, ?3)",
-	[ST_MEMBER_DELETE] = "DELETE FROM alloc_members WHERE alloc_id = ?1",
-	[ST_MEMBER_LIST] = "SELECT idx, node FROM alloc_members WHERE alloc_id = ?1 ORDER BY idx",
-	[ST_SLOT_INSERT] = "INSERT INTO alloc_slots(alloc_id, idx, member, gpu, whole, profile,"
-			   " start, width) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[ST_SLOT_DELETE] = "DELETE FROM alloc_slots WHERE alloc_id = ?1",
-	[ST_SLOT_LIST] = "SELECT member, gpu, whole, profile, start, width FROM alloc_slots"
-			 " WHERE alloc_id = ?1 ORDER BY idx",
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT iso_write",
+    [ST_RELEASE] = "RELEASE iso_write",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO iso_write",
+    [ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [ST_META_SET] = "INSERT INTO meta(key, value) VALUES (?1, ?2)"
+                    " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms)"
+                         " VALUES (?1, ?2, ?3, ?4)",
+    [ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4"
+                         " WHERE id = ?1",
+    [ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
+    [ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
+    [ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",
+    [ST_TENANT_LIST] = "SELECT " TENANT_COLS " FROM tenants WHERE name > ?1"
+                       " ORDER BY name LIMIT ?2",
+    [ST_TENANT_EXISTS] = "SELECT 1 FROM tenants WHERE id = ?1",
+    [ST_TOKEN_INSERT] = "INSERT INTO tokens(" TOKEN_COLS ")"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
+    [ST_TOKEN_LIST_ALL] = "SELECT " TOKEN_COLS " FROM tokens WHERE id > ?1"
+                          " ORDER BY id LIMIT ?2",
+    [ST_TOKEN_LIST_TENANT] = "SELECT " TOKEN_COLS " FROM tokens"
+                             " WHERE tenant_id IS ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+    [ST_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = coalesce(revoked_ms, ?2) WHERE id = ?1",
+    [ST_TOKEN_REVOKE_TENANT] = "UPDATE tokens SET revoked_ms = ?2"
+                               " WHERE tenant_id = ?1 AND revoked_ms IS NULL",
+    [ST_NODE_SET] = "INSERT INTO node_state(name, sched) VALUES (?1, ?2)"
+                    " ON CONFLICT(name) DO UPDATE SET sched = excluded.sched",
+    [ST_NODE_LIST] = "SELECT name, sched FROM node_state ORDER BY name",
+    [ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
+                        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    [ST_ALLOC_UPDATE] = "UPDATE allocations SET tenant_id = ?2, tenant = ?3, name = ?4,"
+                        " state = ?5, reason = ?6, members = ?7, whole = ?8, gpu_count = ?9,"
+                        " profile = ?10, gpu_model = ?11, cpus = ?12, memory_mib = ?13,"
+                        " pool = ?14, owner = ?15, created_ms = ?16, updated_ms = ?17"
+                        " WHERE id = ?1",
+    [ST_ALLOC_GET] = "SELECT " ALLOC_COLS " FROM allocations WHERE id = ?1",
+    [ST_ALLOC_CURSOR] = "SELECT created_ms FROM allocations WHERE id = ?1"
+                        " AND (?2 = 0 OR tenant_id = ?2) AND (?3 IS NULL OR owner = ?3)",
+    [ST_ALLOC_LIST] = ALLOC_LIST(""),
+    [ST_ALLOC_LIST_TENANT] = ALLOC_LIST(" AND tenant_id = ?5"),
+    [ST_ALLOC_LIST_LIVE] = ALLOC_LIST(" AND " LIVE),
+    [ST_ALLOC_LIST_LIVE_TENANT] = ALLOC_LIST(" AND tenant_id = ?5 AND " LIVE),
+    [ST_ALLOC_COUNT_LIVE] = "SELECT count(*) FROM allocations WHERE tenant_id = ?1 AND " LIVE,
+    [ST_ALLOC_COUNT_LIVE_ALL] = "SELECT count(*) FROM allocations WHERE " LIVE,
+    [ST_MEMBER_INSERT] = "INSERT INTO alloc_members(alloc_id, idx, node) VALUES (?1, ?2, ?3)",
+    [ST_MEMBER_DELETE] = "DELETE FROM alloc_members WHERE alloc_id = ?1",
+    [ST_MEMBER_LIST] = "SELECT idx, node FROM alloc_members WHERE alloc_id = ?1 ORDER BY idx",
+    [ST_SLOT_INSERT] = "INSERT INTO alloc_slots(alloc_id, idx, member, gpu, whole, profile,"
+                       " start, width) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_SLOT_DELETE] = "DELETE FROM alloc_slots WHERE alloc_id = ?1",
+    [ST_SLOT_LIST] = "SELECT member, gpu, whole, profile, start, width FROM alloc_slots"
+                     " WHERE alloc_id = ?1 ORDER BY idx",
 };
 
 /* ---- transactions ---- */
@@ -98,7 +98,7 @@ static int sqlite_begin(struct iso_store *is, struct iso_error *err)
 
 	if (s->in_tx || !sqlite3_get_autocommit(s->db)) {
 		iso_error_set(err, ISO_E_INTERNAL, NULL,
-			      "store: begin: a transaction is already open (nested begin)");
+		              "store: begin: a transaction is already open (nested begin)");
 		return -EBUSY;
 	}
 	if (step_done(s, ST_BEGIN) < 0)
@@ -115,7 +115,8 @@ static void sqlite_rollback(struct iso_store *is)
 	if (sqlite3_get_autocommit(s->db))
 		return; /* nothing open (or SQLite already rolled it back) */
 	if (step_done(s, ST_ROLLBACK) < 0)
-		iso_log(ISO_LOG_ERR, "store_rollback_failed", "error=\"%s\"", sqlite3_errmsg(s->db));
+		iso_log(ISO_LOG_ERR, "store_rollback_failed", "error=\"%s\"",
+		        sqlite3_errmsg(s->db));
 }
 
 /* A failed commit rolls back, so that an error always means nothing changed. */
@@ -126,7 +127,7 @@ static int sqlite_commit(struct iso_store *is, struct iso_error *err)
 
 	if (!s->in_tx)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: commit: no transaction is open");
+		                     "store: commit: no transaction is open");
 	if (step_done(s, ST_COMMIT) == 0) {
 		s->in_tx = false;
 		return 0;
@@ -178,6 +179,34 @@ static void sqlite_close(struct iso_store *is)
 	free(s);
 }
 
+/* Makes a new directory entry durable: SQLite syncs the directory for the
+ * WAL it creates, not for a database file created here. */
+static int sync_parent_dir(const char *path, struct iso_error *err)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, r;
+
+	if (!slash)
+		iso_strlcpy(dir, ".", sizeof(dir));
+	else if (slash == path)
+		iso_strlcpy(dir, "/", sizeof(dir));
+	else if ((size_t)(slash - path) < sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		return iso_error_set(err, ISO_E_INVALID, "path", "store path is too long");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0) {
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "store: syncing directory %s: %s", dir,
+		                  strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	close(fd);
+	return 0;
+}
+
 /* Creates the database file 0600 when missing (whatever the umask), and
  * takes group and other bits off an existing one and its WAL side files: the
  * store holds token hashes. */
@@ -192,12 +221,12 @@ static int make_private(const char *path, struct iso_error *err)
 		close(fd);
 		if (r < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: chmod %s: %s", path,
-					     strerror(e));
-		return 0;
+			                     strerror(e));
+		return sync_parent_dir(path, err);
 	}
 	if (errno != EEXIST)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: creating %s: %s", path,
-				     strerror(errno));
+		                     strerror(errno));
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(suffixes); i++) {
 		char file[4096];
 		struct stat sb;
@@ -208,11 +237,11 @@ static int make_private(const char *path, struct iso_error *err)
 			continue;
 		if (chmod(file, sb.st_mode & 0700) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					     "store: %s is open to group or others (mode %04o) and "
-					     "cannot be restricted: %s",
-					     file, (unsigned)(sb.st_mode & 07777), strerror(errno));
+			                     "store: %s is open to group or others (mode %04o) and "
+			                     "cannot be restricted: %s",
+			                     file, (unsigned)(sb.st_mode & 07777), strerror(errno));
 		iso_log(ISO_LOG_WARN, "store_mode_restricted", "file=%s old_mode=%04o", file,
-			(unsigned)(sb.st_mode & 07777));
+		        (unsigned)(sb.st_mode & 07777));
 	}
 	return 0;
 }
@@ -241,18 +270,18 @@ static int pragma(sqlite3 *db, const char *sql, char *out, size_t size)
 /* Sets a pragma and checks that it took: a build or file system that cannot
  * give WAL, full sync or foreign keys is refused, not run with less. */
 static int pragma_expect(sqlite3 *db, const char *path, const char *set, const char *get,
-			 const char *want, struct iso_error *err)
+                         const char *want, struct iso_error *err)
 {
 	char got[64];
 
 	if (pragma(db, set, got, sizeof(got)) != SQLITE_OK ||
 	    pragma(db, get, got, sizeof(got)) != SQLITE_OK)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: opening %s: %s: %s", path,
-				     set, sqlite3_errmsg(db));
+		                     set, sqlite3_errmsg(db));
 	if (strcmp(got, want) != 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: opening %s: %s did not take (got \"%s\")", path, set,
-				     got);
+		                     "store: opening %s: %s did not take (got \"%s\")", path, set,
+		                     got);
 	return 0;
 }
 
@@ -265,24 +294,24 @@ static int configure(sqlite3 *db, const char *path, struct iso_error *err)
 	/* Schema objects cannot call functions with side effects. */
 	if (pragma(db, "PRAGMA trusted_schema = OFF", result, sizeof(result)) != SQLITE_OK)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: opening %s: %s", path,
-				     sqlite3_errmsg(db));
+		                     sqlite3_errmsg(db));
 	r = pragma_expect(db, path, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal", err);
 	if (r == 0)
 		r = pragma_expect(db, path, "PRAGMA synchronous = FULL", "PRAGMA synchronous", "2",
-				  err);
+		                  err);
 	if (r == 0)
 		r = pragma_expect(db, path, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1",
-				  err);
+		                  err);
 	if (r < 0)
 		return r;
 	if (pragma(db, "PRAGMA quick_check", result, sizeof(result)) != SQLITE_OK)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: quick_check of %s: %s",
-				     path, sqlite3_errmsg(db));
+		                     path, sqlite3_errmsg(db));
 	if (strcmp(result, "ok") != 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: %s failed PRAGMA quick_check (%s); the database is "
-				     "damaged: restore it from a backup",
-				     path, result);
+		                     "store: %s failed PRAGMA quick_check (%s); the database is "
+		                     "damaged: restore it from a backup",
+		                     path, result);
 	return 0;
 }
 
@@ -290,39 +319,39 @@ static int prepare_all(struct sqlite_store *s, struct iso_error *err)
 {
 	for (int i = 0; i < ST__COUNT; i++)
 		if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
-				       NULL) != SQLITE_OK)
+		                       NULL) != SQLITE_OK)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					     "store: preparing statement %d: %s", i,
-					     sqlite3_errmsg(s->db));
+			                     "store: preparing statement %d: %s", i,
+			                     sqlite3_errmsg(s->db));
 	return 0;
 }
 
 static const struct iso_store_ops sqlite_ops = {
-	.name = "sqlite",
-	.close = sqlite_close,
-	.begin = sqlite_begin,
-	.commit = sqlite_commit,
-	.rollback = sqlite_rollback,
-	.meta_get = iso_sqlite_meta_get,
-	.meta_set = iso_sqlite_meta_set,
-	.tenant_insert = iso_sqlite_tenant_insert,
-	.tenant_update = iso_sqlite_tenant_update,
-	.tenant_delete = iso_sqlite_tenant_delete,
-	.tenant_get_by_name = iso_sqlite_tenant_get_by_name,
-	.tenant_get_by_id = iso_sqlite_tenant_get_by_id,
-	.tenant_list = iso_sqlite_tenant_list,
-	.token_insert = iso_sqlite_token_insert,
-	.token_get = iso_sqlite_token_get,
-	.token_list = iso_sqlite_token_list,
-	.token_revoke = iso_sqlite_token_revoke,
-	.token_revoke_tenant = iso_sqlite_token_revoke_tenant,
-	.node_state_set = iso_sqlite_node_state_set,
-	.node_state_list = iso_sqlite_node_state_list,
-	.alloc_insert = iso_sqlite_alloc_insert,
-	.alloc_update = iso_sqlite_alloc_update,
-	.alloc_get = iso_sqlite_alloc_get,
-	.alloc_list = iso_sqlite_alloc_list,
-	.alloc_count_live = iso_sqlite_alloc_count_live,
+    .name = "sqlite",
+    .close = sqlite_close,
+    .begin = sqlite_begin,
+    .commit = sqlite_commit,
+    .rollback = sqlite_rollback,
+    .meta_get = iso_sqlite_meta_get,
+    .meta_set = iso_sqlite_meta_set,
+    .tenant_insert = iso_sqlite_tenant_insert,
+    .tenant_update = iso_sqlite_tenant_update,
+    .tenant_delete = iso_sqlite_tenant_delete,
+    .tenant_get_by_name = iso_sqlite_tenant_get_by_name,
+    .tenant_get_by_id = iso_sqlite_tenant_get_by_id,
+    .tenant_list = iso_sqlite_tenant_list,
+    .token_insert = iso_sqlite_token_insert,
+    .token_get = iso_sqlite_token_get,
+    .token_list = iso_sqlite_token_list,
+    .token_revoke = iso_sqlite_token_revoke,
+    .token_revoke_tenant = iso_sqlite_token_revoke_tenant,
+    .node_state_set = iso_sqlite_node_state_set,
+    .node_state_list = iso_sqlite_node_state_list,
+    .alloc_insert = iso_sqlite_alloc_insert,
+    .alloc_update = iso_sqlite_alloc_update,
+    .alloc_get = iso_sqlite_alloc_get,
+    .alloc_list = iso_sqlite_alloc_list,
+    .alloc_count_live = iso_sqlite_alloc_count_live,
 };
 
 int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_error *err)
@@ -340,11 +369,11 @@ int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_e
 	if (!s)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
 	s->base.ops = &sqlite_ops;
-	rc = sqlite3_open_v2(path, &s->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(
+	    path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "store: opening %s: %s", path,
-				  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		                  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 		goto fail;
 	}
 	r = configure(s->db, path, err);

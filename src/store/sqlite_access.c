@@ -11,7 +11,7 @@
 /* ---- meta ---- */
 
 int iso_sqlite_meta_get(struct iso_store *is, const char *key, char *buf, size_t size,
-			struct iso_error *err)
+                        struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_META_GET];
@@ -28,16 +28,16 @@ int iso_sqlite_meta_get(struct iso_store *is, const char *key, char *buf, size_t
 	if (sqlite3_column_type(st, 0) == SQLITE_TEXT &&
 	    (size_t)sqlite3_column_bytes(st, 0) >= size)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: meta key \"%s\": value of %d bytes does not fit a "
-				     "buffer of %zu",
-				     key, sqlite3_column_bytes(st, 0), size);
+		                     "store: meta key \"%s\": value of %d bytes does not fit a "
+		                     "buffer of %zu",
+		                     key, sqlite3_column_bytes(st, 0), size);
 	iso_sqlite_row_init(&row, st);
 	iso_sqlite_rd_text(&row, buf, size);
 	return iso_sqlite_row_check(&row, "meta", key, err);
 }
 
 int iso_sqlite_meta_set(struct iso_store *is, const char *key, const char *value,
-			struct iso_error *err)
+                        struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_META_SET];
@@ -67,7 +67,7 @@ static int read_tenant(sqlite3_stmt *st, struct iso_tenant *t, struct iso_error 
 
 /* Steps a single-row lookup; `what` names the object for not-found. */
 static int get_tenant(struct sqlite_store *s, sqlite3_stmt *st, const char *what,
-		      struct iso_tenant *out, struct iso_error *err)
+                      struct iso_tenant *out, struct iso_error *err)
 {
 	int rc = sqlite3_step(st);
 
@@ -93,7 +93,7 @@ int iso_sqlite_tenant_insert(struct iso_store *is, struct iso_tenant *t, struct 
 }
 
 int iso_sqlite_tenant_update(struct iso_store *is, const struct iso_tenant *t,
-			     struct iso_error *err)
+                             struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_UPDATE];
@@ -105,7 +105,7 @@ int iso_sqlite_tenant_update(struct iso_store *is, const struct iso_tenant *t,
 		return iso_sqlite_insert_fail(s->db, "tenant update", "tenant", t->name, err);
 	if (sqlite3_changes(s->db) == 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "tenant %" PRId64 " not found",
-				     t->id);
+		                     t->id);
 	return 0;
 }
 
@@ -120,12 +120,12 @@ int iso_sqlite_tenant_delete(struct iso_store *is, int64_t id, struct iso_error 
 	r = iso_sqlite_exec_stmt(s->db, st, "tenant delete", err);
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "tenant %" PRId64 " not found",
-				     id);
+		                     id);
 	return r;
 }
 
 int iso_sqlite_tenant_get_by_name(struct iso_store *is, const char *name, struct iso_tenant *out,
-				  struct iso_error *err)
+                                  struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_BY_NAME];
@@ -138,7 +138,7 @@ int iso_sqlite_tenant_get_by_name(struct iso_store *is, const char *name, struct
 }
 
 int iso_sqlite_tenant_get_by_id(struct iso_store *is, int64_t id, struct iso_tenant *out,
-				struct iso_error *err)
+                                struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_BY_ID];
@@ -151,7 +151,7 @@ int iso_sqlite_tenant_get_by_id(struct iso_store *is, int64_t id, struct iso_ten
 }
 
 int iso_sqlite_tenant_list(struct iso_store *is, const char *after, int limit,
-			   struct iso_tenant **out, int *n, struct iso_error *err)
+                           struct iso_tenant **out, int *n, struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_LIST];
@@ -162,7 +162,8 @@ int iso_sqlite_tenant_list(struct iso_store *is, const char *after, int limit,
 	*n = 0;
 	/* Names are never empty, so "" starts at the beginning; a cursor need not
 	 * exist any more (the tenant may have been deleted between pages). */
-	if (BIND_STR(st, 1, after ? after : "") || iso_sqlite_bind_i64(st, 2, limit > 0 ? limit : -1))
+	if (BIND_STR(st, 1, after ? after : "") ||
+	    iso_sqlite_bind_i64(st, 2, limit > 0 ? limit : -1))
 		return iso_sqlite_fail(s->db, "tenant list", err);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (iso_sqlite_grow((void **)&items, &cap, count, sizeof(*items)) < 0)
@@ -199,8 +200,7 @@ static int read_token(sqlite3_stmt *st, struct iso_token *t, struct iso_error *e
 	return iso_sqlite_row_check(&row, "tokens", t->id, err);
 }
 
-int iso_sqlite_token_insert(struct iso_store *is, const struct iso_token *t,
-			    struct iso_error *err)
+int iso_sqlite_token_insert(struct iso_store *is, const struct iso_token *t, struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TOKEN_INSERT];
@@ -208,10 +208,10 @@ int iso_sqlite_token_insert(struct iso_store *is, const struct iso_token *t,
 
 	if (!role)
 		return iso_error_set(err, ISO_E_INVALID, "role", "token role %d is unknown",
-				     (int)t->role);
+		                     (int)t->role);
 	if (t->tenant_id < 0)
-		return iso_error_set(err, ISO_E_INVALID, "tenant", "token tenant id %" PRId64
-				     " is invalid", t->tenant_id);
+		return iso_error_set(err, ISO_E_INVALID, "tenant",
+		                     "token tenant id %" PRId64 " is invalid", t->tenant_id);
 	if (t->tenant_id > 0) {
 		_cleanup_stmt_ sqlite3_stmt *ex = s->st[ST_TENANT_EXISTS];
 		int rc;
@@ -221,7 +221,7 @@ int iso_sqlite_token_insert(struct iso_store *is, const struct iso_token *t,
 		rc = sqlite3_step(ex);
 		if (rc == SQLITE_DONE)
 			return iso_error_set(err, ISO_E_NOT_FOUND, "tenant",
-					     "tenant %" PRId64 " not found", t->tenant_id);
+			                     "tenant %" PRId64 " not found", t->tenant_id);
 		if (rc != SQLITE_ROW)
 			return iso_sqlite_fail(s->db, "token insert", err);
 	}
@@ -239,7 +239,7 @@ int iso_sqlite_token_insert(struct iso_store *is, const struct iso_token *t,
 }
 
 int iso_sqlite_token_get(struct iso_store *is, const char *id, struct iso_token *out,
-			 struct iso_error *err)
+                         struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TOKEN_GET];
@@ -250,18 +250,18 @@ int iso_sqlite_token_get(struct iso_store *is, const char *id, struct iso_token 
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "token \"%.*s\" not found",
-				     ISO_TOKEN_ID_LEN, id);
+		                     ISO_TOKEN_ID_LEN, id);
 	if (rc != SQLITE_ROW)
 		return iso_sqlite_fail(s->db, "token get", err);
 	return read_token(st, out, err);
 }
 
 int iso_sqlite_token_list(struct iso_store *is, int64_t tenant_id, const char *after, int limit,
-			  struct iso_token **out, int *n, struct iso_error *err)
+                          struct iso_token **out, int *n, struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st =
-		s->st[tenant_id < 0 ? ST_TOKEN_LIST_ALL : ST_TOKEN_LIST_TENANT];
+	    s->st[tenant_id < 0 ? ST_TOKEN_LIST_ALL : ST_TOKEN_LIST_TENANT];
 	_cleanup_free_ struct iso_token *items = NULL;
 	int count = 0, cap = 0, rc, r;
 
@@ -287,7 +287,7 @@ int iso_sqlite_token_list(struct iso_store *is, int64_t tenant_id, const char *a
 }
 
 int iso_sqlite_token_revoke(struct iso_store *is, const char *id, int64_t when_ms,
-			    struct iso_error *err)
+                            struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TOKEN_REVOKE];
@@ -300,20 +300,20 @@ int iso_sqlite_token_revoke(struct iso_store *is, const char *id, int64_t when_m
 	r = iso_sqlite_exec_stmt(s->db, st, "token revoke", err);
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "token \"%.*s\" not found",
-				     ISO_TOKEN_ID_LEN, id);
+		                     ISO_TOKEN_ID_LEN, id);
 	return r;
 }
 
 int iso_sqlite_token_revoke_tenant(struct iso_store *is, int64_t tenant_id, int64_t when_ms,
-				   struct iso_error *err)
+                                   struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TOKEN_REVOKE_TENANT];
 
 	/* 0 would be every cluster-wide token: never what a caller means here. */
 	if (tenant_id <= 0)
-		return iso_error_set(err, ISO_E_INVALID, "tenant", "tenant id %" PRId64
-				     " is invalid", tenant_id);
+		return iso_error_set(err, ISO_E_INVALID, "tenant",
+		                     "tenant id %" PRId64 " is invalid", tenant_id);
 	if (when_ms <= 0)
 		return iso_error_set(err, ISO_E_INVALID, "revoked", "revocation time must be > 0");
 	if (iso_sqlite_bind_i64(st, 1, tenant_id) || iso_sqlite_bind_i64(st, 2, when_ms))
@@ -324,7 +324,7 @@ int iso_sqlite_token_revoke_tenant(struct iso_store *is, int64_t tenant_id, int6
 /* ---- node runtime state ---- */
 
 int iso_sqlite_node_state_set(struct iso_store *is, const struct iso_node_state *ns,
-			      struct iso_error *err)
+                              struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_NODE_SET];
@@ -332,14 +332,14 @@ int iso_sqlite_node_state_set(struct iso_store *is, const struct iso_node_state 
 
 	if (!sched)
 		return iso_error_set(err, ISO_E_INVALID, "state", "node state %d is unknown",
-				     (int)ns->sched);
+		                     (int)ns->sched);
 	if (BIND_FIELD(st, 1, ns->name) || BIND_STR(st, 2, sched))
 		return iso_sqlite_fail(s->db, "node state set", err);
 	return iso_sqlite_exec_stmt(s->db, st, "node state set", err);
 }
 
 int iso_sqlite_node_state_list(struct iso_store *is, struct iso_node_state **out, int *n,
-			       struct iso_error *err)
+                               struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_NODE_LIST];

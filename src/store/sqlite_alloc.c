@@ -12,33 +12,32 @@
 
 /* A stored allocation is at most this big; anything larger is corruption. */
 #define MAX_MEMBERS 65536
-#define MAX_SLOTS (1 << 22)
+#define MAX_SLOTS   (1 << 22)
 
 /* Checks what the schema cannot: dense member indexes and slots that point
  * at a placed member. A violation is a caller bug, not a user's input. */
-static int check_alloc(const struct iso_allocation *a, const char **state,
-		       struct iso_error *err)
+static int check_alloc(const struct iso_allocation *a, const char **state, struct iso_error *err)
 {
 	*state = iso_sqlite_alloc_state_text(a->state);
 	if (!*state)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: allocation \"%s\": state %d is unknown", a->id,
-				     (int)a->state);
+		                     "store: allocation \"%s\": state %d is unknown", a->id,
+		                     (int)a->state);
 	if (a->n_members < 0 || a->n_slots < 0 || (a->n_members > 0 && !a->placed) ||
 	    (a->n_slots > 0 && !a->slots))
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: allocation \"%s\": bad member or slot arrays", a->id);
+		                     "store: allocation \"%s\": bad member or slot arrays", a->id);
 	for (int i = 0; i < a->n_members; i++)
 		if (a->placed[i].index != i)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					     "store: allocation \"%s\": member %d has index %d",
-					     a->id, i, a->placed[i].index);
+			                     "store: allocation \"%s\": member %d has index %d",
+			                     a->id, i, a->placed[i].index);
 	for (int i = 0; i < a->n_slots; i++)
 		if (a->slots[i].member < 0 || a->slots[i].member >= a->n_members)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					     "store: allocation \"%s\": slot %d names member %d "
-					     "of %d",
-					     a->id, i, a->slots[i].member, a->n_members);
+			                     "store: allocation \"%s\": slot %d names member %d "
+			                     "of %d",
+			                     a->id, i, a->slots[i].member, a->n_members);
 	return 0;
 }
 
@@ -59,7 +58,7 @@ static int bind_alloc(sqlite3_stmt *st, const struct iso_allocation *a, const ch
 }
 
 static int insert_children(struct sqlite_store *s, const struct iso_allocation *a,
-			   struct iso_error *err)
+                           struct iso_error *err)
 {
 	for (int i = 0; i < a->n_members; i++) {
 		_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_MEMBER_INSERT];
@@ -75,8 +74,8 @@ static int insert_children(struct sqlite_store *s, const struct iso_allocation *
 		if (BIND_FIELD(st, 1, a->id) || iso_sqlite_bind_i64(st, 2, i) ||
 		    iso_sqlite_bind_i64(st, 3, sl->member) || iso_sqlite_bind_i64(st, 4, sl->gpu) ||
 		    iso_sqlite_bind_i64(st, 5, sl->whole) || BIND_FIELD(st, 6, sl->profile) ||
-		    iso_sqlite_bind_i64(st, 7, sl->start) || iso_sqlite_bind_i64(st, 8, sl->width) ||
-		    sqlite3_step(st) != SQLITE_DONE)
+		    iso_sqlite_bind_i64(st, 7, sl->start) ||
+		    iso_sqlite_bind_i64(st, 8, sl->width) || sqlite3_step(st) != SQLITE_DONE)
 			return iso_sqlite_fail(s->db, "allocation slot insert", err);
 	}
 	return 0;
@@ -97,7 +96,7 @@ static int delete_children(struct sqlite_store *s, const char *id, struct iso_er
 
 /* The row write (insert or update) and its children, all or nothing. */
 static int write_alloc(struct sqlite_store *s, const struct iso_allocation *a, bool update,
-		       struct iso_error *err)
+                       struct iso_error *err)
 {
 	const char *state;
 	int r = check_alloc(a, &state, err);
@@ -116,8 +115,8 @@ static int write_alloc(struct sqlite_store *s, const struct iso_allocation *a, b
 		else if (sqlite3_step(st) != SQLITE_DONE)
 			r = iso_sqlite_insert_fail(s->db, op, "allocation", a->id, err);
 		else if (update && sqlite3_changes(s->db) == 0)
-			r = iso_error_set(err, ISO_E_NOT_FOUND, NULL,
-					  "allocation \"%s\" not found", a->id);
+			r = iso_error_set(err, ISO_E_NOT_FOUND, NULL, "allocation \"%s\" not found",
+			                  a->id);
 	}
 	if (r == 0 && update)
 		r = delete_children(s, a->id, err);
@@ -131,13 +130,13 @@ static int write_alloc(struct sqlite_store *s, const struct iso_allocation *a, b
 }
 
 int iso_sqlite_alloc_insert(struct iso_store *is, const struct iso_allocation *a,
-			    struct iso_error *err)
+                            struct iso_error *err)
 {
 	return write_alloc(sqlite_store_of(is), a, false, err);
 }
 
 int iso_sqlite_alloc_update(struct iso_store *is, const struct iso_allocation *a,
-			    struct iso_error *err)
+                            struct iso_error *err)
 {
 	return write_alloc(sqlite_store_of(is), a, true, err);
 }
@@ -157,9 +156,9 @@ static int read_members(struct sqlite_store *s, struct iso_allocation *a, struct
 
 		if (a->n_members >= MAX_MEMBERS)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					     "store: corrupt rows in alloc_members (id %s): more "
-					     "than %d members",
-					     a->id, MAX_MEMBERS);
+			                     "store: corrupt rows in alloc_members (id %s): more "
+			                     "than %d members",
+			                     a->id, MAX_MEMBERS);
 		if (iso_sqlite_grow((void **)&a->placed, &cap, a->n_members, sizeof(*m)) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
 		m = &a->placed[a->n_members];
@@ -191,9 +190,9 @@ static int read_slots(struct sqlite_store *s, struct iso_allocation *a, struct i
 
 		if (a->n_slots >= MAX_SLOTS)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					     "store: corrupt rows in alloc_slots (id %s): more "
-					     "than %d slots",
-					     a->id, MAX_SLOTS);
+			                     "store: corrupt rows in alloc_slots (id %s): more "
+			                     "than %d slots",
+			                     a->id, MAX_SLOTS);
 		if (iso_sqlite_grow((void **)&a->slots, &cap, a->n_slots, sizeof(*sl)) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
 		sl = &a->slots[a->n_slots];
@@ -218,7 +217,7 @@ static int read_slots(struct sqlite_store *s, struct iso_allocation *a, struct i
 /* Reads the current row of an ST_ALLOC_* select and its children into a
  * zeroed *a; on error *a is cleared. */
 static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, struct iso_allocation *a,
-		      struct iso_error *err)
+                      struct iso_error *err)
 {
 	struct iso_sqlite_row row;
 	struct iso_shape *sh = &a->shape;
@@ -254,7 +253,7 @@ static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, struct iso_alloc
 }
 
 int iso_sqlite_alloc_get(struct iso_store *is, const char *id, struct iso_allocation *out,
-			 struct iso_error *err)
+                         struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_ALLOC_GET];
@@ -266,7 +265,7 @@ int iso_sqlite_alloc_get(struct iso_store *is, const char *id, struct iso_alloca
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "allocation \"%.*s\" not found",
-				     ISO_ID_MAX, id);
+		                     ISO_ID_MAX, id);
 	if (rc != SQLITE_ROW)
 		return iso_sqlite_fail(s->db, "allocation get", err);
 	return read_alloc(s, st, out, err);
@@ -276,7 +275,7 @@ int iso_sqlite_alloc_get(struct iso_store *is, const char *id, struct iso_alloca
  * allocation the same filter could have listed (tenant and owner never
  * change), so it tells a caller nothing about other tenants' allocations. */
 static int resolve_cursor(struct sqlite_store *s, const struct iso_alloc_filter *f,
-			  int64_t *created_ms, struct iso_error *err)
+                          int64_t *created_ms, struct iso_error *err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_ALLOC_CURSOR];
 	int rc;
@@ -287,20 +286,20 @@ static int resolve_cursor(struct sqlite_store *s, const struct iso_alloc_filter 
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
 		return iso_error_set(err, ISO_E_INVALID, "after", "unknown cursor \"%.*s\"",
-				     ISO_ID_MAX, f->after);
+		                     ISO_ID_MAX, f->after);
 	if (rc != SQLITE_ROW)
 		return iso_sqlite_fail(s->db, "allocation list", err);
 	if (sqlite3_column_type(st, 0) != SQLITE_INTEGER)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: corrupt row in allocations (id %.*s): column "
-				     "created_ms is not an integer",
-				     ISO_ID_MAX, f->after);
+		                     "store: corrupt row in allocations (id %.*s): column "
+		                     "created_ms is not an integer",
+		                     ISO_ID_MAX, f->after);
 	*created_ms = sqlite3_column_int64(st, 0);
 	return 0;
 }
 
 int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f,
-			  struct iso_allocation **out, int *n, struct iso_error *err)
+                          struct iso_allocation **out, int *n, struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	struct iso_allocation *items = NULL;
@@ -315,11 +314,11 @@ int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f
 		state = iso_sqlite_alloc_state_text((enum iso_alloc_state)f->state);
 		if (!state)
 			return iso_error_set(err, ISO_E_INVALID, "state", "state %d is unknown",
-					     f->state);
+			                     f->state);
 	}
 	if (f->tenant_id < 0)
-		return iso_error_set(err, ISO_E_INVALID, "tenant", "tenant id %" PRId64
-				     " is invalid", f->tenant_id);
+		return iso_error_set(err, ISO_E_INVALID, "tenant",
+		                     "tenant id %" PRId64 " is invalid", f->tenant_id);
 	if (f->after) {
 		r = resolve_cursor(s, f, &after_ms, err);
 		if (r < 0)
@@ -329,7 +328,7 @@ int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f
 	live = f->live_only || (state && !iso_alloc_state_terminal((enum iso_alloc_state)f->state));
 
 	_cleanup_stmt_ sqlite3_stmt *st =
-		s->st[ST_ALLOC_LIST + (f->tenant_id > 0 ? 1 : 0) + (live ? 2 : 0)];
+	    s->st[ST_ALLOC_LIST + (f->tenant_id > 0 ? 1 : 0) + (live ? 2 : 0)];
 	if (iso_sqlite_bind_i64(st, 1, after_ms) || BIND_STR(st, 2, f->after ? f->after : "") ||
 	    (f->owner && BIND_STR(st, 3, f->owner)) || (state && BIND_STR(st, 4, state)) ||
 	    (f->tenant_id > 0 && iso_sqlite_bind_i64(st, 5, f->tenant_id)) ||
@@ -357,17 +356,17 @@ int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f
 }
 
 int iso_sqlite_alloc_count_live(struct iso_store *is, int64_t tenant_id, int *n,
-				struct iso_error *err)
+                                struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
 	_cleanup_stmt_ sqlite3_stmt *st =
-		s->st[tenant_id > 0 ? ST_ALLOC_COUNT_LIVE : ST_ALLOC_COUNT_LIVE_ALL];
+	    s->st[tenant_id > 0 ? ST_ALLOC_COUNT_LIVE : ST_ALLOC_COUNT_LIVE_ALL];
 	int64_t count;
 
 	*n = 0;
 	if (tenant_id < 0)
-		return iso_error_set(err, ISO_E_INVALID, "tenant", "tenant id %" PRId64
-				     " is invalid", tenant_id);
+		return iso_error_set(err, ISO_E_INVALID, "tenant",
+		                     "tenant id %" PRId64 " is invalid", tenant_id);
 	if (tenant_id > 0 && iso_sqlite_bind_i64(st, 1, tenant_id))
 		return iso_sqlite_fail(s->db, "allocation count", err);
 	if (sqlite3_step(st) != SQLITE_ROW)
@@ -375,7 +374,7 @@ int iso_sqlite_alloc_count_live(struct iso_store *is, int64_t tenant_id, int *n,
 	count = sqlite3_column_int64(st, 0);
 	if (count > INT_MAX)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "store: live allocation count %" PRId64 " overflows", count);
+		                     "store: live allocation count %" PRId64 " overflows", count);
 	*n = (int)count;
 	return 0;
 }

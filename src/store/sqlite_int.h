@@ -91,7 +91,7 @@ int iso_sqlite_fail(sqlite3 *db, const char *op, struct iso_error *err);
  * ISO_E_CONFLICT "<what> \"<key>\" already exists", anything else
  * iso_sqlite_fail(). */
 int iso_sqlite_insert_fail(sqlite3 *db, const char *op, const char *what, const char *key,
-			   struct iso_error *err);
+                           struct iso_error *err);
 /* Runs a statement that returns no rows (SQLITE_DONE); 0 or iso_sqlite_fail(). */
 int iso_sqlite_exec_stmt(sqlite3 *db, sqlite3_stmt *st, const char *op, struct iso_error *err);
 
@@ -102,7 +102,7 @@ int iso_sqlite_bind_text(sqlite3_stmt *st, int idx, const char *s, size_t max);
 int iso_sqlite_bind_i64(sqlite3_stmt *st, int idx, int64_t v);
 int iso_sqlite_bind_i64_or_null(sqlite3_stmt *st, int idx, int64_t v); /* 0 -> NULL */
 #define BIND_FIELD(st, idx, field) iso_sqlite_bind_text((st), (idx), (field), sizeof(field))
-#define BIND_STR(st, idx, s) iso_sqlite_bind_text((st), (idx), (s), (size_t)-1)
+#define BIND_STR(st, idx, s)       iso_sqlite_bind_text((st), (idx), (s), (size_t)-1)
 
 /* Reads the columns of the current row left to right. The first column that
  * does not fit its field (NULL where not allowed, wrong type, too long, out of
@@ -125,7 +125,7 @@ enum iso_alloc_state iso_sqlite_rd_alloc_state(struct iso_sqlite_row *r);
 enum iso_node_sched iso_sqlite_rd_node_sched(struct iso_sqlite_row *r);
 #define RD_FIELD(r, field) iso_sqlite_rd_text((r), (field), sizeof(field))
 int iso_sqlite_row_check(const struct iso_sqlite_row *r, const char *table, const char *id,
-			 struct iso_error *err);
+                         struct iso_error *err);
 
 /* Enum names as stored; NULL when the value is outside its enum. */
 const char *iso_sqlite_role_text(enum iso_role r);
@@ -150,42 +150,41 @@ void iso_sqlite_rollback_to(struct sqlite_store *s);
 
 /* ---- the ops, by file ---- */
 int iso_sqlite_meta_get(struct iso_store *s, const char *key, char *buf, size_t size,
-			struct iso_error *err);
+                        struct iso_error *err);
 int iso_sqlite_meta_set(struct iso_store *s, const char *key, const char *value,
-			struct iso_error *err);
+                        struct iso_error *err);
 int iso_sqlite_tenant_insert(struct iso_store *s, struct iso_tenant *t, struct iso_error *err);
 int iso_sqlite_tenant_update(struct iso_store *s, const struct iso_tenant *t,
-			     struct iso_error *err);
+                             struct iso_error *err);
 int iso_sqlite_tenant_delete(struct iso_store *s, int64_t id, struct iso_error *err);
 int iso_sqlite_tenant_get_by_name(struct iso_store *s, const char *name, struct iso_tenant *out,
-				  struct iso_error *err);
+                                  struct iso_error *err);
 int iso_sqlite_tenant_get_by_id(struct iso_store *s, int64_t id, struct iso_tenant *out,
-				struct iso_error *err);
+                                struct iso_error *err);
 int iso_sqlite_tenant_list(struct iso_store *s, const char *after, int limit,
-			   struct iso_tenant **out, int *n, struct iso_error *err);
-int iso_sqlite_token_insert(struct iso_store *s, const struct iso_token *t,
-			    struct iso_error *err);
+                           struct iso_tenant **out, int *n, struct iso_error *err);
+int iso_sqlite_token_insert(struct iso_store *s, const struct iso_token *t, struct iso_error *err);
 int iso_sqlite_token_get(struct iso_store *s, const char *id, struct iso_token *out,
-			 struct iso_error *err);
+                         struct iso_error *err);
 int iso_sqlite_token_list(struct iso_store *s, int64_t tenant_id, const char *after, int limit,
-			  struct iso_token **out, int *n, struct iso_error *err);
+                          struct iso_token **out, int *n, struct iso_error *err);
 int iso_sqlite_token_revoke(struct iso_store *s, const char *id, int64_t when_ms,
-			    struct iso_error *err);
+                            struct iso_error *err);
 int iso_sqlite_token_revoke_tenant(struct iso_store *s, int64_t tenant_id, int64_t when_ms,
-				   struct iso_error *err);
+                                   struct iso_error *err);
 int iso_sqlite_node_state_set(struct iso_store *s, const struct iso_node_state *ns,
-			      struct iso_error *err);
+                              struct iso_error *err);
 int iso_sqlite_node_state_list(struct iso_store *s, struct iso_node_state **out, int *n,
-			       struct iso_error *err);
+                               struct iso_error *err);
 int iso_sqlite_alloc_insert(struct iso_store *s, const struct iso_allocation *a,
-			    struct iso_error *err);
+                            struct iso_error *err);
 int iso_sqlite_alloc_update(struct iso_store *s, const struct iso_allocation *a,
-			    struct iso_error *err);
+                            struct iso_error *err);
 int iso_sqlite_alloc_get(struct iso_store *s, const char *id, struct iso_allocation *out,
-			 struct iso_error *err);
+                         struct iso_error *err);
 int iso_sqlite_alloc_list(struct iso_store *s, const struct iso_alloc_filter *f,
-			  struct iso_allocation **out, int *n, struct iso_error *err);
+                          struct iso_allocation **out, int *n, struct iso_error *err);
 int iso_sqlite_alloc_count_live(struct iso_store *s, int64_t tenant_id, int *n,
-				struct iso_error *err);
+                                struct iso_error *err);
 
 #endif

@@ -15,13 +15,13 @@ int iso_sqlite_fail(sqlite3 *db, const char *op, struct iso_error *err)
 }
 
 int iso_sqlite_insert_fail(sqlite3 *db, const char *op, const char *what, const char *key,
-			   struct iso_error *err)
+                           struct iso_error *err)
 {
 	int ext = sqlite3_extended_errcode(db);
 
 	if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
 		return iso_error_set(err, ISO_E_CONFLICT, NULL, "%s \"%s\" already exists", what,
-				     key);
+		                     key);
 	return iso_sqlite_fail(db, op, err);
 }
 
@@ -123,7 +123,10 @@ int iso_sqlite_rd_int(struct iso_sqlite_row *r, int min, int max)
 	return ok ? (int)v : 0;
 }
 
-bool iso_sqlite_rd_bool(struct iso_sqlite_row *r) { return iso_sqlite_rd_int(r, 0, 1) == 1; }
+bool iso_sqlite_rd_bool(struct iso_sqlite_row *r)
+{
+	return iso_sqlite_rd_int(r, 0, 1) == 1;
+}
 
 void iso_sqlite_rd_blob(struct iso_sqlite_row *r, uint8_t *buf, size_t exact)
 {
@@ -159,9 +162,18 @@ static int rd_enum(struct iso_sqlite_row *r, const char *(*name_of)(int))
 	return 0;
 }
 
-static const char *role_name_of(int v) { return iso_role_name((enum iso_role)v); }
-static const char *state_name_of(int v) { return iso_alloc_state_name((enum iso_alloc_state)v); }
-static const char *sched_name_of(int v) { return iso_node_sched_name((enum iso_node_sched)v); }
+static const char *role_name_of(int v)
+{
+	return iso_role_name((enum iso_role)v);
+}
+static const char *state_name_of(int v)
+{
+	return iso_alloc_state_name((enum iso_alloc_state)v);
+}
+static const char *sched_name_of(int v)
+{
+	return iso_node_sched_name((enum iso_node_sched)v);
+}
 
 enum iso_role iso_sqlite_rd_role(struct iso_sqlite_row *r)
 {
@@ -179,7 +191,7 @@ enum iso_node_sched iso_sqlite_rd_node_sched(struct iso_sqlite_row *r)
 }
 
 int iso_sqlite_row_check(const struct iso_sqlite_row *r, const char *table, const char *id,
-			 struct iso_error *err)
+                         struct iso_error *err)
 {
 	const char *col;
 
@@ -187,14 +199,20 @@ int iso_sqlite_row_check(const struct iso_sqlite_row *r, const char *table, cons
 		return 0;
 	col = sqlite3_column_name(r->st, r->bad);
 	return iso_error_set(err, ISO_E_INTERNAL, NULL,
-			     "store: corrupt row in %s (id %s): column %s holds a value that is "
-			     "missing, of the wrong type, too long or unknown",
-			     table, id, col ? col : "?");
+	                     "store: corrupt row in %s (id %s): column %s holds a value that is "
+	                     "missing, of the wrong type, too long or unknown",
+	                     table, id, col ? col : "?");
 }
 
-static const char *enum_text(const char *name) { return strcmp(name, "unknown") ? name : NULL; }
+static const char *enum_text(const char *name)
+{
+	return strcmp(name, "unknown") ? name : NULL;
+}
 
-const char *iso_sqlite_role_text(enum iso_role r) { return enum_text(iso_role_name(r)); }
+const char *iso_sqlite_role_text(enum iso_role r)
+{
+	return enum_text(iso_role_name(r));
+}
 
 const char *iso_sqlite_alloc_state_text(enum iso_alloc_state s)
 {

@@ -13,95 +13,98 @@
 #include "store/sqlite_int.h"
 
 static const char *const migrations[] = {
-	/* 1: the initial schema. */
-	"CREATE TABLE schema_version ("
-	"  version INTEGER PRIMARY KEY,"
-	"  applied_ms INTEGER NOT NULL);"
+    /* 1: the initial schema. */
+    "CREATE TABLE schema_version ("
+    "  version INTEGER PRIMARY KEY,"
+    "  applied_ms INTEGER NOT NULL);"
 
-	"CREATE TABLE meta ("
-	"  key TEXT PRIMARY KEY,"
-	"  value TEXT NOT NULL);"
+    "CREATE TABLE meta ("
+    "  key TEXT PRIMARY KEY,"
+    "  value TEXT NOT NULL);"
 
-	/* AUTOINCREMENT: a deleted tenant's id is never handed out again, so
-	 * history that keeps the id (tokens, allocations) can never be mistaken
-	 * for a later tenant of the same name. */
-	"CREATE TABLE tenants ("
-	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  name TEXT NOT NULL UNIQUE,"
-	"  description TEXT NOT NULL DEFAULT '',"
-	"  created_ms INTEGER NOT NULL,"
-	"  updated_ms INTEGER NOT NULL);"
+    /* AUTOINCREMENT: a deleted tenant's id is never handed out again, so
+     * history that keeps the id (tokens, allocations) can never be mistaken
+     * for a later tenant of the same name. */
+    "CREATE TABLE tenants ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  created_ms INTEGER NOT NULL,"
+    "  updated_ms INTEGER NOT NULL);"
 
-	/* No foreign key on tenant_id on purpose: a deleted tenant's tokens are
-	 * revoked (token_revoke_tenant) and kept, still naming the tenant they
-	 * belonged to. NULL: a cluster-wide token. expires_ms/revoked_ms NULL:
-	 * never / live. */
-	"CREATE TABLE tokens ("
-	"  id TEXT PRIMARY KEY,"
-	"  tenant_id INTEGER,"
-	"  role TEXT NOT NULL,"
-	"  user TEXT NOT NULL DEFAULT '',"
-	"  description TEXT NOT NULL DEFAULT '',"
-	"  hash BLOB NOT NULL,"
-	"  created_ms INTEGER NOT NULL,"
-	"  expires_ms INTEGER,"
-	"  revoked_ms INTEGER);"
-	"CREATE INDEX tokens_tenant ON tokens(tenant_id, id);"
+    /* No foreign key on tenant_id on purpose: a deleted tenant's tokens are
+     * revoked (token_revoke_tenant) and kept, still naming the tenant they
+     * belonged to. NULL: a cluster-wide token. expires_ms/revoked_ms NULL:
+     * never / live. */
+    "CREATE TABLE tokens ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id INTEGER,"
+    "  role TEXT NOT NULL,"
+    "  user TEXT NOT NULL DEFAULT '',"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  hash BLOB NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  expires_ms INTEGER,"
+    "  revoked_ms INTEGER);"
+    "CREATE INDEX tokens_tenant ON tokens(tenant_id, id);"
 
-	"CREATE TABLE node_state ("
-	"  name TEXT PRIMARY KEY,"
-	"  sched TEXT NOT NULL);"
+    "CREATE TABLE node_state ("
+    "  name TEXT PRIMARY KEY,"
+    "  sched TEXT NOT NULL);"
 
-	/* No foreign key to tenants either: terminal allocations outlive their
-	 * tenant as history (a tenant with live ones cannot be deleted). */
-	"CREATE TABLE allocations ("
-	"  id TEXT PRIMARY KEY,"
-	"  tenant_id INTEGER NOT NULL,"
-	"  tenant TEXT NOT NULL,"
-	"  name TEXT NOT NULL DEFAULT '',"
-	"  state TEXT NOT NULL,"
-	"  reason TEXT NOT NULL DEFAULT '',"
-	"  members INTEGER NOT NULL,"
-	"  whole INTEGER NOT NULL,"
-	"  gpu_count INTEGER NOT NULL,"
-	"  profile TEXT NOT NULL DEFAULT '',"
-	"  gpu_model TEXT NOT NULL DEFAULT '',"
-	"  cpus INTEGER NOT NULL,"
-	"  memory_mib INTEGER NOT NULL,"
-	"  pool TEXT NOT NULL DEFAULT '',"
-	"  owner TEXT NOT NULL,"
-	"  created_ms INTEGER NOT NULL,"
-	"  updated_ms INTEGER NOT NULL);"
-	"CREATE INDEX allocations_created ON allocations(created_ms, id);"
-	"CREATE INDEX allocations_tenant ON allocations(tenant_id, created_ms, id);"
-	/* Partial indexes over live (non-terminal) allocations: the scheduler's
-	 * view and per-tenant quota counts stay cheap however long the history.
-	 * Queries must repeat this WHERE text exactly for SQLite to use them. */
-	"CREATE INDEX allocations_live ON allocations(created_ms, id)"
-	"  WHERE state NOT IN ('released', 'failed');"
-	"CREATE INDEX allocations_live_tenant ON allocations(tenant_id, created_ms, id)"
-	"  WHERE state NOT IN ('released', 'failed');"
+    /* No foreign key to tenants either: terminal allocations outlive their
+     * tenant as history (a tenant with live ones cannot be deleted). */
+    "CREATE TABLE allocations ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id INTEGER NOT NULL,"
+    "  tenant TEXT NOT NULL,"
+    "  name TEXT NOT NULL DEFAULT '',"
+    "  state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  members INTEGER NOT NULL,"
+    "  whole INTEGER NOT NULL,"
+    "  gpu_count INTEGER NOT NULL,"
+    "  profile TEXT NOT NULL DEFAULT '',"
+    "  gpu_model TEXT NOT NULL DEFAULT '',"
+    "  cpus INTEGER NOT NULL,"
+    "  memory_mib INTEGER NOT NULL,"
+    "  pool TEXT NOT NULL DEFAULT '',"
+    "  owner TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  updated_ms INTEGER NOT NULL);"
+    "CREATE INDEX allocations_created ON allocations(created_ms, id);"
+    "CREATE INDEX allocations_tenant ON allocations(tenant_id, created_ms, id);"
+    /* Partial indexes over live (non-terminal) allocations: the scheduler's
+     * view and per-tenant quota counts stay cheap however long the history.
+     * Queries must repeat this WHERE text exactly for SQLite to use them. */
+    "CREATE INDEX allocations_live ON allocations(created_ms, id)"
+    "  WHERE state NOT IN ('released', 'failed');"
+    "CREATE INDEX allocations_live_tenant ON allocations(tenant_id, created_ms, id)"
+    "  WHERE state NOT IN ('released', 'failed');"
 
-	"CREATE TABLE alloc_members ("
-	"  alloc_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,"
-	"  idx INTEGER NOT NULL,"
-	"  node TEXT NOT NULL,"
-	"  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE alloc_members ("
+    "  alloc_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL,"
+    "  node TEXT NOT NULL,"
+    "  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;"
 
-	/* idx keeps the caller's slot order. */
-	"CREATE TABLE alloc_slots ("
-	"  alloc_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,"
-	"  idx INTEGER NOT NULL,"
-	"  member INTEGER NOT NULL,"
-	"  gpu INTEGER NOT NULL,"
-	"  whole INTEGER NOT NULL,"
-	"  profile TEXT NOT NULL DEFAULT '',"
-	"  start INTEGER NOT NULL,"
-	"  width INTEGER NOT NULL,"
-	"  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;",
+    /* idx keeps the caller's slot order. */
+    "CREATE TABLE alloc_slots ("
+    "  alloc_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL,"
+    "  member INTEGER NOT NULL,"
+    "  gpu INTEGER NOT NULL,"
+    "  whole INTEGER NOT NULL,"
+    "  profile TEXT NOT NULL DEFAULT '',"
+    "  start INTEGER NOT NULL,"
+    "  width INTEGER NOT NULL,"
+    "  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;",
 };
 
-int iso_sqlite_schema_version_known(void) { return (int)ISO_ARRAY_SIZE(migrations); }
+int iso_sqlite_schema_version_known(void)
+{
+	return (int)ISO_ARRAY_SIZE(migrations);
+}
 
 static int exec(sqlite3 *db, const char *sql, const char *op, struct iso_error *err)
 {
@@ -110,7 +113,7 @@ static int exec(sqlite3 *db, const char *sql, const char *op, struct iso_error *
 
 	if (rc != SQLITE_OK) {
 		iso_error_set(err, ISO_E_INTERNAL, NULL, "store: %s: %s", op,
-			      msg ? msg : sqlite3_errstr(rc));
+		              msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
 		return -EIO;
 	}
@@ -121,7 +124,7 @@ static int exec(sqlite3 *db, const char *sql, const char *op, struct iso_error *
 static int read_version(sqlite3 *db, int64_t *version, struct iso_error *err)
 {
 	static const char has_table[] =
-		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'";
+	    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'";
 	static const char max_version[] = "SELECT coalesce(max(version), 0) FROM schema_version";
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -151,13 +154,14 @@ static int check_not_newer(int64_t version, const char *path, struct iso_error *
 	int known = iso_sqlite_schema_version_known();
 
 	if (version > known)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "%s schema version %lld is newer than this isostackd (knows %d); "
-				     "upgrade isostackd",
-				     path, (long long)version, known);
+		return iso_error_set(
+		    err, ISO_E_INTERNAL, NULL,
+		    "%s schema version %lld is newer than this isostackd (knows %d); "
+		    "upgrade isostackd",
+		    path, (long long)version, known);
 	if (version < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "%s schema version %lld is invalid", path, (long long)version);
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s schema version %lld is invalid",
+		                     path, (long long)version);
 	return 0;
 }
 
@@ -165,7 +169,7 @@ static int record_version(sqlite3 *db, int version, struct iso_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(
-		db, "INSERT INTO schema_version(version, applied_ms) VALUES (?1, ?2)", -1, &st, NULL);
+	    db, "INSERT INTO schema_version(version, applied_ms) VALUES (?1, ?2)", -1, &st, NULL);
 
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(st, 1, version);

@@ -9,5 +9,5 @@ void iso_allocations_free(struct iso_allocation *a, int n)
 		return;
 	for (int i = 0; i < n; i++)
 		iso_allocation_clear(&a[i]);
-	(void)0;
+	free(a);
 }

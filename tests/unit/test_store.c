@@ -137,8 +137,8 @@ static struct iso_token token(const char *id, int64_t tenant_id, enum iso_role r
 
 /* An allocation of `members` members with `per` MIG slots each, all placed. */
 static void make_alloc(struct iso_allocation *a, const char *id, int64_t tenant_id,
-		       const char *tenant_name, const char *owner, enum iso_alloc_state st,
-		       int64_t created_ms, int members, int per)
+                       const char *tenant_name, const char *owner, enum iso_alloc_state st,
+                       int64_t created_ms, int members, int per)
 {
 	memset(a, 0, sizeof(*a));
 	snprintf(a->id, sizeof(a->id), "%s", id);
@@ -215,7 +215,7 @@ static void assert_alloc_equal(const struct iso_allocation *a, const struct iso_
 }
 
 static void insert_alloc(struct fx *f, const char *id, int64_t tenant_id, const char *tname,
-			 const char *owner, enum iso_alloc_state st, int64_t created_ms)
+                         const char *owner, enum iso_alloc_state st, int64_t created_ms)
 {
 	struct iso_allocation a;
 
@@ -235,17 +235,17 @@ static void test_open_schema_wal_mode(void **state)
 
 	assert_string_equal(f->s->ops->name, "sqlite");
 	assert_int_equal(raw_int(f->path, "SELECT max(version) FROM schema_version"),
-			 iso_sqlite_schema_version_known());
+	                 iso_sqlite_schema_version_known());
 	assert_int_equal(raw_int(f->path, "SELECT count(*) FROM schema_version"),
-			 iso_sqlite_schema_version_known());
+	                 iso_sqlite_schema_version_known());
 	assert_int_equal(raw_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = "
-					  "'table' AND name IN ('meta', 'tenants', 'tokens', "
-					  "'node_state', 'allocations', 'alloc_members', "
-					  "'alloc_slots')"),
-			 7);
+	                                  "'table' AND name IN ('meta', 'tenants', 'tokens', "
+	                                  "'node_state', 'allocations', 'alloc_members', "
+	                                  "'alloc_slots')"),
+	                 7);
 	assert_int_equal(raw_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = "
-					  "'index' AND name LIKE 'allocations_%'"),
-			 4);
+	                                  "'index' AND name LIKE 'allocations_%'"),
+	                 4);
 	raw_text(f->path, "PRAGMA journal_mode", mode, sizeof(mode));
 	assert_string_equal(mode, "wal");
 
@@ -302,7 +302,7 @@ static void test_reopen_idempotent(void **state)
 	fx_reopen(f);
 	fx_reopen(f);
 	assert_int_equal(raw_int(f->path, "SELECT count(*) FROM schema_version"),
-			 iso_sqlite_schema_version_known());
+	                 iso_sqlite_schema_version_known());
 	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "acme", &got, &f->err), 0);
 	assert_int_equal(got.id, t.id);
 }
@@ -323,9 +323,9 @@ static void test_newer_schema_refused(void **state)
 	assert_null(s);
 	assert_int_equal(err.code, ISO_E_INTERNAL);
 	snprintf(want, sizeof(want),
-		 "state.db schema version %d is newer than this isostackd (knows %d); upgrade "
-		 "isostackd",
-		 known + 1, known);
+	         "state.db schema version %d is newer than this isostackd (knows %d); upgrade "
+	         "isostackd",
+	         known + 1, known);
 	assert_non_null(strstr(err.message, want));
 }
 
@@ -447,7 +447,7 @@ static void test_tenant_list_pages(void **state)
 	}
 	do {
 		assert_int_equal(o->tenant_list(f->s, seen ? after : NULL, 3, &list, &n, &f->err),
-				 0);
+		                 0);
 		for (int i = 0; i < n; i++) {
 			char want[16];
 			snprintf(want, sizeof(want), "t%02d", seen + i);
@@ -654,7 +654,7 @@ static void test_alloc_write_atomic(void **state)
 	struct iso_tenant t = tenant("acme");
 
 	raw_exec(f->path, "CREATE TRIGGER no_gpu_666 BEFORE INSERT ON alloc_slots"
-			  " WHEN NEW.gpu = 666 BEGIN SELECT RAISE(ABORT, 'gpu 666 refused'); END");
+	                  " WHEN NEW.gpu = 666 BEGIN SELECT RAISE(ABORT, 'gpu 666 refused'); END");
 	fx_reopen(f);
 	o = f->s->ops;
 
@@ -700,7 +700,7 @@ static const char *ids_of(struct iso_allocation *a, int n, char *buf, size_t siz
 	buf[0] = '\0';
 	for (int i = 0; i < n && off < size; i++)
 		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? "," : "",
-					a[i].id + strlen(a[i].id) - 2);
+		                        a[i].id + strlen(a[i].id) - 2);
 	return buf;
 }
 
@@ -992,10 +992,11 @@ static void test_corrupt_rows(void **state)
 	insert_alloc(f, "a-x01", t.id, "acme", "alice", ISO_ALLOC_ACTIVE, 10);
 	insert_alloc(f, "a-x02", t.id, "acme", "alice", ISO_ALLOC_ACTIVE, 20);
 
-	raw_exec(f->path, "UPDATE tokens SET role = 'superuser';"
-			  "UPDATE allocations SET state = 'zombie' WHERE id = 'a-x02';"
-			  "UPDATE node_state SET sched = 'asleep';"
-			  "UPDATE tenants SET description = replace(hex(zeroblob(2000)), '0', 'x')");
+	raw_exec(f->path,
+	         "UPDATE tokens SET role = 'superuser';"
+	         "UPDATE allocations SET state = 'zombie' WHERE id = 'a-x02';"
+	         "UPDATE node_state SET sched = 'asleep';"
+	         "UPDATE tenants SET description = replace(hex(zeroblob(2000)), '0', 'x')");
 
 	assert_int_equal(o->token_get(f->s, tok.id, &gt, &f->err), -EIO);
 	assert_int_equal(f->err.code, ISO_E_INTERNAL);
@@ -1033,7 +1034,7 @@ static void test_corrupt_rows(void **state)
 /* ---- durability: kill -9 after acknowledged commits ---- */
 
 #define DUR_ROUNDS 4
-#define DUR_MAX 100000
+#define DUR_MAX    100000
 
 static void child_commit_loop(const char *path, int fd, int round)
 {
@@ -1129,7 +1130,7 @@ static void test_durability_kill9(void **state)
 		free(ids);
 	}
 	print_message("durability: %d acknowledged commits over %d kills, all present\n", total,
-		      DUR_ROUNDS);
+	              DUR_ROUNDS);
 	assert_int_equal(iso_store_open_sqlite(f->path, &f->s, &f->err), 0);
 }
 
@@ -1137,27 +1138,27 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_open_schema_wal_mode),
-		T(test_open_mode_ignores_umask),
-		T(test_open_tightens_loose_file),
-		T(test_reopen_idempotent),
-		T(test_newer_schema_refused),
-		T(test_not_a_database),
-		T(test_tenant_crud),
-		T(test_tenant_list_pages),
-		T(test_tokens),
-		T(test_alloc_roundtrip),
-		T(test_alloc_update),
-		T(test_alloc_write_atomic),
-		T(test_alloc_list_filters),
-		T(test_alloc_list_pages),
-		T(test_alloc_count_live),
-		T(test_rollback_discards),
-		T(test_commit_survives_reopen),
-		T(test_node_state),
-		T(test_meta),
-		T(test_corrupt_rows),
-		T(test_durability_kill9),
+	    T(test_open_schema_wal_mode),
+	    T(test_open_mode_ignores_umask),
+	    T(test_open_tightens_loose_file),
+	    T(test_reopen_idempotent),
+	    T(test_newer_schema_refused),
+	    T(test_not_a_database),
+	    T(test_tenant_crud),
+	    T(test_tenant_list_pages),
+	    T(test_tokens),
+	    T(test_alloc_roundtrip),
+	    T(test_alloc_update),
+	    T(test_alloc_write_atomic),
+	    T(test_alloc_list_filters),
+	    T(test_alloc_list_pages),
+	    T(test_alloc_count_live),
+	    T(test_rollback_discards),
+	    T(test_commit_survives_reopen),
+	    T(test_node_state),
+	    T(test_meta),
+	    T(test_corrupt_rows),
+	    T(test_durability_kill9),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
