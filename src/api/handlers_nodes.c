@@ -5,22 +5,63 @@
 
 #include "api/internal.h"
 
-static const char *const node_list_keys[] = {"pool", NULL};
-static const char *const gpu_list_keys[] = {"node", NULL};
+static const char *const node_list_keys[] = {"pool", "limit", "after", NULL};
+static const char *const gpu_list_keys[] = {"node", "limit", "after", NULL};
+
+/* Nodes page in inventory order; the cursor is the last node's name, or
+ * "NODE/INDEX" for GPUs. Returns the first position after the cursor. */
+static int page_start(struct api_request *r, const char *after, int *node, int *gpu)
+{
+	const struct iso_cluster_state *cs = iso_controller_state(r->ctl);
+	char name[ISO_NAME_MAX];
+	const char *slash;
+
+	*node = 0;
+	*gpu = 0;
+	if (!after)
+		return 0;
+	slash = gpu ? strchr(after, '/') : NULL;
+	snprintf(name, sizeof(name), "%.*s", slash ? (int)(slash - after) : (int)strlen(after),
+		 after);
+	*node = iso_cluster_state_node_index(cs, name);
+	if (*node < 0 || (gpu && !slash))
+		return iso_error_set(&r->err, ISO_E_INVALID, "after", "after: unknown cursor");
+	if (!slash) {
+		*node += 1;
+		return 0;
+	}
+	char *end = NULL;
+	long g = strtol(slash + 1, &end, 10);
+	if (!slash[1] || *end || g < 0 || g >= cs->inv->nodes[*node].n_gpus)
+		return iso_error_set(&r->err, ISO_E_INVALID, "after", "after: unknown cursor");
+	*gpu = (int)g + 1;
+	return 0;
+}
 
 int api_node_list(struct api_request *r)
 {
 	const struct iso_inventory *inv = iso_controller_inventory(r->ctl);
 	const char *pool = api_query(r, "pool");
+	const char *after, *next = NULL;
+	int limit, first, last = -1, n = 0;
 
 	if (api_check_query(r, node_list_keys) < 0 ||
-	    iso_controller_check_infra_read(&r->who, &r->err) < 0)
+	    iso_controller_check_infra_read(&r->who, &r->err) < 0 ||
+	    api_page(r, &limit, &after) < 0 || page_start(r, after, &first, NULL) < 0)
 		return -1;
 	json_t *arr = json_array();
-	for (int i = 0; i < inv->n_nodes; i++)
-		if (!pool || strcmp(pool, inv->nodes[i].pool) == 0)
-			json_array_append_new(arr, api_node_json(r->ctl, i));
-	api_reply(r, MHD_HTTP_OK, api_list(arr, NULL));
+	for (int i = first; i < inv->n_nodes; i++) {
+		if (pool && strcmp(pool, inv->nodes[i].pool) != 0)
+			continue;
+		if (n == limit) {
+			next = inv->nodes[last].name;
+			break;
+		}
+		json_array_append_new(arr, api_node_json(r->ctl, i));
+		last = i;
+		n++;
+	}
+	api_reply(r, MHD_HTTP_OK, api_list(arr, next));
 	return 0;
 }
 
@@ -110,9 +151,12 @@ int api_gpu_list(struct api_request *r)
 	const struct iso_cluster_state *cs = iso_controller_state(r->ctl);
 	const char *node = api_query(r, "node");
 	struct iso_allocation *live = NULL;
-	int n_live = 0;
+	const char *after;
+	char next[ISO_NAME_MAX + 16] = "";
+	int n_live = 0, limit, first_node, first_gpu, n = 0, last_node = -1, last_gpu = -1;
 
-	if (api_check_query(r, gpu_list_keys) < 0 ||
+	if (api_check_query(r, gpu_list_keys) < 0 || api_page(r, &limit, &after) < 0 ||
+	    page_start(r, after, &first_node, &first_gpu) < 0 ||
 	    iso_controller_live_allocations(r->ctl, &r->who, &live, &n_live, &r->err) < 0)
 		return -1;
 	if (node && iso_cluster_state_node_index(cs, node) < 0) {
@@ -121,15 +165,24 @@ int api_gpu_list(struct api_request *r)
 				     node);
 	}
 	json_t *arr = json_array();
-	for (int i = 0; i < inv->n_nodes; i++) {
-		const struct iso_node *n = &inv->nodes[i];
-		if (node && strcmp(node, n->name) != 0)
+	for (int i = first_node; i < inv->n_nodes && !next[0]; i++) {
+		const struct iso_node *nd = &inv->nodes[i];
+		if (node && strcmp(node, nd->name) != 0)
 			continue;
-		for (int g = 0; g < n->n_gpus; g++)
-			json_array_append_new(arr, gpu_json(n, g, &cs->usage[i].gpus[g], live,
+		for (int g = i == first_node ? first_gpu : 0; g < nd->n_gpus; g++) {
+			if (n == limit) {
+				snprintf(next, sizeof(next), "%s/%d", inv->nodes[last_node].name,
+					 last_gpu);
+				break;
+			}
+			json_array_append_new(arr, gpu_json(nd, g, &cs->usage[i].gpus[g], live,
 							    n_live));
+			last_node = i;
+			last_gpu = g;
+			n++;
+		}
 	}
 	iso_allocations_free(live, n_live);
-	api_reply(r, MHD_HTTP_OK, api_list(arr, NULL));
+	api_reply(r, MHD_HTTP_OK, api_list(arr, next[0] ? next : NULL));
 	return 0;
 }
