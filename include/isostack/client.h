@@ -18,19 +18,19 @@
 
 #include "isostack/util.h"
 
-#define ISO_CLIENT_DEFAULT_URL "http://127.0.0.1:8470"
+#define ISO_CLIENT_DEFAULT_URL        "http://127.0.0.1:8470"
 #define ISO_CLIENT_DEFAULT_TIMEOUT_MS 30000L
-#define ISO_CLIENT_MAX_RESPONSE (16u * 1024u * 1024u) /* default response body limit */
-#define ISO_CLIENT_REQUEST_ID_MAX 65                  /* 64 chars + NUL, as in the API */
+#define ISO_CLIENT_MAX_RESPONSE       ((size_t)16 * 1024 * 1024) /* default response body limit */
+#define ISO_CLIENT_REQUEST_ID_MAX     65                         /* 64 chars + NUL, as in the API */
 
 struct iso_client;
 
 struct iso_client_options {
-	const char *url;     /* base URL "http[s]://host[:port][/prefix]"; NULL: default */
-	const char *token;   /* bearer token; NULL or "" sends no Authorization header */
-	const char *ca_file; /* PEM bundle that verifies the server; NULL: system store */
-	long timeout_ms;     /* limit for a whole request; 0: ISO_CLIENT_DEFAULT_TIMEOUT_MS */
-	size_t max_response; /* response body limit in bytes; 0: ISO_CLIENT_MAX_RESPONSE */
+	const char *url;        /* base URL "http[s]://host[:port][/prefix]"; NULL: default */
+	const char *token;      /* bearer token; NULL or "" sends no Authorization header */
+	const char *ca_file;    /* PEM bundle that verifies the server; NULL: system store */
+	long timeout_ms;        /* limit for a whole request; 0: ISO_CLIENT_DEFAULT_TIMEOUT_MS */
+	size_t max_response;    /* response body limit in bytes; 0: ISO_CLIENT_MAX_RESPONSE */
 	const char *user_agent; /* NULL: "isostack-client/VERSION" */
 };
 
@@ -38,7 +38,7 @@ struct iso_client_options {
 struct iso_response {
 	long status;  /* HTTP status: 200, 201, 204, 404, ... */
 	json_t *body; /* parsed JSON body; NULL when the body is empty (204) or, for
-		       * non-2xx answers only, not JSON */
+	               * non-2xx answers only, not JSON */
 	/* X-Request-Id of the response; the id this client sent when the server
 	 * did not echo one. */
 	char request_id[ISO_CLIENT_REQUEST_ID_MAX];
@@ -49,7 +49,7 @@ struct iso_response {
  * https and carry no credentials, the token only printable non-space ASCII,
  * the CA file readable. The error message never contains the token. */
 int iso_client_new(const struct iso_client_options *opts, struct iso_client **out,
-		   struct iso_error *err);
+                   struct iso_error *err);
 void iso_client_free(struct iso_client *c);
 static inline void iso_client_freep(struct iso_client **c)
 {
@@ -76,18 +76,21 @@ const char *iso_client_url(const struct iso_client *c);
  *   ISO_E_INTERNAL     a 2xx body that is not JSON, out of memory.
  * On failure *out is left cleared. */
 int iso_client_request(struct iso_client *c, const char *method, const char *path,
-		       const json_t *body, struct iso_response *out, struct iso_error *err);
+                       const json_t *body, struct iso_response *out, struct iso_error *err);
 
 /* GETs a list endpoint (`{"items":[...],"next":...}`) and follows `next`
  * cursors with `after=` until the last page. On success out->body is
  * {"items":[every item]} and out->status that of the last page. A non-2xx page
  * stops the walk and is handed back as it came (returns 0, check status). */
 int iso_client_list_all(struct iso_client *c, const char *path, struct iso_response *out,
-			struct iso_error *err);
+                        struct iso_error *err);
 
 /* Frees the body and zeroes the response. */
 void iso_response_clear(struct iso_response *r);
-static inline void iso_response_clearp(struct iso_response *r) { iso_response_clear(r); }
+static inline void iso_response_clearp(struct iso_response *r)
+{
+	iso_response_clear(r);
+}
 #define _cleanup_response_ _cleanup_(iso_response_clearp)
 
 static inline bool iso_response_ok(const struct iso_response *r)

@@ -13,9 +13,9 @@
 
 struct iso_client {
 	CURL *curl;
-	char *url;        /* base URL, no trailing '/' */
-	char *auth;       /* "Authorization: Bearer ..." or NULL; secret */
-	char *ca_file;    /* NULL: system store */
+	char *url;     /* base URL, no trailing '/' */
+	char *auth;    /* "Authorization: Bearer ..." or NULL; secret */
+	char *ca_file; /* NULL: system store */
 	char *user_agent;
 	long timeout_ms;
 	size_t max_response;
@@ -59,7 +59,10 @@ void iso_client_free(struct iso_client *c)
 	free(c);
 }
 
-const char *iso_client_url(const struct iso_client *c) { return c->url; }
+const char *iso_client_url(const struct iso_client *c)
+{
+	return c->url;
+}
 
 static int check_token(const char *token, struct iso_error *err)
 {
@@ -67,31 +70,33 @@ static int check_token(const char *token, struct iso_error *err)
 
 	/* The API's tokens are ~60 chars; a far longer one is a wrong file. */
 	if (n > 1024)
-		return iso_error_set(err, ISO_E_INVALID, "token", "token is longer than 1024 characters");
+		return iso_error_set(err, ISO_E_INVALID, "token",
+		                     "token is longer than 1024 characters");
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)token[i];
 		/* Printable, no space: nothing that could split or extend a header. */
 		if (ch <= 0x20 || ch >= 0x7f)
 			return iso_error_set(err, ISO_E_INVALID, "token",
-					     "token holds a space, control or non-ASCII character "
-					     "at position %zu",
-					     i + 1);
+			                     "token holds a space, control or non-ASCII character "
+			                     "at position %zu",
+			                     i + 1);
 	}
 	return 0;
 }
 
 static int check_ca_file(const char *path, struct iso_error *err)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 
 	if (!f)
-		return iso_error_set(err, ISO_E_INVALID, "ca_file", "cannot read CA file %s: %s", path,
-				     strerror(errno));
+		return iso_error_set(err, ISO_E_INVALID, "ca_file", "cannot read CA file %s: %s",
+		                     path, strerror(errno));
+	fclose(f);
 	return 0;
 }
 
 int iso_client_new(const struct iso_client_options *opts, struct iso_client **out,
-		   struct iso_error *err)
+                   struct iso_error *err)
 {
 	static const struct iso_client_options defaults = {0};
 	struct iso_client *c;
@@ -122,7 +127,8 @@ int iso_client_new(const struct iso_client_options *opts, struct iso_client **ou
 			goto fail;
 		c->ca_file = strdup(opts->ca_file);
 	}
-	c->user_agent = strdup(opts->user_agent ? opts->user_agent : "isostack-client/" ISO_VERSION);
+	c->user_agent =
+	    strdup(opts->user_agent ? opts->user_agent : "isostack-client/" ISO_VERSION);
 	if (opts->timeout_ms < 0) {
 		r = iso_error_set(err, ISO_E_INVALID, "timeout", "timeout must not be negative");
 		goto fail;
@@ -204,7 +210,8 @@ static void new_request_id(struct iso_client *c, char *buf, size_t size)
 
 	c->seq++;
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-		v = iso_mono_ns() ^ ((uint64_t)iso_now_ms() << 20) ^ (c->seq * 0x9e3779b97f4a7c15ull);
+		v = iso_mono_ns() ^ ((uint64_t)iso_now_ms() << 20) ^
+		    (c->seq * 0x9e3779b97f4a7c15ull);
 	snprintf(buf, size, "c-%016llx", (unsigned long long)v);
 }
 
@@ -220,52 +227,56 @@ static bool method_valid(const char *m)
 
 /* Maps a failed transfer to an error the user can act on. Messages name the
  * server URL; it carries no secret (credentials in URLs are refused). */
-static int transport_error(const struct iso_client *c, CURLcode rc, const struct body_buf *b,
-			   const char *method, const char *path, const char *errbuf,
-			   struct iso_error *err)
+static int transport_error(const struct iso_client *c, CURLcode rc, long os_errno,
+                           const struct body_buf *b, const char *method, const char *path,
+                           const char *errbuf, struct iso_error *err)
 {
 	const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-	long os_errno = 0;
 	char os_detail[96] = "";
 
 	if (b->over)
 		return iso_error_set(err, ISO_E_TOO_LARGE, NULL,
-				     "%s %s%s: response body exceeds the limit of %zu bytes", method,
-				     c->url, path, b->max);
+		                     "%s %s%s: the server's response body is larger than this "
+		                     "client's limit of %zu bytes (%.1f MiB)",
+		                     method, c->url, path, b->max, (double)b->max / 1048576.0);
 	if (b->oom || rc == CURLE_OUT_OF_MEMORY)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s %s%s: out of memory", method,
-				     c->url, path);
-	curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+		                     c->url, path);
 	if (os_errno > 0 && !strstr(detail, strerror((int)os_errno)))
 		snprintf(os_detail, sizeof(os_detail), " (%s)", strerror((int)os_errno));
 	switch (rc) {
 	case CURLE_URL_MALFORMAT:
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return iso_error_set(err, ISO_E_INVALID, "url", "bad server URL %s: %s", c->url,
-				     detail);
+		                     detail);
 	case CURLE_SSL_CACERT_BADFILE:
-		return iso_error_set(err, ISO_E_INVALID, "ca_file", "CA file %s: %s", c->ca_file,
-				     detail);
+		return iso_error_set(err, ISO_E_INVALID, "ca_file", "CA file %s: %s",
+		                     c->ca_file ? c->ca_file : "(system store)", detail);
+	case CURLE_PEER_FAILED_VERIFICATION:
+		/* Reachable, but not trusted: field names the option to look at. */
+		return iso_error_set(err, ISO_E_UNAVAILABLE, "ca_file",
+		                     "TLS with server at %s failed (%s %s): %s", c->url, method,
+		                     path, detail);
 	case CURLE_OPERATION_TIMEDOUT:
 		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
-				     "server at %s did not answer %s %s in time: %s", c->url, method,
-				     path, detail);
+		                     "server at %s did not answer %s %s in time: %s", c->url,
+		                     method, path, detail);
 	default:
 		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
-				     "cannot reach server at %s (%s %s): %s%s", c->url, method, path,
-				     detail, os_detail);
+		                     "cannot reach server at %s (%s %s): %s%s", c->url, method,
+		                     path, detail, os_detail);
 	}
 }
 
 static int parse_body(const struct iso_client *c, const struct body_buf *b, long status,
-		      const char *method, const char *path, struct iso_response *out,
-		      struct iso_error *err)
+                      const char *method, const char *path, struct iso_response *out,
+                      struct iso_error *err)
 {
 	json_error_t jerr;
 	size_t i = 0;
 
 	while (i < b->len && (b->data[i] == ' ' || b->data[i] == '\t' || b->data[i] == '\r' ||
-			      b->data[i] == '\n'))
+	                      b->data[i] == '\n'))
 		i++;
 	if (i == b->len)
 		return 0; /* empty body: 204, or an error answer without one */
@@ -274,8 +285,8 @@ static int parse_body(const struct iso_client *c, const struct body_buf *b, long
 		return 0;
 	if (status >= 200 && status < 300)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "%s %s%s: HTTP %ld answer is not JSON: %s at byte %d", method,
-				     c->url, path, status, jerr.text, jerr.position);
+		                     "%s %s%s: HTTP %ld answer is not JSON: %s at byte %d", method,
+		                     c->url, path, status, jerr.text, jerr.position);
 	/* A proxy's HTML error page: the status alone tells what happened. */
 	return 0;
 }
@@ -309,7 +320,7 @@ static int append_header(struct curl_slist **list, const char *h)
 }
 
 static int set_options(struct iso_client *c, const char *method, struct request_ctx *r,
-		       struct header_state *hs, char *errbuf)
+                       struct header_state *hs, char *errbuf)
 {
 	CURL *h = c->curl;
 	CURLcode rc = CURLE_OK;
@@ -340,7 +351,7 @@ static int set_options(struct iso_client *c, const char *method, struct request_
 		SET(CURLOPT_POSTFIELDS, r->payload);
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(r->payload));
 	} else if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-		   strcmp(method, "PATCH") == 0) {
+	           strcmp(method, "PATCH") == 0) {
 		SET(CURLOPT_POSTFIELDS, "");
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
 	}
@@ -355,7 +366,7 @@ static int set_options(struct iso_client *c, const char *method, struct request_
 }
 
 int iso_client_request(struct iso_client *c, const char *method, const char *path,
-		       const json_t *body, struct iso_response *out, struct iso_error *err)
+                       const json_t *body, struct iso_response *out, struct iso_error *err)
 {
 	_cleanup_(request_ctx_clear) struct request_ctx r = {0};
 	struct header_state hs = {{0}};
@@ -363,7 +374,7 @@ int iso_client_request(struct iso_client *c, const char *method, const char *pat
 	char idhdr[ISO_CLIENT_REQUEST_ID_MAX + 16];
 	char errbuf[CURL_ERROR_SIZE] = "";
 	CURLcode rc;
-	long status = 0;
+	long status = 0, os_errno = 0;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -380,8 +391,8 @@ int iso_client_request(struct iso_client *c, const char *method, const char *pat
 		r.payload = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (!r.payload)
 			return iso_error_set(err, ISO_E_INVALID, "body",
-					     "%s %s: request body cannot be encoded as JSON", method,
-					     path);
+			                     "%s %s: request body cannot be encoded as JSON",
+			                     method, path);
 	}
 	new_request_id(c, sent_id, sizeof(sent_id));
 	snprintf(idhdr, sizeof(idhdr), "X-Request-Id: %s", sent_id);
@@ -393,19 +404,21 @@ int iso_client_request(struct iso_client *c, const char *method, const char *pat
 	r.body.max = c->max_response;
 	if (set_options(c, method, &r, &hs, errbuf) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s %s: libcurl refused an option",
-				     method, path);
+		                     method, path);
 
 	rc = curl_easy_perform(c->curl);
-	/* The header list holds the token; drop libcurl's pointer to it now. */
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-	if (rc != CURLE_OK)
-		return transport_error(c, rc, &r.body, method, path, errbuf, err);
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+	/* Drop libcurl's pointers into this frame (error buffer, body, headers
+	 * with the token); the connection cache survives the reset. */
+	curl_easy_reset(c->curl);
+	if (rc != CURLE_OK)
+		return transport_error(c, rc, os_errno, &r.body, method, path, errbuf, err);
 	ret = parse_body(c, &r.body, status, method, path, out, err);
 	if (ret < 0)
 		return ret;
 	out->status = status;
 	iso_strlcpy(out->request_id, hs.request_id[0] ? hs.request_id : sent_id,
-		    sizeof(out->request_id));
+	            sizeof(out->request_id));
 	return 0;
 }

@@ -26,7 +26,7 @@ static int page_path(const char *path, const char *cursor, char **out)
 }
 
 int iso_client_list_all(struct iso_client *c, const char *path, struct iso_response *out,
-			struct iso_error *err)
+                        struct iso_error *err)
 {
 	json_t *all = json_array();
 	_cleanup_free_ char *cursor = NULL;
@@ -42,8 +42,8 @@ int iso_client_list_all(struct iso_client *c, const char *path, struct iso_respo
 
 		if (n == MAX_PAGES) {
 			r = iso_error_set(err, ISO_E_INTERNAL, NULL,
-					  "GET %s%s: list did not end after %d pages",
-					  iso_client_url(c), path, MAX_PAGES);
+			                  "GET %s%s: list did not end after %d pages",
+			                  iso_client_url(c), path, MAX_PAGES);
 			break;
 		}
 		if (page_path(path, cursor, &p) < 0) {
@@ -60,10 +60,12 @@ int iso_client_list_all(struct iso_client *c, const char *path, struct iso_respo
 		}
 		items = json_object_get(page.body, "items");
 		next = json_object_get(page.body, "next");
-		if (!json_is_array(items) || (next && !json_is_null(next) && !json_is_string(next))) {
-			r = iso_error_set(err, ISO_E_INTERNAL, NULL,
-					  "GET %s%s: answer is not a list ({\"items\":[...],\"next\"})",
-					  iso_client_url(c), p);
+		if (!json_is_array(items) ||
+		    (next && !json_is_null(next) && !json_is_string(next))) {
+			r = iso_error_set(
+			    err, ISO_E_INTERNAL, NULL,
+			    "GET %s%s: answer is not a list ({\"items\":[...],\"next\"})",
+			    iso_client_url(c), p);
 			break;
 		}
 		if (json_array_extend(all, items) < 0) {
@@ -81,8 +83,8 @@ int iso_client_list_all(struct iso_client *c, const char *path, struct iso_respo
 		}
 		if (cursor && strcmp(cursor, json_string_value(next)) == 0) {
 			r = iso_error_set(err, ISO_E_INTERNAL, NULL,
-					  "GET %s%s: server repeated cursor; list would not end",
-					  iso_client_url(c), path);
+			                  "GET %s%s: server repeated cursor; list would not end",
+			                  iso_client_url(c), path);
 			break;
 		}
 		free(cursor);

@@ -50,5 +50,5 @@ int iso_response_error(const struct iso_response *r, struct iso_error *err)
 	if (message)
 		return iso_error_set(err, code, field, "%s", message);
 	return iso_error_set(err, code, field, "server answered HTTP %ld without an error message",
-			     r->status);
+	                     r->status);
 }

@@ -30,10 +30,10 @@ int iso_client_base_url(const char *url, char **out, struct iso_error *err)
 		rest = url + 8;
 	else
 		return iso_error_set(err, ISO_E_INVALID, "url",
-				     "URL '%s' must start with http:// or https://", url);
+		                     "URL '%s' must start with http:// or https://", url);
 	if (!printable_no_space(url, n))
 		return iso_error_set(err, ISO_E_INVALID, "url",
-				     "URL holds a space, control or non-ASCII character");
+		                     "URL holds a space, control or non-ASCII character");
 	host_end = rest + strcspn(rest, "/");
 	if (host_end == rest)
 		return iso_error_set(err, ISO_E_INVALID, "url", "URL '%s' has no host", url);
@@ -41,10 +41,10 @@ int iso_client_base_url(const char *url, char **out, struct iso_error *err)
 	 * the token is the only credential. Checked before the URL is echoed. */
 	if (memchr(rest, '@', (size_t)(host_end - rest)))
 		return iso_error_set(err, ISO_E_INVALID, "url",
-				     "URL must not carry credentials (user@host); use a token");
+		                     "URL must not carry credentials (user@host); use a token");
 	if (strpbrk(url, "?#"))
 		return iso_error_set(err, ISO_E_INVALID, "url",
-				     "URL '%s' must not have a query or fragment", url);
+		                     "URL '%s' must not have a query or fragment", url);
 	while (n > 0 && url[n - 1] == '/')
 		n--;
 	copy = strndup(url, n);
@@ -59,10 +59,11 @@ int iso_client_check_path(const char *path, struct iso_error *err)
 	size_t n = strlen(path);
 
 	if (n == 0 || path[0] != '/')
-		return iso_error_set(err, ISO_E_INVALID, "path", "request path must start with '/'");
+		return iso_error_set(err, ISO_E_INVALID, "path",
+		                     "request path must start with '/'");
 	if (!printable_no_space(path, n) || strchr(path, '#'))
 		return iso_error_set(err, ISO_E_INVALID, "path",
-				     "request path holds a character that must be escaped");
+		                     "request path holds a character that must be escaped");
 	return 0;
 }
 
@@ -77,8 +78,8 @@ char *iso_client_escape(const char *s)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
 			*p++ = (char)ch;
 		} else {
 			*p++ = '%';

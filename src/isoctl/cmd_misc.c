@@ -8,7 +8,7 @@ static const struct option no_options[] = {ISOCTL_GLOBAL_OPTIONS};
 
 /* Parses a command that takes no arguments and GETs `path`. */
 static int get_simple(struct isoctl *ctx, int argc, char **argv, const char *usage,
-		      const char *path, struct iso_response *resp)
+                      const char *path, struct iso_response *resp)
 {
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, no_options, usage);
 	const char *arg;
@@ -35,11 +35,12 @@ static int print_health(const json_t *body)
 
 int isoctl_cmd_health(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl health\n"
-				    "\n"
-				    "Asks the server whether it is up (GET /v1/healthz, no token\n"
-				    "needed) and prints its status, \"ok\". Exits 7 when the server\n"
-				    "cannot be reached.\n";
+	static const char usage[] =
+	    "Usage: isoctl health\n"
+	    "\n"
+	    "Asks the server whether it is up (GET /v1/healthz, no token\n"
+	    "needed) and prints its status, \"ok\". Exits 7 when the server\n"
+	    "cannot be reached.\n";
 	_cleanup_response_ struct iso_response resp = {0};
 	int r = get_simple(ctx, argc, argv, usage, "/v1/healthz", &resp);
 
@@ -65,10 +66,11 @@ static int print_version(const json_t *body)
 
 int isoctl_cmd_version(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl version\n"
-				    "\n"
-				    "Prints this client's version and the server's (GET /v1/version):\n"
-				    "API version, store, placement policy and fabric driver.\n";
+	static const char usage[] =
+	    "Usage: isoctl version\n"
+	    "\n"
+	    "Prints this client's version and the server's (GET /v1/version):\n"
+	    "API version, store, placement policy and fabric driver.\n";
 	_cleanup_response_ struct iso_response resp = {0};
 	int r = get_simple(ctx, argc, argv, usage, "/v1/version", &resp);
 
@@ -77,10 +79,11 @@ int isoctl_cmd_version(struct isoctl *ctx, int argc, char **argv)
 
 int isoctl_cmd_whoami(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl whoami\n"
-				    "\n"
-				    "Prints the token in use as the server sees it (GET /v1/whoami):\n"
-				    "token_id, role, tenant and user. Never prints the secret.\n";
+	static const char usage[] =
+	    "Usage: isoctl whoami\n"
+	    "\n"
+	    "Prints the token in use as the server sees it (GET /v1/whoami):\n"
+	    "token_id, role, tenant and user. Never prints the secret.\n";
 	_cleanup_response_ struct iso_response resp = {0};
 	int r = get_simple(ctx, argc, argv, usage, "/v1/whoami", &resp);
 
@@ -90,11 +93,11 @@ int isoctl_cmd_whoami(struct isoctl *ctx, int argc, char **argv)
 int isoctl_cmd_capacity(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: isoctl capacity\n"
-		"\n"
-		"Prints the cluster's aggregate capacity and what is free (GET /v1/capacity):\n"
-		"nodes, GPUs, MIG memory and compute slices, CPUs and memory (MiB).\n"
-		"Every role may ask; there is no per-tenant breakdown.\n";
+	    "Usage: isoctl capacity\n"
+	    "\n"
+	    "Prints the cluster's aggregate capacity and what is free (GET /v1/capacity):\n"
+	    "nodes, GPUs, MIG memory and compute slices, CPUs and memory (MiB).\n"
+	    "Every role may ask; there is no per-tenant breakdown.\n";
 	_cleanup_response_ struct iso_response resp = {0};
 	int r = get_simple(ctx, argc, argv, usage, "/v1/capacity", &resp);
 

@@ -9,16 +9,23 @@ enum { OPT_DESCRIPTION = ISOCTL_OPT_LOCAL };
 static const char *const name_arg[] = {"NAME"};
 
 static const char usage_tenant[] =
-	"Usage: isoctl tenant SUBCOMMAND ...\n"
-	"\n"
-	"Tenants own allocations and tokens.\n"
-	"  create NAME [--description D]   new tenant (cluster-admin)\n"
-	"  list                            tenants the token may see\n"
-	"  get NAME                        one tenant\n"
-	"  update NAME --description D     change its description (cluster-admin)\n"
-	"  delete NAME                     delete it and revoke its tokens (cluster-admin);\n"
-	"                                  refused (exit 5) while it holds live allocations\n"
-	"Run 'isoctl tenant SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
+    "Usage: isoctl tenant SUBCOMMAND ...\n"
+    "\n"
+    "Tenants own allocations and tokens.\n"
+    "  create NAME [--description D]   new tenant (cluster-admin)\n"
+    "  list                            tenants the token may see\n"
+    "  get NAME                        one tenant\n"
+    "  update NAME --description D     change its description (cluster-admin)\n"
+    "  delete NAME                     delete it and revoke its tokens (cluster-admin);\n"
+    "                                  refused (exit 5) while it holds live allocations\n"
+    "Run 'isoctl tenant SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
+
+static void add_tenant_row(struct isoctl_table *t, const json_t *tenant)
+{
+	isoctl_table_add_json(t, json_object_get(tenant, "name"));
+	isoctl_table_add_json(t, json_object_get(tenant, "description"));
+	isoctl_table_add_json(t, json_object_get(tenant, "created"));
+}
 
 static int print_tenants(const json_t *body)
 {
@@ -29,18 +36,11 @@ static int print_tenants(const json_t *body)
 	json_t *it;
 
 	isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
-	if (!items) /* one tenant */
-		items = body;
-	if (json_is_object(items)) {
-		isoctl_table_add_json(&t, json_object_get(items, "name"));
-		isoctl_table_add_json(&t, json_object_get(items, "description"));
-		isoctl_table_add_json(&t, json_object_get(items, "created"));
-	}
+	if (!items && json_is_object(body)) /* one tenant */
+		add_tenant_row(&t, body);
 	json_array_foreach(items, i, it)
 	{
-		isoctl_table_add_json(&t, json_object_get(it, "name"));
-		isoctl_table_add_json(&t, json_object_get(it, "description"));
-		isoctl_table_add_json(&t, json_object_get(it, "created"));
+		add_tenant_row(&t, it);
 	}
 	return isoctl_table_print(&t);
 }
@@ -48,11 +48,11 @@ static int print_tenants(const json_t *body)
 static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] = "Usage: isoctl tenant create NAME [--description D]\n"
-				    "\n"
-				    "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
-				    "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n";
+	                            "\n"
+	                            "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
+	                            "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n";
 	static const struct option options[] = {
-		{"description", required_argument, NULL, OPT_DESCRIPTION}, ISOCTL_GLOBAL_OPTIONS};
+	    {"description", required_argument, NULL, OPT_DESCRIPTION}, ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_response_ struct iso_response resp = {0};
 	const char *arg, *desc = NULL;
@@ -81,10 +81,11 @@ static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 
 static int tenant_list(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl tenant list\n"
-				    "\n"
-				    "Lists tenants (GET /v1/tenants, every page). A tenant token sees\n"
-				    "only its own tenant.\n";
+	static const char usage[] =
+	    "Usage: isoctl tenant list\n"
+	    "\n"
+	    "Lists tenants (GET /v1/tenants, every page). A tenant token sees\n"
+	    "only its own tenant.\n";
 	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_response_ struct iso_response resp = {0};
@@ -104,7 +105,7 @@ static int tenant_list(struct isoctl *ctx, int argc, char **argv)
 
 /* get and delete: NAME only. */
 static int tenant_one(struct isoctl *ctx, int argc, char **argv, const char *usage,
-		      const char *method)
+                      const char *method)
 {
 	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
@@ -138,32 +139,33 @@ static int tenant_one(struct isoctl *ctx, int argc, char **argv, const char *usa
 
 static int tenant_get(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl tenant get NAME\n"
-				    "\n"
-				    "Shows one tenant (GET /v1/tenants/NAME). Another tenant's name\n"
-				    "answers not found (exit 3).\n";
+	static const char usage[] =
+	    "Usage: isoctl tenant get NAME\n"
+	    "\n"
+	    "Shows one tenant (GET /v1/tenants/NAME). Another tenant's name\n"
+	    "answers not found (exit 3).\n";
 	return tenant_one(ctx, argc, argv, usage, "GET");
 }
 
 static int tenant_delete(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: isoctl tenant delete NAME\n"
-		"\n"
-		"Deletes a tenant and revokes its tokens (DELETE /v1/tenants/NAME;\n"
-		"cluster-admin). Refused with conflict (exit 5) while the tenant holds\n"
-		"live allocations. Prints 'tenant NAME deleted'; nothing with -o json.\n";
+	    "Usage: isoctl tenant delete NAME\n"
+	    "\n"
+	    "Deletes a tenant and revokes its tokens (DELETE /v1/tenants/NAME;\n"
+	    "cluster-admin). Refused with conflict (exit 5) while the tenant holds\n"
+	    "live allocations. Prints 'tenant NAME deleted'; nothing with -o json.\n";
 	return tenant_one(ctx, argc, argv, usage, "DELETE");
 }
 
 static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] = "Usage: isoctl tenant update NAME --description D\n"
-				    "\n"
-				    "Changes a tenant's description (PATCH /v1/tenants/NAME;\n"
-				    "cluster-admin).\n";
+	                            "\n"
+	                            "Changes a tenant's description (PATCH /v1/tenants/NAME;\n"
+	                            "cluster-admin).\n";
 	static const struct option options[] = {
-		{"description", required_argument, NULL, OPT_DESCRIPTION}, ISOCTL_GLOBAL_OPTIONS};
+	    {"description", required_argument, NULL, OPT_DESCRIPTION}, ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_free_ char *path = NULL;
@@ -197,8 +199,8 @@ static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 int isoctl_cmd_tenant(struct isoctl *ctx, int argc, char **argv)
 {
 	static const struct isoctl_cmd verbs[] = {
-		{"create", tenant_create}, {"list", tenant_list},     {"get", tenant_get},
-		{"update", tenant_update}, {"delete", tenant_delete},
+	    {"create", tenant_create}, {"list", tenant_list},     {"get", tenant_get},
+	    {"update", tenant_update}, {"delete", tenant_delete},
 	};
 	return isoctl_dispatch(ctx, verbs, ISO_ARRAY_SIZE(verbs), usage_tenant, argc, argv);
 }

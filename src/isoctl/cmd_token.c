@@ -16,20 +16,20 @@ enum {
 static const char *const id_arg[] = {"ID"};
 
 static const char usage_token[] =
-	"Usage: isoctl token SUBCOMMAND ...\n"
-	"\n"
-	"Bearer tokens for the API. A token is iso_<id>_<secret>; only the id is\n"
-	"shown after issue.\n"
-	"  issue --role ROLE [--tenant T] [--user U] [--description D] [--expires-in S]\n"
-	"  list [--tenant T]      tokens the caller may see\n"
-	"  get ID                 one token (never its secret)\n"
-	"  revoke ID              revoke it\n"
-	"Run 'isoctl token SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
+    "Usage: isoctl token SUBCOMMAND ...\n"
+    "\n"
+    "Bearer tokens for the API. A token is iso_<id>_<secret>; only the id is\n"
+    "shown after issue.\n"
+    "  issue --role ROLE [--tenant T] [--user U] [--description D] [--expires-in S]\n"
+    "  list [--tenant T]      tokens the caller may see\n"
+    "  get ID                 one token (never its secret)\n"
+    "  revoke ID              revoke it\n"
+    "Run 'isoctl token SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
 
 static void add_token_row(struct isoctl_table *t, const json_t *tok)
 {
 	static const char *const keys[] = {"id",      "role",    "tenant", "user",
-					   "created", "expires", "revoked"};
+	                                   "created", "expires", "revoked"};
 
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(keys); i++)
 		isoctl_table_add_json(t, json_object_get(tok, keys[i]));
@@ -38,7 +38,7 @@ static void add_token_row(struct isoctl_table *t, const json_t *tok)
 static int print_tokens(const json_t *body)
 {
 	static const char *const headers[] = {"ID",      "ROLE",    "TENANT", "USER",
-					      "CREATED", "EXPIRES", "REVOKED"};
+	                                      "CREATED", "EXPIRES", "REVOKED"};
 	_cleanup_(isoctl_table_clear) struct isoctl_table t;
 	const json_t *items = json_object_get(body, "items");
 	size_t i;
@@ -48,14 +48,16 @@ static int print_tokens(const json_t *body)
 	if (!items && json_is_object(body)) /* one token */
 		add_token_row(&t, body);
 	json_array_foreach(items, i, it)
+	{
 		add_token_row(&t, it);
+	}
 	return isoctl_table_print(&t);
 }
 
 static int print_issued(const json_t *body)
 {
-	static const char *const keys[] = {"id",      "role",    "tenant", "user", "description",
-					   "created", "expires", "token"};
+	static const char *const keys[] = {"id",          "role",    "tenant",  "user",
+	                                   "description", "created", "expires", "token"};
 	_cleanup_(isoctl_table_clear) struct isoctl_table t;
 	int r;
 
@@ -74,24 +76,24 @@ static int print_issued(const json_t *body)
 static int token_issue(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: isoctl token issue --role ROLE [--tenant T] [--user U]\n"
-		"                          [--description D] [--expires-in SECONDS]\n"
-		"\n"
-		"Issues a token (POST /v1/tokens) and prints its id and secret. The secret\n"
-		"is shown this once only.\n"
-		"  --role ROLE          cluster-admin, auditor, tenant-admin or tenant-user\n"
-		"  --tenant T           tenant of a tenant role (a tenant-admin may omit it)\n"
-		"  --user U             who holds the token: a label, owner of its allocations\n"
-		"  --description D      free text\n"
-		"  --expires-in S       lifetime in seconds (default: never expires)\n"
-		"cluster-admin may issue any role; tenant-admin only tenant roles of its tenant.\n";
+	    "Usage: isoctl token issue --role ROLE [--tenant T] [--user U]\n"
+	    "                          [--description D] [--expires-in SECONDS]\n"
+	    "\n"
+	    "Issues a token (POST /v1/tokens) and prints its id and secret. The secret\n"
+	    "is shown this once only.\n"
+	    "  --role ROLE          cluster-admin, auditor, tenant-admin or tenant-user\n"
+	    "  --tenant T           tenant of a tenant role (a tenant-admin may omit it)\n"
+	    "  --user U             who holds the token: a label, owner of its allocations\n"
+	    "  --description D      free text\n"
+	    "  --expires-in S       lifetime in seconds (default: never expires)\n"
+	    "cluster-admin may issue any role; tenant-admin only tenant roles of its tenant.\n";
 	static const struct option options[] = {
-		{"role", required_argument, NULL, OPT_ROLE},
-		{"tenant", required_argument, NULL, OPT_TENANT},
-		{"user", required_argument, NULL, OPT_USER},
-		{"description", required_argument, NULL, OPT_DESCRIPTION},
-		{"expires-in", required_argument, NULL, OPT_EXPIRES_IN},
-		ISOCTL_GLOBAL_OPTIONS};
+	    {"role", required_argument, NULL, OPT_ROLE},
+	    {"tenant", required_argument, NULL, OPT_TENANT},
+	    {"user", required_argument, NULL, OPT_USER},
+	    {"description", required_argument, NULL, OPT_DESCRIPTION},
+	    {"expires-in", required_argument, NULL, OPT_EXPIRES_IN},
+	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_json_ json_t *body = json_object();
@@ -148,13 +150,13 @@ static int token_issue(struct isoctl *ctx, int argc, char **argv)
 static int token_list(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: isoctl token list [--tenant T]\n"
-		"\n"
-		"Lists tokens (GET /v1/tokens, every page): all for cluster-admin and\n"
-		"auditor, the tenant's for tenant-admin, itself for tenant-user.\n"
-		"  --tenant T   only tokens of tenant T\n";
+	    "Usage: isoctl token list [--tenant T]\n"
+	    "\n"
+	    "Lists tokens (GET /v1/tokens, every page): all for cluster-admin and\n"
+	    "auditor, the tenant's for tenant-admin, itself for tenant-user.\n"
+	    "  --tenant T   only tokens of tenant T\n";
 	static const struct option options[] = {{"tenant", required_argument, NULL, OPT_TENANT},
-						ISOCTL_GLOBAL_OPTIONS};
+	                                        ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_free_ char *path = strdup("/v1/tokens");
@@ -177,7 +179,7 @@ static int token_list(struct isoctl *ctx, int argc, char **argv)
 
 /* get and revoke: ID only. */
 static int token_one(struct isoctl *ctx, int argc, char **argv, const char *usage,
-		     const char *method)
+                     const char *method)
 {
 	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
@@ -211,31 +213,32 @@ static int token_one(struct isoctl *ctx, int argc, char **argv, const char *usag
 
 static int token_get(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl token get ID\n"
-				    "\n"
-				    "Shows one token (GET /v1/tokens/ID), never its secret. ID is the\n"
-				    "12 hex characters after 'iso_'.\n";
+	static const char usage[] =
+	    "Usage: isoctl token get ID\n"
+	    "\n"
+	    "Shows one token (GET /v1/tokens/ID), never its secret. ID is the\n"
+	    "12 hex characters after 'iso_'.\n";
 	return token_one(ctx, argc, argv, usage, "GET");
 }
 
 static int token_revoke(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: isoctl token revoke ID\n"
-		"\n"
-		"Revokes a token (DELETE /v1/tokens/ID); it answers 401 from then on.\n"
-		"A tenant-user may revoke only itself. Prints 'token ID revoked';\n"
-		"nothing with -o json.\n";
+	    "Usage: isoctl token revoke ID\n"
+	    "\n"
+	    "Revokes a token (DELETE /v1/tokens/ID); it answers 401 from then on.\n"
+	    "A tenant-user may revoke only itself. Prints 'token ID revoked';\n"
+	    "nothing with -o json.\n";
 	return token_one(ctx, argc, argv, usage, "DELETE");
 }
 
 int isoctl_cmd_token(struct isoctl *ctx, int argc, char **argv)
 {
 	static const struct isoctl_cmd verbs[] = {
-		{"issue", token_issue},
-		{"list", token_list},
-		{"get", token_get},
-		{"revoke", token_revoke},
+	    {"issue", token_issue},
+	    {"list", token_list},
+	    {"get", token_get},
+	    {"revoke", token_revoke},
 	};
 	return isoctl_dispatch(ctx, verbs, ISO_ARRAY_SIZE(verbs), usage_token, argc, argv);
 }

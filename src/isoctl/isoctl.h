@@ -33,14 +33,17 @@ struct isoctl {
 	const char *ca_file;
 	long timeout_ms;
 	enum isoctl_output output;
-	char cmd[64];           /* command words so far, for hints: "tenant create" */
-	bool have_token;        /* a token was sent: 401 hints differ */
+	char cmd[64];              /* command words so far, for hints: "tenant create" */
+	bool have_token;           /* a token was sent: 401 hints differ */
 	struct iso_client *client; /* created on the first request */
 };
 
 void isoctl_clear(struct isoctl *ctx);
 
-static inline void isoctl_json_decrefp(json_t **j) { json_decref(*j); }
+static inline void isoctl_json_decrefp(json_t **j)
+{
+	json_decref(*j);
+}
 #define _cleanup_json_ _cleanup_(isoctl_json_decrefp)
 
 /* ---- commands ---- */
@@ -51,8 +54,8 @@ struct isoctl_cmd {
 
 /* Parses global flags up to the next word, which picks one of cmds; prints
  * `usage` for -h/--help. Returns an exit code. */
-int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
-		    const char *usage, int argc, char **argv);
+int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n, const char *usage,
+                    int argc, char **argv);
 
 int isoctl_cmd_health(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_version(struct isoctl *ctx, int argc, char **argv);
@@ -92,8 +95,8 @@ enum {
 struct isoctl_parser {
 	int argc;
 	char **argv;
-	const struct option *options; /* ends with ISOCTL_GLOBAL_OPTIONS */
-	const char *usage;            /* printed for -h/--help */
+	const struct option *options;      /* ends with ISOCTL_GLOBAL_OPTIONS */
+	const char *usage;                 /* printed for -h/--help */
 	const char *args[ISOCTL_MAX_ARGS]; /* positional arguments, in order */
 	int nargs;
 	int exit_code; /* set when isoctl_next_option() returns -1 */
@@ -114,20 +117,20 @@ int isoctl_next_option(struct isoctl *ctx, struct isoctl_parser *p, const char *
 /* Checks that there are min..max positional arguments; `names` ("NAME")
  * names the first missing one. Returns 0 or the usage exit code. */
 int isoctl_want_args(struct isoctl *ctx, const struct isoctl_parser *p, int min, int max,
-		     const char *const *names);
+                     const char *const *names);
 
 /* Prints "isoctl: MESSAGE" and a hint to the command's --help; returns 2. */
 int isoctl_usage_error(const struct isoctl *ctx, const char *fmt, ...) _printf_(2, 3);
 
 /* Strict integer from a flag value: whole string, base 10, in [min, max]. */
 int isoctl_parse_int(const struct isoctl *ctx, const char *flag, const char *s, long long min,
-		     long long max, long long *out);
+                     long long max, long long *out);
 
 /* ---- requests ---- */
 /* Perform one request; on transport failure or a non-2xx answer print the
  * error and return its exit code, else return 0 with *resp filled. */
 int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
-		struct iso_response *resp);
+                struct iso_response *resp);
 /* Same for a list: every page, combined into {"items":[...]}. */
 int isoctl_list(struct isoctl *ctx, const char *path, struct iso_response *resp);
 
@@ -139,7 +142,7 @@ int isoctl_query_add(char **path, const char *key, const char *value);
 /* obj[key] = value. A value that is not UTF-8 is a usage error naming
  * `what` (the flag or argument). Returns 0 or an exit code. */
 int isoctl_set_string(const struct isoctl *ctx, json_t *obj, const char *key, const char *what,
-		      const char *value);
+                      const char *value);
 int isoctl_set_int(json_t *obj, const char *key, long long value);
 
 /* Prints "isoctl: out of memory" and returns the internal exit code. */
@@ -165,7 +168,7 @@ struct isoctl_table {
 };
 void isoctl_table_init(struct isoctl_table *t, size_t ncols, const char *const *headers);
 void isoctl_table_add(struct isoctl_table *t, const char *text); /* next cell; "-" for NULL/"" */
-void isoctl_table_add_owned(struct isoctl_table *t, char *text);  /* takes it; NULL: OOM */
+void isoctl_table_add_owned(struct isoctl_table *t, char *text); /* takes it; NULL: OOM */
 void isoctl_table_addf(struct isoctl_table *t, const char *fmt, ...) _printf_(2, 3);
 void isoctl_table_add_json(struct isoctl_table *t, const json_t *v); /* "-" for null/"" */
 /* Prints to stdout; returns 0 or the internal exit code when out of memory. */
@@ -176,12 +179,12 @@ void isoctl_table_clear(struct isoctl_table *t);
 int isoctl_print_object(const json_t *obj);
 
 /* Shared cell formats. */
-char *isoctl_fmt_gib(const json_t *mib);                              /* "64" or "1.5" */
+char *isoctl_fmt_gib(const json_t *mib);                                        /* "64" or "1.5" */
 char *isoctl_fmt_used_total(const json_t *used, const json_t *total, bool gib); /* "8/64" */
 
 /* Prints the answer: its JSON in json mode, else through `table` applied to
  * the body. Returns an exit code. */
 int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
-		  int (*table)(const json_t *body));
+                  int (*table)(const json_t *body));
 
 #endif

@@ -7,46 +7,46 @@
 #include "isoctl/isoctl.h"
 
 static const char usage[] =
-	"Usage: isoctl [GLOBAL FLAGS] COMMAND [ARGS] [FLAGS]\n"
-	"\n"
-	"Command-line client of the isostack REST API (docs/api.md).\n"
-	"\n"
-	"Commands:\n"
-	"  health                       is the server up (needs no token)\n"
-	"  version                      client and server versions\n"
-	"  whoami                       the token in use: id, role, tenant, user\n"
-	"  capacity                     cluster capacity, used and free\n"
-	"  tenant create|list|get|update|delete\n"
-	"  token issue|list|get|revoke\n"
-	"  node list|get|cordon|uncordon|drain\n"
-	"  gpu list\n"
-	"  alloc create|list|get|resize|release\n"
-	"  help                         this text\n"
-	"Run 'isoctl COMMAND --help' for a command's arguments and flags.\n"
-	"\n"
-	"Global flags (before or after the command words):\n"
-	"  --url URL            server (env ISOSTACK_URL; default " ISO_CLIENT_DEFAULT_URL ")\n"
-	"  --token TOKEN        bearer token (env ISOSTACK_TOKEN); visible in process lists,\n"
-	"                       prefer --token-file\n"
-	"  --token-file FILE    read the token from the first line of FILE\n"
-	"                       (env ISOSTACK_TOKEN_FILE)\n"
-	"  --cacert FILE        PEM CA bundle that verifies an https server\n"
-	"  -o, --output FORMAT  table (default) or json (the server's JSON, pretty)\n"
-	"  --timeout SECONDS    limit for each request (default 30)\n"
-	"  -h, --help           show help and exit\n"
-	"Flags beat the environment; ISOSTACK_TOKEN beats ISOSTACK_TOKEN_FILE.\n"
-	"\n"
-	"Exit codes:\n"
-	"  0  ok\n"
-	"  1  internal or unexpected error\n"
-	"  2  usage: bad command line, unreadable token file, bad --url/--cacert\n"
-	"  3  not found (HTTP 404)\n"
-	"  4  unauthorized or forbidden (HTTP 401, 403)\n"
-	"  5  conflict or capacity (HTTP 409, 422)\n"
-	"  6  invalid input (HTTP 400, 413)\n"
-	"  7  server unreachable, timed out, or server error (HTTP 5xx)\n"
-	"Server errors are printed on stderr as\n"
-	"  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
+    "Usage: isoctl [GLOBAL FLAGS] COMMAND [ARGS] [FLAGS]\n"
+    "\n"
+    "Command-line client of the isostack REST API (docs/api.md).\n"
+    "\n"
+    "Commands:\n"
+    "  health                       is the server up (needs no token)\n"
+    "  version                      client and server versions\n"
+    "  whoami                       the token in use: id, role, tenant, user\n"
+    "  capacity                     cluster capacity, used and free\n"
+    "  tenant create|list|get|update|delete\n"
+    "  token issue|list|get|revoke\n"
+    "  node list|get|cordon|uncordon|drain\n"
+    "  gpu list\n"
+    "  alloc create|list|get|resize|release\n"
+    "  help                         this text\n"
+    "Run 'isoctl COMMAND --help' for a command's arguments and flags.\n"
+    "\n"
+    "Global flags (before or after the command words):\n"
+    "  --url URL            server (env ISOSTACK_URL; default " ISO_CLIENT_DEFAULT_URL ")\n"
+    "  --token TOKEN        bearer token (env ISOSTACK_TOKEN); visible in process lists,\n"
+    "                       prefer --token-file\n"
+    "  --token-file FILE    read the token from the first line of FILE\n"
+    "                       (env ISOSTACK_TOKEN_FILE)\n"
+    "  --cacert FILE        PEM CA bundle that verifies an https server\n"
+    "  -o, --output FORMAT  table (default) or json (the server's JSON, pretty)\n"
+    "  --timeout SECONDS    limit for each request (default 30)\n"
+    "  -h, --help           show help and exit\n"
+    "Flags beat the environment; ISOSTACK_TOKEN beats ISOSTACK_TOKEN_FILE.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  ok\n"
+    "  1  internal or unexpected error\n"
+    "  2  usage: bad command line, unreadable token file, bad --url/--cacert\n"
+    "  3  not found (HTTP 404)\n"
+    "  4  unauthorized or forbidden (HTTP 401, 403)\n"
+    "  5  conflict or capacity (HTTP 409, 422)\n"
+    "  6  invalid input (HTTP 400, 413)\n"
+    "  7  server unreachable, timed out, or server error (HTTP 5xx)\n"
+    "Server errors are printed on stderr as\n"
+    "  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
 
 static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 {
@@ -55,11 +55,11 @@ static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 }
 
 static const struct isoctl_cmd commands[] = {
-	{"health", isoctl_cmd_health}, {"version", isoctl_cmd_version},
-	{"whoami", isoctl_cmd_whoami}, {"capacity", isoctl_cmd_capacity},
-	{"tenant", isoctl_cmd_tenant}, {"token", isoctl_cmd_token},
-	{"node", isoctl_cmd_node},     {"gpu", isoctl_cmd_gpu},
-	{"alloc", isoctl_cmd_alloc},   {"help", cmd_help},
+    {"health", isoctl_cmd_health}, {"version", isoctl_cmd_version},
+    {"whoami", isoctl_cmd_whoami}, {"capacity", isoctl_cmd_capacity},
+    {"tenant", isoctl_cmd_tenant}, {"token", isoctl_cmd_token},
+    {"node", isoctl_cmd_node},     {"gpu", isoctl_cmd_gpu},
+    {"alloc", isoctl_cmd_alloc},   {"help", cmd_help},
 };
 
 int main(int argc, char **argv)

@@ -199,7 +199,8 @@ char *isoctl_fmt_gib(const json_t *mib)
 char *isoctl_fmt_used_total(const json_t *used, const json_t *total, bool gib)
 {
 	_cleanup_free_ char *u = gib ? isoctl_fmt_gib(used) : json_text(used ? used : json_null());
-	_cleanup_free_ char *t = gib ? isoctl_fmt_gib(total) : json_text(total ? total : json_null());
+	_cleanup_free_ char *t =
+	    gib ? isoctl_fmt_gib(total) : json_text(total ? total : json_null());
 	char *s;
 
 	if (!u || !t || asprintf(&s, "%s/%s", u, t) < 0)

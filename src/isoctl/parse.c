@@ -22,7 +22,7 @@ int isoctl_usage_error(const struct isoctl *ctx, const char *fmt, ...)
 }
 
 int isoctl_parse_int(const struct isoctl *ctx, const char *flag, const char *s, long long min,
-		     long long max, long long *out)
+                     long long max, long long *out)
 {
 	char *end = NULL;
 	long long v;
@@ -33,7 +33,7 @@ int isoctl_parse_int(const struct isoctl *ctx, const char *flag, const char *s, 
 		return isoctl_usage_error(ctx, "%s: '%s' is not an integer", flag, s);
 	if (errno == ERANGE || v < min || v > max)
 		return isoctl_usage_error(ctx, "%s: %s is out of range %lld..%lld", flag, s, min,
-					  max);
+		                          max);
 	*out = v;
 	return 0;
 }
@@ -46,9 +46,10 @@ static int parse_timeout(struct isoctl *ctx, const char *s)
 	errno = 0;
 	v = strtod(s, &end);
 	if (s[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0 || v > 86400)
-		return isoctl_usage_error(ctx, "--timeout: '%s' is not a number of seconds in "
-					       "(0, 86400]",
-					  s);
+		return isoctl_usage_error(ctx,
+		                          "--timeout: '%s' is not a number of seconds in "
+		                          "(0, 86400]",
+		                          s);
 	ctx->timeout_ms = (long)ceil(v * 1000.0);
 	return 0;
 }
@@ -94,8 +95,8 @@ static int global_option(struct isoctl *ctx, int c, char **argv, const char *usa
 		else if (strcmp(optarg, "json") == 0)
 			ctx->output = ISOCTL_OUT_JSON;
 		else
-			return isoctl_usage_error(ctx, "-o: unknown output format '%s' (table, json)",
-						  optarg);
+			return isoctl_usage_error(
+			    ctx, "-o: unknown output format '%s' (table, json)", optarg);
 		return -1;
 	case 'h':
 		fputs(usage, stdout);
@@ -114,8 +115,8 @@ static void append_word(struct isoctl *ctx, const char *word)
 	snprintf(ctx->cmd + n, sizeof(ctx->cmd) - n, "%s%s", n ? " " : "", word);
 }
 
-int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
-		    const char *usage, int argc, char **argv)
+int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n, const char *usage,
+                    int argc, char **argv)
 {
 	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
 	const char *word;
@@ -134,10 +135,10 @@ int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
 		for (size_t i = 0; i < n; i++) {
 			size_t len = strlen(words);
 			snprintf(words + len, sizeof(words) - len, "%s%s", i ? ", " : "",
-				 cmds[i].name);
+			         cmds[i].name);
 		}
 		return isoctl_usage_error(ctx, "missing %s (one of: %s)",
-					  ctx->cmd[0] ? "subcommand" : "command", words);
+		                          ctx->cmd[0] ? "subcommand" : "command", words);
 	}
 	word = argv[optind];
 	for (size_t i = 0; i < n; i++) {
@@ -147,7 +148,7 @@ int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
 		}
 	}
 	return isoctl_usage_error(ctx, "unknown %s '%s'", ctx->cmd[0] ? "subcommand" : "command",
-				  word);
+	                          word);
 }
 
 static int add_arg(struct isoctl *ctx, struct isoctl_parser *p, const char *a)
@@ -197,7 +198,7 @@ int isoctl_next_option(struct isoctl *ctx, struct isoctl_parser *p, const char *
 }
 
 int isoctl_want_args(struct isoctl *ctx, const struct isoctl_parser *p, int min, int max,
-		     const char *const *names)
+                     const char *const *names)
 {
 	if (p->nargs < min)
 		return isoctl_usage_error(ctx, "missing %s", names[p->nargs]);

@@ -32,24 +32,31 @@ static const char *env_nonempty(const char *name)
  * usage exit code with the message printed. */
 static int read_token_file(const char *path, const char *origin, char *buf, size_t size)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	FILE *f = fopen(path, "re");
 	size_t n, start = 0;
+	bool too_big;
+	int e = 0;
 
 	if (!f) {
 		fprintf(stderr, "isoctl: cannot read token file %s (%s): %s\n", path, origin,
-			strerror(errno));
+		        strerror(errno));
 		return ISOCTL_EXIT_USAGE;
 	}
 	n = fread(buf, 1, size - 1, f);
-	if (ferror(f)) {
+	if (ferror(f))
+		e = errno ? errno : EIO;
+	too_big = !e && n == size - 1 && fgetc(f) != EOF;
+	fclose(f);
+	if (e || too_big)
+		explicit_bzero(buf, size);
+	if (e) {
 		fprintf(stderr, "isoctl: cannot read token file %s (%s): %s\n", path, origin,
-			strerror(errno));
+		        strerror(e));
 		return ISOCTL_EXIT_USAGE;
 	}
-	if (n == size - 1 && fgetc(f) != EOF) {
-		explicit_bzero(buf, size);
+	if (too_big) {
 		fprintf(stderr, "isoctl: token file %s (%s) is larger than %d bytes\n", path,
-			origin, TOKEN_FILE_MAX);
+		        origin, TOKEN_FILE_MAX);
 		return ISOCTL_EXIT_USAGE;
 	}
 	buf[n] = '\0';
@@ -68,7 +75,7 @@ static int read_token_file(const char *path, const char *origin, char *buf, size
 }
 
 static void print_error(const char *code, const char *message, const char *field,
-			const char *request_id)
+                        const char *request_id)
 {
 	bool has_field = field && field[0];
 	bool has_id = request_id && request_id[0];
@@ -114,8 +121,10 @@ static int ensure_client(struct isoctl *ctx)
 		r = read_token_file(env, "ISOSTACK_TOKEN_FILE", token, sizeof(token));
 		tok = token;
 	}
-	if (r)
+	if (r) {
+		explicit_bzero(token, sizeof(token));
 		return r;
+	}
 	o.url = ctx->url ? ctx->url : env_nonempty("ISOSTACK_URL");
 	o.token = tok;
 	o.ca_file = ctx->ca_file;
@@ -155,9 +164,14 @@ static int transport_failed(const struct isoctl *ctx, const struct iso_error *er
 	print_error(iso_errcode_name(err->code), err->message, err->field, NULL);
 	switch (err->code) {
 	case ISO_E_UNAVAILABLE:
-		fputs("hint: is isostackd running there? Choose the server with --url or "
-		      "ISOSTACK_URL.\n",
-		      stderr);
+		if (strcmp(err->field, "ca_file") == 0)
+			fputs("hint: --cacert FILE must hold the CA that signed the server's "
+			      "certificate.\n",
+			      stderr);
+		else
+			fputs("hint: is isostackd running there? Choose the server with --url or "
+			      "ISOSTACK_URL.\n",
+			      stderr);
 		return ISOCTL_EXIT_UNAVAILABLE;
 	case ISO_E_INVALID:
 		return ISOCTL_EXIT_USAGE; /* --url or --cacert the library refused */
@@ -174,7 +188,7 @@ static int server_failed(const struct isoctl *ctx, const struct iso_response *re
 
 	iso_response_error(resp, &err);
 	print_error(code ? code : iso_errcode_name(err.code), err.message, err.field,
-		    resp->request_id);
+	            resp->request_id);
 	if (resp->status == 401 && !ctx->have_token)
 		fputs("hint: no token given; use --token-file FILE, ISOSTACK_TOKEN_FILE or "
 		      "ISOSTACK_TOKEN.\n",
@@ -183,7 +197,7 @@ static int server_failed(const struct isoctl *ctx, const struct iso_response *re
 }
 
 int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
-		struct iso_response *resp)
+                struct iso_response *resp)
 {
 	struct iso_error err = {0};
 	int r;
@@ -222,7 +236,7 @@ int isoctl_list(struct isoctl *ctx, const char *path, struct iso_response *resp)
 }
 
 int isoctl_set_string(const struct isoctl *ctx, json_t *obj, const char *key, const char *what,
-		      const char *value)
+                      const char *value)
 {
 	json_t *v = json_string(value);
 
@@ -259,7 +273,7 @@ int isoctl_query_add(char **path, const char *key, const char *value)
 }
 
 int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
-		  int (*table)(const json_t *body))
+                  int (*table)(const json_t *body))
 {
 	if (ctx->output == ISOCTL_OUT_JSON) {
 		isoctl_print_json(resp->body);

@@ -1,0 +1,488 @@
+/* cmd_alloc.c: `isoctl alloc ...`: a tenant's allocations (/v1/allocations):
+ * create one from flags, list, show with its placement, resize and release. */
+#include <limits.h>
+#include <string.h>
+
+#include "isoctl/isoctl.h"
+
+enum {
+	OPT_TENANT = ISOCTL_OPT_LOCAL,
+	OPT_NAME,
+	OPT_MEMBERS,
+	OPT_PROFILE,
+	OPT_WHOLE,
+	OPT_COUNT,
+	OPT_MODEL,
+	OPT_CPUS,
+	OPT_MEMORY,
+	OPT_POOL,
+	OPT_STATE,
+	OPT_ALL_PAGES,
+};
+
+static const char *const id_arg[] = {"ID"};
+
+static const char usage_alloc[] =
+    "Usage: isoctl alloc SUBCOMMAND ...\n"
+    "\n"
+    "Allocations: a tenant's virtual cluster or job, MEMBERS members of one shape,\n"
+    "each on one node.\n"
+    "  create [--tenant T] [--name N] [--members N]\n"
+    "         [--profile P [--count N] | --whole [--count N]] [--model M]\n"
+    "         [--cpus C] [--memory-mib M] [--pool P]\n"
+    "  list [--tenant T] [--state S] [--all-pages]\n"
+    "  get ID                  one allocation and its placement\n"
+    "  resize ID --members N   grow or shrink an active allocation\n"
+    "  release ID              release it; prints the final allocation\n"
+    "Run 'isoctl alloc SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
+
+/* "1x3g.40gb,8cpu,64GiB": GPUs per member, CPUs, memory; "-" for nothing. */
+static char *fmt_shape(const json_t *a)
+{
+	const json_t *gpus = json_object_get(a, "gpus");
+	json_int_t cpus = json_integer_value(json_object_get(a, "cpus"));
+	json_int_t mib = json_integer_value(json_object_get(a, "memory_mib"));
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	const char *sep = "";
+
+	if (!f)
+		return NULL;
+	if (json_is_object(gpus)) {
+		const char *profile = json_string_value(json_object_get(gpus, "profile"));
+		const char *model = json_string_value(json_object_get(gpus, "model"));
+		bool whole = json_is_true(json_object_get(gpus, "whole"));
+
+		fprintf(f, "%" JSON_INTEGER_FORMAT "x%s",
+		        json_integer_value(json_object_get(gpus, "count")),
+		        whole || !profile ? "gpu" : profile);
+		if (model)
+			fprintf(f, "(%s)", model);
+		sep = ",";
+	}
+	if (cpus > 0) {
+		fprintf(f, "%s%" JSON_INTEGER_FORMAT "cpu", sep, cpus);
+		sep = ",";
+	}
+	if (mib > 0) {
+		if (mib % 1024 == 0)
+			fprintf(f, "%s%" JSON_INTEGER_FORMAT "GiB", sep, mib / 1024);
+		else
+			fprintf(f, "%s%" JSON_INTEGER_FORMAT "MiB", sep, mib);
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out; /* "" prints as "-" */
+}
+
+/* Distinct nodes of the members, in member order: "gpu-a01,gpu-a02". */
+static char *fmt_nodes(const json_t *a)
+{
+	const json_t *nodes = json_object_get(a, "nodes");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	bool first = true;
+	size_t i, j;
+	json_t *n, *m;
+
+	if (!f)
+		return NULL;
+	json_array_foreach(nodes, i, n)
+	{
+		const char *name = json_string_value(json_object_get(n, "node"));
+		bool seen = false;
+
+		if (!name)
+			continue;
+		/* Quadratic, but members are at most 1024. */
+		for (j = 0; j < i && !seen; j++) {
+			m = json_array_get(nodes, j);
+			const char *prev = json_string_value(json_object_get(m, "node"));
+			seen = prev && strcmp(prev, name) == 0;
+		}
+		if (!seen) {
+			fprintf(f, "%s%s", first ? "" : ",", name);
+			first = false;
+		}
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static void add_alloc_row(struct isoctl_table *t, const json_t *a)
+{
+	isoctl_table_add_json(t, json_object_get(a, "id"));
+	isoctl_table_add_json(t, json_object_get(a, "tenant"));
+	isoctl_table_add_json(t, json_object_get(a, "name"));
+	isoctl_table_add_json(t, json_object_get(a, "state"));
+	isoctl_table_add_json(t, json_object_get(a, "members"));
+	isoctl_table_add_owned(t, fmt_shape(a));
+	isoctl_table_add_owned(t, fmt_nodes(a));
+}
+
+static int print_allocs(const json_t *body)
+{
+	static const char *const headers[] = {"ID",      "TENANT", "NAME", "STATE",
+	                                      "MEMBERS", "SHAPE",  "NODES"};
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
+	size_t i;
+	json_t *it;
+
+	isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
+	json_array_foreach(json_object_get(body, "items"), i, it)
+	{
+		add_alloc_row(&t, it);
+	}
+	return isoctl_table_print(&t);
+}
+
+static int print_placement(const json_t *a)
+{
+	static const char *const headers[] = {"MEMBER", "NODE", "GPU", "PROFILE", "START", "WIDTH"};
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
+	const json_t *placement = json_object_get(a, "placement");
+	size_t i;
+	json_t *s;
+
+	isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
+	json_array_foreach(placement, i, s)
+	{
+		bool whole = json_is_true(json_object_get(s, "whole"));
+
+		isoctl_table_add_json(&t, json_object_get(s, "member"));
+		isoctl_table_add_json(&t, json_object_get(s, "node"));
+		isoctl_table_add_json(&t, json_object_get(s, "gpu"));
+		if (whole)
+			isoctl_table_add(&t, "whole");
+		else
+			isoctl_table_add_json(&t, json_object_get(s, "profile"));
+		isoctl_table_add_json(&t, json_object_get(s, "start"));
+		isoctl_table_add_json(&t, json_object_get(s, "width"));
+	}
+	/* All members share one shape: without GPUs, show where they run. */
+	if (json_array_size(placement) == 0) {
+		json_array_foreach(json_object_get(a, "nodes"), i, s)
+		{
+			isoctl_table_add_json(&t, json_object_get(s, "member"));
+			isoctl_table_add_json(&t, json_object_get(s, "node"));
+			for (int k = 0; k < 4; k++)
+				isoctl_table_add(&t, NULL);
+		}
+	}
+	return isoctl_table_print(&t);
+}
+
+static int print_alloc(const json_t *a)
+{
+	static const char *const keys[] = {"id", "tenant", "name", "state", "reason", "members"};
+	static const char *const tail[] = {"pool", "owner", "created", "updated"};
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
+	int r;
+
+	isoctl_table_init(&t, 2, NULL);
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(keys); i++) {
+		isoctl_table_addf(&t, "%s:", keys[i]);
+		isoctl_table_add_json(&t, json_object_get(a, keys[i]));
+	}
+	isoctl_table_add(&t, "shape:");
+	isoctl_table_add_owned(&t, fmt_shape(a));
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(tail); i++) {
+		isoctl_table_addf(&t, "%s:", tail[i]);
+		isoctl_table_add_json(&t, json_object_get(a, tail[i]));
+	}
+	r = isoctl_table_print(&t);
+	if (r)
+		return r;
+	fputs("\nPLACEMENT\n", stdout);
+	return print_placement(a);
+}
+
+struct create_flags {
+	const char *tenant, *name, *profile, *model, *pool;
+	const char *members, *count, *cpus, *memory;
+	bool whole;
+};
+
+/* Checks the flags and builds the request body. Returns 0 or an exit code. */
+static int create_body(struct isoctl *ctx, const struct create_flags *f, json_t *body)
+{
+	long long v;
+	int r = 0;
+
+	if (f->profile && f->whole)
+		return isoctl_usage_error(ctx, "--profile and --whole exclude each other");
+	if (f->count && !f->profile && !f->whole)
+		return isoctl_usage_error(ctx, "--count needs --profile P or --whole");
+	if (f->model && !f->profile && !f->whole)
+		return isoctl_usage_error(ctx, "--model needs --profile P or --whole");
+	if (f->tenant)
+		r = isoctl_set_string(ctx, body, "tenant", "--tenant", f->tenant);
+	if (!r && f->name)
+		r = isoctl_set_string(ctx, body, "name", "--name", f->name);
+	/* Ranges are the server's to check (one place); here: integers only. */
+	if (!r && f->members) {
+		if (isoctl_parse_int(ctx, "--members", f->members, LLONG_MIN, LLONG_MAX, &v))
+			return ISOCTL_EXIT_USAGE;
+		r = isoctl_set_int(body, "members", v);
+	}
+	if (!r && (f->profile || f->whole)) {
+		json_t *gpus = json_object();
+
+		v = 1;
+		if (!gpus || json_object_set_new(body, "gpus", gpus) < 0)
+			return isoctl_oom();
+		if (f->count &&
+		    isoctl_parse_int(ctx, "--count", f->count, LLONG_MIN, LLONG_MAX, &v))
+			return ISOCTL_EXIT_USAGE;
+		r = isoctl_set_int(gpus, "count", v);
+		if (!r && f->profile)
+			r = isoctl_set_string(ctx, gpus, "profile", "--profile", f->profile);
+		if (!r && f->whole && json_object_set_new(gpus, "whole", json_true()) < 0)
+			r = isoctl_oom();
+		if (!r && f->model)
+			r = isoctl_set_string(ctx, gpus, "model", "--model", f->model);
+	}
+	if (!r && f->cpus) {
+		if (isoctl_parse_int(ctx, "--cpus", f->cpus, LLONG_MIN, LLONG_MAX, &v))
+			return ISOCTL_EXIT_USAGE;
+		r = isoctl_set_int(body, "cpus", v);
+	}
+	if (!r && f->memory) {
+		if (isoctl_parse_int(ctx, "--memory-mib", f->memory, LLONG_MIN, LLONG_MAX, &v))
+			return ISOCTL_EXIT_USAGE;
+		r = isoctl_set_int(body, "memory_mib", v);
+	}
+	if (!r && f->pool)
+		r = isoctl_set_string(ctx, body, "pool", "--pool", f->pool);
+	return r;
+}
+
+static int alloc_create(struct isoctl *ctx, int argc, char **argv)
+{
+	static const char usage[] =
+	    "Usage: isoctl alloc create [--tenant T] [--name N] [--members N]\n"
+	    "                           [--profile P [--count N] | --whole [--count N]]\n"
+	    "                           [--model M] [--cpus C] [--memory-mib M] [--pool P]\n"
+	    "\n"
+	    "Creates an allocation (POST /v1/allocations) and prints it. It is placed at\n"
+	    "once when it fits, stays 'pending' when it fits only an emptier cluster, and\n"
+	    "is refused as unsatisfiable (exit 5) when it never could.\n"
+	    "  --tenant T        owning tenant (required for cluster-admin; a tenant\n"
+	    "                    token defaults to its own)\n"
+	    "  --name N          label\n"
+	    "  --members N       members, each on one node (1-1024, default 1)\n"
+	    "  --profile P       each member gets --count MIG instances of profile P\n"
+	    "                    (e.g. 3g.40gb)\n"
+	    "  --whole           each member gets --count whole GPUs\n"
+	    "  --count N         GPUs or instances per member (1-64, default 1); needs\n"
+	    "                    --profile or --whole\n"
+	    "  --model M         only GPUs of model M (e.g. h100-80gb)\n"
+	    "  --cpus C          CPU cores per member (default 0)\n"
+	    "  --memory-mib M    memory per member in MiB (default 0)\n"
+	    "  --pool P          only nodes of pool P\n"
+	    "Without --profile or --whole the members get no GPU (CPU-only).\n";
+	static const struct option options[] = {{"tenant", required_argument, NULL, OPT_TENANT},
+	                                        {"name", required_argument, NULL, OPT_NAME},
+	                                        {"members", required_argument, NULL, OPT_MEMBERS},
+	                                        {"profile", required_argument, NULL, OPT_PROFILE},
+	                                        {"whole", no_argument, NULL, OPT_WHOLE},
+	                                        {"count", required_argument, NULL, OPT_COUNT},
+	                                        {"model", required_argument, NULL, OPT_MODEL},
+	                                        {"cpus", required_argument, NULL, OPT_CPUS},
+	                                        {"memory-mib", required_argument, NULL, OPT_MEMORY},
+	                                        {"pool", required_argument, NULL, OPT_POOL},
+	                                        ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
+	_cleanup_response_ struct iso_response resp = {0};
+	_cleanup_json_ json_t *body = json_object();
+	struct create_flags f = {0};
+	const char *arg;
+	int c, r;
+
+	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0) {
+		switch (c) {
+		case OPT_TENANT:
+			f.tenant = arg;
+			break;
+		case OPT_NAME:
+			f.name = arg;
+			break;
+		case OPT_MEMBERS:
+			f.members = arg;
+			break;
+		case OPT_PROFILE:
+			f.profile = arg;
+			break;
+		case OPT_WHOLE:
+			f.whole = true;
+			break;
+		case OPT_COUNT:
+			f.count = arg;
+			break;
+		case OPT_MODEL:
+			f.model = arg;
+			break;
+		case OPT_CPUS:
+			f.cpus = arg;
+			break;
+		case OPT_MEMORY:
+			f.memory = arg;
+			break;
+		case OPT_POOL:
+			f.pool = arg;
+			break;
+		}
+	}
+	if (c < 0)
+		return p.exit_code;
+	r = isoctl_want_args(ctx, &p, 0, 0, NULL);
+	if (r)
+		return r;
+	if (!body)
+		return isoctl_oom();
+	r = create_body(ctx, &f, body);
+	if (!r)
+		r = isoctl_call(ctx, "POST", "/v1/allocations", body, &resp);
+	return r ? r : isoctl_render(ctx, &resp, print_alloc);
+}
+
+static int alloc_list(struct isoctl *ctx, int argc, char **argv)
+{
+	static const char usage[] =
+	    "Usage: isoctl alloc list [--tenant T] [--state S] [--all-pages]\n"
+	    "\n"
+	    "Lists allocations, newest last (GET /v1/allocations). Every page is\n"
+	    "fetched and printed as one list ({\"items\":[...]} with -o json).\n"
+	    "  --tenant T     only tenant T's\n"
+	    "  --state S      only those in state S (pending, placed, provisioning,\n"
+	    "                 active, releasing, released, failed)\n"
+	    "  --all-pages    accepted for scripts; all pages are always fetched\n";
+	static const struct option options[] = {{"tenant", required_argument, NULL, OPT_TENANT},
+	                                        {"state", required_argument, NULL, OPT_STATE},
+	                                        {"all-pages", no_argument, NULL, OPT_ALL_PAGES},
+	                                        ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
+	_cleanup_response_ struct iso_response resp = {0};
+	_cleanup_free_ char *path = strdup("/v1/allocations");
+	const char *arg, *tenant = NULL, *state = NULL;
+	int c, r;
+
+	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0) {
+		if (c == OPT_TENANT)
+			tenant = arg;
+		else if (c == OPT_STATE)
+			state = arg;
+	}
+	if (c < 0)
+		return p.exit_code;
+	r = isoctl_want_args(ctx, &p, 0, 0, NULL);
+	if (r)
+		return r;
+	if (!path || (tenant && isoctl_query_add(&path, "tenant", tenant) < 0) ||
+	    (state && isoctl_query_add(&path, "state", state) < 0))
+		return isoctl_oom();
+	r = isoctl_list(ctx, path, &resp);
+	return r ? r : isoctl_render(ctx, &resp, print_allocs);
+}
+
+/* get and release: ID only. */
+static int alloc_one(struct isoctl *ctx, int argc, char **argv, const char *usage,
+                     const char *method)
+{
+	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
+	_cleanup_response_ struct iso_response resp = {0};
+	_cleanup_free_ char *path = NULL;
+	const char *arg;
+	int c, r;
+
+	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
+		;
+	if (c < 0)
+		return p.exit_code;
+	r = isoctl_want_args(ctx, &p, 1, 1, id_arg);
+	if (r)
+		return r;
+	path = isoctl_path("/v1/allocations/", p.args[0], "");
+	if (!path)
+		return isoctl_oom();
+	r = isoctl_call(ctx, method, path, NULL, &resp);
+	return r ? r : isoctl_render(ctx, &resp, print_alloc);
+}
+
+static int alloc_get(struct isoctl *ctx, int argc, char **argv)
+{
+	static const char usage[] =
+	    "Usage: isoctl alloc get ID\n"
+	    "\n"
+	    "Shows one allocation (GET /v1/allocations/ID): its fields, then a\n"
+	    "PLACEMENT table (MEMBER NODE GPU PROFILE START WIDTH); START and WIDTH are\n"
+	    "MIG memory slices. Another tenant's allocation answers not found (exit 3).\n";
+	return alloc_one(ctx, argc, argv, usage, "GET");
+}
+
+static int alloc_release(struct isoctl *ctx, int argc, char **argv)
+{
+	static const char usage[] =
+	    "Usage: isoctl alloc release ID\n"
+	    "\n"
+	    "Releases an allocation (DELETE /v1/allocations/ID) and prints it, now\n"
+	    "'released'. Releasing a released or failed allocation prints it unchanged.\n";
+	return alloc_one(ctx, argc, argv, usage, "DELETE");
+}
+
+static int alloc_resize(struct isoctl *ctx, int argc, char **argv)
+{
+	static const char usage[] =
+	    "Usage: isoctl alloc resize ID --members N\n"
+	    "\n"
+	    "Grows or shrinks an active allocation to N members (PATCH\n"
+	    "/v1/allocations/ID) and prints it. Growth that does not fit now is refused\n"
+	    "(insufficient_capacity, exit 5) and nothing changes; shrinking releases the\n"
+	    "highest members.\n";
+	static const struct option options[] = {{"members", required_argument, NULL, OPT_MEMBERS},
+	                                        ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
+	_cleanup_response_ struct iso_response resp = {0};
+	_cleanup_json_ json_t *body = json_object();
+	_cleanup_free_ char *path = NULL;
+	const char *arg, *members = NULL;
+	long long n;
+	int c, r;
+
+	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
+		if (c == OPT_MEMBERS)
+			members = arg;
+	if (c < 0)
+		return p.exit_code;
+	r = isoctl_want_args(ctx, &p, 1, 1, id_arg);
+	if (r)
+		return r;
+	if (!members)
+		return isoctl_usage_error(ctx, "missing --members");
+	if (isoctl_parse_int(ctx, "--members", members, LLONG_MIN, LLONG_MAX, &n))
+		return ISOCTL_EXIT_USAGE;
+	path = isoctl_path("/v1/allocations/", p.args[0], "");
+	if (!path || !body)
+		return isoctl_oom();
+	r = isoctl_set_int(body, "members", n);
+	if (!r)
+		r = isoctl_call(ctx, "PATCH", path, body, &resp);
+	return r ? r : isoctl_render(ctx, &resp, print_alloc);
+}
+
+int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv)
+{
+	static const struct isoctl_cmd verbs[] = {
+	    {"create", alloc_create}, {"list", alloc_list},       {"get", alloc_get},
+	    {"resize", alloc_resize}, {"release", alloc_release},
+	};
+	return isoctl_dispatch(ctx, verbs, ISO_ARRAY_SIZE(verbs), usage_alloc, argc, argv);
+}
