@@ -6,7 +6,7 @@ set -eu
 
 RUN_PKGS="gcc make meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libsodium-dev libfyaml-dev libcurl4-gnutls-dev"
-TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps"
+TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl"
 
 case "${1:-run}" in
 run) want="$RUN_PKGS" ;;
