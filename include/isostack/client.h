@@ -104,10 +104,6 @@ static inline bool iso_response_ok(const struct iso_response *r)
  * Codes this build does not know map by HTTP status. */
 int iso_response_error(const struct iso_response *r, struct iso_error *err);
 
-/* Error class of an API code string ("not_found", ...): 0, or -EINVAL when
- * this build does not know the code. */
-int iso_errcode_parse(const char *name, enum iso_errcode *out);
-
 /* Percent-encodes `s` for use as one path segment or one query value: every
  * byte except RFC 3986 unreserved characters becomes %XX. Returns a malloc'd
  * string, NULL when out of memory. */

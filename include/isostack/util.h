@@ -67,6 +67,8 @@ int iso_error_set(struct iso_error *err, enum iso_errcode code, const char *fiel
 int iso_error_errno(enum iso_errcode code);
 const char *iso_errcode_name(enum iso_errcode code); /* "invalid_argument", ... */
 int iso_errcode_http_status(enum iso_errcode code);
+/* The inverse of iso_errcode_name, for clients reading API errors. */
+int iso_errcode_parse(const char *name, enum iso_errcode *out);
 
 /* Logging: one line per event, key=value fields, to stderr. Never pass secrets. */
 enum iso_log_level { ISO_LOG_DEBUG, ISO_LOG_INFO, ISO_LOG_WARN, ISO_LOG_ERR };

@@ -12,18 +12,6 @@ void iso_response_clear(struct iso_response *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int iso_errcode_parse(const char *name, enum iso_errcode *out)
-{
-	/* ISO_E_UNAVAILABLE is the last class of enum iso_errcode (util.h). */
-	for (int c = ISO_E_INVALID; c <= ISO_E_UNAVAILABLE; c++) {
-		if (strcmp(name, iso_errcode_name((enum iso_errcode)c)) == 0) {
-			*out = (enum iso_errcode)c;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 static enum iso_errcode code_from_status(long status)
 {
 	/* First match wins: 409 reads as conflict, its most general meaning. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "isostack/util.h"
 
@@ -46,4 +47,14 @@ int iso_error_set(struct iso_error *err, enum iso_errcode code, const char *fiel
 		va_end(ap);
 	}
 	return iso_error_errno(code);
+}
+
+int iso_errcode_parse(const char *name, enum iso_errcode *out)
+{
+	for (unsigned c = ISO_E_INVALID; c < ISO_ARRAY_SIZE(error_table); c++)
+		if (strcmp(name, error_table[c].name) == 0) {
+			*out = (enum iso_errcode)c;
+			return 0;
+		}
+	return -EINVAL;
 }

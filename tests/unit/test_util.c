@@ -37,7 +37,13 @@ static void test_error_table(void **state)
 		assert_int_equal(iso_errcode_http_status(want[i].code), want[i].http);
 		assert_string_equal(iso_errcode_name(want[i].code), want[i].name);
 		assert_true(iso_error_errno(want[i].code) < 0);
+		enum iso_errcode back;
+		assert_int_equal(iso_errcode_parse(want[i].name, &back), 0);
+		assert_int_equal(back, want[i].code);
 	}
+	enum iso_errcode unused;
+	assert_int_not_equal(iso_errcode_parse("teapot", &unused), 0);
+	assert_int_not_equal(iso_errcode_parse("ok", &unused), 0);
 	/* Out-of-range codes are internal errors, never a crash or a 200. */
 	assert_int_equal(iso_errcode_http_status((enum iso_errcode)999), 500);
 }
