@@ -60,8 +60,10 @@ struct iso_inventory {
 	struct iso_node *nodes; /* sched = ISO_NODE_SCHEDULABLE on load */
 };
 
-/* Loads and validates. On error returns negative errno, fills err (code
- * ISO_E_INVALID, field "FILE:LINE: path.to.key") and leaves *out untouched. */
+/* Loads and validates. On error returns negative errno, fills err and leaves
+ * *out untouched: code ISO_E_INVALID (ISO_E_NOT_FOUND when the file does not
+ * exist), field the dotted key path ("nodes[3].port.guid"; "" for YAML syntax
+ * and file errors), message "FILE:LINE: path.to.key: what is wrong". */
 int iso_inventory_load_file(const char *path, struct iso_inventory **out, struct iso_error *err);
 /* Same from memory; `name` stands in for the file name in messages. */
 int iso_inventory_load_string(const char *name, const char *yaml, size_t len,

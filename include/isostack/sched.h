@@ -45,9 +45,16 @@ void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct i
 int iso_shape_validate(const struct iso_shape *shape, const struct iso_inventory *inv,
 		       struct iso_error *err);
 
-/* Could one member of this shape ever fit on some node of the inventory,
- * with the cluster empty and every node schedulable? */
-bool iso_shape_ever_fits(const struct iso_shape *shape, const struct iso_inventory *inv);
+/* How many members of this shape the whole inventory could hold, empty and
+ * with every node schedulable, counting no further than `limit`. A request
+ * for more could never be placed (422), one for fewer may wait (pending). */
+int iso_shape_max_members(const struct iso_shape *shape, const struct iso_inventory *inv,
+			  int limit);
+static inline bool iso_shape_ever_fits(const struct iso_shape *shape,
+				       const struct iso_inventory *inv)
+{
+	return iso_shape_max_members(shape, inv, 1) >= 1;
+}
 
 struct iso_placer {
 	const char *name;

@@ -17,7 +17,8 @@ static int page_start(struct api_request *r, const char *after, int *node, int *
 	const char *slash;
 
 	*node = 0;
-	*gpu = 0;
+	if (gpu)
+		*gpu = 0;
 	if (!after)
 		return 0;
 	slash = gpu ? strchr(after, '/') : NULL;

@@ -22,6 +22,8 @@ struct iso_api {
 	char *tls_key_pem;
 };
 
+#define API_MAX_DRAIN (4u << 20)
+
 enum route_auth { ROUTE_AUTH, ROUTE_OPEN };
 
 struct route {
@@ -257,7 +259,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			r->path[0] = '\0'; /* matches no route */
 		make_request_id(r);
 		*con_cls = r;
-		return MHD_YES;
+		/* A body over the limit is read and discarded so that the client,
+		 * still sending, gets its 413 rather than a reset; one announced
+		 * beyond what is worth draining is refused before it is read. */
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (!cl || strtoull(cl, NULL, 10) <= API_MAX_DRAIN)
+			return MHD_YES;
+		r->body_too_large = true;
+		dispatch(r);
+		return send_reply(r);
 	}
 	if (*upload_size > 0) {
 		/* Keep reading past the limit (discarding) so the client gets a 413

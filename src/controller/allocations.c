@@ -92,10 +92,16 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	r = iso_shape_validate(&req->shape, c->inv, err);
 	if (r < 0)
 		return r;
-	if (!iso_shape_ever_fits(&req->shape, c->inv))
+	int most = iso_shape_max_members(&req->shape, c->inv, req->members);
+	if (most == 0)
 		return iso_error_set(err, ISO_E_CAPACITY, "gpus",
 				     "no node of this cluster can hold one member of this shape, "
 				     "even when empty");
+	if (most < req->members)
+		return iso_error_set(err, ISO_E_CAPACITY, "members",
+				     "members: this cluster holds at most %d members of this shape, "
+				     "even when empty",
+				     most);
 
 	randombytes_buf(raw, sizeof(raw));
 	sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
@@ -203,7 +209,8 @@ static int slots_of_first(struct iso_allocation *a, int keep)
 {
 	int n = 0;
 
-	qsort(a->slots, (size_t)a->n_slots, sizeof(*a->slots), slot_order);
+	if (a->n_slots > 0)
+		qsort(a->slots, (size_t)a->n_slots, sizeof(*a->slots), slot_order);
 	while (n < a->n_slots && a->slots[n].member < keep)
 		n++;
 	return n;

@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-#define DEFAULT_LISTEN "127.0.0.1:8470"
+#define DEFAULT_LISTEN    "127.0.0.1:8470"
 #define DEFAULT_PLACEMENT "first-fit"
 
 /* HOST:PORT with a DNS name or IPv4 host, or [IPv6]:PORT; port 1..65535. */
@@ -39,7 +39,8 @@ static bool listen_valid(const char *s)
 		return true;
 	}
 	for (size_t i = 0; i < hlen; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", s[i]))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-",
+		            s[i]))
 			return false;
 	return true;
 }
@@ -49,10 +50,10 @@ int inv_parse_controller(struct inv_ctx *c, const struct inv_field *f)
 	struct iso_controller_config *cc = &c->inv->controller;
 	enum { C_LISTEN, C_TLS, C_REMOTE, C_PLACEMENT, C_N };
 	struct inv_field fs[C_N] = {
-		[C_LISTEN] = {.key = "listen"},
-		[C_TLS] = {.key = "tls"},
-		[C_REMOTE] = {.key = "allow_remote_http"},
-		[C_PLACEMENT] = {.key = "placement"},
+	    [C_LISTEN] = {.key = "listen"},
+	    [C_TLS] = {.key = "tls"},
+	    [C_REMOTE] = {.key = "allow_remote_http"},
+	    [C_PLACEMENT] = {.key = "placement"},
 	};
 	int r;
 
@@ -70,35 +71,36 @@ int inv_parse_controller(struct inv_ctx *c, const struct inv_field *f)
 		if (r < 0)
 			return r;
 		if (!listen_valid(cc->listen))
-			return inv_fail(c, "controller.listen", inv_line(fs[C_LISTEN].val,
-									 fs[C_LISTEN].line),
-					"'%s' is not HOST:PORT (e.g. 127.0.0.1:8470 or [::1]:8470)",
-					cc->listen);
+			return inv_fail(c, "controller.listen",
+			                inv_line(fs[C_LISTEN].val, fs[C_LISTEN].line),
+			                "'%s' is not HOST:PORT (e.g. 127.0.0.1:8470 or [::1]:8470)",
+			                cc->listen);
 	}
 	if (fs[C_TLS].present) {
 		enum { T_CERT, T_KEY, T_N };
 		struct inv_field ts[T_N] = {[T_CERT] = {.key = "cert"}, [T_KEY] = {.key = "key"}};
-		r = inv_map_match(c, fs[C_TLS].val, "controller.tls", fs[C_TLS].line, ts, T_N, NULL);
+		r = inv_map_match(c, fs[C_TLS].val, "controller.tls", fs[C_TLS].line, ts, T_N,
+		                  NULL);
 		if (r < 0)
 			return r;
 		if (!ts[T_CERT].present)
 			return inv_missing(c, "controller.tls", fs[C_TLS].line, "cert",
-					   "tls needs both cert and key");
+			                   "tls needs both cert and key");
 		if (!ts[T_KEY].present)
 			return inv_missing(c, "controller.tls", fs[C_TLS].line, "key",
-					   "tls needs both cert and key");
+			                   "tls needs both cert and key");
 		r = inv_fget_string(c, "controller.tls", &ts[T_CERT], cc->tls_cert,
-				    sizeof(cc->tls_cert));
+		                    sizeof(cc->tls_cert));
 		if (r < 0)
 			return r;
 		r = inv_fget_string(c, "controller.tls", &ts[T_KEY], cc->tls_key,
-				    sizeof(cc->tls_key));
+		                    sizeof(cc->tls_key));
 		if (r < 0)
 			return r;
 		if (!cc->tls_cert[0] || !cc->tls_key[0])
-			return inv_fail(c, !cc->tls_cert[0] ? "controller.tls.cert"
-							    : "controller.tls.key",
-					fs[C_TLS].line, "must be a file path, got an empty string");
+			return inv_fail(
+			    c, !cc->tls_cert[0] ? "controller.tls.cert" : "controller.tls.key",
+			    fs[C_TLS].line, "must be a file path, got an empty string");
 	}
 	if (fs[C_REMOTE].present) {
 		r = inv_fget_bool(c, "controller", &fs[C_REMOTE], &cc->allow_remote_http);
@@ -112,7 +114,7 @@ int inv_parse_controller(struct inv_ctx *c, const struct inv_field *f)
 			return r;
 		if (iso_strlcpy(cc->placement, name, sizeof(cc->placement)) < 0)
 			return inv_fail(c, "controller.placement", fs[C_PLACEMENT].line,
-					"too long (at most %zu bytes)", sizeof(cc->placement) - 1);
+			                "too long (at most %zu bytes)", sizeof(cc->placement) - 1);
 	}
 	return 0;
 }
@@ -134,8 +136,8 @@ int inv_parse_pools(struct inv_ctx *c, const struct inv_field *f)
 	c->pools_ix.kind = INV_NK_POOL;
 	for (i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
 		enum { P_NAME, P_DESC, P_N };
-		struct inv_field fs[P_N] = {[P_NAME] = {.key = "name"},
-					    [P_DESC] = {.key = "description"}};
+		struct inv_field fs[P_N] = {
+		    [P_NAME] = {.key = "name"}, [P_DESC] = {.key = "description"}};
 		struct iso_pool *p = &inv->pools[i];
 		char path[ISO_ERR_FIELD_MAX];
 		int line = inv_line(item, f->line);
@@ -151,7 +153,7 @@ int inv_parse_pools(struct inv_ctx *c, const struct inv_field *f)
 			return r;
 		if (fs[P_DESC].present) {
 			r = inv_fget_string(c, path, &fs[P_DESC], p->description,
-					    sizeof(p->description));
+			                    sizeof(p->description));
 			if (r < 0)
 				return r;
 		}

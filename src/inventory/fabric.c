@@ -10,11 +10,11 @@
 #include "internal.h"
 
 #define DEFAULT_FABRIC_NAME "fabric"
-#define DEFAULT_PKEY_MIN 0x0100
-#define DEFAULT_PKEY_MAX 0x7ffe
-#define DEFAULT_VNI_MIN 4096u
-#define DEFAULT_VNI_MAX 16777215u
-#define VNI_MAX 16777215
+#define DEFAULT_PKEY_MIN    0x0100
+#define DEFAULT_PKEY_MAX    0x7ffe
+#define DEFAULT_VNI_MIN     4096u
+#define DEFAULT_VNI_MAX     16777215u
+#define VNI_MAX             16777215
 
 /* RFC 1123 host name: dot-separated labels of letters, digits and '-', no
  * label empty or starting or ending with '-'. */
@@ -32,7 +32,7 @@ static bool hostname_valid(const char *s)
 				return false;
 			label = 0;
 		} else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-			   (ch >= '0' && ch <= '9') || ch == '-') {
+		           (ch >= '0' && ch <= '9') || ch == '-') {
 			if (label == 0 && ch == '-')
 				return false;
 			label++;
@@ -48,8 +48,7 @@ static bool hostname_valid(const char *s)
 
 /* A tenant or service P_Key: 0x0001..0x7ffe, with a reason for each way of
  * getting it wrong. */
-static int get_pkey(struct inv_ctx *c, struct fy_node *n, const char *path, int line,
-		    uint16_t *out)
+static int get_pkey(struct inv_ctx *c, struct fy_node *n, const char *path, int line, uint16_t *out)
 {
 	int64_t v;
 	int r = inv_get_int(c, n, path, line, -INT64_MAX, INT64_MAX, &v);
@@ -59,26 +58,26 @@ static int get_pkey(struct inv_ctx *c, struct fy_node *n, const char *path, int 
 	line = inv_line(n, line);
 	if (v == 0x7fff)
 		return inv_fail(c, path, line,
-				"0x7fff is the default partition and is never given out");
+		                "0x7fff is the default partition and is never given out");
 	if (v == 0xffff)
 		return inv_fail(c, path, line,
-				"0xffff is the default partition (0x7fff, full member) and is "
-				"never given out");
+		                "0xffff is the default partition (0x7fff, full member) and is "
+		                "never given out");
 	if (v > 0x7fff && v <= 0xffff)
 		return inv_fail(c, path, line,
-				"P_Keys are 15 bits (0x0001..0x7ffe); 0x%04" PRIx64
-				" has the membership bit 0x8000 set",
-				v);
+		                "P_Keys are 15 bits (0x0001..0x7ffe); 0x%04" PRIx64
+		                " has the membership bit 0x8000 set",
+		                v);
 	if (v < 1 || v > 0x7fff)
-		return inv_fail(c, path, line, "must be a P_Key between 0x0001 and 0x7ffe, got %" PRId64,
-				v);
+		return inv_fail(c, path, line,
+		                "must be a P_Key between 0x0001 and 0x7ffe, got %" PRId64, v);
 	*out = (uint16_t)v;
 	return 0;
 }
 
 /* [min, max] of two integers, each checked by `get`. */
 static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, uint32_t *min,
-		     uint32_t *max)
+                     uint32_t *max)
 {
 	char path[ISO_ERR_FIELD_MAX], epath[ISO_ERR_FIELD_MAX];
 	struct fy_node *item;
@@ -93,11 +92,11 @@ static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, ui
 	for (int i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
 		inv_path_index(epath, path, i);
 		if (pkey) {
-			uint16_t k;
+			uint16_t k = 0;
 			r = get_pkey(c, item, epath, f->line, &k);
 			v[i] = k;
 		} else {
-			int64_t x;
+			int64_t x = 0;
 			r = inv_get_int(c, item, epath, f->line, 1, VNI_MAX, &x);
 			v[i] = (uint32_t)x;
 		}
@@ -106,9 +105,9 @@ static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, ui
 	}
 	if (v[0] > v[1])
 		return inv_fail(c, path, inv_line(f->val, f->line),
-				pkey ? "min 0x%04" PRIx32 " is above max 0x%04" PRIx32
-				     : "min %" PRIu32 " is above max %" PRIu32,
-				v[0], v[1]);
+		                pkey ? "min 0x%04" PRIx32 " is above max 0x%04" PRIx32
+		                     : "min %" PRIu32 " is above max %" PRIu32,
+		                v[0], v[1]);
 	*min = v[0];
 	*max = v[1];
 	return 0;
@@ -139,7 +138,7 @@ static int parse_sm_nodes(struct inv_ctx *c, const struct inv_field *f)
 			return r;
 		if (!hostname_valid(fc->sm_nodes[i]))
 			return inv_fail(c, path, line, "'%s' is not a valid host name",
-					fc->sm_nodes[i]);
+			                fc->sm_nodes[i]);
 		if (inv_names_add(&ix, fc->sm_nodes[i], i, 0, line) < 0)
 			return inv_oom(c);
 	}
@@ -152,7 +151,7 @@ static int parse_service(struct inv_ctx *c, struct fy_node *item, int i, int par
 	struct iso_shared_service *s = &fc->services[i];
 	enum { S_NAME, S_PKEY, S_GUIDS, S_N };
 	struct inv_field fs[S_N] = {
-		[S_NAME] = {.key = "name"}, [S_PKEY] = {.key = "pkey"}, [S_GUIDS] = {.key = "guids"}};
+	    [S_NAME] = {.key = "name"}, [S_PKEY] = {.key = "pkey"}, [S_GUIDS] = {.key = "guids"}};
 	char path[ISO_ERR_FIELD_MAX], fpath[ISO_ERR_FIELD_MAX];
 	int line = inv_line(item, parent_line);
 	struct fy_node *g;
@@ -175,16 +174,17 @@ static int parse_service(struct inv_ctx *c, struct fy_node *item, int i, int par
 	if (r < 0)
 		return r;
 	if (s->pkey >= fc->pkey_min && s->pkey <= fc->pkey_max)
-		return inv_fail(c, fpath, fs[S_PKEY].line,
-				"0x%04x is inside the tenant range 0x%04x..0x%04x (fabric.pkey_range); "
-				"a service P_Key must lie outside it",
-				s->pkey, fc->pkey_min, fc->pkey_max);
+		return inv_fail(
+		    c, fpath, fs[S_PKEY].line,
+		    "0x%04x is inside the tenant range 0x%04x..0x%04x (fabric.pkey_range); "
+		    "a service P_Key must lie outside it",
+		    s->pkey, fc->pkey_min, fc->pkey_max);
 	for (int k = 0; k < i; k++)
 		if (fc->services[k].pkey == s->pkey)
 			return inv_fail(c, fpath, fs[S_PKEY].line,
-					"P_Key 0x%04x is already used by "
-					"fabric.shared_services[%d] ('%s')",
-					s->pkey, k, fc->services[k].name);
+			                "P_Key 0x%04x is already used by "
+			                "fabric.shared_services[%d] ('%s')",
+			                s->pkey, k, fc->services[k].name);
 
 	inv_path_key(fpath, path, "guids");
 	r = inv_get_seq(c, fs[S_GUIDS].val, fpath, fs[S_GUIDS].line, 1, INV_MAX_SERVICE_GUIDS, &n);
@@ -250,12 +250,12 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	struct iso_fabric_config *fc = &c->inv->fabric;
 	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_SVC, F_N };
 	struct inv_field fs[F_N] = {
-		[F_TYPE] = {.key = "type"},	 [F_NAME] = {.key = "name"},
-		[F_SM] = {.key = "sm_nodes"},	 [F_PKEY] = {.key = "pkey_range"},
-		[F_VNI] = {.key = "vni_range"}, [F_SVC] = {.key = "shared_services"},
+	    [F_TYPE] = {.key = "type"},     [F_NAME] = {.key = "name"},
+	    [F_SM] = {.key = "sm_nodes"},   [F_PKEY] = {.key = "pkey_range"},
+	    [F_VNI] = {.key = "vni_range"}, [F_SVC] = {.key = "shared_services"},
 	};
 	char type[32];
-	uint32_t lo, hi;
+	uint32_t lo = 0, hi = 0;
 	int r;
 
 	r = inv_map_match(c, f->val, "fabric", f->line, fs, F_N, NULL);
@@ -263,7 +263,7 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		return r;
 	if (!fs[F_TYPE].present)
 		return inv_missing(c, "fabric", f->line, "type",
-				   "infiniband, ethernet or omnipath");
+		                   "infiniband, ethernet or omnipath");
 	r = inv_fget_string(c, "fabric", &fs[F_TYPE], type, sizeof(type));
 	if (r < 0)
 		return r;
@@ -275,9 +275,9 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		fc->type = ISO_FABRIC_OMNIPATH;
 	else
 		return inv_fail(c, "fabric.type", inv_line(fs[F_TYPE].val, fs[F_TYPE].line),
-				"unknown fabric type '%s' (expected infiniband, ethernet or "
-				"omnipath)",
-				type);
+		                "unknown fabric type '%s' (expected infiniband, ethernet or "
+		                "omnipath)",
+		                type);
 
 	iso_strlcpy(fc->name, DEFAULT_FABRIC_NAME, sizeof(fc->name));
 	if (fs[F_NAME].present) {
@@ -309,7 +309,7 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		return not_on(c, &fs[F_VNI], "ethernet");
 	if (!fs[F_SM].present)
 		return inv_missing(c, "fabric", f->line, "sm_nodes",
-				   "an infiniband or omnipath fabric names its subnet managers");
+		                   "an infiniband or omnipath fabric names its subnet managers");
 	r = parse_sm_nodes(c, &fs[F_SM]);
 	if (r < 0)
 		return r;

@@ -10,7 +10,7 @@
 #include "internal.h"
 
 int inv_guids_add(struct inv_ctx *c, uint64_t lo, uint64_t hi, enum inv_guid_kind kind, int a,
-		  int b, int line)
+                  int b, int line)
 {
 	if (c->n_guids == c->cap_guids) {
 		int cap = c->cap_guids ? c->cap_guids * 2 : 64;
@@ -21,7 +21,7 @@ int inv_guids_add(struct inv_ctx *c, uint64_t lo, uint64_t hi, enum inv_guid_kin
 		c->cap_guids = cap;
 	}
 	c->guids[c->n_guids] = (struct inv_guid_site){
-		.lo = lo, .hi = hi, .kind = kind, .a = a, .b = b, .line = line, .seq = c->n_guids};
+	    .lo = lo, .hi = hi, .kind = kind, .a = a, .b = b, .line = line, .seq = c->n_guids};
 	c->n_guids++;
 	return 0;
 }
@@ -49,18 +49,22 @@ static void site_path(const struct inv_guid_site *s, char out[ISO_ERR_FIELD_MAX]
 		break;
 	case INV_GK_SERVICE:
 		snprintf(out, ISO_ERR_FIELD_MAX, "fabric.shared_services[%d].guids[%d]", s->a,
-			 s->b);
+		         s->b);
 		break;
 	}
 }
 
-/* "VF 3 of " when `s` is a run, so the user sees which VF collides. */
-static void vf_note(const struct inv_guid_site *s, uint64_t guid, char *buf, size_t size)
+/* Which VF of a run collides: " for VF 3" (the later site) or "VF 3 of " (the
+ * earlier one), nothing for a single GUID. */
+static void vf_note(const struct inv_guid_site *s, uint64_t guid, bool later, char *buf,
+                    size_t size)
 {
-	if (s->kind == INV_GK_VF_BASE)
-		snprintf(buf, size, "VF %" PRIu64 " of ", guid - s->lo);
-	else
+	if (s->kind != INV_GK_VF_BASE)
 		buf[0] = '\0';
+	else if (later)
+		snprintf(buf, size, " for VF %" PRIu64, guid - s->lo);
+	else
+		snprintf(buf, size, "VF %" PRIu64 " of ", guid - s->lo);
 }
 
 /* Document order: sites are added section by section, not top to bottom. */
@@ -100,9 +104,9 @@ int inv_guids_check(struct inv_ctx *c)
 		return 0;
 	site_path(later, path);
 	site_path(earlier, first_path);
-	vf_note(later, guid, n1, sizeof(n1));
-	vf_note(earlier, guid, n2, sizeof(n2));
+	vf_note(later, guid, true, n1, sizeof(n1));
+	vf_note(earlier, guid, false, n2, sizeof(n2));
 	return inv_fail(c, path, later->line,
-			"duplicate GUID 0x%016" PRIx64 "%s%s (first used by %s%s at line %d)", guid,
-			n1[0] ? " for " : "", n1, n2, first_path, earlier->line);
+	                "duplicate GUID 0x%016" PRIx64 "%s (first used by %s%s at line %d)", guid,
+	                n1, n2, first_path, earlier->line);
 }

@@ -9,17 +9,17 @@
 #include "isostack/inventory.h"
 
 /* Limits, documented in docs/inventory.md. */
-#define INV_MAX_NODES 65536
-#define INV_MAX_GPUS 64
-#define INV_MAX_POOLS 4096
-#define INV_MAX_RACKS 65536
+#define INV_MAX_NODES         65536
+#define INV_MAX_GPUS          64
+#define INV_MAX_POOLS         4096
+#define INV_MAX_RACKS         65536
 #define INV_MAX_PDUS_PER_RACK 64
-#define INV_MAX_CLASSES 4096
-#define INV_MAX_SM_NODES 64
-#define INV_MAX_SERVICES 1024
+#define INV_MAX_CLASSES       4096
+#define INV_MAX_SM_NODES      64
+#define INV_MAX_SERVICES      1024
 #define INV_MAX_SERVICE_GUIDS 4096
-#define INV_MAX_VFS 127
-#define INV_MAX_FILE (64u << 20)
+#define INV_MAX_VFS           127
+#define INV_MAX_FILE          (64u << 20)
 
 /* A sorted index over names, for lookups and duplicate detection. `kind`
  * says how to spell an entry's path in messages (see inv_names_path). */
@@ -47,10 +47,10 @@ struct inv_names {
 
 /* Where a GUID (or a run of VF GUIDs) was declared, for the uniqueness check. */
 enum inv_guid_kind {
-	INV_GK_PORT,     /* nodes[a].port.guid */
-	INV_GK_VF_BASE,  /* nodes[a].port.vfs.guid_base: lo..hi */
-	INV_GK_VF,       /* nodes[a].port.vfs.guids[b] */
-	INV_GK_SERVICE,  /* fabric.shared_services[a].guids[b] */
+	INV_GK_PORT,    /* nodes[a].port.guid */
+	INV_GK_VF_BASE, /* nodes[a].port.vfs.guid_base: lo..hi */
+	INV_GK_VF,      /* nodes[a].port.vfs.guids[b] */
+	INV_GK_SERVICE, /* fabric.shared_services[a].guids[b] */
 };
 
 struct inv_guid_site {
@@ -116,35 +116,33 @@ struct inv_field {
  * records the values. `hint` (may be NULL) explains why a key is not allowed
  * here, e.g. "is per node and cannot be set in a class". */
 int inv_map_match(struct inv_ctx *c, struct fy_node *map, const char *path, int line,
-		  struct inv_field *fields, size_t nf, const char *(*hint)(const char *key));
+                  struct inv_field *fields, size_t nf, const char *(*hint)(const char *key));
 
 /* "missing required key 'x'" at parent.x. */
-int inv_missing(struct inv_ctx *c, const char *parent, int line, const char *key,
-		const char *why);
+int inv_missing(struct inv_ctx *c, const char *parent, int line, const char *key, const char *why);
 
 int inv_get_string(struct inv_ctx *c, struct fy_node *n, const char *path, int line, char *buf,
-		   size_t size);
+                   size_t size);
 int inv_get_name(struct inv_ctx *c, struct fy_node *n, const char *path, int line, char *buf);
 int inv_get_int(struct inv_ctx *c, struct fy_node *n, const char *path, int line, int64_t min,
-		int64_t max, int64_t *out);
+                int64_t max, int64_t *out);
 int inv_get_bool(struct inv_ctx *c, struct fy_node *n, const char *path, int line, bool *out);
 int inv_get_guid(struct inv_ctx *c, struct fy_node *n, const char *path, int line, uint64_t *out);
 /* A sequence of min..max items; *count gets the number. */
 int inv_get_seq(struct inv_ctx *c, struct fy_node *n, const char *path, int line, int min, int max,
-		int *count);
+                int *count);
 int inv_get_map(struct inv_ctx *c, struct fy_node *n, const char *path, int line);
 bool inv_is_map(struct fy_node *n);
 bool inv_is_seq(struct fy_node *n);
 
 /* The same on a matched field, building parent.key as the path. */
 int inv_fget_string(struct inv_ctx *c, const char *parent, const struct inv_field *f, char *buf,
-		    size_t size);
+                    size_t size);
 int inv_fget_name(struct inv_ctx *c, const char *parent, const struct inv_field *f, char *buf);
 int inv_fget_int(struct inv_ctx *c, const char *parent, const struct inv_field *f, int64_t min,
-		 int64_t max, int64_t *out);
+                 int64_t max, int64_t *out);
 int inv_fget_bool(struct inv_ctx *c, const char *parent, const struct inv_field *f, bool *out);
-int inv_fget_guid(struct inv_ctx *c, const char *parent, const struct inv_field *f,
-		  uint64_t *out);
+int inv_fget_guid(struct inv_ctx *c, const char *parent, const struct inv_field *f, uint64_t *out);
 
 /* ---- name index (names.c) ---- */
 int inv_names_add(struct inv_names *ix, const char *name, int a, int b, int line);
@@ -152,20 +150,20 @@ int inv_names_add(struct inv_names *ix, const char *name, int a, int b, int line
 int inv_names_seal(struct inv_ctx *c, struct inv_names *ix, const char *what);
 const struct inv_name_ref *inv_names_find(const struct inv_names *ix, const char *name);
 void inv_names_path(const struct inv_names *ix, const struct inv_name_ref *r,
-		    char out[ISO_ERR_FIELD_MAX]);
+                    char out[ISO_ERR_FIELD_MAX]);
 void inv_names_free(struct inv_names *ix);
 
 /* ---- sections ---- */
-int inv_parse_controller(struct inv_ctx *c, const struct inv_field *f);  /* cluster.c */
-int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f);      /* fabric.c */
-int inv_parse_pools(struct inv_ctx *c, const struct inv_field *f);       /* cluster.c */
-int inv_parse_racks(struct inv_ctx *c, const struct inv_field *f);       /* cluster.c */
-int inv_parse_classes(struct inv_ctx *c, const struct inv_field *f);     /* nodes.c */
-int inv_parse_nodes(struct inv_ctx *c, const struct inv_field *f);       /* nodes.c */
-void inv_classes_free(struct inv_ctx *c);                                /* nodes.c */
+int inv_parse_controller(struct inv_ctx *c, const struct inv_field *f); /* cluster.c */
+int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f);     /* fabric.c */
+int inv_parse_pools(struct inv_ctx *c, const struct inv_field *f);      /* cluster.c */
+int inv_parse_racks(struct inv_ctx *c, const struct inv_field *f);      /* cluster.c */
+int inv_parse_classes(struct inv_ctx *c, const struct inv_field *f);    /* nodes.c */
+int inv_parse_nodes(struct inv_ctx *c, const struct inv_field *f);      /* nodes.c */
+void inv_classes_free(struct inv_ctx *c);                               /* nodes.c */
 /* ---- GUIDs (guids.c) ---- */
 int inv_guids_add(struct inv_ctx *c, uint64_t lo, uint64_t hi, enum inv_guid_kind kind, int a,
-		  int b, int line);
+                  int b, int line);
 /* Every GUID (ports, VFs, shared services) unique; an overlap is an error at
  * the later declaration naming the first. */
 int inv_guids_check(struct inv_ctx *c);

@@ -90,49 +90,58 @@ static int parse_root(struct inv_ctx *c, struct fy_node *root)
 {
 	enum { T_CLUSTER, T_CONTROLLER, T_FABRIC, T_POOLS, T_RACKS, T_CLASSES, T_NODES, T_N };
 	struct inv_field fs[T_N] = {
-		[T_CLUSTER] = {.key = "cluster"}, [T_CONTROLLER] = {.key = "controller"},
-		[T_FABRIC] = {.key = "fabric"},	  [T_POOLS] = {.key = "pools"},
-		[T_RACKS] = {.key = "racks"},	  [T_CLASSES] = {.key = "node_classes"},
-		[T_NODES] = {.key = "nodes"},
+	    [T_CLUSTER] = {.key = "cluster"}, [T_CONTROLLER] = {.key = "controller"},
+	    [T_FABRIC] = {.key = "fabric"},   [T_POOLS] = {.key = "pools"},
+	    [T_RACKS] = {.key = "racks"},     [T_CLASSES] = {.key = "node_classes"},
+	    [T_NODES] = {.key = "nodes"},
 	};
-	static const int required[] = {T_CLUSTER, T_FABRIC, T_POOLS, T_RACKS, T_NODES};
 	int line = inv_line(root, 1);
 	int r;
 
-	if (!root || (!inv_is_map(root) && !inv_is_seq(root) && fy_node_get_scalar_length(root) == 0))
+	if (!root ||
+	    (!inv_is_map(root) && !inv_is_seq(root) && fy_node_get_scalar_length(root) == 0))
 		return inv_fail(c, "", line,
-				"empty document (expected a mapping with cluster, fabric, pools, "
-				"racks and nodes)");
+		                "empty document (expected a mapping with cluster, fabric, pools, "
+		                "racks and nodes)");
 	if (!inv_is_map(root))
 		return inv_fail(c, "", line,
-				"the document root must be a mapping (cluster, fabric, pools, "
-				"racks, nodes), got %s",
-				inv_is_seq(root) ? "a list" : "a scalar");
+		                "the document root must be a mapping (cluster, fabric, pools, "
+		                "racks, nodes), got %s",
+		                inv_is_seq(root) ? "a list" : "a scalar");
 	r = inv_map_match(c, root, "", line, fs, T_N, NULL);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < ISO_ARRAY_SIZE(required); i++)
-		if (!fs[required[i]].present)
-			return inv_missing(c, "", line, fs[required[i]].key, NULL);
 
+	/* Required sections are checked as they come, so that the first error
+	 * reported is the first one met. */
+	if (!fs[T_CLUSTER].present)
+		return inv_missing(c, "", line, "cluster", NULL);
 	r = inv_fget_name(c, "", &fs[T_CLUSTER], c->inv->cluster_name);
 	if (r < 0)
 		return r;
 	r = inv_parse_controller(c, &fs[T_CONTROLLER]);
 	if (r < 0)
 		return r;
+	if (!fs[T_FABRIC].present)
+		return inv_missing(c, "", line, "fabric", NULL);
 	r = inv_parse_fabric(c, &fs[T_FABRIC]);
 	if (r < 0)
 		return r;
+	if (!fs[T_POOLS].present)
+		return inv_missing(c, "", line, "pools", NULL);
 	r = inv_parse_pools(c, &fs[T_POOLS]);
 	if (r < 0)
 		return r;
+	if (!fs[T_RACKS].present)
+		return inv_missing(c, "", line, "racks", NULL);
 	r = inv_parse_racks(c, &fs[T_RACKS]);
 	if (r < 0)
 		return r;
 	r = inv_parse_classes(c, &fs[T_CLASSES]);
 	if (r < 0)
 		return r;
+	if (!fs[T_NODES].present)
+		return inv_missing(c, "", line, "nodes", NULL);
 	r = inv_parse_nodes(c, &fs[T_NODES]);
 	if (r < 0)
 		return r;
@@ -140,7 +149,7 @@ static int parse_root(struct inv_ctx *c, struct fy_node *root)
 }
 
 int iso_inventory_load_string(const char *name, const char *yaml, size_t len,
-			      struct iso_inventory **out, struct iso_error *err)
+                              struct iso_inventory **out, struct iso_error *err)
 {
 	_cleanup_(ctx_clear) struct inv_ctx c = {.name = name ? name : "<string>", .err = err};
 	_cleanup_(document_destroyp) struct fy_document *doc = NULL;
@@ -152,7 +161,7 @@ int iso_inventory_load_string(const char *name, const char *yaml, size_t len,
 		return iso_error_set(err, ISO_E_INVALID, "", "%s: no input", c.name);
 	if (len > INV_MAX_FILE)
 		return iso_error_set(err, ISO_E_INVALID, "", "%s: larger than %u MiB", c.name,
-				     INV_MAX_FILE >> 20);
+		                     INV_MAX_FILE >> 20);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return inv_oom(&c);
@@ -160,7 +169,7 @@ int iso_inventory_load_string(const char *name, const char *yaml, size_t len,
 	c.inv = inv;
 	if (iso_strlcpy(inv->path, c.name, sizeof(inv->path)) < 0)
 		return iso_error_set(err, ISO_E_INVALID, "", "inventory path longer than %zu bytes",
-				     sizeof(inv->path) - 1);
+		                     sizeof(inv->path) - 1);
 
 	r = inv_yaml_parse(&c, yaml ? yaml : "", len, &doc);
 	if (r < 0)
@@ -191,13 +200,13 @@ int iso_inventory_load_file(const char *path, struct iso_inventory **out, struct
 	if (!f) {
 		int e = errno;
 		return iso_error_set(err, e == ENOENT ? ISO_E_NOT_FOUND : ISO_E_INVALID, "",
-				     "%s: cannot open inventory: %s", path, strerror(e));
+		                     "%s: cannot open inventory: %s", path, strerror(e));
 	}
 	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))
 		return iso_error_set(err, ISO_E_INVALID, "", "%s: not a regular file", path);
 	if (st.st_size > (off_t)INV_MAX_FILE)
 		return iso_error_set(err, ISO_E_INVALID, "", "%s: larger than %u MiB", path,
-				     INV_MAX_FILE >> 20);
+		                     INV_MAX_FILE >> 20);
 	/* One byte more than the size, to notice a file that grew meanwhile. */
 	size_t cap = (size_t)st.st_size + 1;
 	buf = malloc(cap);
@@ -208,7 +217,7 @@ int iso_inventory_load_file(const char *path, struct iso_inventory **out, struct
 		if (k == 0) {
 			if (ferror(f))
 				return iso_error_set(err, ISO_E_INVALID, "", "%s: read error: %s",
-						     path, strerror(errno));
+				                     path, strerror(errno));
 			break;
 		}
 		n += k;

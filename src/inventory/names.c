@@ -17,8 +17,8 @@ int inv_names_add(struct inv_names *ix, const char *name, int a, int b, int line
 		ix->v = v;
 		ix->cap = cap;
 	}
-	ix->v[ix->n] = (struct inv_name_ref){
-		.name = name, .a = a, .b = b, .line = line, .seq = ix->n};
+	ix->v[ix->n] =
+	    (struct inv_name_ref){.name = name, .a = a, .b = b, .line = line, .seq = ix->n};
 	ix->n++;
 	return 0;
 }
@@ -34,7 +34,7 @@ static int ref_cmp(const void *x, const void *y)
 }
 
 void inv_names_path(const struct inv_names *ix, const struct inv_name_ref *r,
-		    char out[ISO_ERR_FIELD_MAX])
+                    char out[ISO_ERR_FIELD_MAX])
 {
 	switch (ix->kind) {
 	case INV_NK_POOL:
@@ -83,7 +83,7 @@ int inv_names_seal(struct inv_ctx *c, struct inv_names *ix, const char *what)
 	inv_names_path(ix, dup, path);
 	inv_names_path(ix, first, first_path);
 	return inv_fail(c, path, dup->line, "duplicate %s '%s' (first used by %s at line %d)", what,
-			dup->name, first_path, first->line);
+	                dup->name, first_path, first->line);
 }
 
 const struct inv_name_ref *inv_names_find(const struct inv_names *ix, const char *name)

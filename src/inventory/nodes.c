@@ -9,10 +9,10 @@
 
 #include "internal.h"
 
-#define MAX_CPUS 65536
-#define MAX_MEMORY_GIB 1048576LL           /* 1 PiB */
-#define MAX_MEMORY_MIB (MAX_MEMORY_GIB * 1024)
-#define MAX_PORT_NUM 254
+#define MAX_CPUS          65536
+#define MAX_MEMORY_GIB    1048576LL /* 1 PiB */
+#define MAX_MEMORY_MIB    (MAX_MEMORY_GIB * 1024)
+#define MAX_PORT_NUM      254
 #define MAX_PKEY_CAPACITY 32768
 
 /* What a class gives, or what a node ends up with after its class and its own
@@ -27,7 +27,7 @@ struct node_tmpl {
 	int64_t memory_mib;
 	bool has_gpus;
 	int n_gpus;
-	struct iso_gpu *gpus; /* owned by a class; borrowed in a node's merge */
+	struct iso_gpu gpus[INV_MAX_GPUS]; /* n_gpus of them, sorted by index */
 	bool has_port;
 	bool has_device;
 	char device[32];
@@ -39,25 +39,35 @@ struct node_tmpl {
 	int vf_count;
 };
 
-/* Keys of a node; a class accepts the first B_COMMON of them. */
-enum { B_POOL, B_CPUS, B_MEM_GIB, B_MEM_MIB, B_GPUS, B_PORT, B_COMMON };
-enum { B_NAME = B_COMMON, B_CLASS, B_RACK, B_PDU, B_ALL };
-static const char *const body_keys[B_ALL] = {
-	[B_POOL] = "pool",   [B_CPUS] = "cpus",	  [B_MEM_GIB] = "memory_gib",
-	[B_MEM_MIB] = "memory_mib", [B_GPUS] = "gpus",	  [B_PORT] = "port",
-	[B_NAME] = "name",   [B_CLASS] = "class", [B_RACK] = "rack",
-	[B_PDU] = "pdu",
+/* Keys of a node, its own identities first; a class accepts those from
+ * B_POOL on. Ports likewise: a class accepts those from P_DEVICE on. */
+enum {
+	B_NAME,
+	B_CLASS,
+	B_RACK,
+	B_PDU,
+	B_POOL,
+	B_CPUS,
+	B_MEM_GIB,
+	B_MEM_MIB,
+	B_GPUS,
+	B_PORT,
+	B_ALL
 };
-enum { P_DEVICE, P_PORT, P_PKEY_CAP, P_VFS, P_COMMON };
-enum { P_GUID = P_COMMON, P_ALL };
+static const char *const body_keys[B_ALL] = {
+    [B_NAME] = "name", [B_CLASS] = "class", [B_RACK] = "rack",          [B_PDU] = "pdu",
+    [B_POOL] = "pool", [B_CPUS] = "cpus",   [B_MEM_GIB] = "memory_gib", [B_MEM_MIB] = "memory_mib",
+    [B_GPUS] = "gpus", [B_PORT] = "port",
+};
+enum { P_GUID, P_DEVICE, P_PORT, P_PKEY_CAP, P_VFS, P_ALL };
 static const char *const port_keys[P_ALL] = {
-	[P_DEVICE] = "device", [P_PORT] = "port",   [P_PKEY_CAP] = "pkey_capacity",
-	[P_VFS] = "vfs",       [P_GUID] = "guid",
+    [P_GUID] = "guid", [P_DEVICE] = "device", [P_PORT] = "port", [P_PKEY_CAP] = "pkey_capacity",
+    [P_VFS] = "vfs",
 };
 enum { V_COUNT, V_COMMON };
 enum { V_GUID_BASE = V_COMMON, V_GUIDS, V_ALL };
 static const char *const vfs_keys[V_ALL] = {
-	[V_COUNT] = "count", [V_GUID_BASE] = "guid_base", [V_GUIDS] = "guids"};
+    [V_COUNT] = "count", [V_GUID_BASE] = "guid_base", [V_GUIDS] = "guids"};
 
 static const char *class_hint(const char *key)
 {
@@ -65,8 +75,7 @@ static const char *class_hint(const char *key)
 		return "this is per node and cannot be set in a class";
 	if (strcmp(key, "class") == 0)
 		return "classes do not nest";
-	if (strcmp(key, "guid") == 0 || strcmp(key, "guid_base") == 0 ||
-	    strcmp(key, "guids") == 0)
+	if (strcmp(key, "guid") == 0 || strcmp(key, "guid_base") == 0 || strcmp(key, "guids") == 0)
 		return "GUIDs are per node and cannot be set in a class";
 	return NULL;
 }
@@ -96,7 +105,7 @@ static void names_list(const struct inv_names *ix, char *buf, size_t size)
 /* ---- GPUs ---- */
 
 static int get_model(struct inv_ctx *c, const struct inv_field *f, const char *parent,
-		     const struct iso_gpu_model **out)
+                     const struct iso_gpu_model **out)
 {
 	char path[ISO_ERR_FIELD_MAX], name[64], known[200];
 	const struct iso_gpu_model *m;
@@ -120,11 +129,11 @@ static int get_model(struct inv_ctx *c, const struct inv_field *f, const char *p
 		o += (size_t)w;
 	}
 	return inv_fail(c, path, inv_line(f->val, f->line), "unknown GPU model '%s' (known: %s)",
-			name, known[0] ? known : "none");
+	                name, known[0] ? known : "none");
 }
 
 static int get_mig(struct inv_ctx *c, const struct inv_field *f, const char *parent,
-		   const struct iso_gpu_model *m, bool *out)
+                   const struct iso_gpu_model *m, bool *out)
 {
 	int r;
 
@@ -144,13 +153,12 @@ static int get_mig(struct inv_ctx *c, const struct inv_field *f, const char *par
 
 /* Short form {model, count, mig}: GPUs 0..count-1, all alike. */
 static int parse_gpus_short(struct inv_ctx *c, struct fy_node *n, const char *path, int line,
-			    struct iso_gpu **out, int *count)
+                            struct iso_gpu *out, int *count)
 {
 	enum { G_MODEL, G_COUNT, G_MIG, G_N };
 	struct inv_field fs[G_N] = {
-		[G_MODEL] = {.key = "model"}, [G_COUNT] = {.key = "count"}, [G_MIG] = {.key = "mig"}};
+	    [G_MODEL] = {.key = "model"}, [G_COUNT] = {.key = "count"}, [G_MIG] = {.key = "mig"}};
 	const struct iso_gpu_model *m = NULL;
-	struct iso_gpu *g;
 	int64_t k;
 	bool mig;
 	int r;
@@ -171,12 +179,8 @@ static int parse_gpus_short(struct inv_ctx *c, struct fy_node *n, const char *pa
 	r = get_mig(c, &fs[G_MIG], path, m, &mig);
 	if (r < 0)
 		return r;
-	g = calloc((size_t)k, sizeof(*g));
-	if (!g)
-		return inv_oom(c);
 	for (int i = 0; i < (int)k; i++)
-		g[i] = (struct iso_gpu){.index = i, .model = m, .mig_enabled = mig};
-	*out = g;
+		out[i] = (struct iso_gpu){.index = i, .model = m, .mig_enabled = mig};
 	*count = (int)k;
 	return 0;
 }
@@ -190,9 +194,8 @@ static int gpu_index_cmp(const void *x, const void *y)
 
 /* List form [{index, model, mig}, ...]: unique indexes, sorted on return. */
 static int parse_gpus_list(struct inv_ctx *c, struct fy_node *n, const char *path, int line,
-			   struct iso_gpu **out, int *count)
+                           struct iso_gpu *g, int *count)
 {
-	_cleanup_free_ struct iso_gpu *g = NULL;
 	int first_item[INV_MAX_GPUS], first_line[INV_MAX_GPUS];
 	uint64_t seen = 0;
 	struct fy_node *item;
@@ -202,16 +205,11 @@ static int parse_gpus_list(struct inv_ctx *c, struct fy_node *n, const char *pat
 	r = inv_get_seq(c, n, path, line, 0, INV_MAX_GPUS, &k);
 	if (r < 0)
 		return r;
-	if (k > 0) {
-		g = calloc((size_t)k, sizeof(*g));
-		if (!g)
-			return inv_oom(c);
-	}
-	for (int i = 0; (item = fy_node_sequence_iterate(n, &it)); i++) {
+	for (int i = 0; i < k && (item = fy_node_sequence_iterate(n, &it)); i++) {
 		enum { G_INDEX, G_MODEL, G_MIG, G_N };
 		struct inv_field fs[G_N] = {[G_INDEX] = {.key = "index"},
-					    [G_MODEL] = {.key = "model"},
-					    [G_MIG] = {.key = "mig"}};
+		                            [G_MODEL] = {.key = "model"},
+		                            [G_MIG] = {.key = "mig"}};
 		char ipath[ISO_ERR_FIELD_MAX], xpath[ISO_ERR_FIELD_MAX];
 		int iline = inv_line(item, line);
 		int64_t idx;
@@ -230,9 +228,9 @@ static int parse_gpus_list(struct inv_ctx *c, struct fy_node *n, const char *pat
 		if (seen & (UINT64_C(1) << idx)) {
 			inv_path_key(xpath, ipath, "index");
 			return inv_fail(c, xpath, fs[G_INDEX].line,
-					"duplicate GPU index %" PRId64
-					" (first used by %s[%d].index at line %d)",
-					idx, path, first_item[idx], first_line[idx]);
+			                "duplicate GPU index %" PRId64
+			                " (first used by %s[%d].index at line %d)",
+			                idx, path, first_item[idx], first_line[idx]);
 		}
 		seen |= UINT64_C(1) << idx;
 		first_item[idx] = i;
@@ -247,13 +245,13 @@ static int parse_gpus_list(struct inv_ctx *c, struct fy_node *n, const char *pat
 	}
 	if (k > 1)
 		qsort(g, (size_t)k, sizeof(*g), gpu_index_cmp);
-	*out = ISO_TAKE(g);
 	*count = k;
 	return 0;
 }
 
+/* Fills out[0..*count) (room for INV_MAX_GPUS). */
 static int parse_gpus(struct inv_ctx *c, const struct inv_field *f, const char *parent,
-		      struct iso_gpu **out, int *count)
+                      struct iso_gpu *out, int *count)
 {
 	char path[ISO_ERR_FIELD_MAX];
 
@@ -280,13 +278,14 @@ static bool device_valid(const char *s)
 	if (!s[0])
 		return false;
 	for (; *s; s++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", *s))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-",
+		            *s))
 			return false;
 	return true;
 }
 
 static int parse_vfs(struct inv_ctx *c, const struct inv_field *f, const char *parent,
-		     struct node_tmpl *t, struct node_ids *ids)
+                     struct node_tmpl *t, struct node_ids *ids)
 {
 	struct inv_field fs[V_ALL];
 	char path[ISO_ERR_FIELD_MAX];
@@ -294,7 +293,8 @@ static int parse_vfs(struct inv_ctx *c, const struct inv_field *f, const char *p
 
 	init_fields(fs, vfs_keys, V_ALL);
 	inv_path_key(path, parent, f->key);
-	r = inv_map_match(c, f->val, path, f->line, fs, ids ? V_ALL : V_COMMON, class_hint);
+	r = inv_map_match(c, f->val, path, f->line, fs, ids ? V_ALL : V_COMMON,
+	                  ids ? NULL : class_hint);
 	if (r < 0)
 		return r;
 	if (fs[V_COUNT].present) {
@@ -314,7 +314,7 @@ static int parse_vfs(struct inv_ctx *c, const struct inv_field *f, const char *p
 }
 
 static int parse_port(struct inv_ctx *c, const struct inv_field *f, const char *parent,
-		      struct node_tmpl *t, struct node_ids *ids)
+                      struct node_tmpl *t, struct node_ids *ids)
 {
 	struct inv_field fs[P_ALL];
 	char path[ISO_ERR_FIELD_MAX];
@@ -323,7 +323,11 @@ static int parse_port(struct inv_ctx *c, const struct inv_field *f, const char *
 
 	init_fields(fs, port_keys, P_ALL);
 	inv_path_key(path, parent, f->key);
-	r = inv_map_match(c, f->val, path, f->line, fs, ids ? P_ALL : P_COMMON, class_hint);
+	if (ids)
+		r = inv_map_match(c, f->val, path, f->line, fs, P_ALL, NULL);
+	else
+		r = inv_map_match(c, f->val, path, f->line, fs + P_DEVICE, P_ALL - P_DEVICE,
+		                  class_hint);
 	if (r < 0)
 		return r;
 	t->has_port = true;
@@ -339,8 +343,8 @@ static int parse_port(struct inv_ctx *c, const struct inv_field *f, const char *
 			char dpath[ISO_ERR_FIELD_MAX];
 			inv_path_key(dpath, path, "device");
 			return inv_fail(c, dpath, fs[P_DEVICE].line,
-					"'%s' is not an RDMA device name (letters, digits, _ . -)",
-					t->device);
+			                "'%s' is not an RDMA device name (letters, digits, _ . -)",
+			                t->device);
 		}
 		t->has_device = true;
 	}
@@ -364,7 +368,7 @@ static int parse_port(struct inv_ctx *c, const struct inv_field *f, const char *
 }
 
 static int check_pool(struct inv_ctx *c, const char *parent, const struct inv_field *f,
-		      const char *pool)
+                      const char *pool)
 {
 	char path[ISO_ERR_FIELD_MAX], known[160];
 
@@ -373,13 +377,13 @@ static int check_pool(struct inv_ctx *c, const char *parent, const struct inv_fi
 	inv_path_key(path, parent, f->key);
 	names_list(&c->pools_ix, known, sizeof(known));
 	return inv_fail(c, path, inv_line(f->val, f->line),
-			"pool '%s' is not declared in pools (declared: %s)", pool, known);
+	                "pool '%s' is not declared in pools (declared: %s)", pool, known);
 }
 
 /* Parses the keys a class and a node share, overlaying them on `t`. A new
- * GPU list goes to *gpus (owned by the caller). `ids` is NULL for a class. */
+ * `ids` is NULL for a class. */
 static int parse_body(struct inv_ctx *c, struct inv_field *fs, const char *path,
-		      struct node_tmpl *t, struct iso_gpu **gpus, struct node_ids *ids)
+                      struct node_tmpl *t, struct node_ids *ids)
 {
 	int64_t v;
 	int r;
@@ -405,7 +409,7 @@ static int parse_body(struct inv_ctx *c, struct inv_field *fs, const char *path,
 		int later = fs[B_MEM_GIB].line < fs[B_MEM_MIB].line ? B_MEM_MIB : B_MEM_GIB;
 		inv_path_key(mpath, path, fs[later].key);
 		return inv_fail(c, mpath, fs[later].line,
-				"give memory_gib or memory_mib, not both");
+		                "give memory_gib or memory_mib, not both");
 	}
 	if (fs[B_MEM_GIB].present) {
 		r = inv_fget_int(c, path, &fs[B_MEM_GIB], 1, MAX_MEMORY_GIB, &v);
@@ -422,11 +426,10 @@ static int parse_body(struct inv_ctx *c, struct inv_field *fs, const char *path,
 		t->memory_mib = v;
 	}
 	if (fs[B_GPUS].present) {
-		r = parse_gpus(c, &fs[B_GPUS], path, gpus, &t->n_gpus);
+		r = parse_gpus(c, &fs[B_GPUS], path, t->gpus, &t->n_gpus);
 		if (r < 0)
 			return r;
 		t->has_gpus = true;
-		t->gpus = *gpus;
 	}
 	if (fs[B_PORT].present)
 		return parse_port(c, &fs[B_PORT], path, t, ids);
@@ -442,8 +445,6 @@ static int class_cmp(const void *x, const void *y)
 
 void inv_classes_free(struct inv_ctx *c)
 {
-	for (int i = 0; i < c->n_classes; i++)
-		free(c->classes[i].gpus);
 	free(c->classes);
 	c->classes = NULL;
 	c->n_classes = 0;
@@ -465,7 +466,7 @@ int inv_parse_classes(struct inv_ctx *c, const struct inv_field *f)
 		return 0;
 	if (n > INV_MAX_CLASSES)
 		return inv_fail(c, "node_classes", f->line, "has %d classes, at most %d allowed", n,
-				INV_MAX_CLASSES);
+		                INV_MAX_CLASSES);
 	c->classes = calloc((size_t)n, sizeof(*c->classes));
 	if (!c->classes)
 		return inv_oom(c);
@@ -473,21 +474,19 @@ int inv_parse_classes(struct inv_ctx *c, const struct inv_field *f)
 		struct node_tmpl *t = &c->classes[c->n_classes];
 		struct fy_node *key = fy_node_pair_key(p), *val = fy_node_pair_value(p);
 		int kline = inv_line(key, f->line);
-		struct inv_field fs[B_COMMON];
+		struct inv_field fs[B_ALL];
 		char path[ISO_ERR_FIELD_MAX];
-		struct iso_gpu *gpus = NULL;
 
 		c->n_classes++;
 		r = inv_get_name(c, key, "node_classes", kline, t->name);
 		if (r < 0)
 			return r;
 		inv_path_key(path, "node_classes", t->name);
-		init_fields(fs, body_keys, B_COMMON);
-		r = inv_map_match(c, val, path, kline, fs, B_COMMON, class_hint);
+		init_fields(fs, body_keys, B_ALL);
+		r = inv_map_match(c, val, path, kline, fs + B_POOL, B_ALL - B_POOL, class_hint);
 		if (r < 0)
 			return r;
-		r = parse_body(c, fs, path, t, &gpus, NULL);
-		t->gpus = gpus; /* the class owns it, also on error */
+		r = parse_body(c, fs, path, t, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -497,8 +496,10 @@ int inv_parse_classes(struct inv_ctx *c, const struct inv_field *f)
 
 static const struct node_tmpl *find_class(const struct inv_ctx *c, const char *name)
 {
-	struct node_tmpl key;
+	struct node_tmpl key = {0};
 
+	if (c->n_classes == 0)
+		return NULL;
 	iso_strlcpy(key.name, name, sizeof(key.name));
 	return bsearch(&key, c->classes, (size_t)c->n_classes, sizeof(*c->classes), class_cmp);
 }
@@ -506,7 +507,7 @@ static const struct node_tmpl *find_class(const struct inv_ctx *c, const char *n
 /* ---- nodes ---- */
 
 static int check_rack_pdu(struct inv_ctx *c, const char *path, struct inv_field *fs,
-			  struct iso_node *node)
+                          struct iso_node *node)
 {
 	const struct iso_inventory *inv = c->inv;
 	const struct inv_name_ref *rack, *pdu;
@@ -517,8 +518,8 @@ static int check_rack_pdu(struct inv_ctx *c, const char *path, struct inv_field 
 		inv_path_key(fpath, path, "rack");
 		names_list(&c->racks_ix, known, sizeof(known));
 		return inv_fail(c, fpath, inv_line(fs[B_RACK].val, fs[B_RACK].line),
-				"rack '%s' is not declared in racks (declared: %s)", node->rack,
-				known);
+		                "rack '%s' is not declared in racks (declared: %s)", node->rack,
+		                known);
 	}
 	pdu = inv_names_find(&c->pdus_ix, node->pdu);
 	if (pdu && pdu->a == rack->a)
@@ -526,22 +527,22 @@ static int check_rack_pdu(struct inv_ctx *c, const char *path, struct inv_field 
 	inv_path_key(fpath, path, "pdu");
 	if (pdu)
 		return inv_fail(c, fpath, inv_line(fs[B_PDU].val, fs[B_PDU].line),
-				"pdu '%s' belongs to rack '%s', not to rack '%s'", node->pdu,
-				inv->racks[pdu->a].name, node->rack);
+		                "pdu '%s' belongs to rack '%s', not to rack '%s'", node->pdu,
+		                inv->racks[pdu->a].name, node->rack);
 	const struct iso_rack *r = &inv->racks[rack->a];
 	size_t o = 0;
 	known[0] = '\0';
 	for (int i = 0; i < r->n_pdus && o + ISO_NAME_MAX + 8 < sizeof(known); i++)
 		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", i ? ", " : "",
-				      r->pdus[i]);
+		                      r->pdus[i]);
 	return inv_fail(c, fpath, inv_line(fs[B_PDU].val, fs[B_PDU].line),
-			"pdu '%s' is not a pdu of rack '%s' (its pdus: %s)", node->pdu, node->rack,
-			known);
+	                "pdu '%s' is not a pdu of rack '%s' (its pdus: %s)", node->pdu, node->rack,
+	                known);
 }
 
 /* Fills node->port from the merged template and the node's own GUIDs. */
 static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
-		       const struct node_tmpl *t, const struct node_ids *ids, struct iso_node *node)
+                       const struct node_tmpl *t, const struct node_ids *ids, struct iso_node *node)
 {
 	struct iso_port *port = &node->port;
 	char ppath[ISO_ERR_FIELD_MAX], vpath[ISO_ERR_FIELD_MAX], fpath[ISO_ERR_FIELD_MAX];
@@ -558,12 +559,12 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 		return inv_missing(c, ppath, pline, "port", "the HCA port number, 1-based");
 	if (!t->has_pkey_capacity)
 		return inv_missing(c, ppath, pline, "pkey_capacity",
-				   "the port's P_Key table size (ConnectX: 128)");
+		                   "the port's P_Key table size (ConnectX: 128)");
 	if (!ids->guid.present)
 		return inv_missing(c, ppath, pline, "guid",
-				   from_class ? "the node's class gives it a port, and every port "
-						"needs its own GUID"
-					      : "every port needs its own GUID");
+		                   from_class ? "the node's class gives it a port, and every port "
+		                                "needs its own GUID"
+		                              : "every port needs its own GUID");
 	iso_strlcpy(port->device, t->device, sizeof(port->device));
 	port->port_num = t->port_num;
 	port->pkey_capacity = t->pkey_capacity;
@@ -579,13 +580,13 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 	port->n_vfs = t->has_vf_count ? t->vf_count : 0;
 	if (port->n_vfs == 0) {
 		const struct inv_field *extra = ids->guid_base.present ? &ids->guid_base
-					       : ids->guids.present    ? &ids->guids
-								       : NULL;
+		                                : ids->guids.present   ? &ids->guids
+		                                                       : NULL;
 		if (!extra)
 			return 0;
 		inv_path_key(fpath, vpath, extra->key);
 		return inv_fail(c, fpath, extra->line,
-				"vfs.count is 0, so there are no VF GUIDs to give");
+		                "vfs.count is 0, so there are no VF GUIDs to give");
 	}
 	if (ids->guid_base.present && ids->guids.present) {
 		inv_path_key(fpath, vpath, "guids");
@@ -593,9 +594,9 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 	}
 	if (!ids->guid_base.present && !ids->guids.present)
 		return inv_fail(c, vpath, vline,
-				"vfs.count is %d, so give guid_base or guids (each VF needs its "
-				"own GUID)",
-				port->n_vfs);
+		                "vfs.count is %d, so give guid_base or guids (each VF needs its "
+		                "own GUID)",
+		                port->n_vfs);
 	port->vf_guids = calloc((size_t)port->n_vfs, sizeof(*port->vf_guids));
 	if (!port->vf_guids)
 		return inv_oom(c);
@@ -608,13 +609,14 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 		if (base > UINT64_MAX - (uint64_t)(port->n_vfs - 1)) {
 			inv_path_key(fpath, vpath, "guid_base");
 			return inv_fail(c, fpath, ids->guid_base.line,
-					"guid_base 0x%016" PRIx64 " + %d VFs runs past 0xffffffffffffffff",
-					base, port->n_vfs);
+			                "guid_base 0x%016" PRIx64
+			                " + %d VFs runs past 0xffffffffffffffff",
+			                base, port->n_vfs);
 		}
 		for (int i = 0; i < port->n_vfs; i++)
 			port->vf_guids[i] = base + (uint64_t)i;
 		return inv_guids_add(c, base, base + (uint64_t)(port->n_vfs - 1), INV_GK_VF_BASE,
-				     idx, 0, ids->guid_base.line);
+		                     idx, 0, ids->guid_base.line);
 	}
 
 	struct fy_node *g;
@@ -626,8 +628,8 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 		return r;
 	if (k != port->n_vfs)
 		return inv_fail(c, fpath, ids->guids.line,
-				"has %d GUIDs but vfs.count is %d; give exactly one per VF", k,
-				port->n_vfs);
+		                "has %d GUIDs but vfs.count is %d; give exactly one per VF", k,
+		                port->n_vfs);
 	for (int i = 0; (g = fy_node_sequence_iterate(ids->guids.val, &it)); i++) {
 		char gpath[ISO_ERR_FIELD_MAX];
 		int gline = inv_line(g, ids->guids.line);
@@ -636,7 +638,7 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 		if (r < 0)
 			return r;
 		r = inv_guids_add(c, port->vf_guids[i], port->vf_guids[i], INV_GK_VF, idx, i,
-				  gline);
+		                  gline);
 		if (r < 0)
 			return r;
 	}
@@ -646,7 +648,6 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int parent_line)
 {
 	struct iso_node *node = &c->inv->nodes[idx];
-	_cleanup_free_ struct iso_gpu *own_gpus = NULL;
 	struct node_tmpl t = {0};
 	struct node_ids ids = {0};
 	struct inv_field fs[B_ALL];
@@ -680,16 +681,16 @@ static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int pare
 			for (int i = 0; i < c->n_classes && o + ISO_NAME_MAX + 8 < sizeof(known);
 			     i++)
 				o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
-						      i ? ", " : "", c->classes[i].name);
+				                      i ? ", " : "", c->classes[i].name);
 			inv_path_key(cpath, path, "class");
 			return inv_fail(c, cpath, inv_line(fs[B_CLASS].val, fs[B_CLASS].line),
-					"class '%s' is not declared in node_classes (declared: %s)",
-					cname, c->n_classes ? known : "none");
+			                "class '%s' is not declared in node_classes (declared: %s)",
+			                cname, c->n_classes ? known : "none");
 		}
 		t = *cls;
 		via = " nor in its class";
 	}
-	r = parse_body(c, fs, path, &t, &own_gpus, &ids);
+	r = parse_body(c, fs, path, &t, &ids);
 	if (r < 0)
 		return r;
 
@@ -713,22 +714,21 @@ static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int pare
 		return inv_missing(c, path, line, "pool", why);
 	if (!t.has_cpus)
 		return inv_missing(c, path, line, "cpus", why);
-	if (!t.has_memory)
-		return inv_missing(c, path, line, "memory_gib", why);
+	if (!t.has_memory) {
+		char why_mem[128];
+		snprintf(why_mem, sizeof(why_mem), "or memory_mib; %s", why);
+		return inv_missing(c, path, line, "memory_gib", why_mem);
+	}
 	iso_strlcpy(node->pool, t.pool, sizeof(node->pool));
 	node->cpus = t.cpus;
 	node->memory_mib = t.memory_mib;
 	node->sched = ISO_NODE_SCHEDULABLE;
 
 	if (t.has_gpus && t.n_gpus > 0) {
-		if (own_gpus) {
-			node->gpus = ISO_TAKE(own_gpus);
-		} else {
-			node->gpus = calloc((size_t)t.n_gpus, sizeof(*node->gpus));
-			if (!node->gpus)
-				return inv_oom(c);
-			memcpy(node->gpus, t.gpus, (size_t)t.n_gpus * sizeof(*node->gpus));
-		}
+		node->gpus = calloc((size_t)t.n_gpus, sizeof(*node->gpus));
+		if (!node->gpus)
+			return inv_oom(c);
+		memcpy(node->gpus, t.gpus, (size_t)t.n_gpus * sizeof(*node->gpus));
 		node->n_gpus = t.n_gpus;
 	}
 
@@ -737,7 +737,7 @@ static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int pare
 			return 0;
 		char why_port[96];
 		snprintf(why_port, sizeof(why_port), "every node needs a port on an %s fabric",
-			 iso_fabric_type_name(c->inv->fabric.type));
+		         iso_fabric_type_name(c->inv->fabric.type));
 		return inv_missing(c, path, line, "port", why_port);
 	}
 	node->has_port = true;

@@ -14,15 +14,17 @@
 
 int inv_fail(struct inv_ctx *c, const char *path, int line, const char *fmt, ...)
 {
-	char msg[ISO_ERR_MSG_MAX];
+	char msg[ISO_ERR_MSG_MAX] = "";
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		msg[0] = '\0';
 	if (path && path[0])
 		return iso_error_set(c->err, ISO_E_INVALID, path, "%s:%d: %s: %s", c->name, line,
-				     path, msg);
+		                     path, msg);
 	return iso_error_set(c->err, ISO_E_INVALID, "", "%s:%d: %s", c->name, line, msg);
 }
 
@@ -55,6 +57,8 @@ void inv_path_index(char out[ISO_ERR_FIELD_MAX], const char *parent, int i)
 
 /* ---- parsing ---- */
 
+static void sanitize(const char *s, size_t len, char *buf, size_t size);
+
 /* Everything libfyaml would print goes nowhere: errors are collected and
  * turned into one iso_error by inv_yaml_parse. */
 static void diag_sink(struct fy_diag *diag, void *user, const char *buf, size_t len)
@@ -69,11 +73,22 @@ static int report_diag(struct inv_ctx *c, struct fy_diag *diag)
 {
 	void *it = NULL;
 	struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+	const char *msg, *tok = NULL;
+	char what[64] = "";
+	size_t len = 0;
 
 	if (!e)
 		return inv_fail(c, "", 1, "YAML syntax error");
-	return inv_fail(c, "", e->line > 0 ? e->line : 1, "YAML syntax error: %s",
-			e->msg ? e->msg : "unknown");
+	msg = e->msg ? e->msg : "unknown";
+	/* Name the key of a duplicate-key error: libfyaml leaves it out. */
+	if (e->fyt && strcmp(msg, "duplicate key") == 0)
+		tok = fy_token_get_text(e->fyt, &len);
+	if (tok && len) {
+		char t[48];
+		sanitize(tok, len, t, sizeof(t));
+		snprintf(what, sizeof(what), " '%s'", t);
+	}
+	return inv_fail(c, "", e->line > 0 ? e->line : 1, "YAML syntax error: %s%s", msg, what);
 }
 
 static void diag_destroyp(struct fy_diag **d)
@@ -132,8 +147,8 @@ int inv_yaml_parse(struct inv_ctx *c, const char *yaml, size_t len, struct fy_do
 			return report_diag(c, diag);
 		if (second)
 			return inv_fail(c, "", inv_line(fy_document_root(second), 1),
-					"a second YAML document ('---'): the inventory is one "
-					"document");
+			                "a second YAML document ('---'): the inventory is one "
+			                "document");
 	}
 	*doc = ISO_TAKE(first);
 	return 0;
@@ -189,7 +204,7 @@ static bool all_in(const char *s, size_t n, const char *set)
 	return true;
 }
 
-#define DIGITS "0123456789"
+#define DIGITS    "0123456789"
 #define HEXDIGITS "0123456789abcdefABCDEF"
 
 static bool text_is_int(const char *s, size_t n)
@@ -343,24 +358,23 @@ static void describe(struct fy_node *n, char *buf, size_t size)
 
 /* Refuses what no key of the inventory accepts: aliases, tags, nulls. */
 static int check_value(struct inv_ctx *c, struct fy_node *n, const char *path, int line,
-		       const char *expected)
+                       const char *expected)
 {
 	size_t tlen = 0;
 
 	if (!n || kind_of(n) == K_NULL)
-		return inv_fail(c, path, inv_line(n, line), "has no value (expected %s)",
-				expected);
+		return inv_fail(c, path, inv_line(n, line), "has no value (expected %s)", expected);
 	if (kind_of(n) == K_ALIAS)
 		return inv_fail(c, path, inv_line(n, line),
-				"aliases are not supported (use node_classes to share settings)");
+		                "aliases are not supported (use node_classes to share settings)");
 	if (fy_node_get_tag(n, &tlen))
 		return inv_fail(c, path, inv_line(n, line),
-				"YAML tags are not supported (expected %s)", expected);
+		                "YAML tags are not supported (expected %s)", expected);
 	return 0;
 }
 
 static int wrong_type(struct inv_ctx *c, struct fy_node *n, const char *path, int line,
-		      const char *expected)
+                      const char *expected)
 {
 	char got[96];
 
@@ -368,8 +382,14 @@ static int wrong_type(struct inv_ctx *c, struct fy_node *n, const char *path, in
 	return inv_fail(c, path, inv_line(n, line), "expected %s, got %s", expected, got);
 }
 
-bool inv_is_map(struct fy_node *n) { return kind_of(n) == K_MAP; }
-bool inv_is_seq(struct fy_node *n) { return kind_of(n) == K_SEQ; }
+bool inv_is_map(struct fy_node *n)
+{
+	return kind_of(n) == K_MAP;
+}
+bool inv_is_seq(struct fy_node *n)
+{
+	return kind_of(n) == K_SEQ;
+}
 
 /* ---- accessors ---- */
 
@@ -385,7 +405,7 @@ int inv_get_map(struct inv_ctx *c, struct fy_node *n, const char *path, int line
 }
 
 int inv_map_match(struct inv_ctx *c, struct fy_node *map, const char *path, int line,
-		  struct inv_field *fields, size_t nf, const char *(*hint)(const char *key))
+                  struct inv_field *fields, size_t nf, const char *(*hint)(const char *key))
 {
 	struct fy_node_pair *p;
 	void *it = NULL;
@@ -409,7 +429,7 @@ int inv_map_match(struct inv_ctx *c, struct fy_node *map, const char *path, int 
 
 		if (kind_of(k) != K_STRING && kind_of(k) != K_INT && kind_of(k) != K_BOOL)
 			return inv_fail(c, path, kline, "keys must be plain words, got %s",
-					kind_name(kind_of(k)));
+			                kind_name(kind_of(k)));
 		s = fy_node_get_scalar(k, &len);
 		for (i = 0; i < nf; i++)
 			if (text_is(s, len, fields[i].key))
@@ -424,7 +444,7 @@ int inv_map_match(struct inv_ctx *c, struct fy_node *map, const char *path, int 
 		allowed[0] = '\0';
 		for (size_t j = 0; j < nf && o < sizeof(allowed); j++) {
 			int w = snprintf(allowed + o, sizeof(allowed) - o, "%s%s", j ? ", " : "",
-					 fields[j].key);
+			                 fields[j].key);
 			if (w < 0)
 				break;
 			o += (size_t)w;
@@ -432,23 +452,22 @@ int inv_map_match(struct inv_ctx *c, struct fy_node *map, const char *path, int 
 		inv_path_key(kpath, path, key);
 		why = hint ? hint(key) : NULL;
 		return inv_fail(c, kpath, kline, "unknown key '%s'%s%s (allowed: %s)", key,
-				why ? ": " : "", why ? why : "", allowed);
+		                why ? ": " : "", why ? why : "", allowed);
 	}
 	return 0;
 }
 
-int inv_missing(struct inv_ctx *c, const char *parent, int line, const char *key,
-		const char *why)
+int inv_missing(struct inv_ctx *c, const char *parent, int line, const char *key, const char *why)
 {
 	char path[ISO_ERR_FIELD_MAX];
 
 	inv_path_key(path, parent, key);
 	return inv_fail(c, path, line, "missing required key '%s'%s%s", key, why ? ": " : "",
-			why ? why : "");
+	                why ? why : "");
 }
 
 int inv_get_string(struct inv_ctx *c, struct fy_node *n, const char *path, int line, char *buf,
-		   size_t size)
+                   size_t size)
 {
 	size_t len = 0;
 	const char *s;
@@ -464,11 +483,11 @@ int inv_get_string(struct inv_ctx *c, struct fy_node *n, const char *path, int l
 		return wrong_type(c, n, path, line, "a string");
 	if (len >= size)
 		return inv_fail(c, path, inv_line(n, line), "too long (%zu bytes, at most %zu)",
-				len, size - 1);
+		                len, size - 1);
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return inv_fail(c, path, inv_line(n, line),
-					"control characters are not allowed");
+			                "control characters are not allowed");
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	return 0;
@@ -482,9 +501,9 @@ int inv_get_name(struct inv_ctx *c, struct fy_node *n, const char *path, int lin
 		return r;
 	if (!iso_name_valid(buf))
 		return inv_fail(c, path, inv_line(n, line),
-				"'%s' is not a valid name (1-63 of a-z 0-9 . _ -, starting with "
-				"a letter or digit)",
-				buf);
+		                "'%s' is not a valid name (1-63 of a-z 0-9 . _ -, starting with "
+		                "a letter or digit)",
+		                buf);
 	return 0;
 }
 
@@ -516,7 +535,7 @@ static bool parse_magnitude(const char *s, size_t n, uint64_t *out)
 }
 
 int inv_get_int(struct inv_ctx *c, struct fy_node *n, const char *path, int line, int64_t min,
-		int64_t max, int64_t *out)
+                int64_t max, int64_t *out)
 {
 	char q[64];
 	size_t len = 0;
@@ -535,7 +554,7 @@ int inv_get_int(struct inv_ctx *c, struct fy_node *n, const char *path, int line
 	quote_scalar(n, q, sizeof(q));
 	if (len > 2 && s[0] == '0' && s[1] == 'o')
 		return inv_fail(c, path, inv_line(n, line),
-				"octal is not accepted, write decimal or 0x hex (got%s)", q);
+		                "octal is not accepted, write decimal or 0x hex (got%s)", q);
 	if (s[0] == '-' || s[0] == '+') {
 		neg = s[0] == '-';
 		s++;
@@ -543,17 +562,16 @@ int inv_get_int(struct inv_ctx *c, struct fy_node *n, const char *path, int line
 	}
 	if (len > 1 && s[0] == '0' && s[1] != 'x')
 		return inv_fail(c, path, inv_line(n, line),
-				"leading zeros are ambiguous, write decimal without them or 0x "
-				"hex (got%s)",
-				q);
+		                "leading zeros are ambiguous, write decimal without them or 0x "
+		                "hex (got%s)",
+		                q);
 	if (!parse_magnitude(s, len, &mag) || mag > (uint64_t)INT64_MAX)
-		return inv_fail(c, path, inv_line(n, line), "must be between %" PRId64 " and %" PRId64
-				", got%s",
-				min, max, q);
+		return inv_fail(c, path, inv_line(n, line),
+		                "must be between %" PRId64 " and %" PRId64 ", got%s", min, max, q);
 	v = neg ? -(int64_t)mag : (int64_t)mag;
 	if (v < min || v > max)
 		return inv_fail(c, path, inv_line(n, line),
-				"must be between %" PRId64 " and %" PRId64 ", got%s", min, max, q);
+		                "must be between %" PRId64 " and %" PRId64 ", got%s", min, max, q);
 	*out = v;
 	return 0;
 }
@@ -601,7 +619,7 @@ int inv_get_guid(struct inv_ctx *c, struct fy_node *n, const char *path, int lin
 }
 
 int inv_get_seq(struct inv_ctx *c, struct fy_node *n, const char *path, int line, int min, int max,
-		int *count)
+                int *count)
 {
 	int r, k;
 
@@ -613,10 +631,10 @@ int inv_get_seq(struct inv_ctx *c, struct fy_node *n, const char *path, int line
 	k = fy_node_sequence_item_count(n);
 	if (k < min)
 		return inv_fail(c, path, inv_line(n, line), "needs at least %d entr%s, got %d", min,
-				min == 1 ? "y" : "ies", k);
+		                min == 1 ? "y" : "ies", k);
 	if (k > max)
 		return inv_fail(c, path, inv_line(n, line), "has %d entries, at most %d allowed", k,
-				max);
+		                max);
 	*count = k;
 	return 0;
 }
@@ -624,7 +642,7 @@ int inv_get_seq(struct inv_ctx *c, struct fy_node *n, const char *path, int line
 /* ---- the same on matched fields ---- */
 
 int inv_fget_string(struct inv_ctx *c, const char *parent, const struct inv_field *f, char *buf,
-		    size_t size)
+                    size_t size)
 {
 	char path[ISO_ERR_FIELD_MAX];
 
@@ -641,7 +659,7 @@ int inv_fget_name(struct inv_ctx *c, const char *parent, const struct inv_field 
 }
 
 int inv_fget_int(struct inv_ctx *c, const char *parent, const struct inv_field *f, int64_t min,
-		 int64_t max, int64_t *out)
+                 int64_t max, int64_t *out)
 {
 	char path[ISO_ERR_FIELD_MAX];
 
@@ -657,8 +675,7 @@ int inv_fget_bool(struct inv_ctx *c, const char *parent, const struct inv_field 
 	return inv_get_bool(c, f->val, path, f->line, out);
 }
 
-int inv_fget_guid(struct inv_ctx *c, const char *parent, const struct inv_field *f,
-		  uint64_t *out)
+int inv_fget_guid(struct inv_ctx *c, const char *parent, const struct inv_field *f, uint64_t *out)
 {
 	char path[ISO_ERR_FIELD_MAX];
 

@@ -59,18 +59,13 @@ static int print_issued(const json_t *body)
 	static const char *const keys[] = {"id",          "role",    "tenant",  "user",
 	                                   "description", "created", "expires", "token"};
 	_cleanup_(isoctl_table_clear) struct isoctl_table t;
-	int r;
 
 	isoctl_table_init(&t, 2, NULL);
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(keys); i++) {
 		isoctl_table_addf(&t, "%s:", keys[i]);
 		isoctl_table_add_json(&t, json_object_get(body, keys[i]));
 	}
-	r = isoctl_table_print(&t);
-	if (!r)
-		fputs("isoctl: warning: the token secret is shown only once; store it now\n",
-		      stderr);
-	return r;
+	return isoctl_table_print(&t);
 }
 
 static int token_issue(struct isoctl *ctx, int argc, char **argv)
@@ -144,7 +139,13 @@ static int token_issue(struct isoctl *ctx, int argc, char **argv)
 		r = isoctl_set_int(body, "expires_in_s", exp);
 	if (!r)
 		r = isoctl_call(ctx, "POST", "/v1/tokens", body, &resp);
-	return r ? r : isoctl_render(ctx, &resp, print_issued);
+	if (!r)
+		r = isoctl_render(ctx, &resp, print_issued);
+	/* On stderr in every output mode, so scripts reading stdout still see it. */
+	if (!r)
+		fputs("isoctl: warning: the token secret is shown only once; store it now\n",
+		      stderr);
+	return r;
 }
 
 static int token_list(struct isoctl *ctx, int argc, char **argv)

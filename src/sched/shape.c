@@ -93,12 +93,14 @@ int iso_shape_validate(const struct iso_shape *shape, const struct iso_inventory
 	return 0;
 }
 
-/* How many instances of the shape's profile the node's GPUs hold when empty. */
-static int node_capacity(const struct iso_node *node, const struct iso_shape *shape)
+/* How many GPUs (whole) or instances of the shape's profile the node's GPUs
+ * hold when empty, counting no further than `limit`. Packing one profile
+ * alone greedily reaches each GPU's maximum, so this is exact. */
+static int node_gpu_units(const struct iso_node *node, const struct iso_shape *shape, int limit)
 {
 	int n = 0;
 
-	for (int j = 0; j < node->n_gpus && n < shape->gpu_count; j++) {
+	for (int j = 0; j < node->n_gpus && n < limit; j++) {
 		const struct iso_gpu *g = &node->gpus[j];
 		const struct iso_mig_profile *p;
 		struct iso_gpu_occupancy o;
@@ -113,8 +115,7 @@ static int node_capacity(const struct iso_node *node, const struct iso_shape *sh
 		if (!p)
 			continue;
 		iso_gpu_occupancy_init(&o, g->model);
-		while (n < shape->gpu_count &&
-		       (start = iso_mig_first_start(g->model, &o, p)) >= 0) {
+		while (n < limit && (start = iso_mig_first_start(g->model, &o, p)) >= 0) {
 			iso_mig_take(g->model, &o, p, start);
 			n++;
 		}
@@ -122,17 +123,32 @@ static int node_capacity(const struct iso_node *node, const struct iso_shape *sh
 	return n;
 }
 
-bool iso_shape_ever_fits(const struct iso_shape *shape, const struct iso_inventory *inv)
+/* Members of the shape one empty node holds, no more than `limit`. A member's
+ * GPUs may sit on any GPUs of its node, so GPU units divide evenly. */
+static int node_members(const struct iso_node *node, const struct iso_shape *shape, int limit)
 {
-	for (int i = 0; i < inv->n_nodes; i++) {
-		const struct iso_node *node = &inv->nodes[i];
+	int64_t n = limit;
 
-		if (!iso_sched_node_in_pool(node, shape))
-			continue;
-		if (shape->cpus > node->cpus || shape->memory_mib > node->memory_mib)
-			continue;
-		if (shape->gpu_count <= 0 || node_capacity(node, shape) >= shape->gpu_count)
-			return true;
+	if (!iso_sched_node_in_pool(node, shape))
+		return 0;
+	if (shape->cpus > 0 && node->cpus / shape->cpus < n)
+		n = node->cpus / shape->cpus;
+	if (shape->memory_mib > 0 && node->memory_mib / shape->memory_mib < n)
+		n = node->memory_mib / shape->memory_mib;
+	if (shape->gpu_count > 0 && n > 0) {
+		int64_t units = node_gpu_units(node, shape, (int)(n * shape->gpu_count));
+		if (units / shape->gpu_count < n)
+			n = units / shape->gpu_count;
 	}
-	return false;
+	return (int)n;
+}
+
+int iso_shape_max_members(const struct iso_shape *shape, const struct iso_inventory *inv,
+                          int limit)
+{
+	int n = 0;
+
+	for (int i = 0; i < inv->n_nodes && n < limit; i++)
+		n += node_members(&inv->nodes[i], shape, limit - n);
+	return n;
 }

@@ -55,14 +55,15 @@ class Binaries:
 
 
 def _parse_argv():
-    """argv[1] = isostackd, argv[2] = isoctl (both may also come from the
-    environment as ISOSTACKD / ISOCTL). Leaves unittest's own args alone."""
+    """argv[1] = isostackd, argv[2] = isoctl (or ISOSTACKD / ISOCTL in the
+    environment); anything after them goes to unittest (test names, -k, -v)."""
     args = sys.argv[1:]
-    pos = [a for a in args if not a.startswith("-")]
-    Binaries.isostackd = os.path.abspath(pos[0]) if len(pos) > 0 else os.environ.get("ISOSTACKD")
-    Binaries.isoctl = os.path.abspath(pos[1]) if len(pos) > 1 else os.environ.get("ISOCTL")
-    rest = [a for a in args if a.startswith("-")]
-    sys.argv[1:] = rest
+    bins = []
+    while args and len(bins) < 2 and not args[0].startswith("-") and os.path.sep in args[0]:
+        bins.append(args.pop(0))
+    Binaries.isostackd = os.path.abspath(bins[0]) if len(bins) > 0 else os.environ.get("ISOSTACKD")
+    Binaries.isoctl = os.path.abspath(bins[1]) if len(bins) > 1 else os.environ.get("ISOCTL")
+    sys.argv[1:] = args
 
 
 _sanitized_cache = {}
@@ -196,7 +197,7 @@ class Client:
 
     def request(self, method, path, body=None, **kw):
         kw.setdefault("token", self.token)
-        return http_request(self.daemon.port, method, path, body=body, **kw)
+        return self.daemon.request(method, path, body=body, **kw)
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
@@ -273,7 +274,7 @@ class Daemon:
         self.config = config if os.path.isabs(config) else data_path(config)
         self.tmp = tempfile.mkdtemp(prefix="isoapi-")
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
-        os.makedirs(self.state_dir, exist_ok=True)
+        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
         self.extra_args = list(extra_args)
         self.env = dict(os.environ)
         self.env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
@@ -285,6 +286,7 @@ class Daemon:
         self.logs = []  # stderr log of every start, in order
         self.admin_token = None
         self.last_returncode = None
+        self._reported = set()  # logs whose sanitizer report already failed a test
         with _registry_lock:
             _all_daemons.append(self)
 
@@ -475,13 +477,19 @@ class Daemon:
         return "\n".join(text.splitlines()[-n:])
 
     def check_sanitizers(self):
-        text = self.stderr_text()
-        for m in SANITIZER_MARKERS:
-            i = text.find(m)
-            if i >= 0:
-                lo = text.rfind("\n", 0, max(0, i - 2000))
-                raise DaemonError("sanitizer report in isostackd stderr (%r):\n%s"
-                                  % (m, text[lo + 1:i + 4000]))
+        """Fails on a sanitizer report in a log not reported before (each
+        report fails one test, not every later one)."""
+        for i, path in enumerate(self.logs):
+            if path in self._reported:
+                continue
+            text = self.stderr_text(i)
+            for m in SANITIZER_MARKERS:
+                k = text.find(m)
+                if k >= 0:
+                    self._reported.add(path)
+                    lo = text.rfind("\n", 0, max(0, k - 2000))
+                    raise DaemonError("sanitizer report in isostackd stderr (%r, start %d):\n%s"
+                                      % (m, i + 1, text[lo + 1:k + 4000]))
 
     # -- clients
 
@@ -493,6 +501,23 @@ class Daemon:
 
     def url(self):
         return "http://127.0.0.1:%d" % self.port
+
+    def request(self, method, path, body=None, **kw):
+        """http_request to this daemon; a transport error from a daemon that
+        has died becomes a DaemonError with its exit status and stderr."""
+        try:
+            return http_request(self.port, method, path, body=body, **kw)
+        except (OSError, http.client.HTTPException) as e:
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=0.5)  # a crashing daemon may still be exiting
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.proc is not None and self.proc.poll() is not None:
+                raise DaemonError("isostackd died (exit status %s) during or before %s %s: %r\n"
+                                  "--- stderr tail ---\n%s"
+                                  % (self.proc.returncode, method, path, e, self.stderr_tail()))
+            raise
 
 
 def _cleanup_all():

@@ -98,7 +98,7 @@ class FreshDaemonCase(ApiTestCase):
 
 class TestHealthAuth(DaemonCase):
     def test_healthz_needs_no_auth(self):
-        r = harness.http_request(self.d.port, "GET", "/v1/healthz")
+        r = self.d.request("GET", "/v1/healthz")
         self.assertStatus(r, 200)
         self.assertEqual(r.body, {"status": "ok"})
         self.assertTrue((r.header("Content-Type") or "").startswith("application/json"))
@@ -126,7 +126,7 @@ class TestHealthAuth(DaemonCase):
                              ("/v1/allocations", "GET"), ("/v1/tenants/nosuch", "DELETE")):
             for what, tok, hdrs in self._unauthorized_variants():
                 body = {"name": uniq("unauth")} if method == "POST" else None
-                r = harness.http_request(self.d.port, method, path, body=body, token=tok,
+                r = self.d.request(method, path, body=body, token=tok,
                                          headers=hdrs)
                 err = self.assertError(r, 401, "unauthorized", None, msg="%s %s (%s)" % (method, path, what))
                 msgs.add(err["message"])
@@ -144,7 +144,7 @@ class TestHealthAuth(DaemonCase):
         self.assertStatus(self.d.client(secret).get("/v1/whoami"), 200)
         time.sleep(2.2)
         r = self.d.client(secret).get("/v1/whoami")
-        bad = harness.http_request(self.d.port, "GET", "/v1/whoami", token="garbage")
+        bad = self.d.request("GET", "/v1/whoami", token="garbage")
         self.assertError(r, 401, "unauthorized", None)
         self.assertEqual(r.body["error"]["message"], bad.body["error"]["message"])
 
@@ -484,6 +484,17 @@ class TestAllocations(FreshDaemonCase):
         self.check_consistent()
         self.assertEqual(self.admin.get("/v1/nodes/sm-n01").body["cpus_used"], 2)
 
+    def test_resize_cpu_only(self):
+        t, c = self.tenant_with_user()
+        a = create_alloc(self, c, {"cpus": 4, "memory_mib": 100, "pool": "cpu"})
+        for n in (3, 3, 1, 2, 1):
+            r = c.patch("/v1/allocations/" + a["id"], {"members": n})
+            self.assertStatus(r, 200)
+            check_allocation(self, r.body)
+            self.assertEqual((r.body["members"], r.body["placement"]), (n, []))
+            self.assertEqual(self.admin.get("/v1/nodes/sm-c01").body["cpus_used"], 4 * n)
+        self.check_consistent()
+
     def test_resize_that_does_not_fit_changes_nothing(self):
         t, c = self.tenant_with_user()
         a = create_alloc(self, c, {"gpus": {"count": 8, "whole": True}})
@@ -740,7 +751,7 @@ class TestPaginationAndIds(DaemonCase):
         self.assertError(e, 404, "not_found")
         self.assertEqual(e.header("X-Request-Id"), "err-id-7")
         self.assertEqual(e.body["request_id"], "err-id-7")
-        u = harness.http_request(self.d.port, "GET", "/v1/version", headers={"X-Request-Id": "u-1"})
+        u = self.d.request("GET", "/v1/version", headers={"X-Request-Id": "u-1"})
         self.assertError(u, 401, "unauthorized")
         self.assertEqual(u.body["request_id"], "u-1")
 

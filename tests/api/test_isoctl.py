@@ -1,1 +1,340 @@
-import sys; sys.exit(77)
+#!/usr/bin/env python3
+"""test_isoctl.py: the real isoctl binary against a real isostackd: the
+README walkthrough, `-o json` output that parses and matches the API, the
+exit codes of docs/cli.md (2 usage, 3 not found, 4 unauthorized/forbidden,
+5 conflict/capacity, 6 invalid input, 7 unreachable) and help at every level.
+
+Run: python3 tests/api/test_isoctl.py PATH/TO/isostackd PATH/TO/isoctl
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ApiTestCase, Daemon, T  # noqa: E402
+
+CONFIG = "small.yaml"
+
+COMMANDS = {
+    "health": [], "version": [], "whoami": [], "capacity": [],
+    "tenant": ["create", "list", "get", "update", "delete"],
+    "token": ["issue", "list", "get", "revoke"],
+    "node": ["list", "get", "cordon", "uncordon", "drain"],
+    "gpu": ["list"],
+    "alloc": ["create", "list", "get", "resize", "release"],
+}
+
+
+class Result:
+    def __init__(self, argv, p):
+        self.argv, self.rc, self.out, self.err = argv, p.returncode, p.stdout, p.stderr
+
+    def json(self):
+        try:
+            return json.loads(self.out)
+        except ValueError as e:
+            raise AssertionError("isoctl %s: stdout is not JSON (%s):\n%s" % (" ".join(self.argv), e, self.out))
+
+    def __repr__(self):
+        return "isoctl %s -> %d\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
+            " ".join(self.argv), self.rc, self.out[-3000:], self.err[-3000:])
+
+
+class IsoctlCase(ApiTestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not harness.Binaries.isoctl or not os.path.exists(harness.Binaries.isoctl):
+            raise AssertionError("no isoctl binary: pass it as argv[2]")
+        cls.d = Daemon(CONFIG)
+        try:
+            cls.d.start()
+        except BaseException:
+            cls.d.cleanup()
+            raise
+        cls.admin = cls.d.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+
+    def isoctl(self, *argv, token="admin", url=None, env=None, stdin=None):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")}
+        e["ISOSTACK_URL"] = url or self.d.url()
+        if token == "admin":
+            token = self.d.admin_token
+        if token is not None:
+            e["ISOSTACK_TOKEN"] = token
+        if env:
+            e.update(env)
+        p = subprocess.run([harness.Binaries.isoctl] + list(argv), env=e, input=stdin,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=T(60))
+        r = Result(list(argv), p)
+        for m in harness.SANITIZER_MARKERS:
+            self.assertNotIn(m, r.err, "sanitizer report from isoctl: %r" % r)
+        return r
+
+    def ok(self, *argv, **kw):
+        r = self.isoctl(*argv, **kw)
+        self.assertEqual(r.rc, 0, repr(r))
+        return r
+
+    def fails(self, rc, *argv, **kw):
+        r = self.isoctl(*argv, **kw)
+        self.assertEqual(r.rc, rc, repr(r))
+        self.assertEqual(r.out, "", "stdout not empty on an error: %r" % r)
+        self.assertTrue(r.err.strip(), "no message on stderr: %r" % r)
+        return r
+
+
+class TestWalkthrough(IsoctlCase):
+    """README.md's five-minute walkthrough, checked against the API."""
+
+    def test_readme_walkthrough(self):
+        r = self.ok("health")
+        self.assertEqual(r.out.strip(), "ok")
+        cap = self.ok("capacity", "-o", "json").json()
+        self.assertEqual(cap, self.admin.get("/v1/capacity").body)
+        self.ok("capacity")  # table form
+
+        r = self.ok("tenant", "create", "acme", "--description", "ACME Pharma")
+        self.assertIn("acme", r.out)
+        self.assertIn("ACME Pharma", r.out)
+        self.assertEqual(self.admin.get("/v1/tenants/acme").body["description"], "ACME Pharma")
+
+        r = self.ok("token", "issue", "--tenant", "acme", "--role", "tenant-admin", "--user", "alice",
+                    "-o", "json")
+        tok = r.json()
+        self.assertRegex(tok["token"], harness.TOKEN_RE)
+        self.assertEqual((tok["role"], tok["tenant"], tok["user"]), ("tenant-admin", "acme", "alice"))
+        alice = tok["token"]
+
+        who = self.ok("whoami", "-o", "json", token=alice).json()
+        self.assertEqual(who, {"token_id": tok["id"], "role": "tenant-admin", "tenant": "acme", "user": "alice"})
+
+        a = self.ok("alloc", "create", "--members", "2", "--profile", "3g.40gb", "--cpus", "8",
+                    "--memory-mib", "65536", "--name", "train-1", "-o", "json", token=alice).json()
+        harness.check_allocation(self, a)
+        self.assertEqual((a["tenant"], a["name"], a["state"], a["members"], a["owner"]),
+                         ("acme", "train-1", "active", 2, "alice"))
+        self.assertEqual(harness.slots_of(a), [("sm-n01", 0, 0, 4), ("sm-n01", 0, 4, 4)])
+
+        lst = self.ok("alloc", "list", "-o", "json", token=alice).json()
+        self.assertEqual([x["id"] for x in lst["items"]], [a["id"]])
+
+        got = self.ok("alloc", "get", a["id"], "-o", "json", token=alice).json()
+        self.assertEqual(got, self.admin.get("/v1/allocations/" + a["id"]).body)
+        table = self.ok("alloc", "get", a["id"], token=alice).out
+        for s in ("PLACEMENT", "sm-n01", "3g.40gb", a["id"], "active"):
+            self.assertIn(s, table)
+
+        rs = self.ok("alloc", "resize", a["id"], "--members", "3", "-o", "json", token=alice).json()
+        self.assertEqual((rs["members"], len(rs["placement"])), (3, 3))
+
+        rel = self.ok("alloc", "release", a["id"], "-o", "json", token=alice).json()
+        self.assertEqual(rel["state"], "released")
+        self.assertEqual(self.admin.get("/v1/allocations/" + a["id"]).body["state"], "released")
+
+    def test_whole_gpus_and_cpu_only(self):
+        self.ok("tenant", "create", "wholeco")
+        a = self.ok("alloc", "create", "--tenant", "wholeco", "--whole", "--count", "2", "-o", "json").json()
+        self.assertEqual(a["gpus"], {"count": 2, "whole": True, "profile": None, "model": None})
+        self.assertEqual(len({p["node"] for p in a["placement"]}), 1)
+        c = self.ok("alloc", "create", "--tenant", "wholeco", "--cpus", "2", "--pool", "cpu", "-o", "json").json()
+        self.assertEqual((c["placement"], c["nodes"][0]["node"]), ([], "sm-c01"))
+        for x in (a, c):
+            self.ok("alloc", "release", x["id"])
+        self.ok("tenant", "delete", "wholeco")
+
+    def test_token_issue_warns_secret_shown_once(self):
+        self.ok("tenant", "create", "warnco")
+        for mode in (["-o", "table"], ["-o", "json"]):
+            with self.subTest(mode=mode):
+                r = self.ok("token", "issue", "--tenant", "warnco", "--role", "tenant-user", *mode)
+                self.assertIn("isoctl: warning: the token secret is shown only once", r.err)
+                self.assertRegex(r.out, r"iso_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
+
+    def test_token_file(self):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("  %s  \n" % self.d.admin_token)
+            path = f.name
+        try:
+            os.chmod(path, 0o600)
+            who = self.ok("whoami", "-o", "json", token=None, env={"ISOSTACK_TOKEN_FILE": path}).json()
+            self.assertEqual(who["role"], "cluster-admin")
+            who = self.ok("--token-file", path, "whoami", "-o", "json", token=None).json()
+            self.assertEqual(who["role"], "cluster-admin")
+            self.fails(2, "--token-file", path, "--token", self.d.admin_token, "whoami", token=None)
+        finally:
+            os.unlink(path)
+        self.fails(2, "--token-file", "/nonexistent/isoctl-token", "whoami", token=None)
+
+
+class TestJsonOutput(IsoctlCase):
+    def test_every_read_command_prints_json(self):
+        self.ok("tenant", "create", "jsonco")
+        tok = self.ok("token", "issue", "--tenant", "jsonco", "--role", "tenant-user", "-o", "json").json()
+        a = self.ok("alloc", "create", "--tenant", "jsonco", "--profile", "1g.10gb", "-o", "json").json()
+        cases = [
+            (["version"], "/v1/version", False),
+            (["whoami"], "/v1/whoami", False),
+            (["capacity"], "/v1/capacity", False),
+            (["tenant", "list"], "/v1/tenants", True),
+            (["tenant", "get", "jsonco"], "/v1/tenants/jsonco", False),
+            (["token", "list"], "/v1/tokens", True),
+            (["token", "get", tok["id"]], "/v1/tokens/" + tok["id"], False),
+            (["node", "list"], "/v1/nodes", True),
+            (["node", "list", "--pool", "cpu"], "/v1/nodes?pool=cpu", True),
+            (["node", "get", "sm-n02"], "/v1/nodes/sm-n02", False),
+            (["gpu", "list", "--node", "sm-n01"], "/v1/gpus?node=sm-n01", True),
+            (["alloc", "list"], "/v1/allocations", True),
+            (["alloc", "list", "--tenant", "jsonco", "--state", "active"],
+             "/v1/allocations?tenant=jsonco&state=active", True),
+            (["alloc", "get", a["id"]], "/v1/allocations/" + a["id"], False),
+        ]
+        for argv, path, is_list in cases:
+            with self.subTest(argv=argv):
+                got = self.ok(*(argv + ["-o", "json"])).json()
+                if is_list:
+                    want = self.admin.list_all(path)
+                    self.assertEqual(got, {"items": want})
+                elif path == "/v1/version":
+                    self.assertEqual({k: got.get(k) for k in ("api", "store", "placement", "fabric")},
+                                     {k: v for k, v in self.admin.get(path).body.items()
+                                      if k in ("api", "store", "placement", "fabric")})
+                else:
+                    self.assertEqual(got, self.admin.get(path).body)
+                # global flags may stand anywhere
+                self.assertEqual(self.ok("-o", "json", *argv).json(), got)
+                self.ok(*argv)  # and the table form works too
+        self.ok("alloc", "release", a["id"])
+        r = self.ok("token", "revoke", tok["id"], "-o", "json")
+        self.assertEqual(r.out, "")
+        self.assertTrue(self.admin.get("/v1/tokens/" + tok["id"]).body["revoked"])
+
+    def test_lists_fetch_every_page(self):
+        for i in range(105):
+            self.assertStatus(self.admin.post("/v1/tenants", {"name": "page-%03d" % i}), 201)
+        got = self.ok("tenant", "list", "-o", "json").json()
+        names = [t["name"] for t in got["items"]]
+        for i in range(105):
+            self.assertIn("page-%03d" % i, names)
+        self.assertEqual(len(names), len(set(names)))
+
+
+class TestExitCodes(IsoctlCase):
+    def test_usage_is_2(self):
+        for argv in (["bogus"], ["tenant"], ["tenant", "bogus"], ["tenant", "list", "--bogus"],
+                     ["tenant", "get"], ["tenant", "get", "a", "b"], ["alloc", "get"],
+                     ["alloc", "create", "--profile", "1g.10gb", "--whole"],
+                     ["alloc", "create", "--count", "2"], ["alloc", "create", "--members", "abc"],
+                     ["alloc", "resize", "a-1"], ["-o", "yaml", "whoami"], ["--timeout", "x", "whoami"]):
+            with self.subTest(argv=argv):
+                r = self.fails(2, *argv)
+                self.assertIn("--help", r.err)
+        for argv in (["--url", "ftp://x", "whoami"], ["--url", "http://user:pw@127.0.0.1:1", "whoami"]):
+            with self.subTest(argv=argv):
+                r = self.fails(2, *argv)
+                self.assertIn("url", r.err)
+                self.assertNotIn(":pw@", r.err, "isoctl echoed the credentials")
+
+    def test_not_found_is_3(self):
+        self.ok("tenant", "create", "nfco")
+        _, alice = harness.issue_token(self, self.admin, "tenant-user", tenant="nfco", user="nf")
+        self.assertStatus(self.admin.post("/v1/tenants", {"name": "otherco"}), 201)
+        other = harness.create_alloc(self, self.admin, {"tenant": "otherco", "gpus": {"count": 1, "profile": "1g.10gb"}})
+        r = self.fails(3, "tenant", "get", "nope")
+        self.assertIn("not_found", r.err)
+        self.fails(3, "alloc", "get", "a-0000000000000000")
+        self.fails(3, "node", "get", "no-such-node")
+        self.fails(3, "token", "revoke", "0123456789ab")
+        # another tenant's allocation: 3, and the message as for a missing one
+        mine = self.fails(3, "alloc", "get", other["id"], token=alice)
+        missing_id = other["id"][:-8] + "00000000"
+        miss = self.fails(3, "alloc", "get", missing_id, token=alice)
+        norm = lambda s, i: s.replace(i, "<ID>").split("request id:")[0]  # noqa: E731
+        self.assertEqual(norm(mine.err, other["id"]), norm(miss.err, missing_id))
+        self.fails(3, "tenant", "get", "otherco", token=alice)
+        self.fails(3, "alloc", "release", other["id"], token=alice)
+        self.assertEqual(self.admin.get("/v1/allocations/" + other["id"]).body["state"], "active")
+
+    def test_unauthorized_and_forbidden_are_4(self):
+        secret = "iso_0123456789ab_" + "Q" * 43
+        r = self.fails(4, "whoami", token=secret)
+        self.assertIn("unauthorized", r.err)
+        self.assertNotIn("Q" * 43, r.err, "isoctl printed the token")
+        self.fails(4, "capacity", token=None)
+        self.ok("tenant", "create", "forbco")
+        _, user = harness.issue_token(self, self.admin, "tenant-user", tenant="forbco", user="fb")
+        r = self.fails(4, "node", "list", token=user)
+        self.assertIn("forbidden", r.err)
+        self.fails(4, "tenant", "create", "x-by-user", token=user)
+        self.fails(4, "token", "issue", "--role", "auditor", token=user)
+        self.assertEqual(self.admin.get("/v1/tenants/x-by-user").status, 404)
+        self.ok("health", token=None)
+
+    def test_conflict_and_capacity_are_5(self):
+        self.ok("tenant", "create", "confco")
+        r = self.fails(5, "tenant", "create", "confco")
+        self.assertIn("conflict", r.err)
+        r = self.fails(5, "alloc", "create", "--tenant", "confco", "--whole", "--count", "9")
+        self.assertIn("unsatisfiable", r.err)
+        a = self.ok("alloc", "create", "--tenant", "confco", "--profile", "1g.10gb", "-o", "json").json()
+        self.fails(5, "tenant", "delete", "confco")
+        self.fails(5, "alloc", "resize", a["id"], "--members", "1000")
+        self.ok("alloc", "release", a["id"])
+        r = self.ok("tenant", "delete", "confco")
+        self.assertIn("confco", r.out)
+
+    def test_invalid_input_is_6(self):
+        self.ok("tenant", "create", "badco")
+        r = self.fails(6, "alloc", "create", "--tenant", "badco", "--members", "0")
+        self.assertIn("field: members", r.err)
+        r = self.fails(6, "alloc", "create", "--tenant", "badco", "--profile", "9g.99gb")
+        self.assertIn("field: gpus.profile", r.err)
+        self.fails(6, "tenant", "create", "Bad Name")
+        self.assertEqual(self.admin.get("/v1/allocations?tenant=badco").body["items"], [])
+
+    def test_unreachable_is_7(self):
+        url = "http://127.0.0.1:%d" % harness.free_port()
+        for argv in (["health"], ["whoami"], ["alloc", "list"], ["tenant", "create", "x"]):
+            with self.subTest(argv=argv):
+                r = self.fails(7, *argv, url=url)
+                self.assertIn("127.0.0.1", r.err)
+
+
+class TestHelp(ApiTestCase):
+    def run_help(self, argv):
+        p = subprocess.run([harness.Binaries.isoctl] + argv, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=T(30),
+                           env={k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")})
+        self.assertEqual(p.returncode, 0, "isoctl %s -> %d: %s" % (" ".join(argv), p.returncode, p.stderr))
+        self.assertIn("Usage", p.stdout, "isoctl %s" % " ".join(argv))
+        self.assertEqual(p.stderr, "")
+        return p.stdout
+
+    def test_help_everywhere(self):
+        top = self.run_help(["--help"])
+        self.assertEqual(self.run_help(["-h"]), top)
+        self.assertEqual(self.run_help(["help"]), top)
+        for cmd, subs in COMMANDS.items():
+            self.assertIn(cmd, top)
+            with self.subTest(cmd=cmd):
+                out = self.run_help([cmd, "--help"])
+                self.run_help([cmd, "-h"])
+                for sub in subs:
+                    self.assertIn(sub, out)
+                    with self.subTest(sub=sub):
+                        self.run_help([cmd, sub, "--help"])
+                        self.run_help([cmd, sub, "-h"])
+
+
+if __name__ == "__main__":
+    harness.main()
