@@ -56,7 +56,7 @@ enum iso_errcode {
 
 struct iso_error {
 	enum iso_errcode code;
-	char field[ISO_ERR_FIELD_MAX]; /* JSON path, YAML "file:line: key", or "" */
+	char field[ISO_ERR_FIELD_MAX]; /* dotted path of the culprit ("gpus.count"), or "" */
 	char message[ISO_ERR_MSG_MAX];
 };
 
