@@ -13,8 +13,12 @@
 
 struct iso_controller;
 
-/* Who is calling, resolved from a bearer token. */
+/* Who is calling, resolved from a bearer token, and from where: the request
+ * id and source address travel with it so every log line (and later every
+ * audit event) of a request can name them. */
 struct iso_principal {
+	char request_id[72];
+	char source[64]; /* client address, "" when unknown */
 	char token_id[ISO_TOKEN_ID_LEN + 1];
 	enum iso_role role;
 	int64_t tenant_id; /* 0 for cluster-wide roles */

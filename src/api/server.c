@@ -139,6 +139,21 @@ static const char *bearer_of(struct api_request *r)
 	return h;
 }
 
+static void client_address(struct MHD_Connection *conn, char *buf, size_t size)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+			  (socklen_t)size);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+			  buf, (socklen_t)size);
+}
+
 static void error_reply(struct api_request *r)
 {
 	const struct iso_error *e = &r->err;
@@ -185,6 +200,8 @@ static void dispatch(struct api_request *r)
 		error_reply(r);
 		return;
 	}
+	iso_strlcpy(r->who.request_id, r->request_id, sizeof(r->who.request_id));
+	client_address(r->conn, r->who.source, sizeof(r->who.source));
 	if (match->auth == ROUTE_AUTH &&
 	    iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0) {
 		error_reply(r);
@@ -289,9 +306,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	t0 = iso_mono_ns();
 	dispatch(r);
-	iso_log(r->status >= 500 ? ISO_LOG_ERR : ISO_LOG_DEBUG, "http",
-		"request_id=%s method=%s path=\"%.200s\" status=%d token_id=%s us=%llu",
-		r->request_id, method, r->path, r->status, r->who.token_id[0] ? r->who.token_id : "-",
+	/* Changes and failures are worth a line each; successful reads only on demand. */
+	enum iso_log_level level = r->status >= 500			  ? ISO_LOG_ERR
+				   : strcmp(method, "GET") != 0 || r->status >= 400 ? ISO_LOG_INFO
+										      : ISO_LOG_DEBUG;
+	iso_log(level, "http",
+		"request_id=%s source=%s method=%s path=\"%.200s\" status=%d token_id=%s us=%llu",
+		r->request_id, r->who.source[0] ? r->who.source : "-", method, r->path, r->status,
+		r->who.token_id[0] ? r->who.token_id : "-",
 		(unsigned long long)((iso_mono_ns() - t0) / 1000));
 	return send_reply(r);
 }

@@ -136,8 +136,8 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			iso_cluster_state_give(&c->cs, &a);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "allocation_created", "by=%s id=%s tenant=%s state=%s members=%d",
-		p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
+	iso_log(ISO_LOG_INFO, "allocation_created", "request_id=%s by=%s id=%s tenant=%s state=%s members=%d",
+		p->request_id, p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
 	*out = a;
 	memset(&a, 0, sizeof(a)); /* ownership of placed/slots moved to *out */
 	return 0;
@@ -267,7 +267,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		a.n_members = members;
 		ctl_place_pending(c);
 	}
-	iso_log(ISO_LOG_INFO, "allocation_resized", "by=%s id=%s members=%d->%d", p->token_id,
+	iso_log(ISO_LOG_INFO, "allocation_resized", "request_id=%s by=%s id=%s members=%d->%d", p->request_id, p->token_id,
 		a.id, old, members);
 	*out = a;
 	memset(&a, 0, sizeof(a));
@@ -304,7 +304,7 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 			return r;
 		if (held)
 			iso_cluster_state_give(&c->cs, &a);
-		iso_log(ISO_LOG_INFO, "allocation_released", "by=%s id=%s tenant=%s", p->token_id,
+		iso_log(ISO_LOG_INFO, "allocation_released", "request_id=%s by=%s id=%s tenant=%s", p->request_id, p->token_id,
 			a.id, a.tenant);
 		if (held)
 			ctl_place_pending(c);

@@ -35,7 +35,7 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 	}
 	enum iso_node_sched before = c->cs.sched[idx];
 	c->cs.sched[idx] = sched;
-	iso_log(ISO_LOG_INFO, "node_state", "by=%s node=%s from=%s to=%s", p->token_id, node,
+	iso_log(ISO_LOG_INFO, "node_state", "request_id=%s by=%s node=%s from=%s to=%s", p->request_id, p->token_id, node,
 		iso_node_sched_name(before), iso_node_sched_name(sched));
 	if (sched == ISO_NODE_SCHEDULABLE && before != sched)
 		ctl_place_pending(c);

@@ -48,7 +48,7 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 					     "tenant \"%s\" already exists", name);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "tenant_created", "by=%s tenant=%s", p->token_id, t.name);
+	iso_log(ISO_LOG_INFO, "tenant_created", "request_id=%s by=%s tenant=%s", p->request_id, p->token_id, t.name);
 	*out = t;
 	return 0;
 }
@@ -146,6 +146,6 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 		ops->rollback(c->store);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "tenant_deleted", "by=%s tenant=%s", p->token_id, name);
+	iso_log(ISO_LOG_INFO, "tenant_deleted", "request_id=%s by=%s tenant=%s", p->request_id, p->token_id, name);
 	return 0;
 }

@@ -90,8 +90,9 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 	if (!found || !ok || t.revoked_ms != 0 || (t.expires_ms != 0 && t.expires_ms <= iso_now_ms()))
 		return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL, "missing or invalid token");
 
-	memset(out, 0, sizeof(*out));
+	/* Everything but the caller's request id and source address is set here. */
 	iso_strlcpy(out->token_id, t.id, sizeof(out->token_id));
+	out->tenant[0] = '\0';
 	out->role = t.role;
 	out->tenant_id = t.tenant_id;
 	iso_strlcpy(out->user, t.user, sizeof(out->user));
@@ -260,7 +261,7 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 		sodium_memzero(secret, secret_size);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "token_issued", "by=%s token_id=%s role=%s", p->token_id, t.id,
+	iso_log(ISO_LOG_INFO, "token_issued", "request_id=%s by=%s token_id=%s role=%s", p->request_id, p->token_id, t.id,
 		iso_role_name(t.role));
 	*out = t;
 	return 0;
@@ -328,6 +329,6 @@ int iso_controller_token_revoke(struct iso_controller *c, const struct iso_princ
 		ops->rollback(c->store);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "token_revoked", "by=%s token_id=%s", p->token_id, id);
+	iso_log(ISO_LOG_INFO, "token_revoked", "request_id=%s by=%s token_id=%s", p->request_id, p->token_id, id);
 	return 0;
 }
