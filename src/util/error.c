@@ -43,6 +43,7 @@ int iso_error_set(struct iso_error *err, enum iso_errcode code, const char *fiel
 		err->code = code;
 		iso_strlcpy(err->field, field ? field : "", sizeof(err->field));
 		va_start(ap, fmt);
+		/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): a known false report */
 		vsnprintf(err->message, sizeof(err->message), fmt, ap);
 		va_end(ap);
 	}

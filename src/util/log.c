@@ -23,6 +23,7 @@ void iso_log(enum iso_log_level level, const char *event, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = 0;
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is two lines up */
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
 	/* One fputs per line keeps lines whole when threads log at once. */
