@@ -5,8 +5,9 @@
 
 #include "isoctl/isoctl.h"
 
+/* Indexes of the flags' values. */
 enum {
-	OPT_TENANT = ISOCTL_OPT_LOCAL,
+	OPT_TENANT,
 	OPT_NAME,
 	OPT_MEMBERS,
 	OPT_PROFILE,
@@ -16,8 +17,7 @@ enum {
 	OPT_CPUS,
 	OPT_MEMORY,
 	OPT_POOL,
-	OPT_STATE,
-	OPT_ALL_PAGES,
+	NUM_FLAGS
 };
 
 static const char *const id_arg[] = {"ID"};
@@ -131,16 +131,8 @@ static int print_allocs(const json_t *body)
 {
 	static const char *const headers[] = {"ID",      "TENANT", "NAME", "STATE",
 	                                      "MEMBERS", "SHAPE",  "NODES"};
-	_cleanup_(isoctl_table_clear) struct isoctl_table t;
-	size_t i;
-	json_t *it;
 
-	isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
-	json_array_foreach(json_object_get(body, "items"), i, it)
-	{
-		add_alloc_row(&t, it);
-	}
-	return isoctl_table_print(&t);
+	return isoctl_print_rows(body, headers, ISO_ARRAY_SIZE(headers), add_alloc_row);
 }
 
 static int print_placement(const json_t *a)
@@ -204,63 +196,61 @@ static int print_alloc(const json_t *a)
 	return print_placement(a);
 }
 
-struct create_flags {
-	const char *tenant, *name, *profile, *model, *pool;
-	const char *members, *count, *cpus, *memory;
-	bool whole;
-};
-
-/* Checks the flags and builds the request body. Returns 0 or an exit code. */
-static int create_body(struct isoctl *ctx, const struct create_flags *f, json_t *body)
+/* Checks the flags of `alloc create` and builds the request body. Returns 0
+ * or an exit code. */
+static int create_body(struct isoctl *ctx, const char *const *flag, json_t *body)
 {
+	const char *profile = flag[OPT_PROFILE], *model = flag[OPT_MODEL];
+	bool whole = flag[OPT_WHOLE] != NULL;
 	long long v;
 	int r = 0;
 
-	if (f->profile && f->whole)
+	if (profile && whole)
 		return isoctl_usage_error(ctx, "--profile and --whole exclude each other");
-	if (f->count && !f->profile && !f->whole)
+	if (flag[OPT_COUNT] && !profile && !whole)
 		return isoctl_usage_error(ctx, "--count needs --profile P or --whole");
-	if (f->model && !f->profile && !f->whole)
+	if (model && !profile && !whole)
 		return isoctl_usage_error(ctx, "--model needs --profile P or --whole");
-	if (f->tenant)
-		r = isoctl_set_string(ctx, body, "tenant", "--tenant", f->tenant);
-	if (!r && f->name)
-		r = isoctl_set_string(ctx, body, "name", "--name", f->name);
+	if (flag[OPT_TENANT])
+		r = isoctl_set_string(ctx, body, "tenant", "--tenant", flag[OPT_TENANT]);
+	if (!r && flag[OPT_NAME])
+		r = isoctl_set_string(ctx, body, "name", "--name", flag[OPT_NAME]);
 	/* Ranges are the server's to check (one place); here: integers only. */
-	if (!r && f->members) {
-		if (isoctl_parse_int(ctx, "--members", f->members, LLONG_MIN, LLONG_MAX, &v))
+	if (!r && flag[OPT_MEMBERS]) {
+		if (isoctl_parse_int(ctx, "--members", flag[OPT_MEMBERS], LLONG_MIN, LLONG_MAX, &v))
 			return ISOCTL_EXIT_USAGE;
 		r = isoctl_set_int(body, "members", v);
 	}
-	if (!r && (f->profile || f->whole)) {
+	if (!r && (profile || whole)) {
 		json_t *gpus = json_object();
 
 		v = 1;
 		if (!gpus || json_object_set_new(body, "gpus", gpus) < 0)
 			return isoctl_oom();
-		if (f->count &&
-		    isoctl_parse_int(ctx, "--count", f->count, LLONG_MIN, LLONG_MAX, &v))
+		if (flag[OPT_COUNT] &&
+		    isoctl_parse_int(ctx, "--count", flag[OPT_COUNT], LLONG_MIN, LLONG_MAX, &v))
 			return ISOCTL_EXIT_USAGE;
 		r = isoctl_set_int(gpus, "count", v);
-		if (!r && f->profile)
-			r = isoctl_set_string(ctx, gpus, "profile", "--profile", f->profile);
-		if (!r && f->whole && json_object_set_new(gpus, "whole", json_true()) < 0)
+		if (!r && profile)
+			r = isoctl_set_string(ctx, gpus, "profile", "--profile", profile);
+		if (!r && whole && json_object_set_new(gpus, "whole", json_true()) < 0)
 			r = isoctl_oom();
-		if (!r && f->model)
-			r = isoctl_set_string(ctx, gpus, "model", "--model", f->model);
+		if (!r && model)
+			r = isoctl_set_string(ctx, gpus, "model", "--model", model);
 	}
-	if (!r && f->cpus) {
-		if (isoctl_parse_int(ctx, "--cpus", f->cpus, LLONG_MIN, LLONG_MAX, &v))
+	if (!r && flag[OPT_CPUS]) {
+		if (isoctl_parse_int(ctx, "--cpus", flag[OPT_CPUS], LLONG_MIN, LLONG_MAX, &v))
 			return ISOCTL_EXIT_USAGE;
 		r = isoctl_set_int(body, "cpus", v);
 	}
-	if (!r && f->memory) {
-		if (isoctl_parse_int(ctx, "--memory-mib", f->memory, LLONG_MIN, LLONG_MAX, &v))
+	if (!r && flag[OPT_MEMORY]) {
+		if (isoctl_parse_int(ctx, "--memory-mib", flag[OPT_MEMORY], LLONG_MIN, LLONG_MAX,
+		                     &v))
 			return ISOCTL_EXIT_USAGE;
 		r = isoctl_set_int(body, "memory_mib", v);
 	}
-	if (!r && f->pool)
-		r = isoctl_set_string(ctx, body, "pool", "--pool", f->pool);
+	if (!r && flag[OPT_POOL])
+		r = isoctl_set_string(ctx, body, "pool", "--pool", flag[OPT_POOL]);
 	return r;
 }
 
@@ -288,155 +278,68 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    "  --memory-mib M    memory per member in MiB (default 0)\n"
 	    "  --pool P          only nodes of pool P\n"
 	    "Without --profile or --whole the members get no GPU (CPU-only).\n";
-	static const struct option options[] = {{"tenant", required_argument, NULL, OPT_TENANT},
-	                                        {"name", required_argument, NULL, OPT_NAME},
-	                                        {"members", required_argument, NULL, OPT_MEMBERS},
-	                                        {"profile", required_argument, NULL, OPT_PROFILE},
-	                                        {"whole", no_argument, NULL, OPT_WHOLE},
-	                                        {"count", required_argument, NULL, OPT_COUNT},
-	                                        {"model", required_argument, NULL, OPT_MODEL},
-	                                        {"cpus", required_argument, NULL, OPT_CPUS},
-	                                        {"memory-mib", required_argument, NULL, OPT_MEMORY},
-	                                        {"pool", required_argument, NULL, OPT_POOL},
-	                                        ISOCTL_GLOBAL_OPTIONS};
+	static const struct option options[] = {
+	    ISOCTL_FLAG("tenant", required_argument, OPT_TENANT),
+	    ISOCTL_FLAG("name", required_argument, OPT_NAME),
+	    ISOCTL_FLAG("members", required_argument, OPT_MEMBERS),
+	    ISOCTL_FLAG("profile", required_argument, OPT_PROFILE),
+	    ISOCTL_FLAG("whole", no_argument, OPT_WHOLE),
+	    ISOCTL_FLAG("count", required_argument, OPT_COUNT),
+	    ISOCTL_FLAG("model", required_argument, OPT_MODEL),
+	    ISOCTL_FLAG("cpus", required_argument, OPT_CPUS),
+	    ISOCTL_FLAG("memory-mib", required_argument, OPT_MEMORY),
+	    ISOCTL_FLAG("pool", required_argument, OPT_POOL),
+	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_json_ json_t *body = json_object();
-	struct create_flags f = {0};
-	const char *arg;
-	int c, r;
+	const char *flag[NUM_FLAGS] = {0};
+	int r;
 
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0) {
-		switch (c) {
-		case OPT_TENANT:
-			f.tenant = arg;
-			break;
-		case OPT_NAME:
-			f.name = arg;
-			break;
-		case OPT_MEMBERS:
-			f.members = arg;
-			break;
-		case OPT_PROFILE:
-			f.profile = arg;
-			break;
-		case OPT_WHOLE:
-			f.whole = true;
-			break;
-		case OPT_COUNT:
-			f.count = arg;
-			break;
-		case OPT_MODEL:
-			f.model = arg;
-			break;
-		case OPT_CPUS:
-			f.cpus = arg;
-			break;
-		case OPT_MEMORY:
-			f.memory = arg;
-			break;
-		case OPT_POOL:
-			f.pool = arg;
-			break;
-		}
-	}
-	if (c < 0)
+	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 0, 0, NULL) < 0)
 		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 0, 0, NULL);
-	if (r)
-		return r;
 	if (!body)
 		return isoctl_oom();
-	r = create_body(ctx, &f, body);
-	if (!r)
-		r = isoctl_call(ctx, "POST", "/v1/allocations", body, &resp);
-	return r ? r : isoctl_render(ctx, &resp, print_alloc);
+	r = create_body(ctx, flag, body);
+	return r ? r : isoctl_call_render(ctx, "POST", "/v1/allocations", body, print_alloc);
 }
 
-static int alloc_list(struct isoctl *ctx, int argc, char **argv)
-{
-	static const char usage[] =
-	    "Usage: isoctl alloc list [--tenant T] [--state S] [--all-pages]\n"
-	    "\n"
-	    "Lists allocations, newest last (GET /v1/allocations). Every page is\n"
-	    "fetched and printed as one list ({\"items\":[...]} with -o json).\n"
-	    "  --tenant T     only tenant T's\n"
-	    "  --state S      only those in state S (pending, placed, provisioning,\n"
-	    "                 active, releasing, released, failed)\n"
-	    "  --all-pages    accepted for scripts; all pages are always fetched\n";
-	static const struct option options[] = {{"tenant", required_argument, NULL, OPT_TENANT},
-	                                        {"state", required_argument, NULL, OPT_STATE},
-	                                        {"all-pages", no_argument, NULL, OPT_ALL_PAGES},
-	                                        ISOCTL_GLOBAL_OPTIONS};
-	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
-	_cleanup_free_ char *path = strdup("/v1/allocations");
-	const char *arg, *tenant = NULL, *state = NULL;
-	int c, r;
+static const struct isoctl_simple_cmd alloc_list = {
+    .usage = "Usage: isoctl alloc list [--tenant T] [--state S] [--all-pages]\n"
+             "\n"
+             "Lists allocations, newest last (GET /v1/allocations). Every page is\n"
+             "fetched and printed as one list ({\"items\":[...]} with -o json).\n"
+             "  --tenant T     only tenant T's\n"
+             "  --state S      only those in state S (pending, placed, provisioning,\n"
+             "                 active, releasing, released, failed)\n"
+             "  --all-pages    accepted for scripts; all pages are always fetched\n",
+    .list = true,
+    .path = "/v1/allocations",
+    .filters = {{"tenant", "tenant"}, {"state", "state"}, {"all-pages", NULL}},
+    .print = print_allocs,
+};
 
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0) {
-		if (c == OPT_TENANT)
-			tenant = arg;
-		else if (c == OPT_STATE)
-			state = arg;
-	}
-	if (c < 0)
-		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 0, 0, NULL);
-	if (r)
-		return r;
-	if (!path || (tenant && isoctl_query_add(&path, "tenant", tenant) < 0) ||
-	    (state && isoctl_query_add(&path, "state", state) < 0))
-		return isoctl_oom();
-	r = isoctl_list(ctx, path, &resp);
-	return r ? r : isoctl_render(ctx, &resp, print_allocs);
-}
+static const struct isoctl_simple_cmd alloc_get = {
+    .usage = "Usage: isoctl alloc get ID\n"
+             "\n"
+             "Shows one allocation (GET /v1/allocations/ID): its fields, then a\n"
+             "PLACEMENT table (MEMBER NODE GPU PROFILE START WIDTH); START and WIDTH are\n"
+             "MIG memory slices. Another tenant's allocation answers not found (exit 3).\n",
+    .method = "GET",
+    .path = "/v1/allocations/",
+    .arg = "ID",
+    .print = print_alloc,
+};
 
-/* get and release: ID only. */
-static int alloc_one(struct isoctl *ctx, int argc, char **argv, const char *usage,
-                     const char *method)
-{
-	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
-	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
-	_cleanup_free_ char *path = NULL;
-	const char *arg;
-	int c, r;
-
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
-		;
-	if (c < 0)
-		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 1, 1, id_arg);
-	if (r)
-		return r;
-	path = isoctl_path("/v1/allocations/", p.args[0], "");
-	if (!path)
-		return isoctl_oom();
-	r = isoctl_call(ctx, method, path, NULL, &resp);
-	return r ? r : isoctl_render(ctx, &resp, print_alloc);
-}
-
-static int alloc_get(struct isoctl *ctx, int argc, char **argv)
-{
-	static const char usage[] =
-	    "Usage: isoctl alloc get ID\n"
-	    "\n"
-	    "Shows one allocation (GET /v1/allocations/ID): its fields, then a\n"
-	    "PLACEMENT table (MEMBER NODE GPU PROFILE START WIDTH); START and WIDTH are\n"
-	    "MIG memory slices. Another tenant's allocation answers not found (exit 3).\n";
-	return alloc_one(ctx, argc, argv, usage, "GET");
-}
-
-static int alloc_release(struct isoctl *ctx, int argc, char **argv)
-{
-	static const char usage[] =
-	    "Usage: isoctl alloc release ID\n"
-	    "\n"
-	    "Releases an allocation (DELETE /v1/allocations/ID) and prints it, now\n"
-	    "'released'. Releasing a released or failed allocation prints it unchanged.\n";
-	return alloc_one(ctx, argc, argv, usage, "DELETE");
-}
+static const struct isoctl_simple_cmd alloc_release = {
+    .usage = "Usage: isoctl alloc release ID\n"
+             "\n"
+             "Releases an allocation (DELETE /v1/allocations/ID) and prints it, now\n"
+             "'released'. Releasing a released or failed allocation prints it unchanged.\n",
+    .method = "DELETE",
+    .path = "/v1/allocations/",
+    .arg = "ID",
+    .print = print_alloc,
+};
 
 static int alloc_resize(struct isoctl *ctx, int argc, char **argv)
 {
@@ -447,42 +350,34 @@ static int alloc_resize(struct isoctl *ctx, int argc, char **argv)
 	    "/v1/allocations/ID) and prints it. Growth that does not fit now is refused\n"
 	    "(insufficient_capacity, exit 5) and nothing changes; shrinking releases the\n"
 	    "highest members.\n";
-	static const struct option options[] = {{"members", required_argument, NULL, OPT_MEMBERS},
-	                                        ISOCTL_GLOBAL_OPTIONS};
+	static const struct option options[] = {
+	    ISOCTL_FLAG("members", required_argument, OPT_MEMBERS), ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_json_ json_t *body = json_object();
 	_cleanup_free_ char *path = NULL;
-	const char *arg, *members = NULL;
+	const char *flag[NUM_FLAGS] = {0};
 	long long n;
-	int c, r;
+	int r;
 
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
-		if (c == OPT_MEMBERS)
-			members = arg;
-	if (c < 0)
+	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 1, 1, id_arg) < 0)
 		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 1, 1, id_arg);
-	if (r)
-		return r;
-	if (!members)
+	if (!flag[OPT_MEMBERS])
 		return isoctl_usage_error(ctx, "missing --members");
-	if (isoctl_parse_int(ctx, "--members", members, LLONG_MIN, LLONG_MAX, &n))
+	if (isoctl_parse_int(ctx, "--members", flag[OPT_MEMBERS], LLONG_MIN, LLONG_MAX, &n))
 		return ISOCTL_EXIT_USAGE;
 	path = isoctl_path("/v1/allocations/", p.args[0], "");
 	if (!path || !body)
 		return isoctl_oom();
 	r = isoctl_set_int(body, "members", n);
-	if (!r)
-		r = isoctl_call(ctx, "PATCH", path, body, &resp);
-	return r ? r : isoctl_render(ctx, &resp, print_alloc);
+	return r ? r : isoctl_call_render(ctx, "PATCH", path, body, print_alloc);
 }
 
 int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv)
 {
 	static const struct isoctl_cmd verbs[] = {
-	    {"create", alloc_create}, {"list", alloc_list},       {"get", alloc_get},
-	    {"resize", alloc_resize}, {"release", alloc_release},
+	    {"create", .run = alloc_create},       {"list", .simple = &alloc_list},
+	    {"get", .simple = &alloc_get},         {"resize", .run = alloc_resize},
+	    {"release", .simple = &alloc_release},
 	};
 	return isoctl_dispatch(ctx, verbs, ISO_ARRAY_SIZE(verbs), usage_alloc, argc, argv);
 }

@@ -1,10 +1,8 @@
 /* cmd_tenant.c: `isoctl tenant ...`: create, list, show, describe and delete
  * tenants (/v1/tenants). */
-#include <string.h>
-
 #include "isoctl/isoctl.h"
 
-enum { OPT_DESCRIPTION = ISOCTL_OPT_LOCAL };
+enum { OPT_DESCRIPTION, NUM_FLAGS }; /* indexes of the flags' values */
 
 static const char *const name_arg[] = {"NAME"};
 
@@ -30,19 +28,8 @@ static void add_tenant_row(struct isoctl_table *t, const json_t *tenant)
 static int print_tenants(const json_t *body)
 {
 	static const char *const headers[] = {"NAME", "DESCRIPTION", "CREATED"};
-	_cleanup_(isoctl_table_clear) struct isoctl_table t;
-	const json_t *items = json_object_get(body, "items");
-	size_t i;
-	json_t *it;
 
-	isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
-	if (!items && json_is_object(body)) /* one tenant */
-		add_tenant_row(&t, body);
-	json_array_foreach(items, i, it)
-	{
-		add_tenant_row(&t, it);
-	}
-	return isoctl_table_print(&t);
+	return isoctl_print_rows(body, headers, ISO_ARRAY_SIZE(headers), add_tenant_row);
 }
 
 static int tenant_create(struct isoctl *ctx, int argc, char **argv)
@@ -52,111 +39,57 @@ static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 	                            "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
 	                            "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n";
 	static const struct option options[] = {
-	    {"description", required_argument, NULL, OPT_DESCRIPTION}, ISOCTL_GLOBAL_OPTIONS};
+	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
-	const char *arg, *desc = NULL;
-	json_t *body;
-	int c, r;
+	_cleanup_json_ json_t *body = NULL;
+	const char *flag[NUM_FLAGS] = {0};
+	int r;
 
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
-		if (c == OPT_DESCRIPTION)
-			desc = arg;
-	if (c < 0)
+	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 1, 1, name_arg) < 0)
 		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 1, 1, name_arg);
-	if (r)
-		return r;
 	body = json_object();
 	if (!body)
 		return isoctl_oom();
 	r = isoctl_set_string(ctx, body, "name", "NAME", p.args[0]);
-	if (!r && desc)
-		r = isoctl_set_string(ctx, body, "description", "--description", desc);
-	if (!r)
-		r = isoctl_call(ctx, "POST", "/v1/tenants", body, &resp);
-	json_decref(body);
-	return r ? r : isoctl_render(ctx, &resp, print_tenants);
+	if (!r && flag[OPT_DESCRIPTION])
+		r = isoctl_set_string(ctx, body, "description", "--description",
+		                      flag[OPT_DESCRIPTION]);
+	return r ? r : isoctl_call_render(ctx, "POST", "/v1/tenants", body, print_tenants);
 }
 
-static int tenant_list(struct isoctl *ctx, int argc, char **argv)
-{
-	static const char usage[] =
-	    "Usage: isoctl tenant list\n"
-	    "\n"
-	    "Lists tenants (GET /v1/tenants, every page). A tenant token sees\n"
-	    "only its own tenant.\n";
-	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
-	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
-	const char *arg;
-	int c, r;
+static const struct isoctl_simple_cmd tenant_list = {
+    .usage = "Usage: isoctl tenant list\n"
+             "\n"
+             "Lists tenants (GET /v1/tenants, every page). A tenant token sees\n"
+             "only its own tenant.\n",
+    .list = true,
+    .path = "/v1/tenants",
+    .print = print_tenants,
+};
 
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
-		;
-	if (c < 0)
-		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 0, 0, NULL);
-	if (r)
-		return r;
-	r = isoctl_list(ctx, "/v1/tenants", &resp);
-	return r ? r : isoctl_render(ctx, &resp, print_tenants);
-}
+static const struct isoctl_simple_cmd tenant_get = {
+    .usage = "Usage: isoctl tenant get NAME\n"
+             "\n"
+             "Shows one tenant (GET /v1/tenants/NAME). Another tenant's name\n"
+             "answers not found (exit 3).\n",
+    .method = "GET",
+    .path = "/v1/tenants/",
+    .arg = "NAME",
+    .print = print_tenants,
+};
 
-/* get and delete: NAME only. */
-static int tenant_one(struct isoctl *ctx, int argc, char **argv, const char *usage,
-                      const char *method)
-{
-	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
-	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
-	_cleanup_free_ char *path = NULL;
-	const char *arg;
-	int c, r;
-
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
-		;
-	if (c < 0)
-		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 1, 1, name_arg);
-	if (r)
-		return r;
-	path = isoctl_path("/v1/tenants/", p.args[0], "");
-	if (!path)
-		return isoctl_oom();
-	r = isoctl_call(ctx, method, path, NULL, &resp);
-	if (r)
-		return r;
-	if (strcmp(method, "DELETE") == 0) {
-		if (ctx->output == ISOCTL_OUT_JSON)
-			isoctl_print_json(resp.body); /* 204: no body, nothing printed */
-		else
-			printf("tenant %s deleted\n", p.args[0]);
-		return 0;
-	}
-	return isoctl_render(ctx, &resp, print_tenants);
-}
-
-static int tenant_get(struct isoctl *ctx, int argc, char **argv)
-{
-	static const char usage[] =
-	    "Usage: isoctl tenant get NAME\n"
-	    "\n"
-	    "Shows one tenant (GET /v1/tenants/NAME). Another tenant's name\n"
-	    "answers not found (exit 3).\n";
-	return tenant_one(ctx, argc, argv, usage, "GET");
-}
-
-static int tenant_delete(struct isoctl *ctx, int argc, char **argv)
-{
-	static const char usage[] =
-	    "Usage: isoctl tenant delete NAME\n"
-	    "\n"
-	    "Deletes a tenant and revokes its tokens (DELETE /v1/tenants/NAME;\n"
-	    "cluster-admin). Refused with conflict (exit 5) while the tenant holds\n"
-	    "live allocations. Prints 'tenant NAME deleted'; nothing with -o json.\n";
-	return tenant_one(ctx, argc, argv, usage, "DELETE");
-}
+static const struct isoctl_simple_cmd tenant_delete = {
+    .usage = "Usage: isoctl tenant delete NAME\n"
+             "\n"
+             "Deletes a tenant and revokes its tokens (DELETE /v1/tenants/NAME;\n"
+             "cluster-admin). Refused with conflict (exit 5) while the tenant holds\n"
+             "live allocations. Prints 'tenant NAME deleted'; nothing with -o json.\n",
+    .method = "DELETE",
+    .path = "/v1/tenants/",
+    .arg = "NAME",
+    .noun = "tenant",
+    .past = "deleted",
+};
 
 static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 {
@@ -165,42 +98,31 @@ static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 	                            "Changes a tenant's description (PATCH /v1/tenants/NAME;\n"
 	                            "cluster-admin).\n";
 	static const struct option options[] = {
-	    {"description", required_argument, NULL, OPT_DESCRIPTION}, ISOCTL_GLOBAL_OPTIONS};
+	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_free_ char *path = NULL;
-	const char *arg, *desc = NULL;
-	json_t *body;
-	int c, r;
+	_cleanup_json_ json_t *body = NULL;
+	const char *flag[NUM_FLAGS] = {0};
+	int r;
 
-	while ((c = isoctl_next_option(ctx, &p, &arg)) > 0)
-		if (c == OPT_DESCRIPTION)
-			desc = arg;
-	if (c < 0)
+	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 1, 1, name_arg) < 0)
 		return p.exit_code;
-	r = isoctl_want_args(ctx, &p, 1, 1, name_arg);
-	if (r)
-		return r;
-	if (!desc)
+	if (!flag[OPT_DESCRIPTION])
 		return isoctl_usage_error(ctx, "missing --description");
 	path = isoctl_path("/v1/tenants/", p.args[0], "");
 	body = json_object();
-	if (!path || !body) {
-		json_decref(body);
+	if (!path || !body)
 		return isoctl_oom();
-	}
-	r = isoctl_set_string(ctx, body, "description", "--description", desc);
-	if (!r)
-		r = isoctl_call(ctx, "PATCH", path, body, &resp);
-	json_decref(body);
-	return r ? r : isoctl_render(ctx, &resp, print_tenants);
+	r = isoctl_set_string(ctx, body, "description", "--description", flag[OPT_DESCRIPTION]);
+	return r ? r : isoctl_call_render(ctx, "PATCH", path, body, print_tenants);
 }
 
 int isoctl_cmd_tenant(struct isoctl *ctx, int argc, char **argv)
 {
 	static const struct isoctl_cmd verbs[] = {
-	    {"create", tenant_create}, {"list", tenant_list},     {"get", tenant_get},
-	    {"update", tenant_update}, {"delete", tenant_delete},
+	    {"create", .run = tenant_create},     {"list", .simple = &tenant_list},
+	    {"get", .simple = &tenant_get},       {"update", .run = tenant_update},
+	    {"delete", .simple = &tenant_delete},
 	};
 	return isoctl_dispatch(ctx, verbs, ISO_ARRAY_SIZE(verbs), usage_tenant, argc, argv);
 }

@@ -47,9 +47,14 @@ static inline void isoctl_json_decrefp(json_t **j)
 #define _cleanup_json_ _cleanup_(isoctl_json_decrefp)
 
 /* ---- commands ---- */
+struct isoctl_simple_cmd;
+
+/* One word of a command table: either a function of its own or, for the
+ * commands that only map the line onto one request, a table (simple.c). */
 struct isoctl_cmd {
 	const char *name;
 	int (*run)(struct isoctl *ctx, int argc, char **argv); /* argv[0]: the word itself */
+	const struct isoctl_simple_cmd *simple;                /* used when run is NULL */
 };
 
 /* Parses global flags up to the next word, which picks one of cmds; prints
@@ -57,10 +62,10 @@ struct isoctl_cmd {
 int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n, const char *usage,
                     int argc, char **argv);
 
-int isoctl_cmd_health(struct isoctl *ctx, int argc, char **argv);
-int isoctl_cmd_version(struct isoctl *ctx, int argc, char **argv);
-int isoctl_cmd_whoami(struct isoctl *ctx, int argc, char **argv);
-int isoctl_cmd_capacity(struct isoctl *ctx, int argc, char **argv);
+extern const struct isoctl_simple_cmd isoctl_cmd_health;
+extern const struct isoctl_simple_cmd isoctl_cmd_version;
+extern const struct isoctl_simple_cmd isoctl_cmd_whoami;
+extern const struct isoctl_simple_cmd isoctl_cmd_capacity;
 int isoctl_cmd_tenant(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_token(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_node(struct isoctl *ctx, int argc, char **argv);
@@ -118,6 +123,21 @@ int isoctl_next_option(struct isoctl *ctx, struct isoctl_parser *p, const char *
  * names the first missing one. Returns 0 or the usage exit code. */
 int isoctl_want_args(struct isoctl *ctx, const struct isoctl_parser *p, int min, int max,
                      const char *const *names);
+
+/* A command's own flag whose value lands in values[index] of
+ * isoctl_parse_line(). */
+#define ISOCTL_FLAG(name, has_arg, index)                                                          \
+	{                                                                                          \
+		(name), (has_arg), NULL, ISOCTL_OPT_LOCAL + (index)                                \
+	}
+
+/* Parses a leaf command's whole line: the value of each ISOCTL_FLAG goes to
+ * values[index] ("" for a flag without value; the last one given wins,
+ * values not given stay as they were), then checks for min..max positional
+ * arguments (see isoctl_want_args). Returns 0 to go on, or -1 to stop with
+ * p->exit_code (0 after --help). */
+int isoctl_parse_line(struct isoctl *ctx, struct isoctl_parser *p, const char **values,
+                      size_t nvalues, int min, int max, const char *const *names);
 
 /* Prints "isoctl: MESSAGE" and a hint to the command's --help; returns 2. */
 int isoctl_usage_error(const struct isoctl *ctx, const char *fmt, ...) _printf_(2, 3);
@@ -178,6 +198,11 @@ void isoctl_table_clear(struct isoctl_table *t);
 /* A key/value block of every member of a JSON object ("key:  value"). */
 int isoctl_print_object(const json_t *obj);
 
+/* A table with a header line and one row per element of body["items"] (a
+ * list), or one row for a body that is a single object (get, cordon, ...). */
+int isoctl_print_rows(const json_t *body, const char *const *headers, size_t ncols,
+                      void (*add_row)(struct isoctl_table *t, const json_t *item));
+
 /* Shared cell formats. */
 char *isoctl_fmt_gib(const json_t *mib);                                        /* "64" or "1.5" */
 char *isoctl_fmt_used_total(const json_t *used, const json_t *total, bool gib); /* "8/64" */
@@ -186,5 +211,40 @@ char *isoctl_fmt_used_total(const json_t *used, const json_t *total, bool gib); 
  * the body. Returns an exit code. */
 int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
                   int (*table)(const json_t *body));
+
+/* isoctl_call, then isoctl_render of its answer. Returns an exit code. */
+int isoctl_call_render(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+                       int (*table)(const json_t *body));
+
+/* ---- simple commands (simple.c) ---- */
+#define ISOCTL_MAX_FILTERS 4
+
+/* A filter flag of a list: --FLAG VALUE asks the server for ?KEY=VALUE. */
+struct isoctl_filter {
+	const char *flag; /* without "--"; NULL ends the list */
+	const char *key;  /* NULL: a switch without value, accepted and ignored */
+};
+
+/* A command that maps its line onto one request and prints the answer:
+ * no flags but the filters of a list, and at most one argument, which
+ * becomes a path segment. */
+struct isoctl_simple_cmd {
+	const char *usage;  /* printed for -h/--help */
+	const char *path;   /* "/v1/nodes"; with `arg`, the prefix: "/v1/nodes/" */
+	const char *arg;    /* the one argument, "NAME" or "ID"; NULL: none */
+	const char *suffix; /* after the argument: "/cordon"; NULL: none */
+	bool list;          /* GET every page; else one call of `method` */
+	const char *method;
+	struct isoctl_filter filters[ISOCTL_MAX_FILTERS];
+	int (*print)(const json_t *body); /* table mode */
+	/* For a call answered 204 No Content: table mode prints "NOUN ARG PAST"
+	 * ("tenant acme deleted") instead of the body. NULL: print the body. */
+	const char *noun, *past;
+};
+
+/* Runs `cmd` for the line argc/argv (argv[0]: the command word). Returns an
+ * exit code. */
+int isoctl_run_simple(struct isoctl *ctx, const struct isoctl_simple_cmd *cmd, int argc,
+                      char **argv);
 
 #endif

@@ -55,11 +55,11 @@ static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 }
 
 static const struct isoctl_cmd commands[] = {
-    {"health", isoctl_cmd_health}, {"version", isoctl_cmd_version},
-    {"whoami", isoctl_cmd_whoami}, {"capacity", isoctl_cmd_capacity},
-    {"tenant", isoctl_cmd_tenant}, {"token", isoctl_cmd_token},
-    {"node", isoctl_cmd_node},     {"gpu", isoctl_cmd_gpu},
-    {"alloc", isoctl_cmd_alloc},   {"help", cmd_help},
+    {"health", .simple = &isoctl_cmd_health}, {"version", .simple = &isoctl_cmd_version},
+    {"whoami", .simple = &isoctl_cmd_whoami}, {"capacity", .simple = &isoctl_cmd_capacity},
+    {"tenant", .run = isoctl_cmd_tenant},     {"token", .run = isoctl_cmd_token},
+    {"node", .run = isoctl_cmd_node},         {"gpu", .run = isoctl_cmd_gpu},
+    {"alloc", .run = isoctl_cmd_alloc},       {"help", .run = cmd_help},
 };
 
 int main(int argc, char **argv)

@@ -180,6 +180,24 @@ int isoctl_print_object(const json_t *obj)
 	return isoctl_table_print(&t);
 }
 
+int isoctl_print_rows(const json_t *body, const char *const *headers, size_t ncols,
+                      void (*add_row)(struct isoctl_table *t, const json_t *item))
+{
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
+	const json_t *items = json_object_get(body, "items");
+	size_t i;
+	json_t *it;
+
+	isoctl_table_init(&t, ncols, headers);
+	if (!items && json_is_object(body))
+		add_row(&t, body);
+	json_array_foreach(items, i, it)
+	{
+		add_row(&t, it);
+	}
+	return isoctl_table_print(&t);
+}
+
 char *isoctl_fmt_gib(const json_t *mib)
 {
 	json_int_t v;

@@ -144,6 +144,9 @@ int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(word, cmds[i].name) == 0) {
 			append_word(ctx, word);
+			if (!cmds[i].run)
+				return isoctl_run_simple(ctx, cmds[i].simple, argc - optind,
+				                         argv + optind);
 			return cmds[i].run(ctx, argc - optind, argv + optind);
 		}
 	}
@@ -205,4 +208,19 @@ int isoctl_want_args(struct isoctl *ctx, const struct isoctl_parser *p, int min,
 	if (p->nargs > max)
 		return isoctl_usage_error(ctx, "unexpected argument '%s'", p->args[max]);
 	return 0;
+}
+
+int isoctl_parse_line(struct isoctl *ctx, struct isoctl_parser *p, const char **values,
+                      size_t nvalues, int min, int max, const char *const *names)
+{
+	const char *arg;
+	int c;
+
+	while ((c = isoctl_next_option(ctx, p, &arg)) > 0)
+		if ((size_t)(c - ISOCTL_OPT_LOCAL) < nvalues)
+			values[c - ISOCTL_OPT_LOCAL] = arg ? arg : "";
+	if (c < 0)
+		return -1;
+	p->exit_code = isoctl_want_args(ctx, p, min, max, names);
+	return p->exit_code ? -1 : 0;
 }

@@ -196,8 +196,9 @@ static int server_failed(const struct isoctl *ctx, const struct iso_response *re
 	return exit_for_status(resp->status);
 }
 
-int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
-                struct iso_response *resp)
+/* One request, or with method NULL every page of the list at `path`. */
+static int request(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+                   struct iso_response *resp)
 {
 	struct iso_error err = {0};
 	int r;
@@ -206,7 +207,11 @@ int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const 
 	r = ensure_client(ctx);
 	if (r)
 		return r;
-	if (iso_client_request(ctx->client, method, path, body, resp, &err) < 0)
+	if (method)
+		r = iso_client_request(ctx->client, method, path, body, resp, &err);
+	else
+		r = iso_client_list_all(ctx->client, path, resp, &err);
+	if (r < 0)
 		return transport_failed(ctx, &err);
 	if (!iso_response_ok(resp)) {
 		r = server_failed(ctx, resp);
@@ -216,23 +221,15 @@ int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const 
 	return 0;
 }
 
+int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+                struct iso_response *resp)
+{
+	return request(ctx, method, path, body, resp);
+}
+
 int isoctl_list(struct isoctl *ctx, const char *path, struct iso_response *resp)
 {
-	struct iso_error err = {0};
-	int r;
-
-	memset(resp, 0, sizeof(*resp));
-	r = ensure_client(ctx);
-	if (r)
-		return r;
-	if (iso_client_list_all(ctx->client, path, resp, &err) < 0)
-		return transport_failed(ctx, &err);
-	if (!iso_response_ok(resp)) {
-		r = server_failed(ctx, resp);
-		iso_response_clear(resp);
-		return r;
-	}
-	return 0;
+	return request(ctx, NULL, path, NULL, resp);
 }
 
 int isoctl_set_string(const struct isoctl *ctx, json_t *obj, const char *key, const char *what,
@@ -280,4 +277,13 @@ int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
 		return 0;
 	}
 	return table(resp->body);
+}
+
+int isoctl_call_render(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+                       int (*table)(const json_t *body))
+{
+	_cleanup_response_ struct iso_response resp = {0};
+	int r = isoctl_call(ctx, method, path, body, &resp);
+
+	return r ? r : isoctl_render(ctx, &resp, table);
 }

@@ -332,8 +332,19 @@ class TestHelp(ApiTestCase):
                 for sub in subs:
                     self.assertIn(sub, out)
                     with self.subTest(sub=sub):
-                        self.run_help([cmd, sub, "--help"])
-                        self.run_help([cmd, sub, "-h"])
+                        long_form = self.run_help([cmd, sub, "--help"])
+                        self.assertEqual(self.run_help([cmd, sub, "-h"]), long_form)
+
+    def test_help_runs_nothing(self):
+        # --help prints the usage and stops: no request, no rendering of an
+        # empty answer after it (health/version once printed "-" and
+        # "client: VERSION" below their usage).
+        for argv in (["health"], ["version"], ["whoami"], ["capacity"]):
+            with self.subTest(argv=argv):
+                out = self.run_help(argv + ["--help"])
+                self.assertTrue(out.startswith("Usage"), out)
+                self.assertNotIn("client:", out)
+                self.assertNotIn("\n-\n", out)
 
 
 if __name__ == "__main__":
