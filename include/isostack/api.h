@@ -10,8 +10,8 @@
 #define ISO_API_MAX_BODY (64 * 1024)
 
 struct iso_api_config {
-	const char *listen;     /* "HOST:PORT" or "[V6]:PORT"; port 0 picks a free one */
-	const char *tls_cert;   /* PEM file paths; both or neither */
+	const char *listen;   /* "HOST:PORT" or "[V6]:PORT"; port 0 picks a free one */
+	const char *tls_cert; /* PEM file paths; both or neither */
 	const char *tls_key;
 	bool allow_remote_http; /* plain HTTP on a non-loopback address */
 };
@@ -19,7 +19,7 @@ struct iso_api_config {
 struct iso_api;
 
 int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
-		  struct iso_api **out, struct iso_error *err);
+                  struct iso_api **out, struct iso_error *err);
 void iso_api_stop(struct iso_api *api);
 int iso_api_port(const struct iso_api *api);
 bool iso_api_tls(const struct iso_api *api);

@@ -31,8 +31,8 @@ struct iso_principal {
  * borrowed; they must outlive it). Rebuilds the cluster state from the store
  * and reconciles allocations left mid-transition by a crash. */
 int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store,
-			const struct iso_placer *placer, struct iso_controller **out,
-			struct iso_error *err);
+                        const struct iso_placer *placer, struct iso_controller **out,
+                        struct iso_error *err);
 void iso_controller_free(struct iso_controller *c);
 static inline void iso_controller_freep(struct iso_controller **c)
 {
@@ -49,26 +49,26 @@ const char *iso_controller_store_name(const struct iso_controller *c);
  * has never issued one, or always when `force` (recovery of a lost file).
  * *created tells whether a token was written. The secret is never logged. */
 int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_dir, bool force,
-				   bool *created, struct iso_error *err);
+                                   bool *created, struct iso_error *err);
 
 /* ---- authentication ---- */
 int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
-				struct iso_principal *out, struct iso_error *err);
+                                struct iso_principal *out, struct iso_error *err);
 
 /* ---- tenants ---- */
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
-				 const char *name, const char *description, struct iso_tenant *out,
-				 struct iso_error *err);
+                                 const char *name, const char *description, struct iso_tenant *out,
+                                 struct iso_error *err);
 int iso_controller_tenant_get(struct iso_controller *c, const struct iso_principal *p,
-			      const char *name, struct iso_tenant *out, struct iso_error *err);
+                              const char *name, struct iso_tenant *out, struct iso_error *err);
 int iso_controller_tenant_list(struct iso_controller *c, const struct iso_principal *p,
-			       const char *after, int limit, struct iso_tenant **out, int *n,
-			       struct iso_error *err);
+                               const char *after, int limit, struct iso_tenant **out, int *n,
+                               struct iso_error *err);
 int iso_controller_tenant_update(struct iso_controller *c, const struct iso_principal *p,
-				 const char *name, const char *description, struct iso_tenant *out,
-				 struct iso_error *err);
+                                 const char *name, const char *description, struct iso_tenant *out,
+                                 struct iso_error *err);
 int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_principal *p,
-				 const char *name, struct iso_error *err);
+                                 const char *name, struct iso_error *err);
 
 /* ---- tokens ---- */
 struct iso_token_request {
@@ -80,28 +80,28 @@ struct iso_token_request {
 };
 /* On success `secret` (>= ISO_TOKEN_MAX bytes) holds the bearer string, shown once. */
 int iso_controller_token_issue(struct iso_controller *c, const struct iso_principal *p,
-			       const struct iso_token_request *req, struct iso_token *out,
-			       char *secret, size_t secret_size, struct iso_error *err);
+                               const struct iso_token_request *req, struct iso_token *out,
+                               char *secret, size_t secret_size, struct iso_error *err);
 int iso_controller_token_get(struct iso_controller *c, const struct iso_principal *p,
-			     const char *id, struct iso_token *out, struct iso_error *err);
+                             const char *id, struct iso_token *out, struct iso_error *err);
 int iso_controller_token_list(struct iso_controller *c, const struct iso_principal *p,
-			      const char *tenant, const char *after, int limit,
-			      struct iso_token **out, int *n, struct iso_error *err);
+                              const char *tenant, const char *after, int limit,
+                              struct iso_token **out, int *n, struct iso_error *err);
 int iso_controller_token_revoke(struct iso_controller *c, const struct iso_principal *p,
-				const char *id, struct iso_error *err);
+                                const char *id, struct iso_error *err);
 /* Name of a tenant by id, for rendering tokens; "" when none. */
 void iso_controller_tenant_name(struct iso_controller *c, int64_t tenant_id, char *buf,
-				size_t size);
+                                size_t size);
 
 /* ---- nodes, GPUs, capacity ---- */
 /* Infrastructure views (nodes, GPUs) are for cluster-wide roles only. */
 int iso_controller_check_infra_read(const struct iso_principal *p, struct iso_error *err);
 int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_principal *p,
-				  const char *node, enum iso_node_sched sched,
-				  struct iso_error *err);
+                                  const char *node, enum iso_node_sched sched,
+                                  struct iso_error *err);
 /* Live allocations, for the GPU view (cluster-wide roles only). */
 int iso_controller_live_allocations(struct iso_controller *c, const struct iso_principal *p,
-				    struct iso_allocation **out, int *n, struct iso_error *err);
+                                    struct iso_allocation **out, int *n, struct iso_error *err);
 
 struct iso_capacity {
 	int nodes, schedulable_nodes;
@@ -121,10 +121,10 @@ struct iso_alloc_request {
 	struct iso_shape shape;
 };
 int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
-				const struct iso_alloc_request *req, struct iso_allocation *out,
-				struct iso_error *err);
+                                const struct iso_alloc_request *req, struct iso_allocation *out,
+                                struct iso_error *err);
 int iso_controller_alloc_get(struct iso_controller *c, const struct iso_principal *p,
-			     const char *id, struct iso_allocation *out, struct iso_error *err);
+                             const char *id, struct iso_allocation *out, struct iso_error *err);
 struct iso_alloc_query {
 	const char *tenant; /* NULL: all visible */
 	int state;          /* -1: any */
@@ -132,13 +132,13 @@ struct iso_alloc_query {
 	int limit;
 };
 int iso_controller_alloc_list(struct iso_controller *c, const struct iso_principal *p,
-			      const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
-			      struct iso_error *err);
+                              const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
+                              struct iso_error *err);
 int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_principal *p,
-				const char *id, int members, struct iso_allocation *out,
-				struct iso_error *err);
+                                const char *id, int members, struct iso_allocation *out,
+                                struct iso_error *err);
 int iso_controller_alloc_release(struct iso_controller *c, const struct iso_principal *p,
-				 const char *id, struct iso_allocation *out, struct iso_error *err);
+                                 const char *id, struct iso_allocation *out, struct iso_error *err);
 
 #define ISO_MAX_MEMBERS 1024
 

@@ -22,26 +22,26 @@ struct iso_rack {
  * tenant ports as limited ones: tenants reach the service, never each other. */
 struct iso_shared_service {
 	char name[ISO_NAME_MAX];
-	uint16_t pkey;      /* 0x0001..0x7ffe, never 0x7fff */
+	uint16_t pkey; /* 0x0001..0x7ffe, never 0x7fff */
 	int n_guids;
-	uint64_t *guids;    /* service port GUIDs, owned */
+	uint64_t *guids; /* service port GUIDs, owned */
 };
 
 struct iso_fabric_config {
 	enum iso_fabric_type type;
 	char name[ISO_NAME_MAX];
-	int n_sm_nodes;                    /* infiniband / omnipath */
-	char (*sm_nodes)[ISO_NAME_MAX];    /* owned; hostnames of subnet managers */
-	uint16_t pkey_min, pkey_max;       /* tenant P_Key range (infiniband/omnipath) */
-	uint32_t vni_min, vni_max;         /* tenant VNI range (ethernet) */
+	int n_sm_nodes;                 /* infiniband / omnipath */
+	char (*sm_nodes)[ISO_NAME_MAX]; /* owned; hostnames of subnet managers */
+	uint16_t pkey_min, pkey_max;    /* tenant P_Key range (infiniband/omnipath) */
+	uint32_t vni_min, vni_max;      /* tenant VNI range (ethernet) */
 	int n_services;
 	struct iso_shared_service *services; /* owned */
 };
 
 /* Optional `controller:` section: how isostackd serves. Flags override it. */
 struct iso_controller_config {
-	char listen[128];       /* "127.0.0.1:8470" when absent */
-	char tls_cert[512];     /* PEM paths; both or neither */
+	char listen[128];   /* "127.0.0.1:8470" when absent */
+	char tls_cert[512]; /* PEM paths; both or neither */
 	char tls_key[512];
 	bool allow_remote_http; /* plain HTTP beyond loopback; default false */
 	char placement[32];     /* placement policy name; default "first-fit" */
@@ -67,7 +67,7 @@ struct iso_inventory {
 int iso_inventory_load_file(const char *path, struct iso_inventory **out, struct iso_error *err);
 /* Same from memory; `name` stands in for the file name in messages. */
 int iso_inventory_load_string(const char *name, const char *yaml, size_t len,
-			      struct iso_inventory **out, struct iso_error *err);
+                              struct iso_inventory **out, struct iso_error *err);
 void iso_inventory_free(struct iso_inventory *inv);
 static inline void iso_inventory_freep(struct iso_inventory **p)
 {

@@ -8,28 +8,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ISO_MIG_MAX_SLICES 8
+#define ISO_MIG_MAX_SLICES   8
 #define ISO_MIG_MAX_PROFILES 8
 
 struct iso_mig_profile {
-	const char *name;      /* "3g.40gb", "1g.10gb+me" */
-	int nvml_id;           /* nvidia-smi profile id (query at run time on real GPUs) */
-	int compute;           /* compute slices */
-	int width;             /* memory slices occupied */
-	int max_count;         /* max instances of this profile per GPU */
-	uint8_t starts;        /* bit i set: may start at memory slice i */
-	bool media_engine;     /* holds the single "+me" slot */
-	double memory_gib;     /* usable memory */
-	int sms;               /* streaming multiprocessors (0 when unknown) */
+	const char *name;  /* "3g.40gb", "1g.10gb+me" */
+	int nvml_id;       /* nvidia-smi profile id (query at run time on real GPUs) */
+	int compute;       /* compute slices */
+	int width;         /* memory slices occupied */
+	int max_count;     /* max instances of this profile per GPU */
+	uint8_t starts;    /* bit i set: may start at memory slice i */
+	bool media_engine; /* holds the single "+me" slot */
+	double memory_gib; /* usable memory */
+	int sms;           /* streaming multiprocessors (0 when unknown) */
 };
 
 struct iso_gpu_model {
-	const char *name;         /* inventory key: "h100-80gb" */
-	const char *product;      /* "NVIDIA H100 80GB HBM3" */
-	int memory_slices;        /* 8, or 4 on A30 */
-	int compute_slices;       /* 7, or 4 on A30 */
-	double memory_gib;        /* whole-GPU memory */
-	bool inferred;            /* placements inferred, not confirmed (B200) */
+	const char *name;    /* inventory key: "h100-80gb" */
+	const char *product; /* "NVIDIA H100 80GB HBM3" */
+	int memory_slices;   /* 8, or 4 on A30 */
+	int compute_slices;  /* 7, or 4 on A30 */
+	double memory_gib;   /* whole-GPU memory */
+	bool inferred;       /* placements inferred, not confirmed (B200) */
 	int n_profiles;
 	struct iso_mig_profile profiles[ISO_MIG_MAX_PROFILES];
 };
@@ -38,8 +38,7 @@ struct iso_gpu_model {
 const struct iso_gpu_model *iso_gpu_model_find(const char *name);
 const struct iso_gpu_model *iso_gpu_model_at(int i); /* NULL past the end */
 
-const struct iso_mig_profile *iso_mig_profile_find(const struct iso_gpu_model *m,
-						   const char *name);
+const struct iso_mig_profile *iso_mig_profile_find(const struct iso_gpu_model *m, const char *name);
 
 /* Mask of memory slices a profile instance at `start` occupies. */
 static inline uint8_t iso_mig_span(int start, int width)
@@ -55,10 +54,10 @@ static inline uint8_t iso_mig_full_mask(const struct iso_gpu_model *m)
 
 /* Occupancy of one GPU, enough to decide whether a profile fits. */
 struct iso_gpu_occupancy {
-	uint8_t free_mask;     /* bit i set: memory slice i free */
-	int compute_used;      /* compute slices in use */
+	uint8_t free_mask; /* bit i set: memory slice i free */
+	int compute_used;  /* compute slices in use */
 	bool media_engine_used;
-	bool whole;            /* taken as a whole GPU (MIG not used) */
+	bool whole;                          /* taken as a whole GPU (MIG not used) */
 	uint8_t count[ISO_MIG_MAX_PROFILES]; /* instances per profile index */
 };
 
@@ -69,13 +68,13 @@ bool iso_gpu_occupancy_empty(const struct iso_gpu_model *m, const struct iso_gpu
 /* Lowest allowed start where `p` fits under all rules (overlap, max count,
  * compute, +me), or -1. */
 int iso_mig_first_start(const struct iso_gpu_model *m, const struct iso_gpu_occupancy *o,
-			const struct iso_mig_profile *p);
+                        const struct iso_mig_profile *p);
 bool iso_mig_fits_at(const struct iso_gpu_model *m, const struct iso_gpu_occupancy *o,
-		     const struct iso_mig_profile *p, int start);
+                     const struct iso_mig_profile *p, int start);
 /* Apply / undo an instance. The caller has checked it fits. */
 void iso_mig_take(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o,
-		  const struct iso_mig_profile *p, int start);
+                  const struct iso_mig_profile *p, int start);
 void iso_mig_give(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o,
-		  const struct iso_mig_profile *p, int start);
+                  const struct iso_mig_profile *p, int start);
 
 #endif

@@ -23,7 +23,7 @@ int iso_role_parse(const char *s, enum iso_role *out);
 bool iso_role_is_tenant_scoped(enum iso_role role);
 
 #define ISO_DESC_MAX 256
-#define ISO_ID_MAX 40 /* textual object ids: "a-0000000000000001", token ids */
+#define ISO_ID_MAX   40 /* textual object ids: "a-0000000000000001", token ids */
 
 struct iso_tenant {
 	int64_t id;
@@ -35,10 +35,10 @@ struct iso_tenant {
 
 /* A bearer token is "iso_<id>_<secret>": the id finds the row, the secret is
  * compared in constant time against a stored BLAKE2b hash. */
-#define ISO_TOKEN_ID_LEN 12     /* hex chars */
+#define ISO_TOKEN_ID_LEN     12 /* hex chars */
 #define ISO_TOKEN_SECRET_LEN 43 /* base64url of 32 random bytes */
-#define ISO_TOKEN_HASH_LEN 32
-#define ISO_TOKEN_MAX 64
+#define ISO_TOKEN_HASH_LEN   32
+#define ISO_TOKEN_MAX        64
 
 struct iso_token {
 	char id[ISO_TOKEN_ID_LEN + 1];
@@ -67,7 +67,7 @@ struct iso_port {
 	int port_num;    /* 1-based HCA port */
 	uint64_t guid;   /* port GUID of the physical function */
 	int pkey_capacity;
-	int n_vfs; /* SR-IOV virtual functions; 0 = fabric-exclusive node */
+	int n_vfs;          /* SR-IOV virtual functions; 0 = fabric-exclusive node */
 	uint64_t *vf_guids; /* n_vfs entries, owned */
 };
 
@@ -110,13 +110,13 @@ bool iso_alloc_transition_allowed(enum iso_alloc_state from, enum iso_alloc_stat
 
 /* What one member of an allocation needs, on one node. */
 struct iso_shape {
-	bool whole;                 /* whole GPUs */
-	int gpu_count;              /* GPUs (whole) or MIG instances (profile) */
-	char profile[32];           /* MIG profile name when !whole, else "" */
-	char gpu_model[32];         /* optional model constraint, "" = any */
-	int cpus;                   /* cores per member */
-	int64_t memory_mib;         /* memory per member */
-	char pool[ISO_NAME_MAX];    /* optional pool constraint, "" = any */
+	bool whole;              /* whole GPUs */
+	int gpu_count;           /* GPUs (whole) or MIG instances (profile) */
+	char profile[32];        /* MIG profile name when !whole, else "" */
+	char gpu_model[32];      /* optional model constraint, "" = any */
+	int cpus;                /* cores per member */
+	int64_t memory_mib;      /* memory per member */
+	char pool[ISO_NAME_MAX]; /* optional pool constraint, "" = any */
 };
 
 /* Where one member of an allocation runs: one node. */
@@ -147,15 +147,18 @@ struct iso_allocation {
 	char owner[ISO_NAME_MAX + 8]; /* creating token's user, or "token:<id>" */
 	int64_t created_ms;
 	int64_t updated_ms;
-	int n_members;              /* placed members; 0 while pending */
-	struct iso_member *placed;  /* owned, n_members entries */
+	int n_members;             /* placed members; 0 while pending */
+	struct iso_member *placed; /* owned, n_members entries */
 	int n_slots;
 	struct iso_slot *slots; /* owned */
 };
 
 /* Frees placed/slots and zeroes the struct. */
 void iso_allocation_clear(struct iso_allocation *a);
-static inline void iso_allocation_clearp(struct iso_allocation *a) { iso_allocation_clear(a); }
+static inline void iso_allocation_clearp(struct iso_allocation *a)
+{
+	iso_allocation_clear(a);
+}
 void iso_node_clear(struct iso_node *n);
 
 #endif

@@ -31,27 +31,27 @@ int iso_cluster_state_node_index(const struct iso_cluster_state *cs, const char 
  * validates every slot against the inventory and the rules of MIG geometry and
  * changes nothing when it fails. */
 int iso_cluster_state_take(struct iso_cluster_state *cs, const struct iso_allocation *a,
-			   struct iso_error *err);
+                           struct iso_error *err);
 void iso_cluster_state_give(struct iso_cluster_state *cs, const struct iso_allocation *a);
 
 /* Same for members [from, a->n_members) only: used by resize. */
 int iso_cluster_state_take_members(struct iso_cluster_state *cs, const struct iso_allocation *a,
-				   int from, struct iso_error *err);
+                                   int from, struct iso_error *err);
 void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct iso_allocation *a,
-				    int from);
+                                    int from);
 
 /* Validates a shape against the built-in MIG tables (profile exists on some
  * model of the inventory, counts in range). Errors name the request field. */
 int iso_shape_validate(const struct iso_shape *shape, const struct iso_inventory *inv,
-		       struct iso_error *err);
+                       struct iso_error *err);
 
 /* How many members of this shape the whole inventory could hold, empty and
  * with every node schedulable, counting no further than `limit`. A request
  * for more could never be placed (422), one for fewer may wait (pending). */
 int iso_shape_max_members(const struct iso_shape *shape, const struct iso_inventory *inv,
-			  int limit);
+                          int limit);
 static inline bool iso_shape_ever_fits(const struct iso_shape *shape,
-				       const struct iso_inventory *inv)
+                                       const struct iso_inventory *inv)
 {
 	return iso_shape_max_members(shape, inv, 1) >= 1;
 }
@@ -62,7 +62,7 @@ struct iso_placer {
 	 * a->slots (reallocated). Returns 0 and leaves the new members taken in
 	 * `cs`, or -ENOSPC with `a` and `cs` exactly as they were. */
 	int (*place)(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
-		     struct iso_error *err);
+	             struct iso_error *err);
 };
 
 extern const struct iso_placer iso_placer_first_fit;

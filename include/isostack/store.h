@@ -18,12 +18,12 @@ struct iso_node_state {
 };
 
 struct iso_alloc_filter {
-	int64_t tenant_id;   /* 0: every tenant */
-	const char *owner;   /* NULL: any owner */
-	bool live_only;      /* only non-terminal states */
-	int state;           /* -1: any, else enum iso_alloc_state */
-	const char *after;   /* cursor: id of the last item of the previous page, or NULL */
-	int limit;           /* <= 0: no limit */
+	int64_t tenant_id; /* 0: every tenant */
+	const char *owner; /* NULL: any owner */
+	bool live_only;    /* only non-terminal states */
+	int state;         /* -1: any, else enum iso_alloc_state */
+	const char *after; /* cursor: id of the last item of the previous page, or NULL */
+	int limit;         /* <= 0: no limit */
 };
 
 struct iso_store_ops {
@@ -36,50 +36,51 @@ struct iso_store_ops {
 
 	/* small key/value facts: schema notes, cluster identity */
 	int (*meta_get)(struct iso_store *s, const char *key, char *buf, size_t size,
-			struct iso_error *err);
+	                struct iso_error *err);
 	int (*meta_set)(struct iso_store *s, const char *key, const char *value,
-			struct iso_error *err);
+	                struct iso_error *err);
 
 	/* tenants: ordered by name; `after` is a name */
 	int (*tenant_insert)(struct iso_store *s, struct iso_tenant *t, struct iso_error *err);
-	int (*tenant_update)(struct iso_store *s, const struct iso_tenant *t, struct iso_error *err);
+	int (*tenant_update)(struct iso_store *s, const struct iso_tenant *t,
+	                     struct iso_error *err);
 	int (*tenant_delete)(struct iso_store *s, int64_t id, struct iso_error *err);
 	int (*tenant_get_by_name)(struct iso_store *s, const char *name, struct iso_tenant *out,
-				  struct iso_error *err);
+	                          struct iso_error *err);
 	int (*tenant_get_by_id)(struct iso_store *s, int64_t id, struct iso_tenant *out,
-				struct iso_error *err);
+	                        struct iso_error *err);
 	int (*tenant_list)(struct iso_store *s, const char *after, int limit,
-			   struct iso_tenant **out, int *n, struct iso_error *err);
+	                   struct iso_tenant **out, int *n, struct iso_error *err);
 
 	/* tokens: ordered by id; tenant_id < 0 lists every token */
 	int (*token_insert)(struct iso_store *s, const struct iso_token *t, struct iso_error *err);
 	int (*token_get)(struct iso_store *s, const char *id, struct iso_token *out,
-			 struct iso_error *err);
+	                 struct iso_error *err);
 	int (*token_list)(struct iso_store *s, int64_t tenant_id, const char *after, int limit,
-			  struct iso_token **out, int *n, struct iso_error *err);
+	                  struct iso_token **out, int *n, struct iso_error *err);
 	int (*token_revoke)(struct iso_store *s, const char *id, int64_t when_ms,
-			    struct iso_error *err);
+	                    struct iso_error *err);
 	int (*token_revoke_tenant)(struct iso_store *s, int64_t tenant_id, int64_t when_ms,
-				   struct iso_error *err);
+	                           struct iso_error *err);
 
 	/* node runtime state */
 	int (*node_state_set)(struct iso_store *s, const struct iso_node_state *ns,
-			      struct iso_error *err);
+	                      struct iso_error *err);
 	int (*node_state_list)(struct iso_store *s, struct iso_node_state **out, int *n,
-			       struct iso_error *err);
+	                       struct iso_error *err);
 
 	/* allocations with their members and slots; ordered by (created_ms, id) */
 	int (*alloc_insert)(struct iso_store *s, const struct iso_allocation *a,
-			    struct iso_error *err);
+	                    struct iso_error *err);
 	/* Replaces every column and the members/slots of an existing row. */
 	int (*alloc_update)(struct iso_store *s, const struct iso_allocation *a,
-			    struct iso_error *err);
+	                    struct iso_error *err);
 	int (*alloc_get)(struct iso_store *s, const char *id, struct iso_allocation *out,
-			 struct iso_error *err);
+	                 struct iso_error *err);
 	int (*alloc_list)(struct iso_store *s, const struct iso_alloc_filter *f,
-			  struct iso_allocation **out, int *n, struct iso_error *err);
+	                  struct iso_allocation **out, int *n, struct iso_error *err);
 	int (*alloc_count_live)(struct iso_store *s, int64_t tenant_id, int *n,
-				struct iso_error *err);
+	                        struct iso_error *err);
 };
 
 struct iso_store {
@@ -94,7 +95,10 @@ static inline void iso_store_close(struct iso_store *s)
 	if (s)
 		s->ops->close(s);
 }
-static inline void iso_store_closep(struct iso_store **s) { iso_store_close(*s); }
+static inline void iso_store_closep(struct iso_store **s)
+{
+	iso_store_close(*s);
+}
 
 /* Frees arrays returned by the list functions. */
 void iso_allocations_free(struct iso_allocation *a, int n);

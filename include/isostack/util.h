@@ -11,13 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _cleanup_free_ _cleanup_(iso_freep)
-#define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _unused_ __attribute__((unused))
+#define _cleanup_(f)      __attribute__((cleanup(f)))
+#define _cleanup_free_    _cleanup_(iso_freep)
+#define _printf_(a, b)    __attribute__((format(printf, a, b)))
+#define _unused_          __attribute__((unused))
 #define ISO_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-static inline void iso_freep(void *p) { free(*(void **)p); }
+static inline void iso_freep(void *p)
+{
+	free(*(void **)p);
+}
 static inline void iso_fclosep(FILE **f)
 {
 	if (*f)
@@ -52,7 +55,7 @@ enum iso_errcode {
 };
 
 #define ISO_ERR_FIELD_MAX 96
-#define ISO_ERR_MSG_MAX 320
+#define ISO_ERR_MSG_MAX   320
 
 struct iso_error {
 	enum iso_errcode code;
@@ -63,7 +66,7 @@ struct iso_error {
 /* Fills *err (when not NULL) and returns the negative errno of the class, so
  * callers can write `return iso_error_set(err, ...);`. */
 int iso_error_set(struct iso_error *err, enum iso_errcode code, const char *field, const char *fmt,
-		  ...) _printf_(4, 5);
+                  ...) _printf_(4, 5);
 int iso_error_errno(enum iso_errcode code);
 const char *iso_errcode_name(enum iso_errcode code); /* "invalid_argument", ... */
 int iso_errcode_http_status(enum iso_errcode code);

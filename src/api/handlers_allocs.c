@@ -4,14 +4,14 @@
 
 #include "api/internal.h"
 
-static const char *const create_keys[] = {"tenant", "name", "members", "gpus", "cpus",
-					  "memory_mib", "pool", NULL};
+static const char *const create_keys[] = {"tenant", "name",       "members", "gpus",
+                                          "cpus",   "memory_mib", "pool",    NULL};
 static const char *const gpus_keys[] = {"count", "profile", "whole", "model", NULL};
 static const char *const resize_keys[] = {"members", NULL};
 static const char *const list_keys[] = {"limit", "after", "tenant", "state", NULL};
 
 static int copy_field(char *dst, size_t size, const char *src, const char *field,
-		      struct iso_error *err)
+                      struct iso_error *err)
 {
 	if (src && iso_strlcpy(dst, src, size) < 0)
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: too long", field);
@@ -33,11 +33,11 @@ static int decode_gpus(json_t *gpus, struct iso_shape *s, struct iso_error *err)
 		return -1;
 	if (s->whole && profile)
 		return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
-				     "gpus.profile: give either a MIG profile or whole: true, "
-				     "not both");
+		                     "gpus.profile: give either a MIG profile or whole: true, "
+		                     "not both");
 	if (!s->whole && !profile)
 		return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
-				     "gpus.profile: required unless whole is true");
+		                     "gpus.profile: required unless whole is true");
 	s->gpu_count = (int)count;
 	if (copy_field(s->profile, sizeof(s->profile), profile, "gpus.profile", err) < 0 ||
 	    copy_field(s->gpu_model, sizeof(s->gpu_model), model, "gpus.model", err) < 0)
@@ -61,7 +61,7 @@ int api_alloc_create(struct api_request *r)
 	    api_get_int(body, "members", NULL, false, 1, ISO_MAX_MEMBERS, &members, &r->err) < 0 ||
 	    api_get_int(body, "cpus", NULL, false, 0, 1 << 20, &cpus, &r->err) < 0 ||
 	    api_get_int(body, "memory_mib", NULL, false, 0, INT64_C(1) << 40, &memory, &r->err) <
-		    0 ||
+	        0 ||
 	    api_get_string(body, "pool", NULL, false, &pool, &r->err) < 0)
 		return -1;
 	gpus = json_object_get(body, "gpus");
@@ -92,8 +92,8 @@ int api_alloc_list(struct api_request *r)
 		enum iso_alloc_state s;
 		if (iso_alloc_state_parse(state, &s) < 0)
 			return iso_error_set(&r->err, ISO_E_INVALID, "state",
-					     "state: must be pending, placed, provisioning, "
-					     "active, releasing, released or failed");
+			                     "state: must be pending, placed, provisioning, "
+			                     "active, releasing, released or failed");
 		q.state = (int)s;
 	}
 	int limit = q.limit;

@@ -23,7 +23,7 @@ static int page_start(struct api_request *r, const char *after, int *node, int *
 		return 0;
 	slash = gpu ? strchr(after, '/') : NULL;
 	snprintf(name, sizeof(name), "%.*s", slash ? (int)(slash - after) : (int)strlen(after),
-		 after);
+	         after);
 	*node = iso_cluster_state_node_index(cs, name);
 	if (*node < 0 || (gpu && !slash))
 		return iso_error_set(&r->err, ISO_E_INVALID, "after", "after: unknown cursor");
@@ -105,12 +105,21 @@ static int set_sched(struct api_request *r, enum iso_node_sched sched)
 	return 0;
 }
 
-int api_node_cordon(struct api_request *r) { return set_sched(r, ISO_NODE_CORDONED); }
-int api_node_uncordon(struct api_request *r) { return set_sched(r, ISO_NODE_SCHEDULABLE); }
-int api_node_drain(struct api_request *r) { return set_sched(r, ISO_NODE_DRAINING); }
+int api_node_cordon(struct api_request *r)
+{
+	return set_sched(r, ISO_NODE_CORDONED);
+}
+int api_node_uncordon(struct api_request *r)
+{
+	return set_sched(r, ISO_NODE_SCHEDULABLE);
+}
+int api_node_drain(struct api_request *r)
+{
+	return set_sched(r, ISO_NODE_DRAINING);
+}
 
 static json_t *gpu_json(const struct iso_node *n, int g, const struct iso_gpu_occupancy *o,
-			const struct iso_allocation *live, int n_live)
+                        const struct iso_allocation *live, int n_live)
 {
 	const struct iso_gpu *gpu = &n->gpus[g];
 	json_t *instances = json_array();
@@ -130,20 +139,18 @@ static json_t *gpu_json(const struct iso_node *n, int g, const struct iso_gpu_oc
 			if (strcmp(a->placed[sl->member].node, n->name) != 0)
 				continue;
 			json_array_append_new(
-				instances,
-				json_pack("{s:s, s:o, s:i, s:i, s:b}", "allocation", a->id,
-					  "profile",
-					  sl->profile[0] ? json_string(sl->profile) : json_null(),
-					  "start", sl->start, "width", sl->width, "whole", sl->whole));
+			    instances,
+			    json_pack("{s:s, s:o, s:i, s:i, s:b}", "allocation", a->id, "profile",
+			              sl->profile[0] ? json_string(sl->profile) : json_null(),
+			              "start", sl->start, "width", sl->width, "whole", sl->whole));
 		}
 	}
-	return json_pack("{s:s, s:i, s:s, s:b, s:b, s:i, s:i, s:i, s:i, s:s+, s:o}", "node",
-			 n->name, "index", gpu->index, "model", gpu->model->name, "mig_enabled",
-			 gpu->mig_enabled, "whole_used", o->whole, "free_slices",
-			 __builtin_popcount(o->free_mask), "memory_slices",
-			 gpu->model->memory_slices, "compute_used", o->compute_used,
-			 "compute_slices", gpu->model->compute_slices, "free_mask", "0b", mask,
-			 "instances", instances);
+	return json_pack(
+	    "{s:s, s:i, s:s, s:b, s:b, s:i, s:i, s:i, s:i, s:s+, s:o}", "node", n->name, "index",
+	    gpu->index, "model", gpu->model->name, "mig_enabled", gpu->mig_enabled, "whole_used",
+	    o->whole, "free_slices", __builtin_popcount(o->free_mask), "memory_slices",
+	    gpu->model->memory_slices, "compute_used", o->compute_used, "compute_slices",
+	    gpu->model->compute_slices, "free_mask", "0b", mask, "instances", instances);
 }
 
 int api_gpu_list(struct api_request *r)
@@ -163,7 +170,7 @@ int api_gpu_list(struct api_request *r)
 	if (node && iso_cluster_state_node_index(cs, node) < 0) {
 		iso_allocations_free(live, n_live);
 		return iso_error_set(&r->err, ISO_E_NOT_FOUND, "node", "node \"%s\" not found",
-				     node);
+		                     node);
 	}
 	json_t *arr = json_array();
 	for (int i = first_node; i < inv->n_nodes && !next[0]; i++) {
@@ -173,11 +180,11 @@ int api_gpu_list(struct api_request *r)
 		for (int g = i == first_node ? first_gpu : 0; g < nd->n_gpus; g++) {
 			if (n == limit) {
 				snprintf(next, sizeof(next), "%s/%d", inv->nodes[last_node].name,
-					 last_gpu);
+				         last_gpu);
 				break;
 			}
-			json_array_append_new(arr, gpu_json(nd, g, &cs->usage[i].gpus[g], live,
-							    n_live));
+			json_array_append_new(arr,
+			                      gpu_json(nd, g, &cs->usage[i].gpus[g], live, n_live));
 			last_node = i;
 			last_gpu = g;
 			n++;

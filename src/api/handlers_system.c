@@ -16,10 +16,10 @@ int api_version(struct api_request *r)
 	if (api_check_query(r, NULL) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK,
-		  json_pack("{s:s, s:s, s:s, s:s, s:s}", "version", ISO_VERSION, "api", "v1",
-			    "store", iso_controller_store_name(r->ctl), "placement",
-			    iso_controller_placer_name(r->ctl), "fabric",
-			    iso_fabric_type_name(inv->fabric.type)));
+	          json_pack("{s:s, s:s, s:s, s:s, s:s}", "version", ISO_VERSION, "api", "v1",
+	                    "store", iso_controller_store_name(r->ctl), "placement",
+	                    iso_controller_placer_name(r->ctl), "fabric",
+	                    iso_fabric_type_name(inv->fabric.type)));
 	return 0;
 }
 
@@ -28,10 +28,10 @@ int api_whoami(struct api_request *r)
 	if (api_check_query(r, NULL) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK,
-		  json_pack("{s:s, s:s, s:o, s:s}", "token_id", r->who.token_id, "role",
-			    iso_role_name(r->who.role), "tenant",
-			    r->who.tenant[0] ? json_string(r->who.tenant) : json_null(), "user",
-			    r->who.user));
+	          json_pack("{s:s, s:s, s:o, s:s}", "token_id", r->who.token_id, "role",
+	                    iso_role_name(r->who.role), "tenant",
+	                    r->who.tenant[0] ? json_string(r->who.tenant) : json_null(), "user",
+	                    r->who.user));
 	return 0;
 }
 

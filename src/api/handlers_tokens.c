@@ -4,8 +4,8 @@
 
 #include "api/internal.h"
 
-static const char *const token_issue_keys[] = {"role", "tenant", "user", "description",
-					       "expires_in_s", NULL};
+static const char *const token_issue_keys[] = {"role",        "tenant",       "user",
+                                               "description", "expires_in_s", NULL};
 static const char *const list_keys[] = {"limit", "after", "tenant", NULL};
 
 int api_token_issue(struct api_request *r)
@@ -23,14 +23,14 @@ int api_token_issue(struct api_request *r)
 	    api_get_string(body, "user", NULL, false, &req.user, &r->err) < 0 ||
 	    api_get_string(body, "description", NULL, false, &req.description, &r->err) < 0 ||
 	    api_get_int(body, "expires_in_s", NULL, false, 0, INT64_MAX / 1000, &req.expires_in_s,
-			&r->err) < 0)
+	                &r->err) < 0)
 		return -1;
 	if (iso_role_parse(role, &req.role) < 0)
 		return iso_error_set(&r->err, ISO_E_INVALID, "role",
-				     "role: must be cluster-admin, auditor, tenant-admin or "
-				     "tenant-user");
-	if (iso_controller_token_issue(r->ctl, &r->who, &req, &t, secret, sizeof(secret),
-				       &r->err) < 0)
+		                     "role: must be cluster-admin, auditor, tenant-admin or "
+		                     "tenant-user");
+	if (iso_controller_token_issue(r->ctl, &r->who, &req, &t, secret, sizeof(secret), &r->err) <
+	    0)
 		return -1;
 	json_t *out = api_token_json(r->ctl, &t);
 	json_object_set_new(out, "token", json_string(secret));
@@ -47,7 +47,7 @@ int api_token_list(struct api_request *r)
 
 	if (api_check_query(r, list_keys) < 0 || api_page(r, &limit, &after) < 0 ||
 	    iso_controller_token_list(r->ctl, &r->who, api_query(r, "tenant"), after, limit + 1,
-				      &items, &n, &r->err) < 0)
+	                              &items, &n, &r->err) < 0)
 		return -1;
 	json_t *arr = json_array();
 	for (int i = 0; i < n && i < limit; i++)

@@ -8,9 +8,9 @@
 
 #include "isostack/api.h"
 
-#define API_MAX_SEGS 8
+#define API_MAX_SEGS      8
 #define API_DEFAULT_LIMIT 100
-#define API_MAX_LIMIT 1000
+#define API_MAX_LIMIT     1000
 
 struct api_request {
 	struct iso_controller *ctl;
@@ -42,14 +42,14 @@ typedef int (*api_handler)(struct api_request *r);
 int api_body_object(struct api_request *r, bool allow_empty, json_t **out);
 /* Refuses keys outside `allowed` (NULL-terminated); prefix names the parent ("gpus"). */
 int api_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
-		   struct iso_error *err);
+                   struct iso_error *err);
 /* Typed getters: absent -> 0 and *out untouched (or an error when required). */
 int api_get_string(json_t *obj, const char *key, const char *prefix, bool required,
-		   const char **out, struct iso_error *err);
+                   const char **out, struct iso_error *err);
 int api_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-		int64_t max, int64_t *out, struct iso_error *err);
+                int64_t max, int64_t *out, struct iso_error *err);
 int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out,
-		 struct iso_error *err);
+                 struct iso_error *err);
 /* Query parameters: refuses any not in `allowed`, parses limit/after. */
 int api_check_query(struct api_request *r, const char *const *allowed);
 const char *api_query(struct api_request *r, const char *key);

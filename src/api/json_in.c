@@ -23,31 +23,31 @@ int api_body_object(struct api_request *r, bool allow_empty, json_t **out)
 	if (r->body_len == 0) {
 		if (!allow_empty)
 			return iso_error_set(&r->err, ISO_E_INVALID, NULL,
-					     "request body: a JSON object is required");
+			                     "request body: a JSON object is required");
 		*out = json_object();
 		return 0;
 	}
 	root = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return iso_error_set(&r->err, ISO_E_INVALID, NULL,
-				     "request body: invalid JSON at line %d column %d: %s",
-				     jerr.line, jerr.column, jerr.text);
+		                     "request body: invalid JSON at line %d column %d: %s",
+		                     jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return iso_error_set(&r->err, ISO_E_INVALID, NULL,
-				     "request body: must be a JSON object");
+		                     "request body: must be a JSON object");
 	}
 	*out = root;
 	return 0;
 }
 
 int api_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
-		   struct iso_error *err)
+                   struct iso_error *err)
 {
 	const char *key;
 	json_t *value;
 
-	json_object_foreach(obj, key, value) {
+	json_object_foreach (obj, key, value) {
 		bool known = false;
 		(void)value;
 		for (const char *const *a = allowed; *a; a++)
@@ -62,8 +62,8 @@ int api_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
 	return 0;
 }
 
-static json_t *lookup(json_t *obj, const char *key, const char *prefix, bool required,
-		      char *field, size_t size, int *r, struct iso_error *err)
+static json_t *lookup(json_t *obj, const char *key, const char *prefix, bool required, char *field,
+                      size_t size, int *r, struct iso_error *err)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -79,7 +79,7 @@ static json_t *lookup(json_t *obj, const char *key, const char *prefix, bool req
 }
 
 int api_get_string(json_t *obj, const char *key, const char *prefix, bool required,
-		   const char **out, struct iso_error *err)
+                   const char **out, struct iso_error *err)
 {
 	char field[ISO_ERR_FIELD_MAX];
 	int r;
@@ -96,7 +96,7 @@ int api_get_string(json_t *obj, const char *key, const char *prefix, bool requir
 }
 
 int api_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-		int64_t max, int64_t *out, struct iso_error *err)
+                int64_t max, int64_t *out, struct iso_error *err)
 {
 	char field[ISO_ERR_FIELD_MAX];
 	int r;
@@ -109,13 +109,12 @@ int api_get_int(json_t *obj, const char *key, const char *prefix, bool required,
 	json_int_t x = json_integer_value(v);
 	if (x < min || x > max)
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %lld..%lld", field,
-				     (long long)min, (long long)max);
+		                     (long long)min, (long long)max);
 	*out = x;
 	return 0;
 }
 
-int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out,
-		 struct iso_error *err)
+int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out, struct iso_error *err)
 {
 	char field[ISO_ERR_FIELD_MAX];
 	int r;
@@ -135,7 +134,7 @@ struct query_check {
 };
 
 static enum MHD_Result check_one(void *cls, enum MHD_ValueKind kind, const char *key,
-				 const char *value)
+                                 const char *value)
 {
 	struct query_check *qc = cls;
 	(void)kind;
@@ -157,7 +156,7 @@ int api_check_query(struct api_request *r, const char *const *allowed)
 		char field[ISO_ERR_FIELD_MAX];
 		snprintf(field, sizeof(field), "%.80s", qc.bad);
 		return iso_error_set(&r->err, ISO_E_INVALID, field,
-				     "query parameter \"%s\": unknown", field);
+		                     "query parameter \"%s\": unknown", field);
 	}
 	return 0;
 }
@@ -179,13 +178,14 @@ int api_page(struct api_request *r, int *limit, const char **after)
 		long v = strtol(l, &end, 10);
 		if (errno || !end || *end || end == l || v < 1 || v > API_MAX_LIMIT)
 			return iso_error_set(&r->err, ISO_E_INVALID, "limit",
-					     "limit: must be an integer 1..%d", API_MAX_LIMIT);
+			                     "limit: must be an integer 1..%d", API_MAX_LIMIT);
 		*limit = (int)v;
 	}
 	*after = NULL;
 	if (a) {
 		if (!a[0] || strlen(a) >= ISO_ID_MAX + ISO_NAME_MAX)
-			return iso_error_set(&r->err, ISO_E_INVALID, "after", "after: invalid cursor");
+			return iso_error_set(&r->err, ISO_E_INVALID, "after",
+			                     "after: invalid cursor");
 		*after = a;
 	}
 	return 0;

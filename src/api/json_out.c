@@ -15,7 +15,7 @@ void api_reply(struct api_request *r, int status, json_t *body)
 json_t *api_list(json_t *items, const char *next)
 {
 	return json_pack("{s:o, s:o}", "items", items, "next",
-			 next ? json_string(next) : json_null());
+	                 next ? json_string(next) : json_null());
 }
 
 json_t *api_time(int64_t ms)
@@ -28,12 +28,15 @@ json_t *api_time(int64_t ms)
 	return json_string(buf);
 }
 
-static json_t *str_or_null(const char *s) { return s && s[0] ? json_string(s) : json_null(); }
+static json_t *str_or_null(const char *s)
+{
+	return s && s[0] ? json_string(s) : json_null();
+}
 
 json_t *api_tenant_json(const struct iso_tenant *t)
 {
 	return json_pack("{s:s, s:s, s:o, s:o}", "name", t->name, "description", t->description,
-			 "created", api_time(t->created_ms), "updated", api_time(t->updated_ms));
+	                 "created", api_time(t->created_ms), "updated", api_time(t->updated_ms));
 }
 
 json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t)
@@ -42,9 +45,9 @@ json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t)
 
 	iso_controller_tenant_name(ctl, t->tenant_id, tenant, sizeof(tenant));
 	return json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o}", "id", t->id, "role",
-			 iso_role_name(t->role), "tenant", str_or_null(tenant), "user", t->user,
-			 "description", t->description, "created", api_time(t->created_ms),
-			 "expires", api_time(t->expires_ms), "revoked", api_time(t->revoked_ms));
+	                 iso_role_name(t->role), "tenant", str_or_null(tenant), "user", t->user,
+	                 "description", t->description, "created", api_time(t->created_ms),
+	                 "expires", api_time(t->expires_ms), "revoked", api_time(t->revoked_ms));
 }
 
 static const char *member_node(const struct iso_allocation *a, int member)
@@ -63,30 +66,30 @@ json_t *api_alloc_json(const struct iso_allocation *a)
 
 	for (int i = 0; i < a->n_members; i++)
 		json_array_append_new(nodes, json_pack("{s:i, s:s}", "member", a->placed[i].index,
-						       "node", a->placed[i].node));
+		                                       "node", a->placed[i].node));
 	for (int i = 0; i < a->n_slots; i++) {
 		const struct iso_slot *sl = &a->slots[i];
 		json_array_append_new(placement,
-				      json_pack("{s:i, s:s, s:i, s:b, s:o, s:i, s:i}", "member",
-						sl->member, "node", member_node(a, sl->member), "gpu",
-						sl->gpu, "whole", sl->whole, "profile",
-						str_or_null(sl->profile), "start", sl->start, "width",
-						sl->width));
+		                      json_pack("{s:i, s:s, s:i, s:b, s:o, s:i, s:i}", "member",
+		                                sl->member, "node", member_node(a, sl->member),
+		                                "gpu", sl->gpu, "whole", sl->whole, "profile",
+		                                str_or_null(sl->profile), "start", sl->start,
+		                                "width", sl->width));
 	}
 	if (s->gpu_count > 0)
 		gpus = json_pack("{s:i, s:b, s:o, s:o}", "count", s->gpu_count, "whole", s->whole,
-				 "profile", str_or_null(s->profile), "model",
-				 str_or_null(s->gpu_model));
+		                 "profile", str_or_null(s->profile), "model",
+		                 str_or_null(s->gpu_model));
 	else
 		gpus = json_null();
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:i, s:I, s:o, s:s, s:o, s:o, s:o, "
-			 "s:o}",
-			 "id", a->id, "tenant", a->tenant, "name", a->name, "state",
-			 iso_alloc_state_name(a->state), "reason", a->reason, "members",
-			 a->members, "gpus", gpus, "cpus", s->cpus, "memory_mib",
-			 (json_int_t)s->memory_mib, "pool", str_or_null(s->pool), "owner",
-			 a->owner, "created", api_time(a->created_ms), "updated",
-			 api_time(a->updated_ms), "nodes", nodes, "placement", placement);
+	                 "s:o}",
+	                 "id", a->id, "tenant", a->tenant, "name", a->name, "state",
+	                 iso_alloc_state_name(a->state), "reason", a->reason, "members", a->members,
+	                 "gpus", gpus, "cpus", s->cpus, "memory_mib", (json_int_t)s->memory_mib,
+	                 "pool", str_or_null(s->pool), "owner", a->owner, "created",
+	                 api_time(a->created_ms), "updated", api_time(a->updated_ms), "nodes",
+	                 nodes, "placement", placement);
 }
 
 static const char *node_state_name(enum iso_node_sched sched, const struct iso_node_usage *u)
@@ -108,26 +111,25 @@ json_t *api_node_json(struct iso_controller *ctl, int i)
 	if (n->has_port) {
 		snprintf(guid, sizeof(guid), "0x%016llx", (unsigned long long)n->port.guid);
 		port = json_pack("{s:s, s:i, s:s, s:i, s:i}", "device", n->port.device, "port",
-				 n->port.port_num, "guid", guid, "pkey_capacity",
-				 n->port.pkey_capacity, "vfs", n->port.n_vfs);
+		                 n->port.port_num, "guid", guid, "pkey_capacity",
+		                 n->port.pkey_capacity, "vfs", n->port.n_vfs);
 	}
 	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:I, s:s, s:i, s:o, s:i, s:o}",
-			 "name", n->name, "pool", n->pool, "rack", n->rack, "pdu", n->pdu, "cpus",
-			 n->cpus, "memory_mib", (json_int_t)n->memory_mib, "cpus_used",
-			 u->cpus_used, "memory_mib_used", (json_int_t)u->memory_mib_used, "state",
-			 node_state_name(cs->sched[i], u), "gpus", n->n_gpus, "gpu_model",
-			 n->n_gpus ? json_string(n->gpus[0].model->name) : json_null(), "members",
-			 u->members, "port", port);
+	                 "name", n->name, "pool", n->pool, "rack", n->rack, "pdu", n->pdu, "cpus",
+	                 n->cpus, "memory_mib", (json_int_t)n->memory_mib, "cpus_used",
+	                 u->cpus_used, "memory_mib_used", (json_int_t)u->memory_mib_used, "state",
+	                 node_state_name(cs->sched[i], u), "gpus", n->n_gpus, "gpu_model",
+	                 n->n_gpus ? json_string(n->gpus[0].model->name) : json_null(), "members",
+	                 u->members, "port", port);
 }
 
 json_t *api_capacity_json(const struct iso_capacity *c)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "nodes",
-			 c->nodes, "schedulable_nodes", c->schedulable_nodes, "gpus", c->gpus,
-			 "gpus_free", c->gpus_free, "memory_slices", c->memory_slices,
-			 "memory_slices_free", c->memory_slices_free, "compute_slices",
-			 c->compute_slices, "compute_slices_free", c->compute_slices_free, "cpus",
-			 (json_int_t)c->cpus, "cpus_free", (json_int_t)c->cpus_free, "memory_mib",
-			 (json_int_t)c->memory_mib, "memory_mib_free",
-			 (json_int_t)c->memory_mib_free);
+	return json_pack(
+	    "{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "nodes", c->nodes,
+	    "schedulable_nodes", c->schedulable_nodes, "gpus", c->gpus, "gpus_free", c->gpus_free,
+	    "memory_slices", c->memory_slices, "memory_slices_free", c->memory_slices_free,
+	    "compute_slices", c->compute_slices, "compute_slices_free", c->compute_slices_free,
+	    "cpus", (json_int_t)c->cpus, "cpus_free", (json_int_t)c->cpus_free, "memory_mib",
+	    (json_int_t)c->memory_mib, "memory_mib_free", (json_int_t)c->memory_mib_free);
 }

@@ -34,30 +34,30 @@ struct route {
 };
 
 static const struct route routes[] = {
-	{"GET", "v1/healthz", api_healthz, ROUTE_OPEN},
-	{"GET", "v1/version", api_version, ROUTE_AUTH},
-	{"GET", "v1/whoami", api_whoami, ROUTE_AUTH},
-	{"GET", "v1/capacity", api_capacity, ROUTE_AUTH},
-	{"POST", "v1/tenants", api_tenant_create, ROUTE_AUTH},
-	{"GET", "v1/tenants", api_tenant_list, ROUTE_AUTH},
-	{"GET", "v1/tenants/*", api_tenant_get, ROUTE_AUTH},
-	{"PATCH", "v1/tenants/*", api_tenant_update, ROUTE_AUTH},
-	{"DELETE", "v1/tenants/*", api_tenant_delete, ROUTE_AUTH},
-	{"POST", "v1/tokens", api_token_issue, ROUTE_AUTH},
-	{"GET", "v1/tokens", api_token_list, ROUTE_AUTH},
-	{"GET", "v1/tokens/*", api_token_get, ROUTE_AUTH},
-	{"DELETE", "v1/tokens/*", api_token_revoke, ROUTE_AUTH},
-	{"GET", "v1/nodes", api_node_list, ROUTE_AUTH},
-	{"GET", "v1/nodes/*", api_node_get, ROUTE_AUTH},
-	{"POST", "v1/nodes/*/cordon", api_node_cordon, ROUTE_AUTH},
-	{"POST", "v1/nodes/*/uncordon", api_node_uncordon, ROUTE_AUTH},
-	{"POST", "v1/nodes/*/drain", api_node_drain, ROUTE_AUTH},
-	{"GET", "v1/gpus", api_gpu_list, ROUTE_AUTH},
-	{"POST", "v1/allocations", api_alloc_create, ROUTE_AUTH},
-	{"GET", "v1/allocations", api_alloc_list, ROUTE_AUTH},
-	{"GET", "v1/allocations/*", api_alloc_get, ROUTE_AUTH},
-	{"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH},
-	{"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH},
+    {"GET", "v1/healthz", api_healthz, ROUTE_OPEN},
+    {"GET", "v1/version", api_version, ROUTE_AUTH},
+    {"GET", "v1/whoami", api_whoami, ROUTE_AUTH},
+    {"GET", "v1/capacity", api_capacity, ROUTE_AUTH},
+    {"POST", "v1/tenants", api_tenant_create, ROUTE_AUTH},
+    {"GET", "v1/tenants", api_tenant_list, ROUTE_AUTH},
+    {"GET", "v1/tenants/*", api_tenant_get, ROUTE_AUTH},
+    {"PATCH", "v1/tenants/*", api_tenant_update, ROUTE_AUTH},
+    {"DELETE", "v1/tenants/*", api_tenant_delete, ROUTE_AUTH},
+    {"POST", "v1/tokens", api_token_issue, ROUTE_AUTH},
+    {"GET", "v1/tokens", api_token_list, ROUTE_AUTH},
+    {"GET", "v1/tokens/*", api_token_get, ROUTE_AUTH},
+    {"DELETE", "v1/tokens/*", api_token_revoke, ROUTE_AUTH},
+    {"GET", "v1/nodes", api_node_list, ROUTE_AUTH},
+    {"GET", "v1/nodes/*", api_node_get, ROUTE_AUTH},
+    {"POST", "v1/nodes/*/cordon", api_node_cordon, ROUTE_AUTH},
+    {"POST", "v1/nodes/*/uncordon", api_node_uncordon, ROUTE_AUTH},
+    {"POST", "v1/nodes/*/drain", api_node_drain, ROUTE_AUTH},
+    {"GET", "v1/gpus", api_gpu_list, ROUTE_AUTH},
+    {"POST", "v1/allocations", api_alloc_create, ROUTE_AUTH},
+    {"GET", "v1/allocations", api_alloc_list, ROUTE_AUTH},
+    {"GET", "v1/allocations/*", api_alloc_get, ROUTE_AUTH},
+    {"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH},
+    {"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH},
 };
 
 static bool pattern_matches(const char *pattern, struct api_request *r)
@@ -129,8 +129,8 @@ static void make_request_id(struct api_request *r)
 
 static const char *bearer_of(struct api_request *r)
 {
-	const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-						    MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *h =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return NULL;
 	h += 7;
@@ -142,16 +142,16 @@ static const char *bearer_of(struct api_request *r)
 static void client_address(struct MHD_Connection *conn, char *buf, size_t size)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
 	buf[0] = '\0';
 	if (sa && sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
-			  (socklen_t)size);
+		          (socklen_t)size);
 	else if (sa && sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
-			  buf, (socklen_t)size);
+		          buf, (socklen_t)size);
 }
 
 static void error_reply(struct api_request *r)
@@ -160,10 +160,10 @@ static void error_reply(struct api_request *r)
 	enum iso_errcode code = e->code == ISO_OK ? ISO_E_INTERNAL : e->code;
 
 	api_reply(r, iso_errcode_http_status(code),
-		  json_pack("{s:{s:s, s:s, s:o}, s:s}", "error", "code", iso_errcode_name(code),
-			    "message", e->message[0] ? e->message : iso_errcode_name(code),
-			    "field", e->field[0] ? json_string(e->field) : json_null(),
-			    "request_id", r->request_id));
+	          json_pack("{s:{s:s, s:s, s:o}, s:s}", "error", "code", iso_errcode_name(code),
+	                    "message", e->message[0] ? e->message : iso_errcode_name(code), "field",
+	                    e->field[0] ? json_string(e->field) : json_null(), "request_id",
+	                    r->request_id));
 }
 
 static void dispatch(struct api_request *r)
@@ -180,7 +180,7 @@ static void dispatch(struct api_request *r)
 			match = &routes[i];
 		else if (strlen(allow) + 8 < sizeof(allow))
 			snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
-				 allow[0] ? ", " : "", routes[i].method);
+			         allow[0] ? ", " : "", routes[i].method);
 	}
 	if (!path_match) {
 		iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such path: %s", r->path);
@@ -189,14 +189,14 @@ static void dispatch(struct api_request *r)
 	}
 	if (!match) {
 		iso_error_set(&r->err, ISO_E_METHOD, NULL, "%s is not allowed here; allowed: %s",
-			      r->method, allow);
+		              r->method, allow);
 		iso_strlcpy(r->allow, allow, sizeof(r->allow));
 		error_reply(r);
 		return;
 	}
 	if (r->body_too_large) {
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
-			      ISO_API_MAX_BODY);
+		              ISO_API_MAX_BODY);
 		error_reply(r);
 		return;
 	}
@@ -257,8 +257,8 @@ static void request_free(struct api_request *r)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
 	struct iso_api *api = cls;
 	struct api_request *r = *con_cls;
@@ -280,7 +280,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * still sending, gets its 413 rather than a reset; one announced
 		 * beyond what is worth draining is refused before it is read. */
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (!cl || strtoull(cl, NULL, 10) <= API_MAX_DRAIN)
 			return MHD_YES;
 		r->body_too_large = true;
@@ -307,19 +307,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	t0 = iso_mono_ns();
 	dispatch(r);
 	/* Changes and failures are worth a line each; successful reads only on demand. */
-	enum iso_log_level level = r->status >= 500			  ? ISO_LOG_ERR
-				   : strcmp(method, "GET") != 0 || r->status >= 400 ? ISO_LOG_INFO
-										      : ISO_LOG_DEBUG;
+	enum iso_log_level level = r->status >= 500                                 ? ISO_LOG_ERR
+	                           : strcmp(method, "GET") != 0 || r->status >= 400 ? ISO_LOG_INFO
+	                                                                            : ISO_LOG_DEBUG;
 	iso_log(level, "http",
-		"request_id=%s source=%s method=%s path=\"%.200s\" status=%d token_id=%s us=%llu",
-		r->request_id, r->who.source[0] ? r->who.source : "-", method, r->path, r->status,
-		r->who.token_id[0] ? r->who.token_id : "-",
-		(unsigned long long)((iso_mono_ns() - t0) / 1000));
+	        "request_id=%s source=%s method=%s path=\"%.200s\" status=%d token_id=%s us=%llu",
+	        r->request_id, r->who.source[0] ? r->who.source : "-", method, r->path, r->status,
+	        r->who.token_id[0] ? r->who.token_id : "-",
+	        (unsigned long long)((iso_mono_ns() - t0) / 1000));
 	return send_reply(r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
+                         enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
 	(void)conn;
@@ -339,12 +339,13 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* Splits "host:port" / "[v6]:port" and resolves it to one socket address. */
 static int resolve_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *len,
-			  struct iso_error *err)
+                          struct iso_error *err)
 {
 	char host[256];
 	const char *port;
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	                         .ai_socktype = SOCK_STREAM,
+	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
 	struct addrinfo *res = NULL;
 	char *end = NULL;
 
@@ -357,7 +358,8 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ss, sockl
 		port = close + 2;
 	} else {
 		const char *colon = strrchr(listen, ':');
-		if (!colon || (size_t)(colon - listen) >= sizeof(host) || strchr(listen, ':') != colon)
+		if (!colon || (size_t)(colon - listen) >= sizeof(host) ||
+		    strchr(listen, ':') != colon)
 			goto bad;
 		memcpy(host, listen, (size_t)(colon - listen));
 		host[colon - listen] = '\0';
@@ -368,15 +370,15 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ss, sockl
 		goto bad;
 	int gr = getaddrinfo(host, port, &hints, &res);
 	if (gr != 0)
-		return iso_error_set(err, ISO_E_INVALID, "listen", "listen: cannot resolve \"%s\": %s",
-				     host, gai_strerror(gr));
+		return iso_error_set(err, ISO_E_INVALID, "listen",
+		                     "listen: cannot resolve \"%s\": %s", host, gai_strerror(gr));
 	memcpy(ss, res->ai_addr, res->ai_addrlen);
 	*len = res->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
 bad:
 	return iso_error_set(err, ISO_E_INVALID, "listen",
-			     "listen: \"%s\" is not HOST:PORT or [V6]:PORT", listen);
+	                     "listen: \"%s\" is not HOST:PORT or [V6]:PORT", listen);
 }
 
 static bool is_loopback(const struct sockaddr_storage *ss)
@@ -399,8 +401,8 @@ static int read_pem(const char *path, const char *field, char **out, struct iso_
 	size_t n;
 
 	if (!f)
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: cannot open %s: %s", field, path,
-				     strerror(errno));
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: cannot open %s: %s", field,
+		                     path, strerror(errno));
 	buf = calloc(1, (size_t)1024 * 1024 + 1);
 	if (!buf)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
@@ -408,7 +410,7 @@ static int read_pem(const char *path, const char *field, char **out, struct iso_
 	if (n == 0 || !feof(f)) {
 		free(buf);
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: %s is empty or over 1 MiB",
-				     field, path);
+		                     field, path);
 	}
 	*out = buf;
 	return 0;
@@ -426,10 +428,13 @@ static void api_free(struct iso_api *api)
 	free(api->tls_cert_pem);
 	free(api);
 }
-static void api_freep(struct iso_api **p) { api_free(*p); }
+static void api_freep(struct iso_api **p)
+{
+	api_free(*p);
+}
 
 int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
-		  struct iso_api **out, struct iso_error *err)
+                  struct iso_api **out, struct iso_error *err)
 {
 	_cleanup_(api_freep) struct iso_api *api = NULL;
 	struct sockaddr_storage ss = {0};
@@ -439,15 +444,15 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 
 	if (!!cfg->tls_cert != !!cfg->tls_key)
 		return iso_error_set(err, ISO_E_INVALID, "tls",
-				     "tls: give both a certificate and a key, or neither");
+		                     "tls: give both a certificate and a key, or neither");
 	r = resolve_listen(cfg->listen, &ss, &sslen, err);
 	if (r < 0)
 		return r;
 	if (!cfg->tls_cert && !is_loopback(&ss) && !cfg->allow_remote_http)
 		return iso_error_set(err, ISO_E_INVALID, "listen",
-				     "listen: refusing plain HTTP on non-loopback address %s; "
-				     "configure TLS (controller.tls) or pass --allow-remote-http",
-				     cfg->listen);
+		                     "listen: refusing plain HTTP on non-loopback address %s; "
+		                     "configure TLS (controller.tls) or pass --allow-remote-http",
+		                     cfg->listen);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	api = calloc(1, sizeof(*api));
@@ -457,7 +462,7 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	if (cfg->tls_cert) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 			return iso_error_set(err, ISO_E_INVALID, "tls",
-					     "tls: this libmicrohttpd was built without TLS");
+			                     "tls: this libmicrohttpd was built without TLS");
 		r = read_pem(cfg->tls_cert, "tls.cert", &api->tls_cert_pem, err);
 		if (r == 0)
 			r = read_pem(cfg->tls_key, "tls.key", &api->tls_key_pem, err);
@@ -469,28 +474,36 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	/* The logger goes first so that MHD never prints on its own. */
 	if (api->tls)
 		api->mhd = MHD_start_daemon(
-			flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-			api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-			api, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-			MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_HTTPS_MEM_CERT,
-			api->tls_cert_pem, MHD_OPTION_HTTPS_MEM_KEY, api->tls_key_pem,
-			MHD_OPTION_END);
+		    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+		    api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
+		    (unsigned)1000, MHD_OPTION_HTTPS_MEM_CERT, api->tls_cert_pem,
+		    MHD_OPTION_HTTPS_MEM_KEY, api->tls_key_pem, MHD_OPTION_END);
 	else
 		api->mhd = MHD_start_daemon(
-			flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-			api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-			api, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-			MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+		    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+		    api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
+		    (unsigned)1000, MHD_OPTION_END);
 	if (!api->mhd)
 		return iso_error_set(err, ISO_E_UNAVAILABLE, "listen",
-				     "listen: cannot serve on %s (address in use, or not local?)",
-				     cfg->listen);
+		                     "listen: cannot serve on %s (address in use, or not local?)",
+		                     cfg->listen);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	api->port = info ? info->port : 0;
 	*out = ISO_TAKE(api);
 	return 0;
 }
 
-void iso_api_stop(struct iso_api *api) { api_free(api); }
-int iso_api_port(const struct iso_api *api) { return api->port; }
-bool iso_api_tls(const struct iso_api *api) { return api->tls; }
+void iso_api_stop(struct iso_api *api)
+{
+	api_free(api);
+}
+int iso_api_port(const struct iso_api *api)
+{
+	return api->port;
+}
+bool iso_api_tls(const struct iso_api *api)
+{
+	return api->tls;
+}

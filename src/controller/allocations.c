@@ -13,9 +13,9 @@
 static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso_error *err)
 {
 	if (!iso_alloc_transition_allowed(a->state, to))
-		return iso_error_set(err, ISO_E_CONFLICT, NULL, "allocation %s: %s -> %s is not allowed",
-				     a->id, iso_alloc_state_name(a->state),
-				     iso_alloc_state_name(to));
+		return iso_error_set(err, ISO_E_CONFLICT, NULL,
+		                     "allocation %s: %s -> %s is not allowed", a->id,
+		                     iso_alloc_state_name(a->state), iso_alloc_state_name(to));
 	a->state = to;
 	a->updated_ms = iso_now_ms();
 	return 0;
@@ -47,28 +47,26 @@ static int require_writer(const struct iso_principal *p, struct iso_error *err)
 {
 	if (p->role == ISO_ROLE_AUDITOR)
 		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-				     "role auditor may read allocations, not change them");
+		                     "role auditor may read allocations, not change them");
 	return 0;
 }
 
 static int store_write(struct iso_controller *c, const struct iso_allocation *a, bool insert,
-		       struct iso_error *err)
+                       struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
-	int r = ops->begin(c->store, err);
+	int r = ctl_tx_begin(c, err);
 
 	if (r == 0)
-		r = insert ? ops->alloc_insert(c->store, a, err) : ops->alloc_update(c->store, a, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
-	if (r < 0)
-		ops->rollback(c->store);
+		r = insert ? ops->alloc_insert(c->store, a, err)
+		           : ops->alloc_update(c->store, a, err);
+	r = ctl_tx_end(c, r, err);
 	return r;
 }
 
 int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
-				const struct iso_alloc_request *req, struct iso_allocation *out,
-				struct iso_error *err)
+                                const struct iso_alloc_request *req, struct iso_allocation *out,
+                                struct iso_error *err)
 {
 	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 	struct iso_error perr = {0};
@@ -85,23 +83,24 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 		return r;
 	if (req->members < 1 || req->members > ISO_MAX_MEMBERS)
 		return iso_error_set(err, ISO_E_INVALID, "members", "members: must be 1..%d",
-				     ISO_MAX_MEMBERS);
+		                     ISO_MAX_MEMBERS);
 	if (req->name && req->name[0] && !iso_name_valid(req->name))
 		return iso_error_set(err, ISO_E_INVALID, "name",
-				     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
+		                     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
 	r = iso_shape_validate(&req->shape, c->inv, err);
 	if (r < 0)
 		return r;
 	int most = iso_shape_max_members(&req->shape, c->inv, req->members);
 	if (most == 0)
 		return iso_error_set(err, ISO_E_CAPACITY, "gpus",
-				     "no node of this cluster can hold one member of this shape, "
-				     "even when empty");
+		                     "no node of this cluster can hold one member of this shape, "
+		                     "even when empty");
 	if (most < req->members)
-		return iso_error_set(err, ISO_E_CAPACITY, "members",
-				     "members: this cluster holds at most %d members of this shape, "
-				     "even when empty",
-				     most);
+		return iso_error_set(
+		    err, ISO_E_CAPACITY, "members",
+		    "members: this cluster holds at most %d members of this shape, "
+		    "even when empty",
+		    most);
 
 	randombytes_buf(raw, sizeof(raw));
 	sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
@@ -136,15 +135,16 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			iso_cluster_state_give(&c->cs, &a);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "allocation_created", "request_id=%s by=%s id=%s tenant=%s state=%s members=%d",
-		p->request_id, p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
+	iso_log(ISO_LOG_INFO, "allocation_created",
+	        "request_id=%s by=%s id=%s tenant=%s state=%s members=%d", p->request_id,
+	        p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
 	*out = a;
 	memset(&a, 0, sizeof(a)); /* ownership of placed/slots moved to *out */
 	return 0;
 }
 
 static int get_visible(struct iso_controller *c, const struct iso_principal *p, const char *id,
-		       struct iso_allocation *out, struct iso_error *err)
+                       struct iso_allocation *out, struct iso_error *err)
 {
 	int r = c->store->ops->alloc_get(c->store, id, out, err);
 
@@ -158,14 +158,14 @@ static int get_visible(struct iso_controller *c, const struct iso_principal *p, 
 }
 
 int iso_controller_alloc_get(struct iso_controller *c, const struct iso_principal *p,
-			     const char *id, struct iso_allocation *out, struct iso_error *err)
+                             const char *id, struct iso_allocation *out, struct iso_error *err)
 {
 	return get_visible(c, p, id, out, err);
 }
 
 int iso_controller_alloc_list(struct iso_controller *c, const struct iso_principal *p,
-			      const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
-			      struct iso_error *err)
+                              const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
+                              struct iso_error *err)
 {
 	struct iso_alloc_filter f = {.state = q->state, .after = q->after, .limit = q->limit};
 	struct iso_tenant tn;
@@ -217,8 +217,8 @@ static int slots_of_first(struct iso_allocation *a, int keep)
 }
 
 int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_principal *p,
-				const char *id, int members, struct iso_allocation *out,
-				struct iso_error *err)
+                                const char *id, int members, struct iso_allocation *out,
+                                struct iso_error *err)
 {
 	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 	int old, r;
@@ -231,11 +231,11 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		return r;
 	if (members < 1 || members > ISO_MAX_MEMBERS)
 		return iso_error_set(err, ISO_E_INVALID, "members", "members: must be 1..%d",
-				     ISO_MAX_MEMBERS);
+		                     ISO_MAX_MEMBERS);
 	if (a.state != ISO_ALLOC_ACTIVE)
 		return iso_error_set(err, ISO_E_CONFLICT, NULL,
-				     "allocation %s is %s; only active allocations can be resized",
-				     a.id, iso_alloc_state_name(a.state));
+		                     "allocation %s is %s; only active allocations can be resized",
+		                     a.id, iso_alloc_state_name(a.state));
 	old = a.members;
 	if (members > old) {
 		r = c->placer->place(&c->cs, &a, members, err);
@@ -267,15 +267,15 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		a.n_members = members;
 		ctl_place_pending(c);
 	}
-	iso_log(ISO_LOG_INFO, "allocation_resized", "request_id=%s by=%s id=%s members=%d->%d", p->request_id, p->token_id,
-		a.id, old, members);
+	iso_log(ISO_LOG_INFO, "allocation_resized", "request_id=%s by=%s id=%s members=%d->%d",
+	        p->request_id, p->token_id, a.id, old, members);
 	*out = a;
 	memset(&a, 0, sizeof(a));
 	return 0;
 }
 
 int iso_controller_alloc_release(struct iso_controller *c, const struct iso_principal *p,
-				 const char *id, struct iso_allocation *out, struct iso_error *err)
+                                 const char *id, struct iso_allocation *out, struct iso_error *err)
 {
 	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 	bool held;
@@ -304,8 +304,8 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 			return r;
 		if (held)
 			iso_cluster_state_give(&c->cs, &a);
-		iso_log(ISO_LOG_INFO, "allocation_released", "request_id=%s by=%s id=%s tenant=%s", p->request_id, p->token_id,
-			a.id, a.tenant);
+		iso_log(ISO_LOG_INFO, "allocation_released", "request_id=%s by=%s id=%s tenant=%s",
+		        p->request_id, p->token_id, a.id, a.tenant);
 		if (held)
 			ctl_place_pending(c);
 	}
@@ -332,7 +332,7 @@ void ctl_place_pending(struct iso_controller *c)
 		if (provision(a, &err) < 0 || store_write(c, a, false, &err) < 0) {
 			iso_cluster_state_give(&c->cs, a);
 			iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
-				err.message);
+			        err.message);
 			continue;
 		}
 		iso_log(ISO_LOG_INFO, "allocation_placed", "id=%s tenant=%s", a->id, a->tenant);

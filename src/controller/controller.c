@@ -15,10 +15,27 @@ const struct iso_cluster_state *iso_controller_state(const struct iso_controller
 {
 	return &c->cs;
 }
-const char *iso_controller_placer_name(const struct iso_controller *c) { return c->placer->name; }
+const char *iso_controller_placer_name(const struct iso_controller *c)
+{
+	return c->placer->name;
+}
 const char *iso_controller_store_name(const struct iso_controller *c)
 {
 	return c->store->ops->name;
+}
+
+int ctl_tx_begin(struct iso_controller *c, struct iso_error *err)
+{
+	return c->store->ops->begin(c->store, err);
+}
+
+int ctl_tx_end(struct iso_controller *c, int r, struct iso_error *err)
+{
+	if (r == 0)
+		r = c->store->ops->commit(c->store, err);
+	if (r < 0)
+		c->store->ops->rollback(c->store);
+	return r;
 }
 
 bool ctl_is_cluster_role(const struct iso_principal *p)
@@ -30,12 +47,12 @@ int ctl_require_admin(const struct iso_principal *p, struct iso_error *err)
 {
 	if (p->role != ISO_ROLE_CLUSTER_ADMIN)
 		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do this",
-				     iso_role_name(p->role));
+		                     iso_role_name(p->role));
 	return 0;
 }
 
 int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, const char *name,
-		       const char *field, struct iso_tenant *out, struct iso_error *err)
+                       const char *field, struct iso_tenant *out, struct iso_error *err)
 {
 	if (!name) {
 		if (ctl_is_cluster_role(p))
@@ -44,7 +61,7 @@ int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, 
 	}
 	if (!iso_name_valid(name))
 		return iso_error_set(err, ISO_E_INVALID, field,
-				     "%s: invalid name (want [a-z0-9][a-z0-9._-]{0,62})", field);
+		                     "%s: invalid name (want [a-z0-9][a-z0-9._-]{0,62})", field);
 	/* Same answer for another tenant and for no tenant: nothing to learn. */
 	if (!ctl_is_cluster_role(p) && strcmp(name, p->tenant) != 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, field, "tenant \"%s\" not found", name);
@@ -58,8 +75,8 @@ int iso_controller_check_infra_read(const struct iso_principal *p, struct iso_er
 {
 	if (!ctl_is_cluster_role(p))
 		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-				     "nodes and GPUs are visible to cluster roles only; "
-				     "see /v1/capacity for aggregate capacity");
+		                     "nodes and GPUs are visible to cluster roles only; "
+		                     "see /v1/capacity for aggregate capacity");
 	return 0;
 }
 
@@ -80,22 +97,22 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 		if (iso_cluster_state_take(&c->cs, a, &err) < 0) {
 			/* The inventory no longer has what this allocation holds. */
 			iso_log(ISO_LOG_ERR, "allocation_lost", "id=%s tenant=%s reason=\"%s\"",
-				a->id, a->tenant, err.message);
+			        a->id, a->tenant, err.message);
 			want = ISO_ALLOC_FAILED;
 			snprintf(a->reason, sizeof(a->reason), "inventory changed: %s",
-				 err.message);
+			         err.message);
 		}
 	}
 	if (want == a->state)
 		return 0;
 	iso_log(ISO_LOG_WARN, "allocation_reconciled", "id=%s from=%s to=%s", a->id,
-		iso_alloc_state_name(a->state), iso_alloc_state_name(want));
+	        iso_alloc_state_name(a->state), iso_alloc_state_name(want));
 	a->state = want;
 	a->updated_ms = iso_now_ms();
-	if (c->store->ops->begin(c->store, &err) < 0 ||
-	    c->store->ops->alloc_update(c->store, a, &err) < 0 ||
-	    c->store->ops->commit(c->store, &err) < 0) {
-		c->store->ops->rollback(c->store);
+	int r = ctl_tx_begin(c, &err);
+	if (r == 0)
+		r = c->store->ops->alloc_update(c->store, a, &err);
+	if (ctl_tx_end(c, r, &err) < 0) {
 		iso_log(ISO_LOG_ERR, "reconcile_failed", "id=%s error=\"%s\"", a->id, err.message);
 		return -EIO;
 	}
@@ -127,13 +144,13 @@ static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 	iso_allocations_free(live, n_live);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-				     "could not reconcile allocations; see the log");
+		                     "could not reconcile allocations; see the log");
 	return 0;
 }
 
 int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store,
-			const struct iso_placer *placer, struct iso_controller **out,
-			struct iso_error *err)
+                        const struct iso_placer *placer, struct iso_controller **out,
+                        struct iso_error *err)
 {
 	_cleanup_(iso_controller_freep) struct iso_controller *c = NULL;
 	int r;

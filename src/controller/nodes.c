@@ -7,8 +7,8 @@
 #include "controller/internal.h"
 
 int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_principal *p,
-				  const char *node, enum iso_node_sched sched,
-				  struct iso_error *err)
+                                  const char *node, enum iso_node_sched sched,
+                                  struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_node_state ns = {.sched = sched};
@@ -24,26 +24,24 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 	if (r < 0)
 		return r;
 	iso_strlcpy(ns.name, node, sizeof(ns.name));
-	r = ops->begin(c->store, err);
+	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->node_state_set(c->store, &ns, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
-	if (r < 0) {
-		ops->rollback(c->store);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
 		return r;
-	}
 	enum iso_node_sched before = c->cs.sched[idx];
 	c->cs.sched[idx] = sched;
-	iso_log(ISO_LOG_INFO, "node_state", "request_id=%s by=%s node=%s from=%s to=%s", p->request_id, p->token_id, node,
-		iso_node_sched_name(before), iso_node_sched_name(sched));
+	iso_log(ISO_LOG_INFO, "node_state", "request_id=%s by=%s node=%s from=%s to=%s",
+	        p->request_id, p->token_id, node, iso_node_sched_name(before),
+	        iso_node_sched_name(sched));
 	if (sched == ISO_NODE_SCHEDULABLE && before != sched)
 		ctl_place_pending(c);
 	return 0;
 }
 
 int iso_controller_live_allocations(struct iso_controller *c, const struct iso_principal *p,
-				    struct iso_allocation **out, int *n, struct iso_error *err)
+                                    struct iso_allocation **out, int *n, struct iso_error *err)
 {
 	struct iso_alloc_filter f = {.live_only = true, .state = -1};
 	int r = iso_controller_check_infra_read(p, err);
@@ -86,7 +84,7 @@ void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity
 			if (open) {
 				out->memory_slices_free += __builtin_popcount(o->free_mask);
 				out->compute_slices_free +=
-					o->whole ? 0 : gpu->model->compute_slices - o->compute_used;
+				    o->whole ? 0 : gpu->model->compute_slices - o->compute_used;
 			}
 		}
 	}

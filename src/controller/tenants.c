@@ -10,13 +10,13 @@ static int check_description(const char *description, struct iso_error *err)
 {
 	if (description && strlen(description) >= ISO_DESC_MAX)
 		return iso_error_set(err, ISO_E_INVALID, "description",
-				     "description: longer than %d bytes", ISO_DESC_MAX - 1);
+		                     "description: longer than %d bytes", ISO_DESC_MAX - 1);
 	return 0;
 }
 
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
-				 const char *name, const char *description, struct iso_tenant *out,
-				 struct iso_error *err)
+                                 const char *name, const char *description, struct iso_tenant *out,
+                                 struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_tenant t = {0};
@@ -29,32 +29,31 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 		return iso_error_set(err, ISO_E_INVALID, "name", "name: required");
 	if (!iso_name_valid(name))
 		return iso_error_set(err, ISO_E_INVALID, "name",
-				     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
+		                     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
 	r = check_description(description, err);
 	if (r < 0)
 		return r;
 	iso_strlcpy(t.name, name, sizeof(t.name));
 	iso_strlcpy(t.description, description ? description : "", sizeof(t.description));
 	t.created_ms = t.updated_ms = iso_now_ms();
-	r = ops->begin(c->store, err);
+	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->tenant_insert(c->store, &t, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
+	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
-		ops->rollback(c->store);
 		if (r == -EEXIST)
 			return iso_error_set(err, ISO_E_CONFLICT, "name",
-					     "tenant \"%s\" already exists", name);
+			                     "tenant \"%s\" already exists", name);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "tenant_created", "request_id=%s by=%s tenant=%s", p->request_id, p->token_id, t.name);
+	iso_log(ISO_LOG_INFO, "tenant_created", "request_id=%s by=%s tenant=%s", p->request_id,
+	        p->token_id, t.name);
 	*out = t;
 	return 0;
 }
 
 int iso_controller_tenant_get(struct iso_controller *c, const struct iso_principal *p,
-			      const char *name, struct iso_tenant *out, struct iso_error *err)
+                              const char *name, struct iso_tenant *out, struct iso_error *err)
 {
 	int r = ctl_resolve_tenant(c, p, name, "name", out, err);
 
@@ -64,8 +63,8 @@ int iso_controller_tenant_get(struct iso_controller *c, const struct iso_princip
 }
 
 int iso_controller_tenant_list(struct iso_controller *c, const struct iso_principal *p,
-			       const char *after, int limit, struct iso_tenant **out, int *n,
-			       struct iso_error *err)
+                               const char *after, int limit, struct iso_tenant **out, int *n,
+                               struct iso_error *err)
 {
 	if (!ctl_is_cluster_role(p)) {
 		struct iso_tenant *one = calloc(1, sizeof(*one));
@@ -82,8 +81,8 @@ int iso_controller_tenant_list(struct iso_controller *c, const struct iso_princi
 }
 
 int iso_controller_tenant_update(struct iso_controller *c, const struct iso_principal *p,
-				 const char *name, const char *description, struct iso_tenant *out,
-				 struct iso_error *err)
+                                 const char *name, const char *description, struct iso_tenant *out,
+                                 struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_tenant t;
@@ -101,21 +100,18 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	if (description)
 		iso_strlcpy(t.description, description, sizeof(t.description));
 	t.updated_ms = iso_now_ms();
-	r = ops->begin(c->store, err);
+	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->tenant_update(c->store, &t, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
-	if (r < 0) {
-		ops->rollback(c->store);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
 		return r;
-	}
 	*out = t;
 	return 0;
 }
 
 int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_principal *p,
-				 const char *name, struct iso_error *err)
+                                 const char *name, struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_tenant t;
@@ -127,25 +123,23 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 	r = ctl_require_admin(p, err);
 	if (r < 0)
 		return r;
-	r = ops->begin(c->store, err);
+	r = ctl_tx_begin(c, err);
 	if (r < 0)
 		return r;
 	/* Counted inside the transaction so no allocation can slip in between. */
 	r = ops->alloc_count_live(c->store, t.id, &live, err);
 	if (r == 0 && live > 0)
 		r = iso_error_set(err, ISO_E_CONFLICT, NULL,
-				  "tenant \"%s\" holds %d live allocation%s; release them first",
-				  name, live, live == 1 ? "" : "s");
+		                  "tenant \"%s\" holds %d live allocation%s; release them first",
+		                  name, live, live == 1 ? "" : "s");
 	if (r == 0)
 		r = ops->token_revoke_tenant(c->store, t.id, iso_now_ms(), err);
 	if (r == 0)
 		r = ops->tenant_delete(c->store, t.id, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
-	if (r < 0) {
-		ops->rollback(c->store);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
 		return r;
-	}
-	iso_log(ISO_LOG_INFO, "tenant_deleted", "request_id=%s by=%s tenant=%s", p->request_id, p->token_id, name);
+	iso_log(ISO_LOG_INFO, "tenant_deleted", "request_id=%s by=%s tenant=%s", p->request_id,
+	        p->token_id, name);
 	return 0;
 }

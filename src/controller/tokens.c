@@ -17,14 +17,15 @@
 static void hash_secret(const char *secret, uint8_t out[ISO_TOKEN_HASH_LEN])
 {
 	crypto_generichash(out, ISO_TOKEN_HASH_LEN, (const unsigned char *)secret, strlen(secret),
-			   NULL, 0);
+	                   NULL, 0);
 }
 
 int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_error *err)
 {
 	unsigned char id_raw[ISO_TOKEN_ID_LEN / 2];
 	unsigned char sec_raw[SECRET_BYTES];
-	char sec_b64[sodium_base64_ENCODED_LEN(SECRET_BYTES, sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
+	char sec_b64[sodium_base64_ENCODED_LEN(SECRET_BYTES,
+	                                       sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
 
 	if (size < ISO_TOKEN_MAX)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "token buffer too small");
@@ -32,7 +33,7 @@ int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_err
 	randombytes_buf(sec_raw, sizeof(sec_raw));
 	sodium_bin2hex(t->id, sizeof(t->id), id_raw, sizeof(id_raw));
 	sodium_bin2base64(sec_b64, sizeof(sec_b64), sec_raw, sizeof(sec_raw),
-			  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	                  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 	hash_secret(sec_b64, t->hash);
 	snprintf(secret, size, TOKEN_PREFIX "%s_%s", t->id, sec_b64);
 	sodium_memzero(sec_raw, sizeof(sec_raw));
@@ -70,7 +71,7 @@ static void owner_of(const struct iso_token *t, char *buf, size_t size)
 }
 
 int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
-				struct iso_principal *out, struct iso_error *err)
+                                struct iso_principal *out, struct iso_error *err)
 {
 	static const uint8_t zero_hash[ISO_TOKEN_HASH_LEN];
 	struct iso_token t = {0};
@@ -87,7 +88,8 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 	hash_secret(secret, h);
 	ok = sodium_memcmp(h, found ? t.hash : zero_hash, ISO_TOKEN_HASH_LEN) == 0;
 	sodium_memzero(h, sizeof(h));
-	if (!found || !ok || t.revoked_ms != 0 || (t.expires_ms != 0 && t.expires_ms <= iso_now_ms()))
+	if (!found || !ok || t.revoked_ms != 0 ||
+	    (t.expires_ms != 0 && t.expires_ms <= iso_now_ms()))
 		return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL, "missing or invalid token");
 
 	/* Everything but the caller's request id and source address is set here. */
@@ -101,7 +103,7 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 		struct iso_tenant tn;
 		if (c->store->ops->tenant_get_by_id(c->store, t.tenant_id, &tn, NULL) < 0)
 			return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL,
-					     "missing or invalid token");
+			                     "missing or invalid token");
 		iso_strlcpy(out->tenant, tn.name, sizeof(out->tenant));
 	}
 	return 0;
@@ -118,7 +120,7 @@ void iso_controller_tenant_name(struct iso_controller *c, int64_t tenant_id, cha
 
 /* Writes the file whole or not at all: temp file, fsync, rename, fsync dir. */
 static int write_secret_file(const char *dir, const char *name, const char *content,
-			     struct iso_error *err)
+                             struct iso_error *err)
 {
 	char path[1024], tmp[1100];
 	int fd, dfd;
@@ -129,21 +131,21 @@ static int write_secret_file(const char *dir, const char *name, const char *cont
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot create %s: %s", tmp,
-				     strerror(errno));
+		                     strerror(errno));
 	if (fchmod(fd, 0600) < 0 || write(fd, content, len) != (ssize_t)len ||
 	    write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot write %s: %s", tmp,
-				     strerror(e));
+		                     strerror(e));
 	}
 	close(fd);
 	if (rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot rename to %s: %s", path,
-				     strerror(e));
+		                     strerror(e));
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
@@ -154,7 +156,7 @@ static int write_secret_file(const char *dir, const char *name, const char *cont
 }
 
 int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_dir, bool force,
-				   bool *created, struct iso_error *err)
+                                   bool *created, struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_token t = {.role = ISO_ROLE_CLUSTER_ADMIN};
@@ -180,20 +182,17 @@ int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_d
 	sodium_memzero(secret, sizeof(secret));
 	if (r < 0)
 		return r;
-	r = ops->begin(c->store, err);
+	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->token_insert(c->store, &t, err);
 	if (r == 0)
 		r = ops->meta_set(c->store, "bootstrap_token", t.id, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
-	if (r < 0) {
-		ops->rollback(c->store);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
 		return r;
-	}
 	*created = true;
 	iso_log(ISO_LOG_INFO, "bootstrap_token_written", "token_id=%s path=%s/admin.token", t.id,
-		state_dir);
+	        state_dir);
 	return 0;
 }
 
@@ -209,8 +208,8 @@ static bool token_visible(const struct iso_principal *p, const struct iso_token 
 }
 
 int iso_controller_token_issue(struct iso_controller *c, const struct iso_principal *p,
-			       const struct iso_token_request *req, struct iso_token *out,
-			       char *secret, size_t secret_size, struct iso_error *err)
+                               const struct iso_token_request *req, struct iso_token *out,
+                               char *secret, size_t secret_size, struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_token t = {.role = req->role};
@@ -219,7 +218,7 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 
 	if (p->role != ISO_ROLE_CLUSTER_ADMIN && p->role != ISO_ROLE_TENANT_ADMIN)
 		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not issue tokens",
-				     iso_role_name(p->role));
+		                     iso_role_name(p->role));
 	if (iso_role_is_tenant_scoped(req->role)) {
 		r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
 		if (r < 0)
@@ -228,47 +227,45 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 	} else {
 		if (p->role != ISO_ROLE_CLUSTER_ADMIN)
 			return iso_error_set(err, ISO_E_FORBIDDEN, "role",
-					     "role: a tenant-admin may issue only tenant-admin "
-					     "or tenant-user tokens");
+			                     "role: a tenant-admin may issue only tenant-admin "
+			                     "or tenant-user tokens");
 		if (req->tenant)
 			return iso_error_set(err, ISO_E_INVALID, "tenant",
-					     "tenant: a %s token belongs to no tenant",
-					     iso_role_name(req->role));
+			                     "tenant: a %s token belongs to no tenant",
+			                     iso_role_name(req->role));
 	}
 	if (req->user && req->user[0] && !iso_name_valid(req->user))
 		return iso_error_set(err, ISO_E_INVALID, "user",
-				     "user: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
+		                     "user: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
 	if (req->expires_in_s < 0 || req->expires_in_s > 10LL * 365 * 24 * 3600)
 		return iso_error_set(err, ISO_E_INVALID, "expires_in_s",
-				     "expires_in_s: must be 0 (never) to 315360000 (ten years)");
+		                     "expires_in_s: must be 0 (never) to 315360000 (ten years)");
 	iso_strlcpy(t.user, req->user ? req->user : "", sizeof(t.user));
-	if (req->description && iso_strlcpy(t.description, req->description,
-					    sizeof(t.description)) < 0)
+	if (req->description &&
+	    iso_strlcpy(t.description, req->description, sizeof(t.description)) < 0)
 		return iso_error_set(err, ISO_E_INVALID, "description",
-				     "description: longer than %d bytes", ISO_DESC_MAX - 1);
+		                     "description: longer than %d bytes", ISO_DESC_MAX - 1);
 	r = ctl_token_new(&t, secret, secret_size, err);
 	if (r < 0)
 		return r;
 	if (req->expires_in_s)
 		t.expires_ms = t.created_ms + req->expires_in_s * 1000;
-	r = ops->begin(c->store, err);
+	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->token_insert(c->store, &t, err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
+	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
-		ops->rollback(c->store);
 		sodium_memzero(secret, secret_size);
 		return r;
 	}
-	iso_log(ISO_LOG_INFO, "token_issued", "request_id=%s by=%s token_id=%s role=%s", p->request_id, p->token_id, t.id,
-		iso_role_name(t.role));
+	iso_log(ISO_LOG_INFO, "token_issued", "request_id=%s by=%s token_id=%s role=%s",
+	        p->request_id, p->token_id, t.id, iso_role_name(t.role));
 	*out = t;
 	return 0;
 }
 
 int iso_controller_token_get(struct iso_controller *c, const struct iso_principal *p,
-			     const char *id, struct iso_token *out, struct iso_error *err)
+                             const char *id, struct iso_token *out, struct iso_error *err)
 {
 	int r = c->store->ops->token_get(c->store, id, out, err);
 
@@ -278,8 +275,8 @@ int iso_controller_token_get(struct iso_controller *c, const struct iso_principa
 }
 
 int iso_controller_token_list(struct iso_controller *c, const struct iso_principal *p,
-			      const char *tenant, const char *after, int limit,
-			      struct iso_token **out, int *n, struct iso_error *err)
+                              const char *tenant, const char *after, int limit,
+                              struct iso_token **out, int *n, struct iso_error *err)
 {
 	int64_t tenant_id = -1;
 	struct iso_tenant tn;
@@ -309,7 +306,7 @@ int iso_controller_token_list(struct iso_controller *c, const struct iso_princip
 }
 
 int iso_controller_token_revoke(struct iso_controller *c, const struct iso_principal *p,
-				const char *id, struct iso_error *err)
+                                const char *id, struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_token t;
@@ -319,16 +316,15 @@ int iso_controller_token_revoke(struct iso_controller *c, const struct iso_princ
 	if (r < 0)
 		return r;
 	if (p->role == ISO_ROLE_AUDITOR)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role auditor may not revoke tokens");
-	r = ops->begin(c->store, err);
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
+		                     "role auditor may not revoke tokens");
+	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->token_revoke(c->store, id, iso_now_ms(), err);
-	if (r == 0)
-		r = ops->commit(c->store, err);
-	if (r < 0) {
-		ops->rollback(c->store);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
 		return r;
-	}
-	iso_log(ISO_LOG_INFO, "token_revoked", "request_id=%s by=%s token_id=%s", p->request_id, p->token_id, id);
+	iso_log(ISO_LOG_INFO, "token_revoked", "request_id=%s by=%s token_id=%s", p->request_id,
+	        p->token_id, id);
 	return 0;
 }

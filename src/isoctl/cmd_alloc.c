@@ -91,8 +91,7 @@ static char *fmt_nodes(const json_t *a)
 
 	if (!f)
 		return NULL;
-	json_array_foreach(nodes, i, n)
-	{
+	json_array_foreach (nodes, i, n) {
 		const char *name = json_string_value(json_object_get(n, "node"));
 		bool seen = false;
 
@@ -144,8 +143,7 @@ static int print_placement(const json_t *a)
 	json_t *s;
 
 	isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
-	json_array_foreach(placement, i, s)
-	{
+	json_array_foreach (placement, i, s) {
 		bool whole = json_is_true(json_object_get(s, "whole"));
 
 		isoctl_table_add_json(&t, json_object_get(s, "member"));
@@ -160,8 +158,7 @@ static int print_placement(const json_t *a)
 	}
 	/* All members share one shape: without GPUs, show where they run. */
 	if (json_array_size(placement) == 0) {
-		json_array_foreach(json_object_get(a, "nodes"), i, s)
-		{
+		json_array_foreach (json_object_get(a, "nodes"), i, s) {
 			isoctl_table_add_json(&t, json_object_get(s, "member"));
 			isoctl_table_add_json(&t, json_object_get(s, "node"));
 			for (int k = 0; k < 4; k++)

@@ -33,8 +33,7 @@ static int print_version(const json_t *body)
 	isoctl_table_init(&t, 2, NULL);
 	isoctl_table_add(&t, "client:");
 	isoctl_table_add(&t, ISO_VERSION);
-	json_object_foreach((json_t *)body, key, v)
-	{
+	json_object_foreach ((json_t *)body, key, v) {
 		isoctl_table_addf(&t, "%s:", strcmp(key, "version") == 0 ? "server" : key);
 		isoctl_table_add_json(&t, v);
 	}

@@ -160,8 +160,7 @@ static char *fmt_instances(const json_t *instances)
 
 	if (!f)
 		return NULL;
-	json_array_foreach(instances, i, in)
-	{
+	json_array_foreach (instances, i, in) {
 		const char *profile = json_string_value(json_object_get(in, "profile"));
 		const char *alloc = json_string_value(json_object_get(in, "allocation"));
 		bool whole = json_is_true(json_object_get(in, "whole"));

@@ -172,8 +172,7 @@ int isoctl_print_object(const json_t *obj)
 	json_t *v;
 
 	isoctl_table_init(&t, 2, NULL);
-	json_object_foreach((json_t *)obj, key, v)
-	{
+	json_object_foreach ((json_t *)obj, key, v) {
 		isoctl_table_addf(&t, "%s:", key);
 		isoctl_table_add_json(&t, v);
 	}
@@ -191,8 +190,7 @@ int isoctl_print_rows(const json_t *body, const char *const *headers, size_t nco
 	isoctl_table_init(&t, ncols, headers);
 	if (!items && json_is_object(body))
 		add_row(&t, body);
-	json_array_foreach(items, i, it)
-	{
+	json_array_foreach (items, i, it) {
 		add_row(&t, it);
 	}
 	return isoctl_table_print(&t);

@@ -32,56 +32,79 @@ struct options {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: isostackd --config FILE [--state-dir DIR] [--listen HOST:PORT]\n"
-		"                 [--tls-cert PEM --tls-key PEM] [--allow-remote-http]\n"
-		"                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
-		"\n"
-		"  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
-		"  --state-dir DIR      store, lock and admin.token (default ./var)\n"
-		"  --listen HOST:PORT   overrides controller.listen (default 127.0.0.1:8470)\n"
-		"  --tls-cert/--tls-key serve HTTPS (overrides controller.tls)\n"
-		"  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
-		"  --placement POLICY   placement policy (default first-fit)\n"
-		"  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
-		"  --check-config       validate the inventory and exit\n"
-		"  --version, --help\n");
+	fprintf(out, "usage: isostackd --config FILE [--state-dir DIR] [--listen HOST:PORT]\n"
+	             "                 [--tls-cert PEM --tls-key PEM] [--allow-remote-http]\n"
+	             "                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
+	             "\n"
+	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
+	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
+	             "  --listen HOST:PORT   overrides controller.listen (default 127.0.0.1:8470)\n"
+	             "  --tls-cert/--tls-key serve HTTPS (overrides controller.tls)\n"
+	             "  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
+	             "  --placement POLICY   placement policy (default first-fit)\n"
+	             "  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
+	             "  --check-config       validate the inventory and exit\n"
+	             "  --version, --help\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_TLS_CERT = 256, O_TLS_KEY, O_ALLOW, O_PLACEMENT, O_NEW_TOKEN, O_CHECK, O_VERSION };
 	static const struct option longopts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"state-dir", required_argument, NULL, 's'},
-		{"listen", required_argument, NULL, 'l'},
-		{"tls-cert", required_argument, NULL, O_TLS_CERT},
-		{"tls-key", required_argument, NULL, O_TLS_KEY},
-		{"allow-remote-http", no_argument, NULL, O_ALLOW},
-		{"placement", required_argument, NULL, O_PLACEMENT},
-		{"new-admin-token", no_argument, NULL, O_NEW_TOKEN},
-		{"check-config", no_argument, NULL, O_CHECK},
-		{"version", no_argument, NULL, O_VERSION},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"state-dir", required_argument, NULL, 's'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"tls-cert", required_argument, NULL, O_TLS_CERT},
+	    {"tls-key", required_argument, NULL, O_TLS_KEY},
+	    {"allow-remote-http", no_argument, NULL, O_ALLOW},
+	    {"placement", required_argument, NULL, O_PLACEMENT},
+	    {"new-admin-token", no_argument, NULL, O_NEW_TOKEN},
+	    {"check-config", no_argument, NULL, O_CHECK},
+	    {"version", no_argument, NULL, O_VERSION},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
 	o->state_dir = "var";
 	while ((ch = getopt_long(argc, argv, "c:s:l:h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'c': o->config = optarg; break;
-		case 's': o->state_dir = optarg; break;
-		case 'l': o->listen = optarg; break;
-		case O_TLS_CERT: o->tls_cert = optarg; break;
-		case O_TLS_KEY: o->tls_key = optarg; break;
-		case O_ALLOW: o->allow_remote_http = true; break;
-		case O_PLACEMENT: o->placement = optarg; break;
-		case O_NEW_TOKEN: o->new_admin_token = true; break;
-		case O_CHECK: o->check_config = true; break;
-		case O_VERSION: printf("isostackd %s\n", ISO_VERSION); return 1;
-		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 's':
+			o->state_dir = optarg;
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case O_TLS_CERT:
+			o->tls_cert = optarg;
+			break;
+		case O_TLS_KEY:
+			o->tls_key = optarg;
+			break;
+		case O_ALLOW:
+			o->allow_remote_http = true;
+			break;
+		case O_PLACEMENT:
+			o->placement = optarg;
+			break;
+		case O_NEW_TOKEN:
+			o->new_admin_token = true;
+			break;
+		case O_CHECK:
+			o->check_config = true;
+			break;
+		case O_VERSION:
+			printf("isostackd %s\n", ISO_VERSION);
+			return 1;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -1;
 		}
 	}
 	if (optind < argc) {
@@ -105,22 +128,22 @@ static int prepare_state_dir(const char *dir, int *lock_fd, struct iso_error *er
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot create %s: %s", dir,
-				     strerror(errno));
+		                     strerror(errno));
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return iso_error_set(err, ISO_E_INVALID, "state-dir", "%s is not a directory", dir);
 	if (st.st_mode & 0077)
 		iso_log(ISO_LOG_WARN, "state_dir_permissions",
-			"path=%s mode=%04o hint=\"chmod 700 it: it holds the admin token\"", dir,
-			(unsigned)(st.st_mode & 07777));
+		        "path=%s mode=%04o hint=\"chmod 700 it: it holds the admin token\"", dir,
+		        (unsigned)(st.st_mode & 07777));
 	snprintf(path, sizeof(path), "%s/isostackd.lock", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot open %s: %s", path,
-				     strerror(errno));
+		                     strerror(errno));
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);
 		return iso_error_set(err, ISO_E_CONFLICT, "state-dir",
-				     "another isostackd is already using %s", dir);
+		                     "another isostackd is already using %s", dir);
 	}
 	*lock_fd = fd;
 	return 0;
@@ -164,17 +187,17 @@ int main(int argc, char **argv)
 	}
 	const struct iso_controller_config *cc = &inv->controller;
 	struct iso_api_config api_cfg = {
-		.listen = o.listen ? o.listen : (cc->listen[0] ? cc->listen : "127.0.0.1:8470"),
-		.tls_cert = o.tls_cert ? o.tls_cert : (cc->tls_cert[0] ? cc->tls_cert : NULL),
-		.tls_key = o.tls_key ? o.tls_key : (cc->tls_key[0] ? cc->tls_key : NULL),
-		.allow_remote_http = o.allow_remote_http || cc->allow_remote_http,
+	    .listen = o.listen ? o.listen : (cc->listen[0] ? cc->listen : "127.0.0.1:8470"),
+	    .tls_cert = o.tls_cert ? o.tls_cert : (cc->tls_cert[0] ? cc->tls_cert : NULL),
+	    .tls_key = o.tls_key ? o.tls_key : (cc->tls_key[0] ? cc->tls_key : NULL),
+	    .allow_remote_http = o.allow_remote_http || cc->allow_remote_http,
 	};
-	const char *policy = o.placement ? o.placement
-					 : (cc->placement[0] ? cc->placement : "first-fit");
+	const char *policy =
+	    o.placement ? o.placement : (cc->placement[0] ? cc->placement : "first-fit");
 	placer = iso_placer_find(policy);
 	if (!placer) {
 		fprintf(stderr, "isostackd: unknown placement policy \"%s\" (known: first-fit)\n",
-			policy);
+		        policy);
 		return 2;
 	}
 
@@ -199,9 +222,9 @@ int main(int argc, char **argv)
 	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0)
 		return fail(&err);
 	iso_log(ISO_LOG_INFO, "daemon_start",
-		"version=%s cluster=%s nodes=%d store=%s placement=%s listen=%s port=%d tls=%s",
-		ISO_VERSION, inv->cluster_name, inv->n_nodes, db_path, placer->name, api_cfg.listen,
-		iso_api_port(api), iso_api_tls(api) ? "yes" : "no");
+	        "version=%s cluster=%s nodes=%d store=%s placement=%s listen=%s port=%d tls=%s",
+	        ISO_VERSION, inv->cluster_name, inv->n_nodes, db_path, placer->name, api_cfg.listen,
+	        iso_api_port(api), iso_api_tls(api) ? "yes" : "no");
 	printf("isostackd %s serving %s://%s/v1 (port %d)\n", ISO_VERSION,
 	       iso_api_tls(api) ? "https" : "http", api_cfg.listen, iso_api_port(api));
 	printf("admin token: %s/admin.token%s\n", o.state_dir, created ? " (new)" : "");

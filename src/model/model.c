@@ -7,10 +7,10 @@
 #include "isostack/model.h"
 
 static const char *const role_names[] = {
-	[ISO_ROLE_CLUSTER_ADMIN] = "cluster-admin",
-	[ISO_ROLE_AUDITOR] = "auditor",
-	[ISO_ROLE_TENANT_ADMIN] = "tenant-admin",
-	[ISO_ROLE_TENANT_USER] = "tenant-user",
+    [ISO_ROLE_CLUSTER_ADMIN] = "cluster-admin",
+    [ISO_ROLE_AUDITOR] = "auditor",
+    [ISO_ROLE_TENANT_ADMIN] = "tenant-admin",
+    [ISO_ROLE_TENANT_USER] = "tenant-user",
 };
 
 const char *iso_role_name(enum iso_role role)
@@ -60,10 +60,13 @@ const char *iso_node_sched_name(enum iso_node_sched s)
 }
 
 static const char *const state_names[] = {
-	[ISO_ALLOC_PENDING] = "pending",	   [ISO_ALLOC_PLACED] = "placed",
-	[ISO_ALLOC_PROVISIONING] = "provisioning", [ISO_ALLOC_ACTIVE] = "active",
-	[ISO_ALLOC_RELEASING] = "releasing",	   [ISO_ALLOC_RELEASED] = "released",
-	[ISO_ALLOC_FAILED] = "failed",
+    [ISO_ALLOC_PENDING] = "pending",
+    [ISO_ALLOC_PLACED] = "placed",
+    [ISO_ALLOC_PROVISIONING] = "provisioning",
+    [ISO_ALLOC_ACTIVE] = "active",
+    [ISO_ALLOC_RELEASING] = "releasing",
+    [ISO_ALLOC_RELEASED] = "released",
+    [ISO_ALLOC_FAILED] = "failed",
 };
 
 const char *iso_alloc_state_name(enum iso_alloc_state s)
@@ -88,15 +91,15 @@ bool iso_alloc_state_terminal(enum iso_alloc_state s)
 
 #define EDGE(a, b) (1u << (ISO_ALLOC_##b)) /* bit set in row a: a -> b is legal */
 static const unsigned legal_edges[] = {
-	[ISO_ALLOC_PENDING] = EDGE(PENDING, PLACED) | EDGE(PENDING, RELEASED),
-	[ISO_ALLOC_PLACED] = EDGE(PLACED, PROVISIONING) | EDGE(PLACED, RELEASING) |
-			     EDGE(PLACED, FAILED),
-	[ISO_ALLOC_PROVISIONING] = EDGE(PROVISIONING, ACTIVE) | EDGE(PROVISIONING, RELEASING) |
-				   EDGE(PROVISIONING, FAILED),
-	[ISO_ALLOC_ACTIVE] = EDGE(ACTIVE, RELEASING) | EDGE(ACTIVE, FAILED),
-	[ISO_ALLOC_RELEASING] = EDGE(RELEASING, RELEASED) | EDGE(RELEASING, FAILED),
-	[ISO_ALLOC_RELEASED] = 0,
-	[ISO_ALLOC_FAILED] = 0,
+    [ISO_ALLOC_PENDING] = EDGE(PENDING, PLACED) | EDGE(PENDING, RELEASED),
+    [ISO_ALLOC_PLACED] =
+        EDGE(PLACED, PROVISIONING) | EDGE(PLACED, RELEASING) | EDGE(PLACED, FAILED),
+    [ISO_ALLOC_PROVISIONING] =
+        EDGE(PROVISIONING, ACTIVE) | EDGE(PROVISIONING, RELEASING) | EDGE(PROVISIONING, FAILED),
+    [ISO_ALLOC_ACTIVE] = EDGE(ACTIVE, RELEASING) | EDGE(ACTIVE, FAILED),
+    [ISO_ALLOC_RELEASING] = EDGE(RELEASING, RELEASED) | EDGE(RELEASING, FAILED),
+    [ISO_ALLOC_RELEASED] = 0,
+    [ISO_ALLOC_FAILED] = 0,
 };
 #undef EDGE
 

@@ -143,8 +143,7 @@ static int node_members(const struct iso_node *node, const struct iso_shape *sha
 	return (int)n;
 }
 
-int iso_shape_max_members(const struct iso_shape *shape, const struct iso_inventory *inv,
-                          int limit)
+int iso_shape_max_members(const struct iso_shape *shape, const struct iso_inventory *inv, int limit)
 {
 	int n = 0;
 

@@ -18,12 +18,9 @@ static void test_escape(void **state)
 	struct {
 		const char *in, *out;
 	} cases[] = {
-		{"acme", "acme"},
-		{"a-b_c.d~e", "a-b_c.d~e"},
-		{"a/b", "a%2Fb"},
-		{"a b&c=d?e#f", "a%20b%26c%3Dd%3Fe%23f"},
-		{"\xc3\xa9", "%C3%A9"},
-		{"", ""},
+	    {"acme", "acme"},       {"a-b_c.d~e", "a-b_c.d~e"},
+	    {"a/b", "a%2Fb"},       {"a b&c=d?e#f", "a%20b%26c%3Dd%3Fe%23f"},
+	    {"\xc3\xa9", "%C3%A9"}, {"", ""},
 	};
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(cases); i++) {
 		char *got = iso_client_escape(cases[i].in);
@@ -73,7 +70,7 @@ static void test_response_error(void **state)
 	(void)state;
 
 	r.body = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "not_found", "message",
-			   "tenant \"x\" not found", "field", "tenant");
+	                   "tenant \"x\" not found", "field", "tenant");
 	assert_int_equal(iso_response_error(&r, &err), -ENOENT);
 	assert_int_equal(err.code, ISO_E_NOT_FOUND);
 	assert_string_equal(err.field, "tenant");
@@ -83,7 +80,7 @@ static void test_response_error(void **state)
 	/* 409 can mean conflict or insufficient_capacity: the body decides. */
 	r.status = 409;
 	r.body = json_pack("{s:{s:s, s:s, s:n}}", "error", "code", "insufficient_capacity",
-			   "message", "no room", "field");
+	                   "message", "no room", "field");
 	iso_response_error(&r, &err);
 	assert_int_equal(err.code, ISO_E_NO_CAPACITY);
 	assert_string_equal(err.field, "");
@@ -105,9 +102,9 @@ static void test_response_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_new_refuses_bad_options),
-		cmocka_unit_test(test_response_error),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_new_refuses_bad_options),
+	    cmocka_unit_test(test_response_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

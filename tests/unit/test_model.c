@@ -13,7 +13,7 @@
 static void test_roles(void **state)
 {
 	static const char *const names[] = {"cluster-admin", "auditor", "tenant-admin",
-					    "tenant-user"};
+	                                    "tenant-user"};
 	enum iso_role r;
 	(void)state;
 
@@ -48,12 +48,18 @@ static void test_state_names(void **state)
 /* The whole 7x7 matrix: exactly these edges are legal. */
 static void test_transitions(void **state)
 {
-	enum { P = ISO_ALLOC_PENDING, PL = ISO_ALLOC_PLACED, PR = ISO_ALLOC_PROVISIONING,
-	       A = ISO_ALLOC_ACTIVE, RG = ISO_ALLOC_RELEASING, RD = ISO_ALLOC_RELEASED,
-	       F = ISO_ALLOC_FAILED };
+	enum {
+		P = ISO_ALLOC_PENDING,
+		PL = ISO_ALLOC_PLACED,
+		PR = ISO_ALLOC_PROVISIONING,
+		A = ISO_ALLOC_ACTIVE,
+		RG = ISO_ALLOC_RELEASING,
+		RD = ISO_ALLOC_RELEASED,
+		F = ISO_ALLOC_FAILED
+	};
 	static const int legal[][2] = {
-		{P, PL},  {P, RD},  {PL, PR}, {PL, RG}, {PL, F}, {PR, A},
-		{PR, RG}, {PR, F},  {A, RG},  {A, F},   {RG, RD}, {RG, F},
+	    {P, PL},  {P, RD}, {PL, PR}, {PL, RG}, {PL, F},  {PR, A},
+	    {PR, RG}, {PR, F}, {A, RG},  {A, F},   {RG, RD}, {RG, F},
 	};
 	(void)state;
 
@@ -65,7 +71,7 @@ static void test_transitions(void **state)
 					want = true;
 			if (iso_alloc_transition_allowed(from, to) != want)
 				fail_msg("%s -> %s: want %s", iso_alloc_state_name(from),
-					 iso_alloc_state_name(to), want ? "legal" : "refused");
+				         iso_alloc_state_name(to), want ? "legal" : "refused");
 		}
 	assert_false(iso_alloc_transition_allowed((enum iso_alloc_state)42, ISO_ALLOC_ACTIVE));
 	assert_false(iso_alloc_transition_allowed(ISO_ALLOC_PENDING, (enum iso_alloc_state)42));
@@ -89,10 +95,10 @@ static void test_allocation_clear(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roles),
-		cmocka_unit_test(test_state_names),
-		cmocka_unit_test(test_transitions),
-		cmocka_unit_test(test_allocation_clear),
+	    cmocka_unit_test(test_roles),
+	    cmocka_unit_test(test_state_names),
+	    cmocka_unit_test(test_transitions),
+	    cmocka_unit_test(test_allocation_clear),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

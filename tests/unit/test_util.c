@@ -26,12 +26,17 @@ static void test_error_table(void **state)
 		int http;
 		const char *name;
 	} want[] = {
-		{ISO_E_INVALID, 400, "invalid_argument"}, {ISO_E_UNAUTHORIZED, 401, "unauthorized"},
-		{ISO_E_FORBIDDEN, 403, "forbidden"},      {ISO_E_NOT_FOUND, 404, "not_found"},
-		{ISO_E_METHOD, 405, "method_not_allowed"}, {ISO_E_CONFLICT, 409, "conflict"},
-		{ISO_E_NO_CAPACITY, 409, "insufficient_capacity"},
-		{ISO_E_TOO_LARGE, 413, "payload_too_large"}, {ISO_E_CAPACITY, 422, "unsatisfiable"},
-		{ISO_E_INTERNAL, 500, "internal"},         {ISO_E_UNAVAILABLE, 503, "unavailable"},
+	    {ISO_E_INVALID, 400, "invalid_argument"},
+	    {ISO_E_UNAUTHORIZED, 401, "unauthorized"},
+	    {ISO_E_FORBIDDEN, 403, "forbidden"},
+	    {ISO_E_NOT_FOUND, 404, "not_found"},
+	    {ISO_E_METHOD, 405, "method_not_allowed"},
+	    {ISO_E_CONFLICT, 409, "conflict"},
+	    {ISO_E_NO_CAPACITY, 409, "insufficient_capacity"},
+	    {ISO_E_TOO_LARGE, 413, "payload_too_large"},
+	    {ISO_E_CAPACITY, 422, "unsatisfiable"},
+	    {ISO_E_INTERNAL, 500, "internal"},
+	    {ISO_E_UNAVAILABLE, 503, "unavailable"},
 	};
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(want); i++) {
 		assert_int_equal(iso_errcode_http_status(want[i].code), want[i].http);
@@ -93,7 +98,7 @@ static void test_guids(void **state)
 	assert_true(g == UINT64_MAX);
 	assert_int_equal(iso_parse_guid("0x1", &g), 0);
 	assert_true(g == 1);
-	assert_int_equal(iso_parse_guid("2c90300a1b001", &g), -EINVAL);  /* no 0x: ambiguous */
+	assert_int_equal(iso_parse_guid("2c90300a1b001", &g), -EINVAL); /* no 0x: ambiguous */
 	assert_int_equal(iso_parse_guid("0x", &g), -EINVAL);
 	assert_int_equal(iso_parse_guid("0x10000000000000000", &g), -EINVAL); /* 17 digits */
 	assert_int_equal(iso_parse_guid("0x12g4", &g), -EINVAL);
@@ -131,9 +136,9 @@ static void test_time(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_error_table), cmocka_unit_test(test_error_field_truncated),
-		cmocka_unit_test(test_names),       cmocka_unit_test(test_guids),
-		cmocka_unit_test(test_strlcpy),     cmocka_unit_test(test_time),
+	    cmocka_unit_test(test_error_table), cmocka_unit_test(test_error_field_truncated),
+	    cmocka_unit_test(test_names),       cmocka_unit_test(test_guids),
+	    cmocka_unit_test(test_strlcpy),     cmocka_unit_test(test_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
