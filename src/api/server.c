@@ -183,7 +183,7 @@ static void dispatch(struct api_request *r)
 			         allow[0] ? ", " : "", routes[i].method);
 	}
 	if (!path_match) {
-		iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such path: %s", r->path);
+		iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such path");
 		error_reply(r);
 		return;
 	}

@@ -153,7 +153,7 @@ static int get_visible(struct iso_controller *c, const struct iso_principal *p, 
 		r = -ENOENT;
 	}
 	if (r == -ENOENT)
-		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "allocation \"%s\" not found", id);
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such allocation");
 	return r;
 }
 

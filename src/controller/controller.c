@@ -62,12 +62,13 @@ int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, 
 	if (!iso_name_valid(name))
 		return iso_error_set(err, ISO_E_INVALID, field,
 		                     "%s: invalid name (want [a-z0-9][a-z0-9._-]{0,62})", field);
-	/* Same answer for another tenant and for no tenant: nothing to learn. */
+	/* Same answer for another tenant and for no tenant, and the name is not
+	 * echoed: nothing to learn, and nothing of another tenant in any body. */
 	if (!ctl_is_cluster_role(p) && strcmp(name, p->tenant) != 0)
-		return iso_error_set(err, ISO_E_NOT_FOUND, field, "tenant \"%s\" not found", name);
+		return iso_error_set(err, ISO_E_NOT_FOUND, field, "no such tenant");
 	int r = c->store->ops->tenant_get_by_name(c->store, name, out, err);
 	if (r == -ENOENT)
-		return iso_error_set(err, ISO_E_NOT_FOUND, field, "tenant \"%s\" not found", name);
+		return iso_error_set(err, ISO_E_NOT_FOUND, field, "no such tenant");
 	return r;
 }
 

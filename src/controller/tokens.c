@@ -270,7 +270,7 @@ int iso_controller_token_get(struct iso_controller *c, const struct iso_principa
 	int r = c->store->ops->token_get(c->store, id, out, err);
 
 	if (r == -ENOENT || (r == 0 && !token_visible(p, out)))
-		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "token \"%s\" not found", id);
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such token");
 	return r;
 }
 
