@@ -61,11 +61,21 @@ struct iso_placer {
 	/* Places members [a->n_members, want) of `a`, appending to a->placed and
 	 * a->slots (reallocated). Returns 0 and leaves the new members taken in
 	 * `cs`, or -ENOSPC with `a` and `cs` exactly as they were. */
-	int (*place)(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
-	             struct iso_error *err);
+	int (*place)(const struct iso_placer *self, struct iso_cluster_state *cs,
+		     struct iso_allocation *a, int want, struct iso_error *err);
+	void *state; /* policy-private (e.g. a static layout); NULL when stateless */
 };
 
+static inline int iso_placer_place(const struct iso_placer *p, struct iso_cluster_state *cs,
+				   struct iso_allocation *a, int want, struct iso_error *err)
+{
+	return p->place(p, cs, a, want, err);
+}
+
 extern const struct iso_placer iso_placer_first_fit;
+/* The stateless policies the daemon can be started with, by name; NULL when unknown. */
 const struct iso_placer *iso_placer_find(const char *name);
+/* Their names, comma-separated, for messages. */
+const char *iso_placer_names(void);
 
 #endif

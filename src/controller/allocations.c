@@ -114,7 +114,7 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	a.state = ISO_ALLOC_PENDING;
 	a.created_ms = a.updated_ms = iso_now_ms();
 
-	r = c->placer->place(&c->cs, &a, a.members, &perr);
+	r = iso_placer_place(c->placer, &c->cs, &a, a.members, &perr);
 	bool placed = r == 0;
 	if (placed) {
 		r = provision(&a, err);
@@ -238,7 +238,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		                     a.id, iso_alloc_state_name(a.state));
 	old = a.members;
 	if (members > old) {
-		r = c->placer->place(&c->cs, &a, members, err);
+		r = iso_placer_place(c->placer, &c->cs, &a, members, err);
 		if (r < 0)
 			return r;
 		a.members = members;
@@ -327,7 +327,7 @@ void ctl_place_pending(struct iso_controller *c)
 	}
 	for (int i = 0; i < n; i++) {
 		struct iso_allocation *a = &pending[i];
-		if (c->placer->place(&c->cs, a, a->members, &err) < 0)
+		if (iso_placer_place(c->placer, &c->cs, a, a->members, &err) < 0)
 			continue; /* still waiting; later ones may fit where it does not */
 		if (provision(a, &err) < 0 || store_write(c, a, false, &err) < 0) {
 			iso_cluster_state_give(&c->cs, a);

@@ -196,8 +196,8 @@ int main(int argc, char **argv)
 	    o.placement ? o.placement : (cc->placement[0] ? cc->placement : "first-fit");
 	placer = iso_placer_find(policy);
 	if (!placer) {
-		fprintf(stderr, "isostackd: unknown placement policy \"%s\" (known: first-fit)\n",
-		        policy);
+		fprintf(stderr, "isostackd: unknown placement policy \"%s\" (known: %s)\n", policy,
+		        iso_placer_names());
 		return 2;
 	}
 

@@ -92,7 +92,8 @@ static int no_fit(const struct iso_allocation *a, int k, int want, struct iso_er
 	                     k, want, pool, s->cpus, (long long)s->memory_mib, gpus);
 }
 
-static int place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
+static int place(const struct iso_placer *self, struct iso_cluster_state *cs,
+                 struct iso_allocation *a, int want,
                  struct iso_error *err)
 {
 	const struct iso_shape *shape = &a->shape;
@@ -174,16 +175,4 @@ fail:
 	return r;
 }
 
-const struct iso_placer iso_placer_first_fit = {"first-fit", place};
-
-static const struct iso_placer *const placers[] = {&iso_placer_first_fit};
-
-const struct iso_placer *iso_placer_find(const char *name)
-{
-	if (!name)
-		return NULL;
-	for (unsigned i = 0; i < ISO_ARRAY_SIZE(placers); i++)
-		if (strcmp(placers[i]->name, name) == 0)
-			return placers[i];
-	return NULL;
-}
+const struct iso_placer iso_placer_first_fit = {.name = "first-fit", .place = place};

@@ -127,7 +127,7 @@ static struct iso_allocation alloc_of(struct iso_shape shape)
 
 static int place(struct fixture *f, struct iso_allocation *a, int want, struct iso_error *err)
 {
-	return iso_placer_first_fit.place(&f->cs, a, want, err);
+	return iso_placer_place(&iso_placer_first_fit, &f->cs, a, want, err);
 }
 
 static void expect_slot(const struct iso_allocation *a, int si, int member, const char *node,
