@@ -6,6 +6,7 @@
 #ifndef ISOSTACK_CONTROLLER_H
 #define ISOSTACK_CONTROLLER_H
 
+#include "isostack/audit.h"
 #include "isostack/inventory.h"
 #include "isostack/model.h"
 #include "isostack/sched.h"
@@ -27,12 +28,22 @@ struct iso_principal {
 	char owner[ISO_NAME_MAX + 8]; /* what allocations it creates record as owner */
 };
 
-/* Opens the controller over a loaded inventory and an open store (both
- * borrowed; they must outlive it). Rebuilds the cluster state from the store
- * and reconciles allocations left mid-transition by a crash. */
-int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store,
-                        const struct iso_placer *placer, struct iso_controller **out,
+struct iso_controller_params {
+	const struct iso_inventory *inv; /* borrowed; outlives the controller */
+	struct iso_store *store;         /* borrowed; outlives the controller */
+	const struct iso_placer *placer;
+	const char *state_dir;   /* where the audit signing key lives */
+	bool accept_audit_break; /* start over a log that fails its check, recording that */
+};
+
+/* Opens the controller: checks the audit log against its last signed head
+ * (refusing a broken one unless told to accept it), rebuilds the cluster
+ * state from the store, reconciles allocations left mid-transition by a
+ * crash, and records the start. */
+int iso_controller_open(const struct iso_controller_params *params, struct iso_controller **out,
                         struct iso_error *err);
+/* Records the stop and signs a final head; call before iso_controller_free. */
+void iso_controller_shutdown(struct iso_controller *c);
 void iso_controller_free(struct iso_controller *c);
 static inline void iso_controller_freep(struct iso_controller **c)
 {
@@ -139,6 +150,47 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
                                 struct iso_error *err);
 int iso_controller_alloc_release(struct iso_controller *c, const struct iso_principal *p,
                                  const char *id, struct iso_allocation *out, struct iso_error *err);
+
+/* ---- audit log (docs/audit.md) ---- */
+/* One event as the API hands it out: canonical bytes, leaf, and optionally
+ * its inclusion proof against a tree size. */
+struct iso_audit_item {
+	int64_t seq;
+	uint8_t leaf[ISO_AUDIT_HASH_LEN];
+	const char *body; /* canonical encoding, borrowed for the callback */
+	size_t len;
+	uint64_t proof_size; /* 0: no proof */
+	int n_proof;
+	uint8_t proof[ISO_AUDIT_MAX_PROOF][ISO_AUDIT_HASH_LEN];
+};
+typedef int (*iso_audit_item_fn)(void *arg, const struct iso_audit_item *item);
+
+/* Records an attempt that failed or was refused (the API calls it for every
+ * refused or failed change and every failed authentication), in its own
+ * transaction. `p` may be unauthenticated (empty token id). */
+void iso_controller_audit_failure(struct iso_controller *c, const struct iso_principal *p,
+                                  const char *action, const char *kind, const char *id,
+                                  enum iso_audit_outcome outcome, const char *reason);
+/* The latest signed head; signs a new one first when events came since. */
+int iso_controller_audit_head(struct iso_controller *c, const struct iso_principal *p,
+                              struct iso_audit_head *out, struct iso_error *err);
+/* Events with seq > after, oldest first, at most limit; a tenant-admin gets
+ * only events about its tenant's objects (tenant must then be NULL or its
+ * own); tenant-users may not read the log. With proof_size > 0 (at most the
+ * latest head's size) each event carries its inclusion proof. *next is the
+ * seq to pass as `after` for the next page, or -1 at the end. */
+int iso_controller_audit_events(struct iso_controller *c, const struct iso_principal *p,
+                                const char *tenant, int64_t after, int limit,
+                                uint64_t proof_size, iso_audit_item_fn fn, void *arg,
+                                int64_t *next, struct iso_error *err);
+int iso_controller_audit_inclusion(struct iso_controller *c, const struct iso_principal *p,
+                                   uint64_t seq, uint64_t size, struct iso_audit_item *out,
+                                   struct iso_error *err);
+int iso_controller_audit_consistency(struct iso_controller *c, const struct iso_principal *p,
+                                     uint64_t from, uint64_t to,
+                                     uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n,
+                                     struct iso_error *err);
+const uint8_t *iso_controller_audit_pubkey(const struct iso_controller *c);
 
 #define ISO_MAX_MEMBERS 1024
 

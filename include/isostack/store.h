@@ -7,9 +7,22 @@
 #ifndef ISOSTACK_STORE_H
 #define ISOSTACK_STORE_H
 
+#include "isostack/audit.h"
 #include "isostack/model.h"
 
 struct iso_store;
+
+/* One stored audit event: its canonical bytes and leaf hash (audit.h). */
+struct iso_audit_record {
+	int64_t seq;
+	int64_t tenant_id; /* owning tenant of the event's object, 0 when none */
+	const char *body;  /* canonical encoding; borrowed for the callback's duration */
+	size_t len;
+	uint8_t leaf[ISO_AUDIT_HASH_LEN];
+};
+/* Scan callbacks return 0 to go on, > 0 to stop early, < 0 to fail the scan. */
+typedef int (*iso_audit_record_fn)(void *arg, const struct iso_audit_record *rec);
+typedef int (*iso_audit_head_fn)(void *arg, const struct iso_audit_head *head);
 
 /* Runtime state of a node that outlives restarts (hardware is in the inventory). */
 struct iso_node_state {
@@ -81,6 +94,24 @@ struct iso_store_ops {
 	                  struct iso_allocation **out, int *n, struct iso_error *err);
 	int (*alloc_count_live)(struct iso_store *s, int64_t tenant_id, int *n,
 	                        struct iso_error *err);
+
+	/* audit log: events by seq (append-only), signed heads by size */
+	int (*audit_append)(struct iso_store *s, const struct iso_audit_record *rec,
+	                    struct iso_error *err);
+	/* One past the highest seq stored (0 when empty). */
+	int (*audit_count)(struct iso_store *s, int64_t *n, struct iso_error *err);
+	/* Events with seq > after in seq order, of one tenant when tenant_id > 0,
+	 * at most limit (<= 0: all). */
+	int (*audit_scan)(struct iso_store *s, int64_t after, int64_t tenant_id, int limit,
+	                  iso_audit_record_fn fn, void *arg, struct iso_error *err);
+	int (*audit_head_put)(struct iso_store *s, const struct iso_audit_head *h,
+	                      struct iso_error *err);
+	/* -ENOENT when no head was signed yet. */
+	int (*audit_head_latest)(struct iso_store *s, struct iso_audit_head *out,
+	                         struct iso_error *err);
+	/* Heads in ascending size. */
+	int (*audit_head_scan)(struct iso_store *s, iso_audit_head_fn fn, void *arg,
+	                       struct iso_error *err);
 };
 
 struct iso_store {

@@ -91,5 +91,10 @@ int api_alloc_list(struct api_request *r);
 int api_alloc_get(struct api_request *r);
 int api_alloc_resize(struct api_request *r);
 int api_alloc_release(struct api_request *r);
+int api_audit_events(struct api_request *r);
+int api_audit_head(struct api_request *r);
+int api_audit_pubkey(struct api_request *r);
+int api_audit_inclusion(struct api_request *r);
+int api_audit_consistency(struct api_request *r);
 
 #endif

@@ -31,33 +31,43 @@ struct route {
 	const char *pattern; /* segments; "*" matches one segment */
 	api_handler handler;
 	enum route_auth auth;
+	const char *action; /* audit action of an attempt that fails */
+	const char *kind;   /* audit object kind; its id is the path's third segment */
 };
 
 static const struct route routes[] = {
-    {"GET", "v1/healthz", api_healthz, ROUTE_OPEN},
-    {"GET", "v1/version", api_version, ROUTE_AUTH},
-    {"GET", "v1/whoami", api_whoami, ROUTE_AUTH},
-    {"GET", "v1/capacity", api_capacity, ROUTE_AUTH},
-    {"POST", "v1/tenants", api_tenant_create, ROUTE_AUTH},
-    {"GET", "v1/tenants", api_tenant_list, ROUTE_AUTH},
-    {"GET", "v1/tenants/*", api_tenant_get, ROUTE_AUTH},
-    {"PATCH", "v1/tenants/*", api_tenant_update, ROUTE_AUTH},
-    {"DELETE", "v1/tenants/*", api_tenant_delete, ROUTE_AUTH},
-    {"POST", "v1/tokens", api_token_issue, ROUTE_AUTH},
-    {"GET", "v1/tokens", api_token_list, ROUTE_AUTH},
-    {"GET", "v1/tokens/*", api_token_get, ROUTE_AUTH},
-    {"DELETE", "v1/tokens/*", api_token_revoke, ROUTE_AUTH},
-    {"GET", "v1/nodes", api_node_list, ROUTE_AUTH},
-    {"GET", "v1/nodes/*", api_node_get, ROUTE_AUTH},
-    {"POST", "v1/nodes/*/cordon", api_node_cordon, ROUTE_AUTH},
-    {"POST", "v1/nodes/*/uncordon", api_node_uncordon, ROUTE_AUTH},
-    {"POST", "v1/nodes/*/drain", api_node_drain, ROUTE_AUTH},
-    {"GET", "v1/gpus", api_gpu_list, ROUTE_AUTH},
-    {"POST", "v1/allocations", api_alloc_create, ROUTE_AUTH},
-    {"GET", "v1/allocations", api_alloc_list, ROUTE_AUTH},
-    {"GET", "v1/allocations/*", api_alloc_get, ROUTE_AUTH},
-    {"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH},
-    {"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH},
+    {"GET", "v1/healthz", api_healthz, ROUTE_OPEN, "healthz", "daemon"},
+    {"GET", "v1/version", api_version, ROUTE_AUTH, "version.read", "daemon"},
+    {"GET", "v1/whoami", api_whoami, ROUTE_AUTH, "whoami", "token"},
+    {"GET", "v1/capacity", api_capacity, ROUTE_AUTH, "capacity.read", "capacity"},
+    {"POST", "v1/tenants", api_tenant_create, ROUTE_AUTH, "tenant.create", "tenant"},
+    {"GET", "v1/tenants", api_tenant_list, ROUTE_AUTH, "tenant.list", "tenant"},
+    {"GET", "v1/tenants/*", api_tenant_get, ROUTE_AUTH, "tenant.read", "tenant"},
+    {"PATCH", "v1/tenants/*", api_tenant_update, ROUTE_AUTH, "tenant.update", "tenant"},
+    {"DELETE", "v1/tenants/*", api_tenant_delete, ROUTE_AUTH, "tenant.delete", "tenant"},
+    {"POST", "v1/tokens", api_token_issue, ROUTE_AUTH, "token.issue", "token"},
+    {"GET", "v1/tokens", api_token_list, ROUTE_AUTH, "token.list", "token"},
+    {"GET", "v1/tokens/*", api_token_get, ROUTE_AUTH, "token.read", "token"},
+    {"DELETE", "v1/tokens/*", api_token_revoke, ROUTE_AUTH, "token.revoke", "token"},
+    {"GET", "v1/nodes", api_node_list, ROUTE_AUTH, "node.list", "node"},
+    {"GET", "v1/nodes/*", api_node_get, ROUTE_AUTH, "node.read", "node"},
+    {"POST", "v1/nodes/*/cordon", api_node_cordon, ROUTE_AUTH, "node.cordon", "node"},
+    {"POST", "v1/nodes/*/uncordon", api_node_uncordon, ROUTE_AUTH, "node.uncordon", "node"},
+    {"POST", "v1/nodes/*/drain", api_node_drain, ROUTE_AUTH, "node.drain", "node"},
+    {"GET", "v1/gpus", api_gpu_list, ROUTE_AUTH, "gpu.list", "gpu"},
+    {"POST", "v1/allocations", api_alloc_create, ROUTE_AUTH, "allocation.create", "allocation"},
+    {"GET", "v1/allocations", api_alloc_list, ROUTE_AUTH, "allocation.list", "allocation"},
+    {"GET", "v1/allocations/*", api_alloc_get, ROUTE_AUTH, "allocation.read", "allocation"},
+    {"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH, "allocation.resize",
+     "allocation"},
+    {"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH, "allocation.release",
+     "allocation"},
+    {"GET", "v1/audit/events", api_audit_events, ROUTE_AUTH, "audit.read", "audit"},
+    {"GET", "v1/audit/head", api_audit_head, ROUTE_AUTH, "audit.read", "audit"},
+    {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.read", "audit"},
+    {"GET", "v1/audit/proof/inclusion", api_audit_inclusion, ROUTE_AUTH, "audit.read", "audit"},
+    {"GET", "v1/audit/proof/consistency", api_audit_consistency, ROUTE_AUTH, "audit.read",
+     "audit"},
 };
 
 static bool pattern_matches(const char *pattern, struct api_request *r)
@@ -166,6 +176,19 @@ static void error_reply(struct api_request *r)
 	                    r->request_id));
 }
 
+/* Refused and failed changes, and every refused authentication or
+ * authorisation (reads included), go to the audit log (PCI DSS 10.2). */
+static void record_failure(struct api_request *r, const struct route *route)
+{
+	bool refused = r->err.code == ISO_E_UNAUTHORIZED || r->err.code == ISO_E_FORBIDDEN;
+
+	if (strcmp(r->method, "GET") == 0 && !refused)
+		return;
+	iso_controller_audit_failure(r->ctl, &r->who, route->action, route->kind,
+	                             r->n_seg > 2 ? r->seg[2] : "",
+	                             refused ? ISO_AUDIT_DENIED : ISO_AUDIT_ERROR, r->err.message);
+}
+
 static void dispatch(struct api_request *r)
 {
 	const struct route *path_match = NULL, *match = NULL;
@@ -194,24 +217,20 @@ static void dispatch(struct api_request *r)
 		error_reply(r);
 		return;
 	}
-	if (r->body_too_large) {
-		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
-		              ISO_API_MAX_BODY);
-		error_reply(r);
-		return;
-	}
 	iso_strlcpy(r->who.request_id, r->request_id, sizeof(r->who.request_id));
 	client_address(r->conn, r->who.source, sizeof(r->who.source));
-	if (match->auth == ROUTE_AUTH &&
-	    iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0) {
-		error_reply(r);
+	if (r->body_too_large)
+		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
+		              ISO_API_MAX_BODY);
+	else if (match->auth == ROUTE_AUTH &&
+	         iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0)
+		;
+	else if (match->handler(r) == 0 && r->reply)
 		return;
-	}
-	if (match->handler(r) < 0 || !r->reply) {
-		if (r->err.code == ISO_OK)
-			iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
-		error_reply(r);
-	}
+	if (r->err.code == ISO_OK)
+		iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
+	error_reply(r);
+	record_failure(r, match);
 }
 
 static enum MHD_Result send_reply(struct api_request *r)

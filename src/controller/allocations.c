@@ -51,6 +51,46 @@ static int require_writer(const struct iso_principal *p, struct iso_error *err)
 	return 0;
 }
 
+/* [member, node, gpu, profile or "whole", start, width] for members >= from. */
+static json_t *placement_json(const struct iso_allocation *a, int from)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; i < a->n_slots; i++) {
+		const struct iso_slot *s = &a->slots[i];
+		if (s->member < from || s->member >= a->n_members)
+			continue;
+		json_array_append_new(arr, json_pack("[i, s, i, s, i, i]", s->member,
+		                                     a->placed[s->member].node, s->gpu,
+		                                     s->whole ? "whole" : s->profile, s->start,
+		                                     s->width));
+	}
+	for (int m = from; m < a->n_members; m++)
+		if (a->shape.gpu_count == 0)
+			json_array_append_new(arr, json_pack("[i, s]", m, a->placed[m].node));
+	return arr;
+}
+
+static void emit_alloc(struct iso_controller *c, const struct iso_principal *p,
+                       const struct iso_allocation *a, const char *action, json_t *details)
+{
+	ctl_emit(c, p,
+	         &(struct ctl_event){.action = action, .kind = "allocation", .id = a->id,
+	                             .tenant = a->tenant, .tenant_id = a->tenant_id,
+	                             .details = details});
+}
+
+/* The events of members [from, n_members) being placed and provisioned. */
+static void emit_placed(struct iso_controller *c, const struct iso_principal *p,
+                        const struct iso_allocation *a, int from)
+{
+	emit_alloc(c, p, a, "allocation.place",
+	           json_pack("{s:s, s:o}", "policy", c->placer->name, "placement",
+	                     placement_json(a, from)));
+	emit_alloc(c, p, a, "allocation.provision",
+	           json_pack("{s:s, s:s}", "driver", "sim", "state", iso_alloc_state_name(a->state)));
+}
+
 static int store_write(struct iso_controller *c, const struct iso_allocation *a, bool insert,
                        struct iso_error *err)
 {
@@ -129,6 +169,13 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			*err = perr;
 		return r;
 	}
+	emit_alloc(c, p, &a, "allocation.create",
+	           json_pack("{s:i, s:i, s:b, s:s, s:i, s:I, s:s}", "members", a.members, "gpus",
+	                     a.shape.gpu_count, "whole", a.shape.whole, "profile", a.shape.profile,
+	                     "cpus", a.shape.cpus, "memory_mib", (json_int_t)a.shape.memory_mib,
+	                     "state", iso_alloc_state_name(a.state)));
+	if (placed)
+		emit_placed(c, p, &a, 0);
 	r = store_write(c, &a, true, err);
 	if (r < 0) {
 		if (placed)
@@ -243,6 +290,9 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 			return r;
 		a.members = members;
 		a.updated_ms = iso_now_ms();
+		emit_alloc(c, p, &a, "allocation.resize",
+		           json_pack("{s:i, s:i}", "from", old, "to", members));
+		emit_placed(c, p, &a, old);
 		r = store_write(c, &a, false, err);
 		if (r < 0) {
 			iso_cluster_state_give_members(&c->cs, &a, old);
@@ -257,6 +307,8 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		a.updated_ms = iso_now_ms();
 		a.n_slots = slots_of_first(&a, members);
 		a.n_members = members;
+		emit_alloc(c, p, &a, "allocation.resize",
+		           json_pack("{s:i, s:i}", "from", old, "to", members));
 		r = store_write(c, &a, false, err);
 		a.n_members = all_members;
 		a.n_slots = all_slots;
@@ -288,6 +340,7 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 	if (r < 0)
 		return r;
 	if (!iso_alloc_state_terminal(a.state)) {
+		const char *from_state = iso_alloc_state_name(a.state);
 		held = a.state != ISO_ALLOC_PENDING;
 		if (held) {
 			r = advance(&a, ISO_ALLOC_RELEASING, err);
@@ -299,6 +352,8 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 		if (r < 0)
 			return r;
 		a.reason[0] = '\0';
+		emit_alloc(c, p, &a, "allocation.release",
+		           json_pack("{s:s}", "from", from_state));
 		r = store_write(c, &a, false, err);
 		if (r < 0)
 			return r;
@@ -329,7 +384,12 @@ void ctl_place_pending(struct iso_controller *c)
 		struct iso_allocation *a = &pending[i];
 		if (iso_placer_place(c->placer, &c->cs, a, a->members, &err) < 0)
 			continue; /* still waiting; later ones may fit where it does not */
-		if (provision(a, &err) < 0 || store_write(c, a, false, &err) < 0) {
+		int r = provision(a, &err);
+		if (r == 0) {
+			emit_placed(c, NULL, a, 0);
+			r = store_write(c, a, false, &err);
+		}
+		if (r < 0) {
 			iso_cluster_state_give(&c->cs, a);
 			iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
 			        err.message);

@@ -26,15 +26,31 @@ const char *iso_controller_store_name(const struct iso_controller *c)
 
 int ctl_tx_begin(struct iso_controller *c, struct iso_error *err)
 {
-	return c->store->ops->begin(c->store, err);
+	/* Events queued just before belong to this transaction. */
+	int r = c->store->ops->begin(c->store, err);
+
+	if (r < 0)
+		ctl_audit_drop_queue(c);
+	return r;
 }
 
 int ctl_tx_end(struct iso_controller *c, int r, struct iso_error *err)
 {
+	uint64_t size = iso_merkle_size(c->tree);
+	struct iso_audit_head head = c->head;
+	bool have_head = c->have_head;
+
+	/* The events go into the same transaction as the change they record:
+	 * no change without its event, no event for a change that did not happen. */
+	if (r == 0)
+		r = ctl_audit_flush(c, false, err);
 	if (r == 0)
 		r = c->store->ops->commit(c->store, err);
-	if (r < 0)
+	if (r < 0) {
 		c->store->ops->rollback(c->store);
+		ctl_audit_undo(c, size, &head, have_head);
+	}
+	ctl_audit_drop_queue(c);
 	return r;
 }
 
@@ -108,11 +124,24 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 		return 0;
 	iso_log(ISO_LOG_WARN, "allocation_reconciled", "id=%s from=%s to=%s", a->id,
 	        iso_alloc_state_name(a->state), iso_alloc_state_name(want));
+	struct ctl_event ev = {
+	    .action = "allocation.reconcile",
+	    .kind = "allocation",
+	    .id = a->id,
+	    .tenant = a->tenant,
+	    .tenant_id = a->tenant_id,
+	    .details = json_pack("{s:s, s:s, s:s}", "from", iso_alloc_state_name(a->state), "to",
+	                         iso_alloc_state_name(want), "reason", a->reason),
+	};
 	a->state = want;
 	a->updated_ms = iso_now_ms();
 	int r = ctl_tx_begin(c, &err);
 	if (r == 0)
 		r = c->store->ops->alloc_update(c->store, a, &err);
+	if (r == 0)
+		ctl_emit(c, NULL, &ev);
+	else
+		json_decref(ev.details);
 	if (ctl_tx_end(c, r, &err) < 0) {
 		iso_log(ISO_LOG_ERR, "reconcile_failed", "id=%s error=\"%s\"", a->id, err.message);
 		return -EIO;
@@ -149,8 +178,7 @@ static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 	return 0;
 }
 
-int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store,
-                        const struct iso_placer *placer, struct iso_controller **out,
+int iso_controller_open(const struct iso_controller_params *params, struct iso_controller **out,
                         struct iso_error *err)
 {
 	_cleanup_(iso_controller_freep) struct iso_controller *c = NULL;
@@ -159,12 +187,24 @@ int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	c->inv = inv;
-	c->store = store;
-	c->placer = placer;
-	r = iso_cluster_state_init(&c->cs, inv);
+	c->inv = params->inv;
+	c->store = params->store;
+	c->placer = params->placer;
+	r = iso_cluster_state_init(&c->cs, c->inv);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	/* The log is checked before anything can add to it. */
+	r = ctl_audit_open(c, params->state_dir, params->accept_audit_break, err);
+	if (r < 0)
+		return r;
+	struct ctl_event start = {
+	    .action = "daemon.start",
+	    .kind = "daemon",
+	    .id = c->inv->cluster_name,
+	    .details = json_pack("{s:s, s:s, s:i}", "version", ISO_VERSION, "placement",
+	                         c->placer->name, "nodes", c->inv->n_nodes),
+	};
+	ctl_record(c, NULL, &start, ISO_AUDIT_SUCCESS, NULL);
 	r = rebuild_state(c, err);
 	if (r < 0)
 		return r;
@@ -173,10 +213,27 @@ int iso_controller_open(const struct iso_inventory *inv, struct iso_store *store
 	return 0;
 }
 
+void iso_controller_shutdown(struct iso_controller *c)
+{
+	struct iso_error err = {0};
+	struct ctl_event stop = {.action = "daemon.stop", .kind = "daemon",
+	                         .id = c->inv->cluster_name};
+	int r = ctl_tx_begin(c, &err);
+
+	if (r == 0) {
+		ctl_emit(c, NULL, &stop);
+		r = ctl_audit_flush(c, true, &err); /* a final head over everything */
+	}
+	r = ctl_tx_end(c, r, &err);
+	if (r < 0)
+		iso_log(ISO_LOG_ERR, "audit_stop_failed", "error=\"%s\"", err.message);
+}
+
 void iso_controller_free(struct iso_controller *c)
 {
 	if (!c)
 		return;
+	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);
 	free(c);
 }

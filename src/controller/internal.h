@@ -4,12 +4,54 @@
 
 #include "isostack/controller.h"
 
+#include <jansson.h>
+
 struct iso_controller {
 	const struct iso_inventory *inv; /* borrowed */
 	struct iso_store *store;         /* borrowed */
 	const struct iso_placer *placer;
 	struct iso_cluster_state cs; /* what live allocations hold, mirrors the store */
+
+	/* audit log: the tree mirrors the stored events, the head is the latest
+	 * signed one; events of the open transaction wait in `queue` */
+	struct iso_merkle *tree;
+	struct iso_audit_key key;
+	struct iso_audit_head head;
+	bool have_head;
+	struct iso_audit_event *queue;
+	int n_queue, cap_queue;
 };
+
+/* An audit event as a use case describes it; the actor comes from the
+ * principal (NULL: the daemon itself). */
+struct ctl_event {
+	const char *action; /* "tenant.create" */
+	const char *kind;   /* "tenant" */
+	const char *id;
+	const char *tenant; /* the object's tenant, NULL/"" when none */
+	int64_t tenant_id;
+	json_t *details; /* stolen; NULL = {} */
+};
+
+/* Queues an event of the current (or the next begun) transaction; ctl_tx_end
+ * writes it with the change, or drops it when the change rolls back. */
+void ctl_emit(struct iso_controller *c, const struct iso_principal *p, const struct ctl_event *ev);
+/* Records events in a transaction of their own (the daemon's start and stop,
+ * audit reads, refused attempts). */
+void ctl_record(struct iso_controller *c, const struct iso_principal *p, const struct ctl_event *ev,
+                enum iso_audit_outcome outcome, const char *reason);
+
+/* ---- audit.c ---- */
+int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_break,
+                   struct iso_error *err);
+void ctl_audit_close(struct iso_controller *c);
+/* Inside the open transaction: writes the queued events, and a new signed
+ * head when the last is a second old or `force`. */
+int ctl_audit_flush(struct iso_controller *c, bool force, struct iso_error *err);
+/* After a rollback: forget what the flush appended in memory. */
+void ctl_audit_undo(struct iso_controller *c, uint64_t size, const struct iso_audit_head *head,
+                    bool have_head);
+void ctl_audit_drop_queue(struct iso_controller *c);
 
 /* The one store transaction of a use case: begin, then the writes, then
  * end, which commits when r == 0 and otherwise rolls back (also when the

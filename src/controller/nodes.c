@@ -27,6 +27,18 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->node_state_set(c->store, &ns, err);
+	if (r == 0) {
+		static const char *const actions[] = {
+		    [ISO_NODE_SCHEDULABLE] = "node.uncordon",
+		    [ISO_NODE_CORDONED] = "node.cordon",
+		    [ISO_NODE_DRAINING] = "node.drain",
+		};
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = actions[sched], .kind = "node", .id = node,
+		                             .details = json_pack("{s:s, s:s}", "from",
+		                                                  iso_node_sched_name(c->cs.sched[idx]),
+		                                                  "to", iso_node_sched_name(sched))});
+	}
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;

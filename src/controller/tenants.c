@@ -6,6 +6,7 @@
 
 #include "controller/internal.h"
 
+
 static int check_description(const char *description, struct iso_error *err)
 {
 	if (description && strlen(description) >= ISO_DESC_MAX)
@@ -39,6 +40,12 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->tenant_insert(c->store, &t, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "tenant.create", .kind = "tenant", .id = t.name,
+		                             .tenant = t.name, .tenant_id = t.id,
+		                             .details = json_pack("{s:s}", "description",
+		                                                  t.description)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
 		if (r == -EEXIST)
@@ -103,6 +110,12 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->tenant_update(c->store, &t, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "tenant.update", .kind = "tenant", .id = t.name,
+		                             .tenant = t.name, .tenant_id = t.id,
+		                             .details = json_pack("{s:s}", "description",
+		                                                  t.description)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
@@ -136,6 +149,10 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 		r = ops->token_revoke_tenant(c->store, t.id, iso_now_ms(), err);
 	if (r == 0)
 		r = ops->tenant_delete(c->store, t.id, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "tenant.delete", .kind = "tenant", .id = t.name,
+		                             .tenant = t.name, .tenant_id = t.id});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;

@@ -187,6 +187,12 @@ int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_d
 		r = ops->token_insert(c->store, &t, err);
 	if (r == 0)
 		r = ops->meta_set(c->store, "bootstrap_token", t.id, err);
+	if (r == 0)
+		ctl_emit(c, NULL,
+		         &(struct ctl_event){.action = "token.issue", .kind = "token", .id = t.id,
+		                             .details = json_pack("{s:s, s:s, s:b}", "role",
+		                                                  iso_role_name(t.role), "user", t.user,
+		                                                  "bootstrap", 1)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
@@ -253,6 +259,15 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->token_insert(c->store, &t, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "token.issue", .kind = "token", .id = t.id,
+		                             .tenant = t.tenant_id ? tn.name : NULL,
+		                             .tenant_id = t.tenant_id,
+		                             .details = json_pack("{s:s, s:s, s:I}", "role",
+		                                                  iso_role_name(t.role), "user", t.user,
+		                                                  "expires_ms",
+		                                                  (json_int_t)t.expires_ms)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
 		sodium_memzero(secret, secret_size);
@@ -318,9 +333,15 @@ int iso_controller_token_revoke(struct iso_controller *c, const struct iso_princ
 	if (p->role == ISO_ROLE_AUDITOR)
 		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
 		                     "role auditor may not revoke tokens");
+	char tenant[ISO_NAME_MAX];
+	iso_controller_tenant_name(c, t.tenant_id, tenant, sizeof(tenant));
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
 		r = ops->token_revoke(c->store, id, iso_now_ms(), err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "token.revoke", .kind = "token", .id = t.id,
+		                             .tenant = tenant, .tenant_id = t.tenant_id});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;

@@ -28,6 +28,7 @@ struct options {
 	bool allow_remote_http;
 	bool new_admin_token;
 	bool check_config;
+	bool accept_audit_break;
 };
 
 static void usage(FILE *out)
@@ -35,6 +36,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: isostackd --config FILE [--state-dir DIR] [--listen HOST:PORT]\n"
 	             "                 [--tls-cert PEM --tls-key PEM] [--allow-remote-http]\n"
 	             "                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
+	             "                 [--audit-accept-break]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -43,13 +45,24 @@ static void usage(FILE *out)
 	             "  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
 	             "  --placement POLICY   placement policy (default first-fit)\n"
 	             "  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
+	             "  --audit-accept-break start although the audit log fails its check,\n"
+	             "                       recording the break in the log (docs/audit.md)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	enum { O_TLS_CERT = 256, O_TLS_KEY, O_ALLOW, O_PLACEMENT, O_NEW_TOKEN, O_CHECK, O_VERSION };
+	enum {
+		O_TLS_CERT = 256,
+		O_TLS_KEY,
+		O_ALLOW,
+		O_PLACEMENT,
+		O_NEW_TOKEN,
+		O_CHECK,
+		O_VERSION,
+		O_AUDIT_BREAK,
+	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"state-dir", required_argument, NULL, 's'},
@@ -59,6 +72,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"allow-remote-http", no_argument, NULL, O_ALLOW},
 	    {"placement", required_argument, NULL, O_PLACEMENT},
 	    {"new-admin-token", no_argument, NULL, O_NEW_TOKEN},
+	    {"audit-accept-break", no_argument, NULL, O_AUDIT_BREAK},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -89,6 +103,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case O_PLACEMENT:
 			o->placement = optarg;
+			break;
+		case O_AUDIT_BREAK:
+			o->accept_audit_break = true;
 			break;
 		case O_NEW_TOKEN:
 			o->new_admin_token = true;
@@ -206,7 +223,14 @@ int main(int argc, char **argv)
 	snprintf(db_path, sizeof(db_path), "%s/state.db", o.state_dir);
 	if (iso_store_open_sqlite(db_path, &store, &err) < 0)
 		return fail(&err);
-	if (iso_controller_open(inv, store, placer, &ctl, &err) < 0)
+	struct iso_controller_params params = {
+	    .inv = inv,
+	    .store = store,
+	    .placer = placer,
+	    .state_dir = o.state_dir,
+	    .accept_audit_break = o.accept_audit_break,
+	};
+	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);
 	if (iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created, &err) < 0)
 		return fail(&err);
@@ -219,8 +243,10 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0)
+	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0) {
+		iso_controller_shutdown(ctl);
 		return fail(&err);
+	}
 	iso_log(ISO_LOG_INFO, "daemon_start",
 	        "version=%s cluster=%s nodes=%d store=%s placement=%s listen=%s port=%d tls=%s",
 	        ISO_VERSION, inv->cluster_name, inv->n_nodes, db_path, placer->name, api_cfg.listen,
@@ -234,6 +260,7 @@ int main(int argc, char **argv)
 		;
 	iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
 	iso_api_stop(api);
+	iso_controller_shutdown(ctl);
 	close(lock_fd);
 	return 0;
 }

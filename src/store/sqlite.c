@@ -81,6 +81,17 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_SLOT_DELETE] = "DELETE FROM alloc_slots WHERE alloc_id = ?1",
     [ST_SLOT_LIST] = "SELECT member, gpu, whole, profile, start, width FROM alloc_slots"
                      " WHERE alloc_id = ?1 ORDER BY idx",
+    [ST_AUDIT_APPEND] = "INSERT INTO audit_events(seq, tenant_id, body, leaf) VALUES (?1, ?2, ?3, ?4)",
+    [ST_AUDIT_COUNT] = "SELECT coalesce(max(seq) + 1, 0) FROM audit_events",
+    [ST_AUDIT_SCAN] = "SELECT seq, tenant_id, body, leaf FROM audit_events WHERE seq > ?1"
+                      " ORDER BY seq LIMIT ?2",
+    [ST_AUDIT_SCAN_TENANT] = "SELECT seq, tenant_id, body, leaf FROM audit_events"
+                             " WHERE tenant_id = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2",
+    [ST_AUDIT_HEAD_PUT] = "INSERT OR REPLACE INTO audit_heads(size, root, time_ms, sig)"
+                          " VALUES (?1, ?2, ?3, ?4)",
+    [ST_AUDIT_HEAD_LATEST] = "SELECT size, root, time_ms, sig FROM audit_heads"
+                             " ORDER BY size DESC LIMIT 1",
+    [ST_AUDIT_HEAD_SCAN] = "SELECT size, root, time_ms, sig FROM audit_heads ORDER BY size",
 };
 
 /* ---- transactions ---- */
@@ -352,6 +363,12 @@ static const struct iso_store_ops sqlite_ops = {
     .alloc_get = iso_sqlite_alloc_get,
     .alloc_list = iso_sqlite_alloc_list,
     .alloc_count_live = iso_sqlite_alloc_count_live,
+    .audit_append = iso_sqlite_audit_append,
+    .audit_count = iso_sqlite_audit_count,
+    .audit_scan = iso_sqlite_audit_scan,
+    .audit_head_put = iso_sqlite_audit_head_put,
+    .audit_head_latest = iso_sqlite_audit_head_latest,
+    .audit_head_scan = iso_sqlite_audit_head_scan,
 };
 
 int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_error *err)

@@ -57,6 +57,13 @@ enum sqlite_stmt_id {
 	ST_SLOT_INSERT,
 	ST_SLOT_DELETE,
 	ST_SLOT_LIST,
+	ST_AUDIT_APPEND,
+	ST_AUDIT_COUNT,
+	ST_AUDIT_SCAN,
+	ST_AUDIT_SCAN_TENANT,
+	ST_AUDIT_HEAD_PUT,
+	ST_AUDIT_HEAD_LATEST,
+	ST_AUDIT_HEAD_SCAN,
 	ST__COUNT,
 };
 
@@ -134,6 +141,19 @@ const char *iso_sqlite_node_sched_text(enum iso_node_sched s);
 
 /* Grows *arr (elements of `elem` bytes) so that it holds at least n + 1. */
 int iso_sqlite_grow(void **arr, int *cap, int n, size_t elem);
+
+/* ---- sqlite_audit.c ---- */
+int iso_sqlite_audit_append(struct iso_store *s, const struct iso_audit_record *rec,
+                            struct iso_error *err);
+int iso_sqlite_audit_count(struct iso_store *s, int64_t *n, struct iso_error *err);
+int iso_sqlite_audit_scan(struct iso_store *s, int64_t after, int64_t tenant_id, int limit,
+                          iso_audit_record_fn fn, void *arg, struct iso_error *err);
+int iso_sqlite_audit_head_put(struct iso_store *s, const struct iso_audit_head *h,
+                              struct iso_error *err);
+int iso_sqlite_audit_head_latest(struct iso_store *s, struct iso_audit_head *out,
+                                 struct iso_error *err);
+int iso_sqlite_audit_head_scan(struct iso_store *s, iso_audit_head_fn fn, void *arg,
+                               struct iso_error *err);
 
 /* ---- sqlite_schema.c ---- */
 

@@ -99,6 +99,21 @@ static const char *const migrations[] = {
     "  start INTEGER NOT NULL,"
     "  width INTEGER NOT NULL,"
     "  PRIMARY KEY (alloc_id, idx)) WITHOUT ROWID;",
+
+    /* 2: the audit log. body is the event's canonical encoding and leaf its
+     * RFC 6962 leaf hash; tenant_id only scopes listings (it is not hashed).
+     * Heads are the signed tree heads, one per size. */
+    "CREATE TABLE audit_events ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  tenant_id INTEGER NOT NULL DEFAULT 0,"
+    "  body BLOB NOT NULL,"
+    "  leaf BLOB NOT NULL);"
+    "CREATE INDEX audit_events_tenant ON audit_events(tenant_id, seq);"
+    "CREATE TABLE audit_heads ("
+    "  size INTEGER PRIMARY KEY,"
+    "  root BLOB NOT NULL,"
+    "  time_ms INTEGER NOT NULL,"
+    "  sig BLOB NOT NULL);",
 };
 
 int iso_sqlite_schema_version_known(void)
