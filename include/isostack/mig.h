@@ -77,4 +77,65 @@ void iso_mig_take(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o,
 void iso_mig_give(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o,
                   const struct iso_mig_profile *p, int start);
 
+/* The smallest profile of `m` with at least `min_gib` GiB of usable memory
+ * (the table's memory_gib, compared exactly: H100-80's 1g.10gb holds 9.75)
+ * and at least `min_compute` compute slices: fewest memory slices, then
+ * fewest compute slices, then least memory, then table order. A "+me"
+ * profile is chosen only when no other profile covers (with the built-in
+ * tables never: each +me profile has the size of a plain one; ask for it by
+ * name). NULL when nothing covers or an argument is out of range
+ * (min_gib < 0 or not finite, min_compute < 0). */
+const struct iso_mig_profile *iso_mig_profile_resolve(const struct iso_gpu_model *m,
+                                                      double min_gib, int min_compute);
+
+/* ---- the state space of one GPU (src/mig/states.c) ----
+ * Placement engines key a MIG GPU by its free-mask and its media-engine
+ * slot: 9 bits, so at most 512 states per model. On every built-in model
+ * these decide exactly what fits (compute slices and max counts never bind
+ * before memory does: see iso_mig_state_table.exact), so what fits, where,
+ * and what remains can be tabulated once per model. */
+#define ISO_MIG_STATE_ME 0x100 /* the media-engine slot is held */
+#define ISO_MIG_STATES   512
+
+static inline int iso_mig_state_of(const struct iso_gpu_occupancy *o)
+{
+	return o->free_mask | (o->media_engine_used ? ISO_MIG_STATE_ME : 0);
+}
+
+/* The state after taking `p` at `start` in `state` (the caller knows it fits). */
+static inline int iso_mig_state_after(int state, const struct iso_mig_profile *p, int start)
+{
+	return (state & ~iso_mig_span(start, p->width)) | (p->media_engine ? ISO_MIG_STATE_ME : 0);
+}
+
+struct iso_mig_state_table {
+	const struct iso_gpu_model *model;
+	/* True when the state alone decides every fit: no profile's max_count
+	 * is below what memory alone allows, and no set of non-overlapping
+	 * placements needs more compute slices than the model has. All
+	 * built-in models are exact; when false, `fits` and `units` are upper
+	 * bounds and callers confirm with iso_mig_fits_at(). */
+	bool exact;
+	int n_reachable;
+	uint16_t reachable[ISO_MIG_STATES]; /* states reachable from the empty GPU, ascending */
+	bool is_reachable[ISO_MIG_STATES];
+	/* Per state and profile index: bit s set when the profile fits at start s. */
+	uint8_t fits[ISO_MIG_STATES][ISO_MIG_MAX_PROFILES];
+	/* How many more instances of the profile the state holds. */
+	uint8_t units[ISO_MIG_STATES][ISO_MIG_MAX_PROFILES];
+	/* Free memory slices that no placement of the profile can cover in this
+	 * state: its holes for that profile (slice 7 for every 1g, a lone slice
+	 * for a 2g, ...). The fragmentation measure is built on this. */
+	uint8_t unusable[ISO_MIG_STATES][ISO_MIG_MAX_PROFILES];
+};
+
+/* Fills the table for `m`. Pure computation over at most 512 states. */
+void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_state_table *t);
+
+/* The state of an empty MIG GPU of `m`. */
+static inline int iso_mig_state_empty(const struct iso_gpu_model *m)
+{
+	return iso_mig_full_mask(m);
+}
+
 #endif

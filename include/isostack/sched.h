@@ -2,7 +2,8 @@
  * the placement policies that search it. The controller owns one
  * iso_cluster_state, rebuilt from the store at start and updated only after a
  * store transaction commits. Policies are a small vtable so that later ones
- * (MIG-geometry-aware, FGD) slot in beside first-fit without touching callers. */
+ * (MIG-geometry-aware, FGD) slot in beside first-fit without touching callers.
+ * Placement engine and its index: docs/placement.md. */
 #ifndef ISOSTACK_SCHED_H
 #define ISOSTACK_SCHED_H
 
@@ -15,21 +16,56 @@ struct iso_node_usage {
 	int64_t memory_mib_used;
 	int members;                    /* members placed here */
 	struct iso_gpu_occupancy *gpus; /* one per node GPU, same order as node->gpus */
+	int tenants;                    /* distinct tenants with members here */
+	/* SR-IOV VFs in use: one per tenant present, on an InfiniBand or
+	 * Omni-Path fabric when the node's port has VFs; 0 otherwise. */
+	int vfs_used;
 };
+
+struct iso_place_constraints;
+struct iso_sched_index;
 
 struct iso_cluster_state {
 	const struct iso_inventory *inv; /* borrowed; outlives the state */
 	struct iso_node_usage *usage;    /* inv->n_nodes entries */
 	enum iso_node_sched *sched;      /* inv->n_nodes entries: cordon state */
+	/* The current request's placement constraints, set only for the
+	 * duration of iso_placer_place_ex() (NULL: none). Policies honour them
+	 * through iso_place_node_allowed() / iso_place_gpu_allowed(). */
+	const struct iso_place_constraints *constraints;
+	/* Private to src/sched: node names, per-node tenants and the placement
+	 * index, kept current by take/give. Change usage only through
+	 * take/give (or call iso_cluster_state_reindex() after writing it). */
+	struct iso_sched_index *index;
 };
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv);
 void iso_cluster_state_free(struct iso_cluster_state *cs);
 int iso_cluster_state_node_index(const struct iso_cluster_state *cs, const char *node);
 
+/* Rebuilds the private index from `usage`, for callers that wrote usage
+ * directly. Tenants present per node cannot be derived from usage and are
+ * kept as they are. */
+void iso_cluster_state_reindex(struct iso_cluster_state *cs);
+
+/* Verifies the private index against usage (every GPU and node in the
+ * right bucket, lists intact, tenants per node adding up to usage.members,
+ * no node over its VF limit). For tests and debugging; 0 or -EIO
+ * (ISO_E_INTERNAL with the first inconsistency). */
+int iso_cluster_state_check(const struct iso_cluster_state *cs, struct iso_error *err);
+
 /* Take (or give back) everything an allocation's placement holds. Taking
  * validates every slot against the inventory and the rules of MIG geometry and
- * changes nothing when it fails. */
+ * changes nothing when it fails.
+ *
+ * Fabric co-tenancy (docs/placement.md): on an InfiniBand or Omni-Path
+ * fabric every tenant present on a node needs its own SR-IOV VF of the
+ * node's port, so a node holds members of at most port.n_vfs tenants
+ * (a->tenant_id names the tenant); a node whose port has no VFs is
+ * fabric-exclusive: one tenant at a time. A node without a port, and every
+ * node on Ethernet, has no such limit. A member that would need a VF the
+ * node does not have is refused with ISO_E_NO_CAPACITY, field
+ * "nodes[K].node". */
 int iso_cluster_state_take(struct iso_cluster_state *cs, const struct iso_allocation *a,
                            struct iso_error *err);
 void iso_cluster_state_give(struct iso_cluster_state *cs, const struct iso_allocation *a);
@@ -44,6 +80,25 @@ void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct i
  * model of the inventory, counts in range). Errors name the request field. */
 int iso_shape_validate(const struct iso_shape *shape, const struct iso_inventory *inv,
                        struct iso_error *err);
+
+/* A request by size rather than by name: "at least min_gib GiB and
+ * min_compute compute slices". Copies `in` to `out` (whole = false) with
+ * out->profile set to the smallest covering profile over the models of the
+ * inventory's MIG-enabled GPUs that the shape allows (in->gpu_model,
+ * in->pool): fewest memory slices, then fewest compute slices, then least
+ * memory, never a "+me" profile unless nothing else covers (as
+ * iso_mig_profile_resolve). Memory is the table's usable GiB, compared
+ * exactly (H100-80's 1g.10gb holds 9.75). A name qualifies only if it covers
+ * on every eligible model that has it (1g.10gb is 10 GiB on A100-80 but
+ * 9.75 on H100-80), so the placer may use any of them. Errors, `out`
+ * untouched: ISO_E_INVALID "gpus.memory_gib" (negative or not finite) or
+ * "gpus.compute" (negative); ISO_E_CAPACITY (can never fit)
+ * "gpus.memory_gib" (no eligible MIG GPU, or more memory than any profile
+ * has) or "gpus.compute" (memory is covered, not with that many compute
+ * slices). One process uses one MIG device, so the answer is one profile
+ * per instance, never several smaller ones. `out` may be `in`. */
+int iso_shape_resolve(const struct iso_shape *in, const struct iso_inventory *inv, double min_gib,
+                      int min_compute, struct iso_shape *out, struct iso_error *err);
 
 /* How many members of this shape the whole inventory could hold, empty and
  * with every node schedulable, counting no further than `limit`. A request
@@ -72,7 +127,55 @@ static inline int iso_placer_place(const struct iso_placer *p, struct iso_cluste
 	return p->place(p, cs, a, want, err);
 }
 
+/* ---- per-request placement constraints (the tenancy work supplies them) ----
+ * Names are as in the inventory. An empty allow-list (n_* == 0) allows all;
+ * a node is eligible when it is in `nodes` (if given), in none of
+ * `avoid_nodes`, its rack is in `racks` (if given) and in none of
+ * `avoid_racks`, and, when `gpus` is given, it has one of those GPUs (so a
+ * GPU allow-list also limits CPU-only members). A GPU is eligible when its
+ * node is, it is in `gpus` (if given) and in none of `avoid_gpus`. */
+struct iso_gpu_ref {
+	const char *node;
+	int gpu; /* device index on that node */
+};
+
+struct iso_place_constraints {
+	const char *const *nodes;
+	int n_nodes;
+	const char *const *avoid_nodes;
+	int n_avoid_nodes;
+	const char *const *racks;
+	int n_racks;
+	const char *const *avoid_racks;
+	int n_avoid_racks;
+	const struct iso_gpu_ref *gpus;
+	int n_gpus;
+	const struct iso_gpu_ref *avoid_gpus;
+	int n_avoid_gpus;
+};
+
+/* iso_placer_place() under constraints `c` (NULL: none): sets
+ * cs->constraints for the call. A name that the inventory does not have is
+ * refused (ISO_E_INVALID, field "constraints.nodes[I]", ".avoid_nodes[I]",
+ * ".racks[I]", ".avoid_racks[I]", ".gpus[I]", ".avoid_gpus[I]"). Checking a
+ * constraint costs O(1) per candidate after O(list length) set-up. */
+int iso_placer_place_ex(const struct iso_placer *p, struct iso_cluster_state *cs,
+                        struct iso_allocation *a, int want, const struct iso_place_constraints *c,
+                        struct iso_error *err);
+/* For policies: may the current request use node `node` (an index into
+ * inv->nodes) / GPU position `pos` of it? Always true outside
+ * iso_placer_place_ex() or without constraints. */
+bool iso_place_node_allowed(const struct iso_cluster_state *cs, int node);
+bool iso_place_gpu_allowed(const struct iso_cluster_state *cs, int node, int pos);
+/* For policies: does the fabric let tenant `tenant` add a member to node
+ * `node` (see iso_cluster_state_take)? */
+bool iso_place_fabric_allows(const struct iso_cluster_state *cs, int node, int64_t tenant);
+
 extern const struct iso_placer iso_placer_first_fit;
+/* The MIG-geometry-aware, fragmentation-aware engine (docs/placement.md).
+ * Its learned demand mix and index live in the cluster state, so the placer
+ * itself is stateless and one cluster state may be used with any policy. */
+extern const struct iso_placer iso_placer_isostack;
 /* The stateless policies the daemon can be started with, by name; NULL when unknown. */
 const struct iso_placer *iso_placer_find(const char *name);
 /* Their names, comma-separated, for messages. */

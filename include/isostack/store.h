@@ -109,7 +109,7 @@ struct iso_store_ops {
 	/* -ENOENT when no head was signed yet. */
 	int (*audit_head_latest)(struct iso_store *s, struct iso_audit_head *out,
 	                         struct iso_error *err);
-	/* Heads in ascending size. */
+	/* Heads in the order they were signed. */
 	int (*audit_head_scan)(struct iso_store *s, iso_audit_head_fn fn, void *arg,
 	                       struct iso_error *err);
 };

@@ -55,7 +55,7 @@ enum iso_errcode {
 };
 
 #define ISO_ERR_FIELD_MAX 96
-#define ISO_ERR_MSG_MAX   320
+#define ISO_ERR_MSG_MAX   512
 
 struct iso_error {
 	enum iso_errcode code;

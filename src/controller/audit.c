@@ -12,6 +12,7 @@
 #include "controller/internal.h"
 
 #define HEAD_INTERVAL_MS 1000
+#define BREAK_META "audit_break_accepted_ms"
 
 void ctl_audit_drop_queue(struct iso_controller *c)
 {
@@ -127,6 +128,8 @@ int ctl_audit_flush(struct iso_controller *c, bool force, struct iso_error *err)
 		if (r < 0)
 			return r;
 	}
+	/* Written: a second flush in the same transaction must not repeat them. */
+	ctl_audit_drop_queue(c);
 	bool grown = !c->have_head || c->head.size < iso_merkle_size(c->tree);
 	if (grown && (force || !c->have_head || iso_now_ms() - c->head.time_ms >= HEAD_INTERVAL_MS))
 		return sign_head(c, err);
@@ -141,6 +144,15 @@ void ctl_audit_undo(struct iso_controller *c, uint64_t size, const struct iso_au
 	c->have_head = have_head;
 	if (c->cap_queue < 0)
 		c->cap_queue = 0;
+}
+
+int ctl_audit_sign_now(struct iso_controller *c, struct iso_error *err)
+{
+	int r = ctl_tx_begin(c, err);
+
+	if (r == 0)
+		r = ctl_audit_flush(c, true, err);
+	return ctl_tx_end(c, r, err);
 }
 
 void ctl_record(struct iso_controller *c, const struct iso_principal *p, const struct ctl_event *ev,
@@ -170,6 +182,7 @@ void ctl_record(struct iso_controller *c, const struct iso_principal *p, const s
 
 struct check {
 	struct iso_controller *c;
+	int64_t checked_from_ms; /* heads signed earlier were judged when a break was accepted */
 	int64_t expect;    /* next seq */
 	int64_t first_bad; /* -1 when none */
 	char problem[ISO_ERR_MSG_MAX];
@@ -197,6 +210,15 @@ static int check_event(void *arg, const struct iso_audit_record *rec)
 	if (rec->seq != k->expect)
 		problem(k, k->expect, "event %lld is missing (the next stored event is %lld)",
 		        (long long)k->expect, (long long)rec->seq);
+	/* A missing event keeps its place as a hole (the hash of nothing), so
+	 * that leaf index and seq stay one and the same after a break. */
+	while (k->expect < rec->seq) {
+		uint8_t hole[ISO_AUDIT_HASH_LEN];
+		iso_audit_leaf_hash("", 0, hole);
+		if (iso_merkle_append(k->c->tree, hole) < 0)
+			return -ENOMEM;
+		k->expect++;
+	}
 	iso_audit_leaf_hash(rec->body, rec->len, leaf);
 	if (memcmp(leaf, rec->leaf, sizeof(leaf)) != 0)
 		problem(k, rec->seq, "event %lld does not match its stored leaf hash (modified)",
@@ -223,6 +245,8 @@ static int check_head(void *arg, const struct iso_audit_head *h)
 	uint8_t root[ISO_AUDIT_HASH_LEN];
 	char when[40];
 
+	if (h->time_ms < k->checked_from_ms)
+		return 0; /* evidence of an accepted break: kept, exported, not re-judged */
 	iso_format_time(h->time_ms, when, sizeof(when));
 	if (!iso_audit_head_verify(h, k->c->key.pk)) {
 		problem(k, -1, "the head of size %llu signed at %s has a bad signature "
@@ -259,6 +283,9 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 	r = iso_merkle_new(&c->tree);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: out of memory");
+	char since[24];
+	if (c->store->ops->meta_get(c->store, BREAK_META, since, sizeof(since), NULL) == 0)
+		k.checked_from_ms = strtoll(since, NULL, 10);
 	r = c->store->ops->audit_scan(c->store, -1, 0, 0, check_event, &k, err);
 	if (r == 0)
 		r = c->store->ops->audit_head_scan(c->store, check_head, &k, err);
@@ -275,24 +302,42 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 		return 0;
 	}
 	if (!accept_break)
-		return iso_error_set(
-		    err, ISO_E_CONFLICT, "audit",
-		    "audit log check failed: %s. The log in the state dir no longer matches what was "
-		    "signed. Inspect it with `isoctl audit export --state-dir DIR --out FILE` and "
-		    "`isoctl audit verify --pubkey DIR/audit.pub FILE`; to run anyway, recording the "
-		    "break in the log for good, start with --audit-accept-break",
-		    k.problem);
+		return iso_error_set(err, ISO_E_CONFLICT, "audit",
+		                     "audit log check failed: %s. Inspect: isoctl audit export "
+		                     "--state-dir DIR --out F; isoctl audit verify --pubkey "
+		                     "DIR/audit.pub F. To run anyway, recording the break in the log "
+		                     "for good: --audit-accept-break",
+		                     k.problem);
 	iso_log(ISO_LOG_ERR, "audit_break_accepted", "problem=\"%s\"", k.problem);
+	/* The break is signed over from here on: a head over the log as it now
+	 * is, in the same transaction as the event saying so and the marker that
+	 * later starts judge only heads signed from now on. Earlier heads stay
+	 * in the store and in every export as the evidence. */
+	int64_t now = iso_now_ms();
+	char marker[24];
+	snprintf(marker, sizeof(marker), "%lld", (long long)now);
 	struct ctl_event ev = {
 	    .action = "audit.break_accepted",
 	    .kind = "audit",
 	    .details = json_pack("{s:s, s:I}", "problem", k.problem, "first_bad",
 	                         (json_int_t)k.first_bad),
 	};
-	/* The break is signed over from here on; earlier heads keep showing it. */
 	c->have_head = false;
-	ctl_record(c, NULL, &ev, ISO_AUDIT_ERROR, k.problem);
-	return 0;
+	r = ctl_tx_begin(c, err);
+	if (r == 0) {
+		ctl_emit(c, NULL, &ev);
+		if (c->n_queue > 0) {
+			struct iso_audit_event *e = &c->queue[c->n_queue - 1];
+			e->outcome = ISO_AUDIT_ERROR;
+			iso_strlcpy(e->reason, k.problem, sizeof(e->reason));
+		}
+		r = c->store->ops->meta_set(c->store, BREAK_META, marker, err);
+	} else {
+		json_decref(ev.details);
+	}
+	if (r == 0)
+		r = ctl_audit_flush(c, true, err);
+	return ctl_tx_end(c, r, err);
 }
 
 void ctl_audit_close(struct iso_controller *c)
@@ -342,19 +387,9 @@ int iso_controller_audit_head(struct iso_controller *c, const struct iso_princip
 		return r;
 	record_read(c, p, "head", p->tenant_id, p->tenant);
 	if (!c->have_head || c->head.size < iso_merkle_size(c->tree)) {
-		uint64_t size = iso_merkle_size(c->tree);
-		struct iso_audit_head head = c->head;
-		bool have = c->have_head;
-		r = ctl_tx_begin(c, err);
-		if (r == 0)
-			r = ctl_audit_flush(c, true, err);
-		if (r == 0)
-			r = c->store->ops->commit(c->store, err);
-		if (r < 0) {
-			c->store->ops->rollback(c->store);
-			ctl_audit_undo(c, size, &head, have);
+		r = ctl_audit_sign_now(c, err);
+		if (r < 0)
 			return r;
-		}
 	}
 	*out = c->head;
 	return 0;

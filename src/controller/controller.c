@@ -206,6 +206,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	};
 	ctl_record(c, NULL, &start, ISO_AUDIT_SUCCESS, NULL);
 	r = rebuild_state(c, err);
+	if (r == 0)
+		r = ctl_audit_sign_now(c, err); /* the start and any reconciling, signed */
 	if (r < 0)
 		return r;
 	ctl_place_pending(c);

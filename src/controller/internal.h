@@ -52,6 +52,8 @@ int ctl_audit_flush(struct iso_controller *c, bool force, struct iso_error *err)
 void ctl_audit_undo(struct iso_controller *c, uint64_t size, const struct iso_audit_head *head,
                     bool have_head);
 void ctl_audit_drop_queue(struct iso_controller *c);
+/* Signs a head over everything now, in a transaction of its own. */
+int ctl_audit_sign_now(struct iso_controller *c, struct iso_error *err);
 
 /* The one store transaction of a use case: begin, then the writes, then
  * end, which commits when r == 0 and otherwise rolls back (also when the

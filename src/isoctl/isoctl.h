@@ -21,6 +21,7 @@ enum isoctl_exit {
 	ISOCTL_EXIT_CONFLICT = 5,    /* 409, 422 */
 	ISOCTL_EXIT_INVALID = 6,     /* 400, 413 */
 	ISOCTL_EXIT_UNAVAILABLE = 7, /* unreachable, timeout, 5xx */
+	ISOCTL_EXIT_VERIFY = 8,      /* audit verify: an export failed its check */
 };
 
 enum isoctl_output { ISOCTL_OUT_TABLE, ISOCTL_OUT_JSON };
@@ -71,6 +72,7 @@ int isoctl_cmd_token(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_node(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_gpu(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_audit(struct isoctl *ctx, int argc, char **argv);
 
 /* ---- option parsing ---- */
 enum {

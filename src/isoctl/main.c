@@ -21,6 +21,8 @@ static const char usage[] =
     "  node list|get|cordon|uncordon|drain\n"
     "  gpu list\n"
     "  alloc create|list|get|resize|release\n"
+    "  audit events|head|pubkey|export|verify\n"
+    "  sim                          offline MIG placement benchmark on trace CSVs (no server)\n"
     "  help                         this text\n"
     "Run 'isoctl COMMAND --help' for a command's arguments and flags.\n"
     "\n"
@@ -45,8 +47,11 @@ static const char usage[] =
     "  5  conflict or capacity (HTTP 409, 422)\n"
     "  6  invalid input (HTTP 400, 413)\n"
     "  7  server unreachable, timed out, or server error (HTTP 5xx)\n"
+    "  8  verification failed (audit verify)\n"
     "Server errors are printed on stderr as\n"
     "  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
+
+int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* cmd_sim.c */
 
 static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 {
@@ -55,11 +60,18 @@ static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 }
 
 static const struct isoctl_cmd commands[] = {
-    {"health", .simple = &isoctl_cmd_health}, {"version", .simple = &isoctl_cmd_version},
-    {"whoami", .simple = &isoctl_cmd_whoami}, {"capacity", .simple = &isoctl_cmd_capacity},
-    {"tenant", .run = isoctl_cmd_tenant},     {"token", .run = isoctl_cmd_token},
-    {"node", .run = isoctl_cmd_node},         {"gpu", .run = isoctl_cmd_gpu},
-    {"alloc", .run = isoctl_cmd_alloc},       {"help", .run = cmd_help},
+    {"health", .simple = &isoctl_cmd_health},
+    {"version", .simple = &isoctl_cmd_version},
+    {"whoami", .simple = &isoctl_cmd_whoami},
+    {"capacity", .simple = &isoctl_cmd_capacity},
+    {"tenant", .run = isoctl_cmd_tenant},
+    {"token", .run = isoctl_cmd_token},
+    {"node", .run = isoctl_cmd_node},
+    {"gpu", .run = isoctl_cmd_gpu},
+    {"alloc", .run = isoctl_cmd_alloc},
+    {"audit", .run = isoctl_cmd_audit},
+    {"sim", .run = isoctl_cmd_sim},
+    {"help", .run = cmd_help},
 };
 
 int main(int argc, char **argv)

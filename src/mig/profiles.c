@@ -2,6 +2,7 @@
  * Every number here comes from ../shared/reference/mig.md; the geometry of a
  * profile kind (compute, width, starts, max count) is written once below and
  * only names, memory and SM counts vary between models. */
+#include <math.h>
 #include <strings.h>
 
 #include "isostack/mig.h"
@@ -134,4 +135,34 @@ const struct iso_mig_profile *iso_mig_profile_find(const struct iso_gpu_model *m
 		if (strcasecmp(m->profiles[i].name, name) == 0)
 			return &m->profiles[i];
 	return NULL;
+}
+
+/* Is `a` a smaller cover than `b` (fewest memory slices, then fewest
+ * compute slices, then least memory; ties keep table order)? */
+static bool smaller(const struct iso_mig_profile *a, const struct iso_mig_profile *b)
+{
+	if (a->width != b->width)
+		return a->width < b->width;
+	if (a->compute != b->compute)
+		return a->compute < b->compute;
+	return a->memory_gib < b->memory_gib;
+}
+
+const struct iso_mig_profile *iso_mig_profile_resolve(const struct iso_gpu_model *m,
+                                                      double min_gib, int min_compute)
+{
+	const struct iso_mig_profile *best = NULL, *best_me = NULL;
+
+	if (!m || !isfinite(min_gib) || min_gib < 0 || min_compute < 0)
+		return NULL;
+	for (int i = 0; i < m->n_profiles && i < ISO_MIG_MAX_PROFILES; i++) {
+		const struct iso_mig_profile *p = &m->profiles[i];
+		const struct iso_mig_profile **slot = p->media_engine ? &best_me : &best;
+
+		if (p->memory_gib < min_gib || p->compute < min_compute)
+			continue;
+		if (!*slot || smaller(p, *slot))
+			*slot = p;
+	}
+	return best ? best : best_me;
 }

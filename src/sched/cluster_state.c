@@ -2,12 +2,14 @@
  * GPU. Taking an allocation validates every member and slot against the
  * inventory and the MIG rules and either applies all of it or nothing; giving
  * is its exact inverse. Placement policies search this state; they never
- * change it except through take/give. */
+ * change it except through take/give. Take also enforces the fabric's
+ * co-tenancy rule (one SR-IOV VF per tenant on a node), and both keep the
+ * private index (index.c) current. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "sched/internal.h"
+#include "sched/index.h"
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv)
 {
@@ -48,6 +50,10 @@ int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_invent
 			iso_gpu_occupancy_init(&st.usage[i].gpus[j], node->gpus[j].model);
 		}
 	}
+	if (ix_build(&st) < 0) {
+		iso_cluster_state_free(&st);
+		return -ENOMEM;
+	}
 	*cs = st;
 	return 0;
 }
@@ -59,6 +65,7 @@ void iso_cluster_state_free(struct iso_cluster_state *cs)
 			free(cs->usage[i].gpus);
 	free(cs->usage);
 	free(cs->sched);
+	ix_free(cs->index);
 	memset(cs, 0, sizeof(*cs));
 }
 
@@ -66,6 +73,8 @@ int iso_cluster_state_node_index(const struct iso_cluster_state *cs, const char 
 {
 	if (!cs->inv || !node)
 		return -1;
+	if (cs->index)
+		return ix_strmap_find(&cs->index->node_names, node);
 	for (int i = 0; i < cs->inv->n_nodes; i++)
 		if (strcmp(cs->inv->nodes[i].name, node) == 0)
 			return i;
@@ -99,6 +108,26 @@ static int member_take(struct iso_cluster_state *cs, int ni, const struct iso_al
 		                     "member %d: node %s has %lld of %lld MiB free, %lld needed", k,
 		                     node->name, (long long)(node->memory_mib - u->memory_mib_used),
 		                     (long long)node->memory_mib, (long long)a->shape.memory_mib);
+	if (cs->index) {
+		char field[ISO_ERR_FIELD_MAX];
+
+		snprintf(field, sizeof(field), "nodes[%d].node", k);
+		if (!ix_fabric_allows(cs->index, ni, a->tenant_id)) {
+			if (cs->index->nodes[ni].vfs)
+				return iso_error_set(
+				    err, ISO_E_NO_CAPACITY, field,
+				    "member %d: node %s has no free SR-IOV VF for another tenant "
+				    "(%d of %d in use; each tenant on a node needs its own)",
+				    k, node->name, u->vfs_used, node->port.n_vfs);
+			return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+			                     "member %d: node %s has no SR-IOV VFs, so its fabric "
+			                     "port serves one tenant at a time, and another "
+			                     "tenant is there",
+			                     k, node->name);
+		}
+		if (ix_tenant_add(cs, ni, a->tenant_id) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	}
 	u->cpus_used += a->shape.cpus;
 	u->memory_mib_used += a->shape.memory_mib;
 	u->members++;
@@ -118,6 +147,8 @@ static void member_give(struct iso_cluster_state *cs, int ni, const struct iso_a
 	u->cpus_used -= a->shape.cpus;
 	u->memory_mib_used -= a->shape.memory_mib;
 	u->members--;
+	if (cs->index)
+		ix_tenant_remove(cs, ni, a->tenant_id);
 }
 
 /* ---- one slot ---- */
@@ -172,6 +203,7 @@ static int slot_take(struct iso_cluster_state *cs, int ni, const struct iso_slot
 		o->whole = true;
 		o->free_mask = 0;
 		o->compute_used = gpu->model->compute_slices;
+		ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));
 		return 0;
 	}
 
@@ -206,6 +238,7 @@ static int slot_take(struct iso_cluster_state *cs, int ni, const struct iso_slot
 		                     s->start, s->gpu, node);
 	}
 	iso_mig_take(gpu->model, o, p, s->start);
+	ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));
 	return 0;
 }
 
@@ -225,6 +258,7 @@ static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_slo
 		if (!o->whole)
 			goto inconsistent;
 		iso_gpu_occupancy_init(o, gpu->model);
+		ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));
 		return;
 	}
 	p = iso_mig_profile_find(gpu->model, s->profile);
@@ -235,6 +269,7 @@ static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_slo
 	    o->compute_used < p->compute || (p->media_engine && !o->media_engine_used))
 		goto inconsistent;
 	iso_mig_give(gpu->model, o, p, s->start);
+	ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));
 	return;
 
 inconsistent:

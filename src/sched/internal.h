@@ -32,4 +32,23 @@ static inline const struct iso_mig_profile *iso_sched_gpu_profile(const struct i
 	return iso_mig_profile_find(g->model, s->profile);
 }
 
+/* ---- the frame every policy's place() shares (place.c) ---- */
+
+/* A policy's choice for member k of `a` (its shape, its tenant): writes
+ * a->shape.gpu_count slots to `out` (member = k) and returns the node index,
+ * or -1 when no node can hold the member now. It must not change `cs`
+ * except through the private index's scratch state. */
+typedef int (*iso_sched_choose_fn)(struct iso_cluster_state *cs, const struct iso_allocation *a,
+                                   int k, struct iso_slot *out);
+
+/* Places members [a->n_members, want) one at a time with `choose`, taking
+ * each in `cs` before choosing the next; all or nothing (see struct
+ * iso_placer). */
+int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
+                    iso_sched_choose_fn choose, struct iso_error *err);
+
+/* First-fit's choice (first_fit.c): nodes in inventory order. */
+int iso_sched_first_fit_choose(struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
+                               struct iso_slot *out);
+
 #endif

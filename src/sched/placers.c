@@ -1,11 +1,16 @@
 /* placers.c: the registry of placement policies the daemon can be started
- * with. One line per policy; each policy lives in its own file. */
+ * with. One line per policy; each policy lives in its own file. The first
+ * entry is the recommended default (isostack). */
 #include <string.h>
 
 #include "isostack/sched.h"
+#include "isostack/sim.h" /* iso_placer_best_fit, iso_placer_fgd */
 
 static const struct iso_placer *const placers[] = {
+	&iso_placer_isostack,
 	&iso_placer_first_fit,
+	&iso_placer_best_fit,
+	&iso_placer_fgd,
 };
 
 const struct iso_placer *iso_placer_find(const char *name)
@@ -18,7 +23,8 @@ const struct iso_placer *iso_placer_find(const char *name)
 	return NULL;
 }
 
+/* Kept in the table's order; test_placement checks it against the table. */
 const char *iso_placer_names(void)
 {
-	return "first-fit";
+	return "isostack, first-fit, best-fit, fgd";
 }

@@ -2,6 +2,7 @@
  * inventory before anything is placed: is the request well formed (errors name
  * the API request field), and could it ever fit on the empty cluster (the
  * difference between "pending" and "422 unsatisfiable"). */
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -150,4 +151,109 @@ int iso_shape_max_members(const struct iso_shape *shape, const struct iso_invent
 	for (int i = 0; i < inv->n_nodes && n < limit; i++)
 		n += node_members(&inv->nodes[i], shape, limit - n);
 	return n;
+}
+
+/* ---- requests by size ---- */
+
+#define RESOLVE_MODELS_MAX 32
+
+/* The models of MIG-enabled GPUs that the shape allows (model, pool), in
+ * inventory order, without repeats. */
+static int eligible_models(const struct iso_shape *s, const struct iso_inventory *inv,
+                           const struct iso_gpu_model **out)
+{
+	int n = 0;
+
+	for (int i = 0; i < inv->n_nodes; i++) {
+		if (!iso_sched_node_in_pool(&inv->nodes[i], s))
+			continue;
+		for (int j = 0; j < inv->nodes[i].n_gpus; j++) {
+			const struct iso_gpu *g = &inv->nodes[i].gpus[j];
+			bool seen = false;
+
+			if (!g->mig_enabled || !iso_sched_gpu_model_ok(g, s))
+				continue;
+			for (int k = 0; k < n && !seen; k++)
+				seen = out[k] == g->model;
+			if (!seen && n < RESOLVE_MODELS_MAX)
+				out[n++] = g->model;
+		}
+	}
+	return n;
+}
+
+static bool covers(const struct iso_mig_profile *p, double min_gib, int min_compute)
+{
+	return p->memory_gib >= min_gib && p->compute >= min_compute;
+}
+
+/* Is `a` a better answer than `b`? Non-"+me" first, then fewest memory
+ * slices, fewest compute slices, least memory. */
+static bool better(const struct iso_mig_profile *a, const struct iso_mig_profile *b)
+{
+	if (a->media_engine != b->media_engine)
+		return !a->media_engine;
+	if (a->width != b->width)
+		return a->width < b->width;
+	if (a->compute != b->compute)
+		return a->compute < b->compute;
+	return a->memory_gib < b->memory_gib;
+}
+
+int iso_shape_resolve(const struct iso_shape *in, const struct iso_inventory *inv, double min_gib,
+                      int min_compute, struct iso_shape *out, struct iso_error *err)
+{
+	const struct iso_gpu_model *models[RESOLVE_MODELS_MAX];
+	const struct iso_mig_profile *best = NULL;
+	double most_gib = 0;
+	bool memory_covered = false;
+	int n;
+
+	if (!isfinite(min_gib) || min_gib < 0)
+		return iso_error_set(err, ISO_E_INVALID, "gpus.memory_gib",
+		                     "must be a number >= 0");
+	if (min_compute < 0)
+		return iso_error_set(err, ISO_E_INVALID, "gpus.compute", "must be >= 0, got %d",
+		                     min_compute);
+	n = eligible_models(in, inv, models);
+	if (n == 0)
+		return iso_error_set(err, ISO_E_CAPACITY, "gpus.memory_gib",
+		                     "no MIG-enabled GPU in the inventory%s%s%s%s can serve a "
+		                     "request by size",
+		                     in->gpu_model[0] ? " of model " : "", in->gpu_model,
+		                     in->pool[0] ? " in pool " : "", in->pool);
+	/* A name qualifies when it covers on every eligible model that has it,
+	 * so that the placer may use any of them. */
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < models[i]->n_profiles && j < ISO_MIG_MAX_PROFILES; j++) {
+			const struct iso_mig_profile *p = &models[i]->profiles[j];
+			bool everywhere = true;
+
+			if (p->memory_gib > most_gib)
+				most_gib = p->memory_gib;
+			memory_covered |= p->memory_gib >= min_gib;
+			if (!covers(p, min_gib, min_compute))
+				continue;
+			for (int k = 0; k < n && everywhere; k++) {
+				const struct iso_mig_profile *q = iso_mig_profile_find(models[k], p->name);
+				everywhere = !q || covers(q, min_gib, min_compute);
+			}
+			if (everywhere && (!best || better(p, best)))
+				best = p;
+		}
+	if (!best && !memory_covered)
+		return iso_error_set(err, ISO_E_CAPACITY, "gpus.memory_gib",
+		                     "no MIG profile of an eligible GPU has %g GiB (the largest "
+		                     "has %g); ask for whole GPUs",
+		                     min_gib, most_gib);
+	if (!best)
+		return iso_error_set(err, ISO_E_CAPACITY, "gpus.compute",
+		                     "no MIG profile of an eligible GPU has %g GiB with %d compute "
+		                     "slices",
+		                     min_gib, min_compute);
+	if (out != in)
+		*out = *in;
+	out->whole = false;
+	iso_strlcpy(out->profile, best->name, sizeof(out->profile));
+	return 0;
 }

@@ -102,15 +102,18 @@ static const char *const migrations[] = {
 
     /* 2: the audit log. body is the event's canonical encoding and leaf its
      * RFC 6962 leaf hash; tenant_id only scopes listings (it is not hashed).
-     * Heads are the signed tree heads, one per size. */
+     * Heads are the signed tree heads. */
     "CREATE TABLE audit_events ("
     "  seq INTEGER PRIMARY KEY,"
     "  tenant_id INTEGER NOT NULL DEFAULT 0,"
     "  body BLOB NOT NULL,"
     "  leaf BLOB NOT NULL);"
     "CREATE INDEX audit_events_tenant ON audit_events(tenant_id, seq);"
+    /* Heads are kept in signing order; sizes may repeat after an accepted
+     * break (docs/audit.md), and no head is ever overwritten. */
     "CREATE TABLE audit_heads ("
-    "  size INTEGER PRIMARY KEY,"
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  size INTEGER NOT NULL,"
     "  root BLOB NOT NULL,"
     "  time_ms INTEGER NOT NULL,"
     "  sig BLOB NOT NULL);",

@@ -138,6 +138,16 @@ EXPECT = {
     ("DELETE /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404),
     ("DELETE /v1/allocations/X", "other"):   (401, 200, 403, 404, 404),
     ("DELETE /v1/allocations/X", "missing"): (401, 404, None, 404, 404),
+
+    ("GET /v1/audit/events", "-"):     (401, 200, 200, 200, 403),
+    ("GET /v1/audit/events?tenant=X", "own"): (401, 200, 200, 200, 403),
+    ("GET /v1/audit/events?tenant=X", "other"): (401, 200, 200, 404, 403),
+    ("GET /v1/audit/head", "-"):       (401, 200, 200, 200, 403),
+    ("GET /v1/audit/pubkey", "-"):     (401, 200, 200, 200, 200),
+    ("GET /v1/audit/proof/inclusion", "own"): (401, 200, 200, 200, 403),
+    ("GET /v1/audit/proof/inclusion", "other"): (401, 200, 200, 404, 403),
+    ("GET /v1/audit/proof/inclusion", "missing"): (401, 400, 400, 400, 403),
+    ("GET /v1/audit/proof/consistency", "-"): (401, 200, 200, 200, 403),
 }
 
 # Every endpoint of docs/api.md must appear in the table.
@@ -148,7 +158,8 @@ DOC_ENDPOINTS = [
     "DELETE /v1/tokens/X", "GET /v1/nodes", "GET /v1/nodes/X", "POST /v1/nodes/X/cordon",
     "POST /v1/nodes/X/drain", "POST /v1/nodes/X/uncordon", "GET /v1/gpus", "GET /v1/allocations",
     "POST /v1/allocations", "GET /v1/allocations/X", "PATCH /v1/allocations/X",
-    "DELETE /v1/allocations/X",
+    "DELETE /v1/allocations/X", "GET /v1/audit/events", "GET /v1/audit/head",
+    "GET /v1/audit/pubkey", "GET /v1/audit/proof/inclusion", "GET /v1/audit/proof/consistency",
 ]
 
 def missing_like(real_id):
@@ -744,6 +755,43 @@ class TestRbac(ApiTestCase):
         self._alloc_cases("DELETE /v1/allocations/X", "DELETE", None, fresh=True)
 
     # ------------------------------------------------------------ auditor
+
+    # ------------------------------------------------------------ audit log
+
+    def _event_seq(self, tenant):
+        """The seq of an event about tenant's objects (the admin's view)."""
+        for it in self.admin.list_all("/v1/audit/events?tenant=" + TENANT[tenant]):
+            if it["event"]["object"]["tenant"] == TENANT[tenant]:
+                return it["seq"]
+        raise AssertionError("no event about tenant %s" % tenant)
+
+    def test_audit_endpoints(self):
+        head = self.admin.get("/v1/audit/head").body
+        size = head["size"]
+        for role in CALLERS:
+            t = tenant_of(role) or "A"
+            with self.subTest(role=role):
+                r = self.call(role, "GET", "/v1/audit/events")
+                self.check("GET /v1/audit/events", "-", role, r)
+                if r.status == 200 and tenant_of(role):
+                    for it in r.body["items"]:
+                        self.assertEqual(it["event"]["object"]["tenant"], TENANT[t], it)
+                for target, tn in (("own", t), ("other", other(t))):
+                    r = self.call(role, "GET", "/v1/audit/events?tenant=" + TENANT[tn])
+                    self.check("GET /v1/audit/events?tenant=X", target, role, r)
+                for ep in ("GET /v1/audit/head", "GET /v1/audit/pubkey"):
+                    r = self.call(role, "GET", ep.split(" ")[1])
+                    self.check(ep, "-", role, r)
+                for target, tn in (("own", t), ("other", other(t))):
+                    seq = self._event_seq(tn)
+                    r = self.call(role, "GET", "/v1/audit/proof/inclusion?seq=%d&size=%d"
+                                  % (seq, size))
+                    self.check("GET /v1/audit/proof/inclusion", target, role, r)
+                r = self.call(role, "GET", "/v1/audit/proof/inclusion?seq=%d&size=%d"
+                              % (size + 1000, size))
+                self.check("GET /v1/audit/proof/inclusion", "missing", role, r)
+                r = self.call(role, "GET", "/v1/audit/proof/consistency?from=1&to=%d" % size)
+                self.check("GET /v1/audit/proof/consistency", "-", role, r)
 
     def test_auditor_reads_all_and_changes_nothing(self):
         aud = "auditor"

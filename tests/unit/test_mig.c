@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -693,6 +694,222 @@ static void test_a30_geometry(void **state)
 	assert_true(nothing_fits(m, &o));
 }
 
+
+/* ---- the state space (src/mig/states.c) ---- */
+
+/* Walks every set of placements that the rules admit (each set once, in
+ * ascending (start, profile) order) and checks each state's row of the
+ * table against the occupancy rules themselves. */
+static void check_states(const struct iso_gpu_model *m, const struct iso_mig_state_table *t,
+                         struct iso_gpu_occupancy *o, bool *seen, int last)
+{
+	int k = iso_mig_state_of(o);
+
+	seen[k] = true;
+	assert_true(t->is_reachable[k]);
+	for (int j = 0; j < m->n_profiles; j++) {
+		const struct iso_mig_profile *p = &m->profiles[j];
+		struct iso_gpu_occupancy c = *o;
+		uint8_t cover = 0;
+		int units = 0, start;
+
+		for (int s = 0; s < 8; s++) {
+			bool fits = iso_mig_fits_at(m, o, p, s);
+			assert_int_equal((t->fits[k][j] >> s) & 1, fits);
+			if (fits)
+				cover |= iso_mig_span(s, p->width);
+		}
+		while ((start = iso_mig_first_start(m, &c, p)) >= 0) {
+			iso_mig_take(m, &c, p, start);
+			units++;
+		}
+		assert_int_equal(t->units[k][j], units);
+		assert_int_equal(t->unusable[k][j], __builtin_popcount(o->free_mask & ~cover));
+	}
+	for (int key = last + 1; key < 8 * ISO_MIG_MAX_PROFILES; key++) {
+		int s = key / ISO_MIG_MAX_PROFILES, j = key % ISO_MIG_MAX_PROFILES;
+		const struct iso_mig_profile *p = &m->profiles[j];
+
+		if (j >= m->n_profiles || !iso_mig_fits_at(m, o, p, s))
+			continue;
+		assert_int_equal(iso_mig_state_after(k, p, s),
+		                 (k & ~iso_mig_span(s, p->width)) |
+		                     (p->media_engine ? ISO_MIG_STATE_ME : 0));
+		iso_mig_take(m, o, p, s);
+		check_states(m, t, o, seen, key);
+		iso_mig_give(m, o, p, s);
+	}
+}
+
+static void test_state_tables(void **state)
+{
+	(void)state;
+	static struct iso_mig_state_table t;
+
+	for (int i = 0; iso_gpu_model_at(i); i++) {
+		const struct iso_gpu_model *m = iso_gpu_model_at(i);
+		struct iso_gpu_occupancy o;
+		bool seen[ISO_MIG_STATES] = {false};
+		int n_seen = 0, prev = -1;
+
+		iso_mig_state_table_build(m, &t);
+		assert_ptr_equal(t.model, m);
+		/* Compute slices and max counts never bind before memory does on a
+		 * real model, so the 9-bit state decides every fit. */
+		assert_true(t.exact);
+		iso_gpu_occupancy_init(&o, m);
+		assert_int_equal(iso_mig_state_of(&o), iso_mig_state_empty(m));
+		check_states(m, &t, &o, seen, -1);
+		for (int k = 0; k < ISO_MIG_STATES; k++)
+			n_seen += seen[k];
+		/* The table's reachable states are exactly those the rules reach. */
+		assert_int_equal(t.n_reachable, n_seen);
+		for (int r = 0; r < t.n_reachable; r++) {
+			assert_true(seen[t.reachable[r]]);
+			assert_true(t.reachable[r] > prev);
+			prev = t.reachable[r];
+		}
+		/* 192 free-masks (382 with the media-engine bit) on 8-slice models,
+		 * 16 (31) on A30. */
+		assert_int_equal(t.n_reachable, m->memory_slices == 8 ? 382 : 31);
+	}
+}
+
+/* Holes, by number: 1g at 0..6 with 1 and 4 given back leaves 1, 4 and 7
+ * free; slice 7 is a hole for everything, 1 and 4 for everything wider
+ * than one slice. Slice 7 alone holds nothing; with 6 it holds the
+ * double-memory 1g (at 6) and the 1g. */
+static void test_state_holes(void **state)
+{
+	(void)state;
+	static struct iso_mig_state_table t;
+	const struct iso_gpu_model *m = model("h100-80gb");
+	/* profile indexes: 0 1g, 1 1g+me, 2 1g double, 3 2g, 4 3g, 5 4g, 6 7g */
+	const int holes[7] = {1, 1, 3, 3, 3, 3, 3};
+
+	iso_mig_state_table_build(m, &t);
+	for (int j = 0; j < 7; j++) {
+		assert_int_equal(t.unusable[0x92][j], holes[j]);
+		assert_int_equal(t.unusable[0x80][j], 1);
+		assert_int_equal(t.fits[0x80][j], 0);
+		assert_int_equal(t.units[0x80][j], 0);
+	}
+	assert_int_equal(t.fits[0xc0][0], 0x40);
+	assert_int_equal(t.fits[0xc0][2], 0x40);
+	for (int j = 3; j < 7; j++)
+		assert_int_equal(t.fits[0xc0][j], 0);
+	/* The +me bit: one media engine per GPU. */
+	assert_int_equal(t.fits[0xc0 | ISO_MIG_STATE_ME][1], 0);
+	assert_int_equal(t.fits[0xc0 | ISO_MIG_STATE_ME][0], 0x40);
+	/* Units: seven 1g, four double, three 2g, two 3g, one 4g/7g, one +me. */
+	const int units[7] = {7, 1, 4, 3, 2, 1, 1};
+	for (int j = 0; j < 7; j++)
+		assert_int_equal(t.units[0xff][j], units[j]);
+	/* A state with a bit of a slice the model does not have is not reachable. */
+	iso_mig_state_table_build(model("a30-24gb"), &t);
+	assert_false(t.is_reachable[0x1f]);
+	assert_true(t.is_reachable[0x0f]);
+}
+
+/* A model whose max count or compute slices bind before memory is not
+ * exact: the table is then an upper bound that callers confirm. */
+static void test_state_table_inexact(void **state)
+{
+	(void)state;
+	static struct iso_mig_state_table t;
+	struct iso_gpu_model m = *model("h100-80gb");
+	struct iso_gpu_occupancy o;
+
+	m.profiles[0].max_count = 2;
+	iso_mig_state_table_build(&m, &t);
+	assert_false(t.exact);
+	assert_int_equal(t.units[0xff][0], 2);
+	iso_gpu_occupancy_init(&o, &m);
+	take_at(&m, &o, "1g.10gb", 0);
+	take_at(&m, &o, "1g.10gb", 1);
+	assert_int_not_equal(t.fits[iso_mig_state_of(&o)][0], 0); /* memory alone says yes */
+	assert_int_equal(iso_mig_first_start(&m, &o, &m.profiles[0]), -1); /* the rules say no */
+
+	m = *model("h100-80gb");
+	m.compute_slices = 5;
+	iso_mig_state_table_build(&m, &t);
+	assert_false(t.exact);
+}
+
+/* ---- choosing a profile by size ---- */
+
+static void expect_resolve(const char *model_name, double gib, int compute, const char *want)
+{
+	const struct iso_mig_profile *p = iso_mig_profile_resolve(model(model_name), gib, compute);
+
+	if (!want) {
+		if (p)
+			fail_msg("%s %g GiB %d compute: got %s, want none", model_name, gib, compute,
+			         p->name);
+		return;
+	}
+	if (!p)
+		fail_msg("%s %g GiB %d compute: got none, want %s", model_name, gib, compute, want);
+	assert_string_equal(p->name, want);
+}
+
+static void test_profile_resolve(void **state)
+{
+	(void)state;
+	/* Usable memory, compared exactly: H100-80's 1g.10gb holds 9.75 GiB. */
+	expect_resolve("h100-80gb", 0, 0, "1g.10gb");
+	expect_resolve("h100-80gb", 9.75, 1, "1g.10gb");
+	expect_resolve("h100-80gb", 10, 0, "1g.20gb");
+	expect_resolve("h100-80gb", 19.62, 1, "1g.20gb");
+	expect_resolve("h100-80gb", 19.62, 2, "2g.20gb");
+	expect_resolve("h100-80gb", 20, 0, "3g.40gb");
+	expect_resolve("h100-80gb", 0, 3, "3g.40gb");
+	expect_resolve("h100-80gb", 39.5, 4, "4g.40gb");
+	expect_resolve("h100-80gb", 39.6, 0, "7g.80gb");
+	expect_resolve("h100-80gb", 0, 5, "7g.80gb");
+	expect_resolve("h100-80gb", 79.26, 0, NULL);
+	expect_resolve("h100-80gb", 0, 8, NULL);
+	/* The other 8-slice models use their names' figures. */
+	expect_resolve("a100-40gb", 5, 0, "1g.5gb");
+	expect_resolve("a100-40gb", 6, 0, "1g.10gb");
+	expect_resolve("a100-40gb", 10, 2, "2g.10gb");
+	expect_resolve("a100-40gb", 10, 3, "3g.20gb");
+	expect_resolve("a100-40gb", 20, 4, "4g.20gb");
+	expect_resolve("a100-40gb", 21, 0, "7g.40gb");
+	expect_resolve("a100-40gb", 41, 0, NULL);
+	expect_resolve("a100-80gb", 10, 0, "1g.10gb");
+	expect_resolve("h100-94gb", 13, 0, "1g.24gb");
+	expect_resolve("h200-141gb", 18, 1, "1g.18gb");
+	expect_resolve("h200-141gb", 36, 0, "3g.71gb");
+	expect_resolve("b200-180gb", 90, 3, "3g.90gb");
+	expect_resolve("b200-180gb", 91, 0, "7g.180gb");
+	/* A30: 4 slices; 2g at 7 GiB, 4g for 3 compute slices. */
+	expect_resolve("a30-24gb", 6, 1, "1g.6gb");
+	expect_resolve("a30-24gb", 7, 0, "2g.12gb");
+	expect_resolve("a30-24gb", 0, 3, "4g.24gb");
+	expect_resolve("a30-24gb", 25, 0, NULL);
+	/* Bad arguments. */
+	assert_null(iso_mig_profile_resolve(model("h100-80gb"), -1, 0));
+	assert_null(iso_mig_profile_resolve(model("h100-80gb"), 0, -1));
+	assert_null(iso_mig_profile_resolve(model("h100-80gb"), NAN, 0));
+	assert_null(iso_mig_profile_resolve(model("h100-80gb"), INFINITY, 0));
+	assert_null(iso_mig_profile_resolve(NULL, 1, 1));
+}
+
+/* Never a "+me" profile while another covers, even a larger one; a "+me"
+ * profile only when nothing else does. */
+static void test_profile_resolve_media_engine(void **state)
+{
+	(void)state;
+	struct iso_gpu_model m = *model("h100-80gb");
+
+	m.profiles[0].memory_gib = 1; /* the plain 1g no longer covers 5 GiB */
+	assert_string_equal(iso_mig_profile_resolve(&m, 5, 1)->name, "1g.20gb");
+	m.n_profiles = 2; /* only 1g (1 GiB) and 1g+me (9.75 GiB) */
+	assert_string_equal(iso_mig_profile_resolve(&m, 5, 1)->name, "1g.10gb+me");
+	assert_string_equal(iso_mig_profile_resolve(&m, 1, 1)->name, "1g.10gb");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -715,6 +932,11 @@ int main(void)
 	    cmocka_unit_test(test_take_give_roundtrip),
 	    cmocka_unit_test(test_whole_and_empty),
 	    cmocka_unit_test(test_a30_geometry),
+	    cmocka_unit_test(test_state_tables),
+	    cmocka_unit_test(test_state_holes),
+	    cmocka_unit_test(test_state_table_inexact),
+	    cmocka_unit_test(test_profile_resolve),
+	    cmocka_unit_test(test_profile_resolve_media_engine),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

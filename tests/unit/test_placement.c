@@ -893,11 +893,29 @@ static void test_random_consistency(void **state)
 static void test_placer_find(void **state)
 {
 	(void)state;
+	char names[256];
+	int n = 0;
+
 	assert_ptr_equal(iso_placer_find("first-fit"), &iso_placer_first_fit);
 	assert_string_equal(iso_placer_first_fit.name, "first-fit");
-	assert_null(iso_placer_find("best-fit"));
+	assert_ptr_equal(iso_placer_find("isostack"), &iso_placer_isostack);
+	assert_string_equal(iso_placer_isostack.name, "isostack");
+	assert_null(iso_placer_find("worst-fit"));
+	assert_null(iso_placer_find("Isostack"));
 	assert_null(iso_placer_find(""));
 	assert_null(iso_placer_find(NULL));
+
+	/* Every name the message lists is registered, isostack first. */
+	iso_strlcpy(names, iso_placer_names(), sizeof(names));
+	for (char *save = NULL, *w = strtok_r(names, ", ", &save); w;
+	     w = strtok_r(NULL, ", ", &save), n++) {
+		assert_non_null(iso_placer_find(w));
+		assert_string_equal(iso_placer_find(w)->name, w);
+		if (n == 0)
+			assert_string_equal(w, "isostack");
+	}
+	assert_true(n >= 2);
+	assert_non_null(strstr(iso_placer_names(), "first-fit"));
 }
 
 /* ---- shapes ---- */

@@ -1,0 +1,487 @@
+/* cmd_sim.c: `isoctl sim`, the offline placement benchmark (docs/sim.md). It
+ * needs no server: it reads the Alibaba openb CSVs, runs the library's
+ * placement policies on a synthetic MIG cluster (saturate or replay), and
+ * optionally solves the exact ILP bound on a small sub-cluster, printing a
+ * table or JSON. Everything it measures is computed in libisostack
+ * (src/sim); this file is the command line and the rendering. */
+#include <math.h>
+#include <string.h>
+
+#include "isoctl/isoctl.h"
+#include "isostack/sim.h"
+
+/* Declared here rather than in isoctl.h, which other work owns for now. */
+int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv);
+
+static const char usage_sim[] =
+    "Usage: isoctl sim --nodes NODES.csv --trace PODS.csv --policy LIST [FLAGS]\n"
+    "       isoctl sim --mapping [--gpu-model MODEL]\n"
+    "\n"
+    "Offline, trace-driven simulation of MIG placement on the Alibaba openb traces\n"
+    "(docs/sim.md). Runs the placement library directly; needs no server.\n"
+    "  --nodes FILE          node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
+    "  --trace FILE          pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)\n"
+    "  --gpu-model MODEL     MIG-capable model every GPU becomes (default h100-80gb)\n"
+    "  --policy LIST         static, first-fit, best-fit, fgd, isostack: one, several\n"
+    "                        comma-separated, or all (those in this build)\n"
+    "  --mode MODE           saturate (default): pods drawn until the offered demand\n"
+    "                        reaches --max-demand; replay: the trace's own times\n"
+    "  --seed N              seed of the arrivals and the sub-cluster (default 1)\n"
+    "  --gpus N              run on a sub-cluster of N GPUs: trace nodes drawn with\n"
+    "                        the seed, each kept while the total stays <= N\n"
+    "  --max-demand PCT      saturate: offered demand to stop at, % of capacity (130)\n"
+    "  --ilp-gpus N          as --gpus N, and solve the exact bound (GLPK) on the\n"
+    "                        same arrivals: the gap of each policy to the optimum\n"
+    "  --ilp-time-limit S    seconds each ILP may take (default 60): one on the\n"
+    "                        arrivals up to 100% offered, one up to --max-demand\n"
+    "  --no-curve            leave the allocation curve out of the output\n"
+    "  --json                JSON output (same as -o json): an object for one policy,\n"
+    "                        an array for several\n"
+    "  --mapping             print the model's gpu_milli -> MIG profile table and exit\n"
+    "Exit codes: 0 ok, 2 usage, 3 a file or policy not found, 6 bad input, 1 internal.\n";
+
+enum {
+	F_NODES,
+	F_TRACE,
+	F_MODEL,
+	F_POLICY,
+	F_MODE,
+	F_SEED,
+	F_GPUS,
+	F_MAX_DEMAND,
+	F_ILP_GPUS,
+	F_ILP_TIME,
+	F_NO_CURVE,
+	F_JSON,
+	F_MAPPING,
+	F_COUNT
+};
+
+static int exit_of(const struct iso_error *e)
+{
+	switch (e->code) {
+	case ISO_E_INVALID:
+		return ISOCTL_EXIT_INVALID;
+	case ISO_E_NOT_FOUND:
+		return ISOCTL_EXIT_NOT_FOUND;
+	default:
+		return ISOCTL_EXIT_INTERNAL;
+	}
+}
+
+static int fail(const struct iso_error *e)
+{
+	fprintf(stderr, "isoctl: %s\n", e->message);
+	return exit_of(e);
+}
+
+static json_t *jnum(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static const char *mode_name(enum iso_sim_mode m)
+{
+	return m == ISO_SIM_REPLAY ? "replay" : "saturate";
+}
+
+/* ---- --mapping ---- */
+
+static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m)
+{
+	_cleanup_json_ json_t *rows = json_array();
+	struct isoctl_table t;
+	static const char *const headers[] = {"GPU_MILLI", "COMPUTE", "MEMORY", "PROFILE"};
+	int from = 1;
+
+	if (!rows)
+		return isoctl_oom();
+	isoctl_table_init(&t, 4, headers);
+	for (int milli = 1; milli <= 1000; milli++) {
+		const struct iso_mig_profile *p = iso_sim_profile_for_milli(m, milli);
+		const struct iso_mig_profile *next =
+		    milli < 999 ? iso_sim_profile_for_milli(m, milli + 1) : NULL;
+
+		if (milli == 1000) {
+			isoctl_table_add(&t, "1000 (or num_gpu > 1)");
+			isoctl_table_addf(&t, "%d", m->compute_slices);
+			isoctl_table_addf(&t, "%d", m->memory_slices);
+			isoctl_table_add(&t, "whole GPU");
+			json_array_append_new(rows, json_pack("{s:i,s:i,s:s?,s:i,s:i}", "from", 1000,
+			                                      "to", 1000, "profile", NULL, "compute",
+			                                      m->compute_slices, "memory",
+			                                      m->memory_slices));
+			break;
+		}
+		if (next == p)
+			continue;
+		isoctl_table_addf(&t, "%d-%d", from, milli);
+		isoctl_table_addf(&t, "%d", p ? p->compute : 0);
+		isoctl_table_addf(&t, "%d", p ? p->width : 0);
+		isoctl_table_add(&t, p ? p->name : "-");
+		json_array_append_new(rows, json_pack("{s:i,s:i,s:s?,s:i,s:i}", "from", from, "to",
+		                                      milli, "profile", p ? p->name : NULL,
+		                                      "compute", p ? p->compute : 0, "memory",
+		                                      p ? p->width : 0));
+		from = milli + 1;
+	}
+	if (ctx->output == ISOCTL_OUT_JSON) {
+		_cleanup_json_ json_t *j =
+		    json_pack("{s:s,s:O}", "gpu_model", m->name, "mapping", rows);
+		isoctl_table_clear(&t);
+		if (!j)
+			return isoctl_oom();
+		isoctl_print_json(j);
+		return ISOCTL_EXIT_OK;
+	}
+	printf("gpu_milli -> MIG profile on %s (compute ceil(milli*%d/1000), memory "
+	       "ceil(milli*%d/1000) slices, smallest covering profile)\n",
+	       m->name, m->compute_slices, m->memory_slices);
+	return isoctl_table_print(&t);
+}
+
+/* ---- one run ---- */
+
+/* The exact bound at 100% and at the maximum offered demand. */
+struct ilp_out {
+	bool done;
+	int gpus;
+	double time_limit;
+	int pct[2];
+	struct iso_sim_ilp_result r[2];
+};
+
+/* The policy's allocation at the ILP's point of the curve. */
+static int64_t alloc_at(const struct iso_sim_result *res, int pct)
+{
+	for (int k = 0; k < res->n_curve; k++)
+		if (res->curve[k].offered_pct == pct)
+			return (int64_t)llround(res->curve[k].alloc_ratio * (double)res->slices_total);
+	return -1;
+}
+
+static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *ilp, int i)
+{
+	const struct iso_sim_ilp_result *r = &ilp->r[i];
+	const int64_t got = alloc_at(res, ilp->pct[i]);
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "offered_pct", json_integer(ilp->pct[i]));
+	json_object_set_new(o, "pods", json_integer(r->pods));
+	json_object_set_new(o, "optimal", json_boolean(r->optimal));
+	json_object_set_new(o, "best", json_real(r->best));
+	json_object_set_new(o, "bound", json_real(r->bound));
+	json_object_set_new(o, "policy_alloc", json_integer(got));
+	/* gap: against the bound (the true gap when optimal, else at most this);
+	 * gap_min: against the best placement found. */
+	json_object_set_new(o, "gap", jnum(r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound
+	                                                            : NAN));
+	json_object_set_new(o, "gap_min", jnum(r->best > 0 && got >= 0
+	                                           ? 1.0 - (double)got / r->best
+	                                           : NAN));
+	json_object_set_new(o, "columns", json_integer(r->columns));
+	json_object_set_new(o, "rows", json_integer(r->rows));
+	json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
+	return o;
+}
+
+static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *ilp, int i)
+{
+	const int64_t got = alloc_at(res, ilp->pct[i]);
+
+	return ilp->done && ilp->r[i].bound > 0 && got >= 0 ? 1.0 - (double)got / ilp->r[i].bound
+	                                                     : NAN;
+}
+
+static json_t *result_json(const struct iso_sim_result *res, const struct iso_sim_config *cfg,
+                           const char *const *v, const struct ilp_out *ilp, bool curve)
+{
+	json_t *j = json_object();
+	json_t *pts;
+
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "policy", json_string(res->policy));
+	json_object_set_new(j, "mode", json_string(mode_name(res->mode)));
+	json_object_set_new(j, "gpu_model", json_string(cfg->model->name));
+	json_object_set_new(j, "seed", json_integer((json_int_t)cfg->seed));
+	json_object_set_new(j, "nodes_file", json_string(v[F_NODES]));
+	json_object_set_new(j, "trace_file", json_string(v[F_TRACE]));
+	json_object_set_new(j, "nodes", json_integer(res->nodes));
+	json_object_set_new(j, "gpus", json_integer(res->gpus));
+	json_object_set_new(j, "slices_total", json_integer(res->slices_total));
+	json_object_set_new(j, "mem_slices_total", json_integer(res->mem_slices_total));
+	json_object_set_new(j, "pods", json_integer(res->pods));
+	json_object_set_new(j, "placed", json_integer(res->placed));
+	json_object_set_new(j, "rejected", json_integer(res->rejected));
+	json_object_set_new(j, "cpu_only", json_integer(res->cpu_only));
+	json_object_set_new(j, "alloc_ratio_at_100", jnum(res->alloc_ratio_at_100));
+	json_object_set_new(j, "alloc_ratio_at_130", jnum(res->alloc_ratio_at_130));
+	json_object_set_new(j, "mem_alloc_ratio_at_100", jnum(res->mem_alloc_ratio_at_100));
+	json_object_set_new(j, "mem_alloc_ratio_at_130", jnum(res->mem_alloc_ratio_at_130));
+	if (res->mode == ISO_SIM_SATURATE) {
+		json_object_set_new(j, "max_demand_pct", json_integer(cfg->max_demand_pct));
+		json_object_set_new(j, "unfit", json_integer(res->unfit));
+		json_object_set_new(j, "alloc_compute", json_integer(res->alloc_compute));
+		json_object_set_new(j, "alloc_memory", json_integer(res->alloc_memory));
+	} else {
+		json_object_set_new(j, "utilisation", jnum(res->utilisation));
+		json_object_set_new(j, "mem_utilisation", jnum(res->mem_utilisation));
+		json_object_set_new(j, "queued", json_integer(res->queued));
+		json_object_set_new(j, "mean_wait_s", jnum(res->mean_wait_s));
+	}
+	json_object_set_new(j, "elapsed_s", json_real(res->elapsed_s));
+	if (ilp->done) {
+		json_t *o = json_object();
+
+		json_object_set_new(o, "gpus", json_integer(ilp->gpus));
+		json_object_set_new(o, "time_limit_s", json_real(ilp->time_limit));
+		json_object_set_new(o, "at_100", ilp_json(res, ilp, 0));
+		json_object_set_new(o, "at_max", ilp_json(res, ilp, 1));
+		json_object_set_new(j, "ilp", o);
+	}
+	if (curve && res->mode == ISO_SIM_SATURATE) {
+		pts = json_array();
+		for (int k = 0; k < res->n_curve; k++)
+			json_array_append_new(
+			    pts, json_pack("{s:i,s:f,s:f}", "offered_pct", res->curve[k].offered_pct,
+			                   "alloc_ratio", res->curve[k].alloc_ratio, "mem_alloc_ratio",
+			                   res->curve[k].mem_alloc_ratio));
+		json_object_set_new(j, "curve", pts);
+	}
+	return j;
+}
+
+static void add_ratio(struct isoctl_table *t, double v)
+{
+	if (isfinite(v))
+		isoctl_table_addf(t, "%.4f", v);
+	else
+		isoctl_table_add(t, "-");
+}
+
+static int print_table(const struct iso_sim_result *res, int n, const struct ilp_out *ilp)
+{
+	static const char *const sat[] = {"POLICY",  "GPUS",      "PODS",      "PLACED",
+	                                  "REJECTED", "ALLOC@100", "ALLOC@130", "MEM@100",
+	                                  "MEM@130", "GAP@100",   "GAP@MAX",   "SECONDS"};
+	static const char *const rep[] = {"POLICY", "GPUS",        "PODS",        "PLACED",
+	                                  "QUEUED", "REJECTED",    "UTILISATION", "MEM_UTIL",
+	                                  "MEAN_WAIT_S", "SECONDS"};
+	const bool replay = n > 0 && res[0].mode == ISO_SIM_REPLAY;
+	struct isoctl_table t;
+
+	isoctl_table_init(&t, replay ? ISO_ARRAY_SIZE(rep) : ISO_ARRAY_SIZE(sat), replay ? rep : sat);
+	for (int i = 0; i < n; i++) {
+		const struct iso_sim_result *r = &res[i];
+
+		isoctl_table_add(&t, r->policy);
+		isoctl_table_addf(&t, "%d", r->gpus);
+		isoctl_table_addf(&t, "%lld", (long long)r->pods);
+		isoctl_table_addf(&t, "%lld", (long long)r->placed);
+		if (replay) {
+			isoctl_table_addf(&t, "%lld", (long long)r->queued);
+			isoctl_table_addf(&t, "%lld", (long long)r->rejected);
+			add_ratio(&t, r->utilisation);
+			add_ratio(&t, r->mem_utilisation);
+			isoctl_table_addf(&t, "%.0f", r->mean_wait_s);
+		} else {
+			isoctl_table_addf(&t, "%lld", (long long)r->rejected);
+			add_ratio(&t, r->alloc_ratio_at_100);
+			add_ratio(&t, r->alloc_ratio_at_130);
+			add_ratio(&t, r->mem_alloc_ratio_at_100);
+			add_ratio(&t, r->mem_alloc_ratio_at_130);
+			add_ratio(&t, ilp_gap(r, ilp, 0));
+			add_ratio(&t, ilp_gap(r, ilp, 1));
+		}
+		isoctl_table_addf(&t, "%.2f", r->elapsed_s);
+	}
+	for (int i = 0; ilp->done && i < 2; i++)
+		printf("ILP on %d GPUs at %d%% offered (%d GPU pods): %s %.0f compute slices "
+		       "(bound %.0f) in %.1f s\n",
+		       ilp->gpus, ilp->pct[i], ilp->r[i].pods,
+		       ilp->r[i].optimal ? "optimum" : "best found", ilp->r[i].best, ilp->r[i].bound,
+		       ilp->r[i].elapsed_s);
+	return isoctl_table_print(&t);
+}
+
+/* ---- the command ---- */
+
+/* Splits --policy into names; "all" is every policy of this build. */
+static int policy_list(const struct isoctl *ctx, const char *arg, const char **names, int *n,
+                       char *buf, size_t size)
+{
+	*n = 0;
+	if (strcmp(arg, "all") == 0) {
+		for (int i = 0; i < iso_sim_n_policies; i++) {
+			if (strcmp(iso_sim_policies[i], "isostack") == 0 && !iso_placer_find("isostack")) {
+				fprintf(stderr, "isoctl: policy isostack not available in this build; "
+				                "running the others\n");
+				continue;
+			}
+			names[(*n)++] = iso_sim_policies[i];
+		}
+		return 0;
+	}
+	if (iso_strlcpy(buf, arg, size) < 0)
+		return isoctl_usage_error(ctx, "--policy: too long");
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (*n == iso_sim_n_policies)
+			return isoctl_usage_error(ctx, "--policy: too many names");
+		names[(*n)++] = tok;
+	}
+	if (*n == 0)
+		return isoctl_usage_error(ctx, "--policy: no policy named");
+	return 0;
+}
+
+int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
+{
+	static const struct option options[] = {ISOCTL_FLAG("nodes", required_argument, F_NODES),
+	                                        ISOCTL_FLAG("trace", required_argument, F_TRACE),
+	                                        ISOCTL_FLAG("gpu-model", required_argument, F_MODEL),
+	                                        ISOCTL_FLAG("policy", required_argument, F_POLICY),
+	                                        ISOCTL_FLAG("mode", required_argument, F_MODE),
+	                                        ISOCTL_FLAG("seed", required_argument, F_SEED),
+	                                        ISOCTL_FLAG("gpus", required_argument, F_GPUS),
+	                                        ISOCTL_FLAG("max-demand", required_argument,
+	                                                    F_MAX_DEMAND),
+	                                        ISOCTL_FLAG("ilp-gpus", required_argument, F_ILP_GPUS),
+	                                        ISOCTL_FLAG("ilp-time-limit", required_argument,
+	                                                    F_ILP_TIME),
+	                                        ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
+	                                        ISOCTL_FLAG("json", no_argument, F_JSON),
+	                                        ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
+	                                        ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage_sim);
+	const char *v[F_COUNT] = {0};
+	struct iso_sim_config cfg = {.mode = ISO_SIM_SATURATE, .seed = 1, .max_demand_pct = 130};
+	struct iso_sim_nodes nodes = {0};
+	struct iso_sim_trace trace = {0};
+	_cleanup_(iso_sim_freep) struct iso_sim *sim = NULL;
+	_cleanup_free_ struct iso_sim_result *res = NULL;
+	struct ilp_out ilp = {.time_limit = 60};
+	struct iso_error e = {0};
+	const char *names[16];
+	char policy_buf[256];
+	int n_names = 0, n_res = 0, rc = ISOCTL_EXIT_OK;
+	long long num;
+
+	if (isoctl_parse_line(ctx, &p, v, F_COUNT, 0, 0, NULL) < 0)
+		return p.exit_code;
+	if (v[F_JSON])
+		ctx->output = ISOCTL_OUT_JSON;
+	cfg.model = iso_gpu_model_find(v[F_MODEL] ? v[F_MODEL] : "h100-80gb");
+	if (!cfg.model)
+		return isoctl_usage_error(ctx, "--gpu-model: unknown GPU model '%s'", v[F_MODEL]);
+	if (cfg.model->n_profiles == 0)
+		return isoctl_usage_error(ctx, "--gpu-model: %s has no MIG profiles", cfg.model->name);
+	if (v[F_MAPPING])
+		return print_mapping(ctx, cfg.model);
+	if (!v[F_NODES])
+		return isoctl_usage_error(ctx, "missing --nodes");
+	if (!v[F_TRACE])
+		return isoctl_usage_error(ctx, "missing --trace");
+	if (!v[F_POLICY])
+		return isoctl_usage_error(ctx, "missing --policy");
+	if (v[F_MODE]) {
+		if (strcmp(v[F_MODE], "saturate") == 0)
+			cfg.mode = ISO_SIM_SATURATE;
+		else if (strcmp(v[F_MODE], "replay") == 0)
+			cfg.mode = ISO_SIM_REPLAY;
+		else
+			return isoctl_usage_error(ctx, "--mode: '%s' is not saturate or replay",
+			                          v[F_MODE]);
+	}
+	if (v[F_SEED]) {
+		if (isoctl_parse_int(ctx, "--seed", v[F_SEED], 0, INT64_MAX, &num))
+			return ISOCTL_EXIT_USAGE;
+		cfg.seed = (uint64_t)num;
+	}
+	if (v[F_MAX_DEMAND]) {
+		if (isoctl_parse_int(ctx, "--max-demand", v[F_MAX_DEMAND], 1, ISO_SIM_CURVE_MAX,
+		                     &num))
+			return ISOCTL_EXIT_USAGE;
+		cfg.max_demand_pct = (int)num;
+	}
+	if (v[F_GPUS]) {
+		if (isoctl_parse_int(ctx, "--gpus", v[F_GPUS], 1, INT32_MAX, &num))
+			return ISOCTL_EXIT_USAGE;
+		cfg.sub_gpus = (int)num;
+	}
+	if (v[F_ILP_GPUS]) {
+		if (isoctl_parse_int(ctx, "--ilp-gpus", v[F_ILP_GPUS], 1, 64, &num))
+			return ISOCTL_EXIT_USAGE;
+		if (v[F_GPUS] && num != cfg.sub_gpus)
+			return isoctl_usage_error(ctx, "--ilp-gpus and --gpus name different "
+			                               "sub-clusters");
+		if (cfg.mode != ISO_SIM_SATURATE)
+			return isoctl_usage_error(ctx, "--ilp-gpus needs --mode saturate");
+		if (!iso_sim_ilp_available())
+			return isoctl_usage_error(ctx, "--ilp-gpus: this build has no ILP (GLPK was "
+			                               "missing at configure time)");
+		cfg.sub_gpus = ilp.gpus = (int)num;
+	}
+	if (v[F_ILP_TIME]) {
+		if (isoctl_parse_int(ctx, "--ilp-time-limit", v[F_ILP_TIME], 1, 86400, &num))
+			return ISOCTL_EXIT_USAGE;
+		ilp.time_limit = (double)num;
+	}
+	if ((rc = policy_list(ctx, v[F_POLICY], names, &n_names, policy_buf, sizeof(policy_buf))))
+		return rc;
+
+	if (iso_sim_nodes_load(v[F_NODES], &nodes, &e) < 0 ||
+	    iso_sim_trace_load(v[F_TRACE], &trace, &e) < 0 ||
+	    iso_sim_prepare(&nodes, &trace, &cfg, &sim, &e) < 0) {
+		rc = fail(&e);
+		goto out;
+	}
+	if (ilp.gpus) {
+		ilp.gpus = iso_sim_cluster_of(sim)->n_gpus;
+		ilp.pct[0] = cfg.max_demand_pct < 100 ? cfg.max_demand_pct : 100;
+		ilp.pct[1] = cfg.max_demand_pct;
+		for (int i = 0; i < 2; i++)
+			if (iso_sim_ilp(sim, ilp.pct[i], ilp.time_limit, &ilp.r[i], &e) < 0) {
+				rc = fail(&e);
+				goto out;
+			}
+		ilp.done = true;
+	}
+	res = calloc((size_t)n_names, sizeof(*res));
+	if (!res) {
+		rc = isoctl_oom();
+		goto out;
+	}
+	for (int i = 0; i < n_names; i++) {
+		if (iso_sim_run(sim, names[i], &res[n_res], &e) < 0) {
+			rc = fail(&e);
+			goto out;
+		}
+		n_res++;
+	}
+	if (ctx->output == ISOCTL_OUT_JSON) {
+		_cleanup_json_ json_t *out = n_res == 1 ? NULL : json_array();
+
+		for (int i = 0; i < n_res; i++) {
+			json_t *j = result_json(&res[i], &cfg, v, &ilp, !v[F_NO_CURVE]);
+			if (!j) {
+				rc = isoctl_oom();
+				goto out;
+			}
+			if (n_res == 1)
+				out = j;
+			else
+				json_array_append_new(out, j);
+		}
+		isoctl_print_json(out);
+	} else {
+		rc = print_table(res, n_res, &ilp);
+	}
+out:
+	iso_sim_trace_clear(&trace);
+	iso_sim_nodes_clear(&nodes);
+	return rc;
+}

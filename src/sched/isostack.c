@@ -1,0 +1,493 @@
+/* isostack.c: the default placement policy: MIG-geometry-aware and
+ * fragmentation-aware (docs/placement.md). A member's first MIG instance
+ * goes where the expected fragmentation against the learned demand mix
+ * falls most (mix.c); the candidates are read from the index's buckets in
+ * score order, so a decision looks at O(MIG states x pools) bucket heads and
+ * then at GPUs only until one's node passes the node checks (schedulable,
+ * pool, cpus, memory, the fabric's VF rule, the request's constraints).
+ * Whole GPUs go to the node with the fewest empty GPUs that still holds the
+ * member (best fit keeps empty nodes for big jobs); CPU-only members prefer
+ * nodes without GPUs, then nodes with the fewest empty GPUs.
+ *
+ * Completeness: every GPU that could hold the member is in some bucket that
+ * the walk reaches, and a node is passed over only when it fails a hard
+ * rule, so the engine refuses a member only when no node can hold it. */
+#include <errno.h>
+#include <string.h>
+
+#include "sched/index.h"
+
+/* Explicit allow-lists up to this many nodes are evaluated node by node;
+ * larger ones use the bucket walk with O(1) membership checks. */
+#define DIRECT_MAX 1024
+
+enum fill { FILL_OK, FILL_GPU, FILL_NODE };
+
+/* One decision. */
+struct req {
+	struct iso_cluster_state *cs;
+	struct iso_sched_index *ix;
+	const struct iso_allocation *a;
+	const struct iso_shape *shape;
+	int k;
+	struct iso_slot *out;
+	uint32_t stamp; /* ix_node.seen == stamp: rejected in this decision */
+	int pool;       /* pool index; -1: any */
+	bool constrained;
+};
+
+static uint32_t new_stamp(struct iso_sched_index *ix)
+{
+	if (++ix->decision == 0) {
+		for (int i = 0; i < ix->n_nodes; i++)
+			ix->nodes[i].seen = 0;
+		ix->decision = 1;
+	}
+	return ix->decision;
+}
+
+/* The node-level hard rules, each O(1). */
+static bool node_ok(const struct req *q, int ni)
+{
+	const struct iso_cluster_state *cs = q->cs;
+	const struct iso_node *node = &cs->inv->nodes[ni];
+	const struct iso_node_usage *u = &cs->usage[ni];
+
+	if (cs->sched[ni] != ISO_NODE_SCHEDULABLE)
+		return false;
+	if (q->pool >= 0 && q->ix->nodes[ni].pool != q->pool)
+		return false;
+	if ((int64_t)u->cpus_used + q->shape->cpus > node->cpus ||
+	    u->memory_mib_used + q->shape->memory_mib > node->memory_mib)
+		return false;
+	if (!ix_fabric_allows(q->ix, ni, q->a->tenant_id))
+		return false;
+	return !q->constrained || iso_place_node_allowed(cs, ni);
+}
+
+static bool gpu_ok(const struct req *q, int ni, int pos)
+{
+	return !q->constrained || iso_place_gpu_allowed(q->cs, ni, pos);
+}
+
+/* The shape's profile on GPU `pos` of node `ni` as (engine model, profile
+ * index), or NULL when that GPU cannot hold it. */
+static const struct ix_engine_model *gpu_profile(const struct req *q, int ni, int pos, int *j)
+{
+	const struct iso_gpu *g = &q->cs->inv->nodes[ni].gpus[pos];
+	const struct iso_mig_profile *p = iso_sched_gpu_profile(g, q->shape);
+	int mi = q->ix->gpus[q->ix->nodes[ni].gpu_base + pos].model;
+
+	if (!p || mi < 0)
+		return NULL;
+	*j = (int)(p - g->model->profiles);
+	return q->ix->models[mi].eng;
+}
+
+static void mig_slot(const struct req *q, int n, const struct iso_gpu *g,
+                     const struct iso_mig_profile *p, int start)
+{
+	struct iso_slot *s = &q->out[n];
+
+	*s = (struct iso_slot){.member = q->k, .gpu = g->index, .start = start, .width = p->width};
+	iso_strlcpy(s->profile, p->name, sizeof(s->profile));
+}
+
+/* Places the member's gpu_count instances on node `ni` in scratch, the first
+ * on GPU `first` (at `hint` when it fits there), each further one where the
+ * score is best. Writes the slots on success. */
+static enum fill fill_node(const struct req *q, int ni, int first, int hint)
+{
+	const struct iso_node *node = &q->cs->inv->nodes[ni];
+	struct iso_gpu_occupancy *occ = q->ix->scratch_occ;
+	const struct ix_engine_model *em;
+	const struct iso_gpu *g = &node->gpus[first];
+	const struct iso_mig_profile *p;
+	int j, s;
+
+	em = gpu_profile(q, ni, first, &j);
+	if (!em)
+		return FILL_GPU;
+	p = &g->model->profiles[j];
+	occ[first] = q->cs->usage[ni].gpus[first];
+	s = hint >= 0 && iso_mig_fits_at(g->model, &occ[first], p, hint)
+	        ? hint
+	        : eng_best_start(em, j, &occ[first], NULL);
+	if (s < 0)
+		return FILL_GPU;
+	mig_slot(q, 0, g, p, s);
+	if (q->shape->gpu_count == 1)
+		return FILL_OK;
+
+	memcpy(occ, q->cs->usage[ni].gpus, (size_t)node->n_gpus * sizeof(*occ));
+	iso_mig_take(g->model, &occ[first], p, s);
+	for (int n = 1; n < q->shape->gpu_count; n++) {
+		int best_pos = -1, best_s = -1, best_free = 0;
+		int32_t best = INT32_MAX;
+
+		for (int pos = 0; pos < node->n_gpus; pos++) {
+			int32_t d;
+			int jj, ss, free_after;
+			const struct ix_engine_model *e2 = gpu_profile(q, ni, pos, &jj);
+
+			if (!e2 || !gpu_ok(q, ni, pos))
+				continue;
+			ss = eng_best_start(e2, jj, &occ[pos], &d);
+			if (ss < 0)
+				continue;
+			free_after = __builtin_popcount(occ[pos].free_mask) -
+			             node->gpus[pos].model->profiles[jj].width;
+			if (d < best || (d == best && free_after < best_free)) {
+				best = d;
+				best_pos = pos;
+				best_s = ss;
+				best_free = free_after;
+			}
+		}
+		if (best_pos < 0)
+			return FILL_NODE;
+		g = &node->gpus[best_pos];
+		em = gpu_profile(q, ni, best_pos, &j);
+		p = &g->model->profiles[j];
+		iso_mig_take(g->model, &occ[best_pos], p, best_s);
+		mig_slot(q, n, g, p, best_s);
+	}
+	return FILL_OK;
+}
+
+/* Walks one GPU bucket; returns the node that took the member, or -1. */
+static int try_bucket(const struct req *q, int32_t head, int hint)
+{
+	struct iso_sched_index *ix = q->ix;
+
+	for (int32_t g = head; g >= 0; g = ix->gpus[g].next) {
+		const struct ix_gpu *x = &ix->gpus[g];
+		struct ix_node *xn = &ix->nodes[x->node];
+		enum fill f;
+
+		if (xn->seen == q->stamp)
+			continue;
+		if (!node_ok(q, x->node)) {
+			xn->seen = q->stamp;
+			continue;
+		}
+		if (!gpu_ok(q, x->node, x->pos))
+			continue;
+		f = fill_node(q, x->node, x->pos, hint);
+		if (f == FILL_OK)
+			return x->node;
+		if (f == FILL_NODE)
+			xn->seen = q->stamp; /* the node holds fewer than gpu_count */
+	}
+	return -1;
+}
+
+/* ---- MIG members: the bucket walk in score order ---- */
+
+struct cursor {
+	int mi, j, at;
+};
+
+static int mig_member(const struct req *q)
+{
+	struct iso_sched_index *ix = q->ix;
+	struct cursor cur[16];
+	int n_cur = 0;
+
+	for (int mi = 0; mi < ix->n_models && n_cur < (int)ISO_ARRAY_SIZE(cur); mi++) {
+		const struct iso_gpu_model *m = ix->models[mi].m;
+		const struct iso_mig_profile *p;
+
+		if (q->shape->gpu_model[0] && strcasecmp(q->shape->gpu_model, m->name) != 0)
+			continue;
+		p = iso_mig_profile_find(m, q->shape->profile);
+		if (p && ix->models[mi].eng)
+			cur[n_cur++] = (struct cursor){.mi = mi, .j = (int)(p - m->profiles)};
+	}
+	for (;;) {
+		const struct ix_cand *c = NULL;
+		struct cursor *best = NULL;
+		int mi, r;
+
+		/* The next candidate state over every eligible model, best first. */
+		for (int i = 0; i < n_cur; i++) {
+			const struct ix_engine_model *em = ix->models[cur[i].mi].eng;
+			const struct ix_cand *ci;
+
+			if (cur[i].at >= em->n_cand[cur[i].j])
+				continue;
+			ci = &em->cand[cur[i].j][cur[i].at];
+			if (!c || ci->delta < c->delta ||
+			    (ci->delta == c->delta && ci->free_after < c->free_after)) {
+				c = ci;
+				best = &cur[i];
+			}
+		}
+		if (!c)
+			return -1;
+		best->at++;
+		mi = best->mi;
+		if (c->key == iso_mig_state_empty(ix->models[mi].m)) {
+			/* Empty GPUs: on the nodes with the fewest empty GPUs first. */
+			for (int e = 1; e <= ix->gmax; e++)
+				for (int pl = q->pool >= 0 ? q->pool : 0;
+				     pl < (q->pool >= 0 ? q->pool + 1 : ix->n_pools); pl++) {
+					r = try_bucket(
+					    q, ix->gbuckets[ix_gbucket_id(ix, pl, mi, IX_KEY_EMPTY(e))],
+					    c->start);
+					if (r >= 0)
+						return r;
+				}
+			continue;
+		}
+		for (int pl = q->pool >= 0 ? q->pool : 0;
+		     pl < (q->pool >= 0 ? q->pool + 1 : ix->n_pools); pl++) {
+			r = try_bucket(q, ix->gbuckets[ix_gbucket_id(ix, pl, mi, c->key)], c->start);
+			if (r >= 0)
+				return r;
+		}
+	}
+}
+
+/* ---- whole GPUs and CPU-only members: the node buckets ---- */
+
+/* Chooses gpu_count empty GPUs of node `ni` for a whole member: GPUs without
+ * MIG first (they serve nothing else), then by device index. */
+static bool whole_on_node(const struct req *q, int ni)
+{
+	const struct iso_node *node = &q->cs->inv->nodes[ni];
+	const struct ix_node *xn = &q->ix->nodes[ni];
+	int n = 0;
+
+	for (int pass = 0; pass < 2 && n < q->shape->gpu_count; pass++) {
+		int last = -1;
+		for (;;) {
+			int pick = -1;
+			/* The next eligible GPU by device index after `last`. */
+			for (int pos = 0; pos < node->n_gpus; pos++) {
+				const struct iso_gpu *g = &node->gpus[pos];
+				if (g->mig_enabled != (pass == 1) || g->index <= last ||
+				    !q->ix->gpus[xn->gpu_base + pos].empty ||
+				    !iso_sched_gpu_model_ok(g, q->shape) || !gpu_ok(q, ni, pos))
+					continue;
+				if (pick < 0 || g->index < node->gpus[pick].index)
+					pick = pos;
+			}
+			if (pick < 0 || n == q->shape->gpu_count)
+				break;
+			last = node->gpus[pick].index;
+			q->out[n++] = (struct iso_slot){.member = q->k,
+			                                .gpu = last,
+			                                .whole = true,
+			                                .start = 0,
+			                                .width = node->gpus[pick].model->memory_slices};
+		}
+	}
+	return n == q->shape->gpu_count;
+}
+
+static int walk_nodes(const struct req *q, int e, bool whole)
+{
+	struct iso_sched_index *ix = q->ix;
+
+	for (int pl = q->pool >= 0 ? q->pool : 0; pl < (q->pool >= 0 ? q->pool + 1 : ix->n_pools);
+	     pl++)
+		for (int32_t ni = ix->nbuckets[ix_nbucket_id(ix, pl, e)]; ni >= 0;
+		     ni = ix->nodes[ni].next) {
+			if (ix->nodes[ni].seen == q->stamp)
+				continue;
+			if (node_ok(q, ni) && (!whole || whole_on_node(q, ni)))
+				return ni;
+			ix->nodes[ni].seen = q->stamp;
+		}
+	return -1;
+}
+
+static int whole_member(const struct req *q)
+{
+	for (int e = q->shape->gpu_count; e <= q->ix->gmax; e++) {
+		int r = walk_nodes(q, e, true);
+		if (r >= 0)
+			return r;
+	}
+	return -1;
+}
+
+static int cpu_member(const struct req *q)
+{
+	int r = walk_nodes(q, q->ix->gmax + 1, false);
+
+	for (int e = 0; r < 0 && e <= q->ix->gmax; e++)
+		r = walk_nodes(q, e, false);
+	return r;
+}
+
+/* ---- explicit allow-lists: node by node ---- */
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The nodes an allow-list names, deduplicated and sorted; -1 when there is
+ * no allow-list or it is too large (then the bucket walk is used). */
+static int direct_candidates(const struct req *q)
+{
+	const struct iso_place_constraints *c = q->cs->constraints;
+	struct iso_sched_index *ix = q->ix;
+	uint32_t mark = new_stamp(ix);
+	int n = 0;
+
+#define ADD(ni_)                                                                                   \
+	do {                                                                                       \
+		int32_t ni__ = (ni_);                                                              \
+		if (ni__ >= 0 && ix->nodes[ni__].seen != mark) {                                   \
+			if (n == DIRECT_MAX)                                                       \
+				return -1;                                                         \
+			ix->nodes[ni__].seen = mark;                                               \
+			ix->scratch_nodes[n++] = ni__;                                             \
+		}                                                                                  \
+	} while (0)
+
+	if (c->n_nodes > 0) {
+		for (int i = 0; i < c->n_nodes; i++)
+			ADD(ix_strmap_find(&ix->node_names, c->nodes[i]));
+	} else if (c->n_gpus > 0) {
+		for (int i = 0; i < c->n_gpus; i++)
+			ADD(ix_strmap_find(&ix->node_names, c->gpus[i].node));
+	} else if (c->n_racks > 0) {
+		for (int i = 0; i < c->n_racks; i++) {
+			int r = ix_strmap_find(&ix->racks, c->racks[i]);
+			for (int32_t ni = r >= 0 ? ix->rack_first[r] : -1; ni >= 0;
+			     ni = ix->rack_next[ni])
+				ADD(ni);
+		}
+	} else {
+		return -1;
+	}
+#undef ADD
+	qsort(ix->scratch_nodes, (size_t)n, sizeof(ix->scratch_nodes[0]), cmp_int);
+	return n;
+}
+
+struct ranked {
+	int32_t delta;
+	int free_after, empties, ni, pos;
+};
+
+static int ranked_cmp(const void *pa, const void *pb)
+{
+	const struct ranked *a = pa, *b = pb;
+
+	if (a->delta != b->delta)
+		return a->delta < b->delta ? -1 : 1;
+	if (a->free_after != b->free_after)
+		return a->free_after - b->free_after;
+	if (a->empties != b->empties)
+		return a->empties - b->empties;
+	return a->ni - b->ni;
+}
+
+static int direct_member(const struct req *q, int n)
+{
+	struct iso_sched_index *ix = q->ix;
+	const struct iso_shape *shape = q->shape;
+	_cleanup_free_ struct ranked *rk = NULL;
+	int n_rk = 0, best = -1, best_key = 0;
+
+	if (shape->gpu_count > 0 && !shape->whole) {
+		rk = calloc(n ? (size_t)n : 1, sizeof(*rk));
+		if (!rk)
+			return -1;
+		for (int i = 0; i < n; i++) {
+			int ni = ix->scratch_nodes[i];
+			const struct iso_node *node = &q->cs->inv->nodes[ni];
+			struct ranked r = {.delta = INT32_MAX, .ni = ni, .pos = -1};
+
+			if (!node_ok(q, ni))
+				continue;
+			for (int pos = 0; pos < node->n_gpus; pos++) {
+				const struct ix_engine_model *em;
+				const struct iso_gpu_occupancy *o = &q->cs->usage[ni].gpus[pos];
+				struct ranked t = {.ni = ni, .pos = pos};
+				int j;
+
+				em = gpu_profile(q, ni, pos, &j);
+				if (!em || !gpu_ok(q, ni, pos) || eng_best_start(em, j, o, &t.delta) < 0)
+					continue;
+				t.free_after = __builtin_popcount(o->free_mask) -
+				               node->gpus[pos].model->profiles[j].width;
+				t.empties = ix->gpus[ix->nodes[ni].gpu_base + pos].empty
+				                ? ix->nodes[ni].n_empty
+				                : 0;
+				if (r.pos < 0 || ranked_cmp(&t, &r) < 0)
+					r = t;
+			}
+			if (r.pos >= 0)
+				rk[n_rk++] = r;
+		}
+		qsort(rk, (size_t)n_rk, sizeof(*rk), ranked_cmp);
+		for (int i = 0; i < n_rk; i++)
+			if (fill_node(q, rk[i].ni, rk[i].pos, -1) == FILL_OK)
+				return rk[i].ni;
+		return -1;
+	}
+	/* Whole GPUs: fewest empty GPUs first; CPU-only: nodes without GPUs
+	 * first, then fewest empty GPUs. Ties: inventory order. */
+	for (int i = 0; i < n; i++) {
+		int ni = ix->scratch_nodes[i];
+		int key = q->cs->inv->nodes[ni].n_gpus == 0 ? -1 : ix->nodes[ni].n_empty;
+
+		if (best >= 0 && key >= best_key)
+			continue;
+		if (!node_ok(q, ni) || (shape->whole && shape->gpu_count > 0 &&
+		                        (ix->nodes[ni].n_empty < shape->gpu_count ||
+		                         !whole_on_node(q, ni))))
+			continue;
+		best = ni;
+		best_key = key;
+	}
+	if (best >= 0 && shape->whole && shape->gpu_count > 0)
+		whole_on_node(q, best); /* rewrite the slots for the node chosen */
+	return best;
+}
+
+/* ---- the policy ---- */
+
+static int choose(struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
+                  struct iso_slot *out)
+{
+	struct iso_sched_index *ix = cs->index;
+	struct req q = {.cs = cs, .ix = ix, .a = a, .shape = &a->shape, .k = k, .out = out};
+	int n;
+
+	if (!ix || eng_prepare(ix) < 0)
+		return iso_sched_first_fit_choose(cs, a, k, out);
+	ix->decisions++;
+	eng_record(ix, q.shape);
+	eng_refresh(ix, false);
+	q.pool = -1;
+	if (q.shape->pool[0]) {
+		q.pool = ix_strmap_find(&ix->pools, q.shape->pool);
+		if (q.pool < 0)
+			return -1;
+	}
+	q.constrained = ix_constraints_active(cs);
+	if (q.constrained && (n = direct_candidates(&q)) >= 0)
+		return direct_member(&q, n);
+	q.stamp = new_stamp(ix);
+	if (q.shape->gpu_count == 0)
+		return cpu_member(&q);
+	if (q.shape->whole)
+		return whole_member(&q);
+	return mig_member(&q);
+}
+
+static int place(const struct iso_placer *self, struct iso_cluster_state *cs,
+                 struct iso_allocation *a, int want, struct iso_error *err)
+{
+	return iso_sched_place(cs, a, want, choose, err);
+}
+
+const struct iso_placer iso_placer_isostack = {.name = "isostack", .place = place};

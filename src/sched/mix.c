@@ -1,0 +1,215 @@
+/* mix.c: what the isostack engine has learned about demand, and the scores
+ * it derives from it. In the spirit of FGD (Weng et al., ATC'23): a GPU's
+ * fragmentation is measured against the workload mix, and a placement is
+ * chosen along the steepest descent of that measure.
+ *
+ * Fragmentation of a MIG state k, against mix w (shares per profile and
+ * for whole GPUs, summing to 1):
+ *   frag(k) = sum_j w_j * unusable_j(k) + w_whole * (k empty ? 0 : free(k))
+ * where unusable_j(k) counts the free memory slices that no placement of
+ * profile j can cover in k (its holes: a teardown hole between two used
+ * slices is unusable for every profile wider than one slice; slice 7 alone
+ * is unusable for everything). The score of placing profile j at start s
+ * in state k is frag(after) - frag(k): lower is better.
+ *
+ * Demand is counted per model (a request counts for every model it could
+ * use), decays exponentially (half-life ~710 decisions) and has a floor, so
+ * no profile is ever treated as impossible. Scores depend on the state only,
+ * so they are tabulated per (model, state, profile) and rebuilt only when
+ * the mix has moved by more than MIX_MOVE (L1), checked every MIX_CHECK
+ * decisions. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "sched/index.h"
+
+#define MIX_DECAY       (1.0 - 1.0 / 1024.0)
+#define MIX_FLOOR       0.02 /* every kind keeps at least this share */
+#define MIX_CHECK       32
+#define MIX_MOVE        0.05
+#define MIX_PRIOR_ME    0.25 /* prior weight of a "+me" profile; others 1 */
+#define SCORE_PER_SLICE 1000000.0
+
+static int kinds(const struct iso_gpu_model *m)
+{
+	return m->n_profiles < ISO_MIG_MAX_PROFILES ? m->n_profiles : ISO_MIG_MAX_PROFILES;
+}
+
+/* The normalised mix with its floor. */
+static void mix_of(const struct ix_engine_model *em, int n, double *w)
+{
+	double total = 0;
+
+	for (int j = 0; j < n; j++)
+		total += em->counts[j];
+	total += em->counts[IX_WHOLE];
+	for (int j = 0; j <= IX_WHOLE; j++) {
+		double c = j < n || j == IX_WHOLE ? em->counts[j] : 0;
+		w[j] = j < n || j == IX_WHOLE
+		           ? MIX_FLOOR + (1.0 - MIX_FLOOR * (n + 1)) * (total > 0 ? c / total : 0)
+		           : 0;
+	}
+}
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+	const struct ix_cand *a = pa, *b = pb;
+
+	if (a->delta != b->delta)
+		return a->delta < b->delta ? -1 : 1;
+	if (a->free_after != b->free_after)
+		return a->free_after < b->free_after ? -1 : 1;
+	return (int)a->key - (int)b->key;
+}
+
+static void rebuild(struct ix_engine_model *em)
+{
+	const struct iso_mig_state_table *t = &em->tab;
+	const struct iso_gpu_model *m = t->model;
+	int n = kinds(m), empty = iso_mig_state_empty(m);
+
+	mix_of(em, n, em->w);
+	for (int r = 0; r < t->n_reachable; r++) {
+		int k = t->reachable[r];
+		double f = 0;
+
+		for (int j = 0; j < n; j++)
+			f += em->w[j] * t->unusable[k][j];
+		if (k != empty)
+			f += em->w[IX_WHOLE] * __builtin_popcount(k & iso_mig_full_mask(m));
+		em->frag[k] = (int32_t)lround(f * SCORE_PER_SLICE);
+	}
+	for (int j = 0; j < n; j++) {
+		const struct iso_mig_profile *p = &m->profiles[j];
+		int nc = 0;
+
+		for (int r = 0; r < t->n_reachable; r++) {
+			int k = t->reachable[r];
+			int32_t best = INT32_MAX;
+			int best_s = -1;
+
+			for (int s = 0; s < m->memory_slices; s++) {
+				int32_t d;
+				if (!((t->fits[k][j] >> s) & 1u))
+					continue;
+				d = em->frag[iso_mig_state_after(k, p, s)] - em->frag[k];
+				if (d < best) {
+					best = d;
+					best_s = s;
+				}
+			}
+			if (best_s < 0)
+				continue;
+			em->cand[j][nc++] = (struct ix_cand){
+			    .delta = best,
+			    .key = (uint16_t)k,
+			    .start = (uint8_t)best_s,
+			    .free_after =
+			        (uint8_t)(__builtin_popcount(k & iso_mig_full_mask(m)) - p->width)};
+		}
+		qsort(em->cand[j], (size_t)nc, sizeof(em->cand[j][0]), cand_cmp);
+		em->n_cand[j] = nc;
+	}
+}
+
+int eng_prepare(struct iso_sched_index *ix)
+{
+	if (ix->eng_ready)
+		return 0;
+	for (int mi = 0; mi < ix->n_models; mi++) {
+		struct ix_model *xm = &ix->models[mi];
+		struct ix_engine_model *em = xm->eng;
+
+		if (!em) {
+			em = calloc(1, sizeof(*em));
+			if (!em)
+				return -ENOMEM;
+			xm->eng = em;
+		}
+		iso_mig_state_table_build(xm->m, &em->tab);
+		for (int j = 0; j < kinds(xm->m); j++)
+			em->counts[j] = xm->m->profiles[j].media_engine ? MIX_PRIOR_ME : 1.0;
+		em->counts[IX_WHOLE] = 1.0;
+		rebuild(em);
+	}
+	ix->eng_ready = true;
+	return 0;
+}
+
+void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape)
+{
+	double amount = shape->gpu_count;
+
+	if (shape->gpu_count <= 0)
+		return;
+	for (int mi = 0; mi < ix->n_models; mi++) {
+		const struct iso_gpu_model *m = ix->models[mi].m;
+		struct ix_engine_model *em = ix->models[mi].eng;
+		int slot = -1;
+
+		if (!em)
+			continue;
+		for (int j = 0; j <= IX_WHOLE; j++)
+			em->counts[j] *= MIX_DECAY;
+		if (shape->gpu_model[0] && strcasecmp(shape->gpu_model, m->name) != 0)
+			continue;
+		if (shape->whole) {
+			slot = IX_WHOLE;
+		} else {
+			const struct iso_mig_profile *p = iso_mig_profile_find(m, shape->profile);
+			if (p)
+				slot = (int)(p - m->profiles);
+		}
+		if (slot >= 0)
+			em->counts[slot] += amount;
+	}
+}
+
+void eng_refresh(struct iso_sched_index *ix, bool force)
+{
+	if (!force && ++ix->since_refresh < MIX_CHECK)
+		return;
+	ix->since_refresh = 0;
+	for (int mi = 0; mi < ix->n_models; mi++) {
+		struct ix_engine_model *em = ix->models[mi].eng;
+		double w[IX_WHOLE + 1], moved = 0;
+
+		if (!em)
+			continue;
+		mix_of(em, kinds(ix->models[mi].m), w);
+		for (int j = 0; j <= IX_WHOLE; j++)
+			moved += fabs(w[j] - em->w[j]);
+		if (force || moved > MIX_MOVE) {
+			rebuild(em);
+			ix->refreshes++;
+		}
+	}
+}
+
+int eng_best_start(const struct ix_engine_model *em, int j, const struct iso_gpu_occupancy *o,
+                   int32_t *delta)
+{
+	const struct iso_gpu_model *m = em->tab.model;
+	const struct iso_mig_profile *p = &m->profiles[j];
+	int k = iso_mig_state_of(o), best_s = -1;
+	uint8_t fits;
+	int32_t best = INT32_MAX;
+
+	if (o->whole || k >= ISO_MIG_STATES || !em->tab.is_reachable[k])
+		return -1;
+	fits = em->tab.fits[k][j];
+	for (int s = 0; s < m->memory_slices; s++) {
+		int32_t d;
+		if (!((fits >> s) & 1u) || !iso_mig_fits_at(m, o, p, s))
+			continue;
+		d = em->frag[iso_mig_state_after(k, p, s)] - em->frag[k];
+		if (d < best) {
+			best = d;
+			best_s = s;
+		}
+	}
+	if (delta)
+		*delta = best;
+	return best_s;
+}

@@ -1,0 +1,438 @@
+/* ilp.c: the exact upper bound the heuristics are measured against. Given a
+ * small cluster and a set of pods, the most compute slices that any subset of
+ * the pods can hold at once, whatever the order, solved as an integer program
+ * with GLPK (branch and cut). Sizes that GLPK solves in seconds are a few
+ * dozen pods on 4-16 GPUs; the simulator's --ilp-gpus runs exactly that.
+ *
+ * Variables (binary):
+ *   x[i,g,s]  MIG pod i on GPU g at memory slice s (an allowed start of i's
+ *             profile on g's model)
+ *   z[i,n]    whole-GPU pod i (k GPUs) on node n, w[i,g] its GPUs on n
+ * Rows:
+ *   each pod at most once:           sum x[i,.,.] + sum z[i,.] <= 1
+ *   each memory slice j of GPU g:    sum of x whose span covers j + sum w[.,g] <= 1
+ *   compute of GPU g:                sum compute(i) x[i,g,.] + C w[.,g] <= C
+ *   max count of profile p on g:     sum x[i,g,.] over i of profile p <= max_count(p)
+ *   one "+me" per GPU:               sum x of +me profiles on g <= 1
+ *   node cpus and memory:            sum over pods on n <= capacity
+ *   k GPUs per whole pod:            sum w[i,g in n] - k z[i,n] = 0
+ * Objective: maximise sum compute(i) x + k C z. Symmetry is cut where it is
+ * exact: identical pods are placed in order, identical GPUs of a node and
+ * identical nodes are ordered by the compute slices they hold. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "sim/internal.h"
+
+#ifdef ISO_SIM_HAVE_GLPK
+#include <glpk.h>
+
+bool iso_sim_ilp_available(void)
+{
+	return true;
+}
+
+struct ilp {
+	glp_prob *lp;
+	int *ia, *ja;
+	double *ar;
+	int ne, cap;
+	bool oom;
+};
+
+static void nz(struct ilp *m, int row, int col, double v)
+{
+	if (m->oom)
+		return;
+	if (m->ne + 1 >= m->cap) {
+		int nc = m->cap ? m->cap * 2 : 4096;
+		int *ia = realloc(m->ia, (size_t)nc * sizeof(*ia));
+		if (ia)
+			m->ia = ia;
+		int *ja = realloc(m->ja, (size_t)nc * sizeof(*ja));
+		if (ja)
+			m->ja = ja;
+		double *ar = realloc(m->ar, (size_t)nc * sizeof(*ar));
+		if (ar)
+			m->ar = ar;
+		if (!ia || !ja || !ar) {
+			m->oom = true;
+			return;
+		}
+		m->cap = nc;
+	}
+	m->ne++;
+	m->ia[m->ne] = row;
+	m->ja[m->ne] = col;
+	m->ar[m->ne] = v;
+}
+
+static int add_row(struct ilp *m, int type, double lb, double ub)
+{
+	int r = glp_add_rows(m->lp, 1);
+
+	glp_set_row_bnds(m->lp, r, type, lb, ub);
+	return r;
+}
+
+static int add_col(struct ilp *m, double obj)
+{
+	int c = glp_add_cols(m->lp, 1);
+
+	glp_set_col_kind(m->lp, c, GLP_BV);
+	glp_set_obj_coef(m->lp, c, obj);
+	return c;
+}
+
+/* Row numbers of the per-GPU and per-node constraints. */
+struct gpu_rows {
+	int slice[ISO_MIG_MAX_SLICES];
+	int compute;
+	int count[ISO_MIG_MAX_PROFILES];
+	int me;
+	int used; /* free row: compute slices held, for the symmetry cuts (0: none) */
+};
+
+struct cb_data {
+	double bound;
+};
+
+static void callback(glp_tree *t, void *info)
+{
+	struct cb_data *d = info;
+	int b = glp_ios_best_node(t);
+
+	if (b) {
+		double v = glp_ios_node_bound(t, b);
+		if (v < d->bound)
+			d->bound = v;
+	}
+}
+
+static bool same_pod(const struct iso_shape *a, const struct iso_shape *b)
+{
+	return a->whole == b->whole && a->gpu_count == b->gpu_count && a->cpus == b->cpus &&
+	       a->memory_mib == b->memory_mib && strcmp(a->profile, b->profile) == 0 &&
+	       strcmp(a->gpu_model, b->gpu_model) == 0 && strcmp(a->pool, b->pool) == 0;
+}
+
+static bool same_node(const struct iso_node *a, const struct iso_node *b)
+{
+	if (a->cpus != b->cpus || a->memory_mib != b->memory_mib || a->n_gpus != b->n_gpus ||
+	    strcmp(a->pool, b->pool) != 0)
+		return false;
+	for (int j = 0; j < a->n_gpus; j++)
+		if (a->gpus[j].model != b->gpus[j].model ||
+		    a->gpus[j].mig_enabled != b->gpus[j].mig_enabled)
+			return false;
+	return true;
+}
+
+static bool uniform_gpus(const struct iso_node *n)
+{
+	for (int j = 1; j < n->n_gpus; j++)
+		if (n->gpus[j].model != n->gpus[0].model ||
+		    n->gpus[j].mig_enabled != n->gpus[0].mig_enabled)
+			return false;
+	return true;
+}
+
+static int build(struct ilp *m, const struct iso_inventory *inv, const struct iso_shape *pods,
+                 int n, int *n_pods)
+{
+	const int n_nodes = inv->n_nodes;
+	int n_gpus = 0, g0;
+	_cleanup_free_ int *first = calloc((size_t)n_nodes + 1, sizeof(int));
+	_cleanup_free_ struct gpu_rows *gr = NULL;
+	_cleanup_free_ int *cpu_row = calloc((size_t)n_nodes + 1, sizeof(int));
+	_cleanup_free_ int *mem_row = calloc((size_t)n_nodes + 1, sizeof(int));
+	_cleanup_free_ int *node_used = calloc((size_t)n_nodes + 1, sizeof(int));
+	_cleanup_free_ int *assign = calloc((size_t)n + 1, sizeof(int));
+
+	if (!first || !cpu_row || !mem_row || !node_used || !assign)
+		return -ENOMEM;
+	for (int i = 0; i < n_nodes; i++) {
+		first[i] = n_gpus;
+		n_gpus += inv->nodes[i].n_gpus;
+	}
+	gr = calloc((size_t)n_gpus + 1, sizeof(*gr));
+	if (!gr)
+		return -ENOMEM;
+
+	/* Per GPU and per node rows. */
+	for (int i = 0; i < n_nodes; i++) {
+		const struct iso_node *node = &inv->nodes[i];
+
+		cpu_row[i] = add_row(m, GLP_UP, 0, node->cpus);
+		mem_row[i] = add_row(m, GLP_UP, 0, (double)node->memory_mib);
+		node_used[i] = add_row(m, GLP_FR, 0, 0);
+		for (int j = 0; j < node->n_gpus; j++) {
+			const struct iso_gpu_model *gm = node->gpus[j].model;
+			struct gpu_rows *r = &gr[first[i] + j];
+
+			for (int s = 0; s < gm->memory_slices; s++)
+				r->slice[s] = add_row(m, GLP_UP, 0, 1);
+			r->compute = add_row(m, GLP_UP, 0, gm->compute_slices);
+			for (int p = 0; p < gm->n_profiles; p++)
+				r->count[p] = add_row(m, GLP_UP, 0, gm->profiles[p].max_count);
+			r->me = add_row(m, GLP_UP, 0, 1);
+			r->used = add_row(m, GLP_FR, 0, 0);
+		}
+	}
+
+	*n_pods = 0;
+	for (int i = 0; i < n; i++) {
+		const struct iso_shape *sh = &pods[i];
+
+		if (sh->gpu_count <= 0)
+			continue; /* CPU only: adds nothing to the objective */
+		(*n_pods)++;
+		assign[i] = add_row(m, GLP_UP, 0, 1);
+		for (int ni = 0; ni < n_nodes; ni++) {
+			const struct iso_node *node = &inv->nodes[ni];
+
+			if (sh->pool[0] && strcmp(sh->pool, node->pool) != 0)
+				continue;
+			if ((int64_t)sh->cpus > node->cpus || sh->memory_mib > node->memory_mib)
+				continue;
+			if (sh->whole) {
+				int link, z, eligible = 0;
+				double obj = 0;
+
+				for (int j = 0; j < node->n_gpus; j++)
+					if (!sh->gpu_model[0] ||
+					    strcasecmp(node->gpus[j].model->name, sh->gpu_model) == 0)
+						eligible++;
+				if (eligible < sh->gpu_count || !uniform_gpus(node))
+					continue;
+				obj = (double)sh->gpu_count * node->gpus[0].model->compute_slices;
+				z = add_col(m, obj);
+				link = add_row(m, GLP_FX, 0, 0);
+				nz(m, assign[i], z, 1);
+				nz(m, cpu_row[ni], z, sh->cpus);
+				nz(m, mem_row[ni], z, (double)sh->memory_mib);
+				nz(m, link, z, -sh->gpu_count);
+				for (int j = 0; j < node->n_gpus; j++) {
+					const struct iso_gpu_model *gm = node->gpus[j].model;
+					const struct gpu_rows *r = &gr[first[ni] + j];
+					int w;
+
+					if (sh->gpu_model[0] && strcasecmp(gm->name, sh->gpu_model) != 0)
+						continue;
+					w = add_col(m, 0);
+					nz(m, link, w, 1);
+					for (int s = 0; s < gm->memory_slices; s++)
+						nz(m, r->slice[s], w, 1);
+					nz(m, r->compute, w, gm->compute_slices);
+					nz(m, r->used, w, gm->compute_slices);
+					nz(m, node_used[ni], w, gm->compute_slices);
+				}
+				continue;
+			}
+			if (sh->gpu_count != 1)
+				return -ENOTSUP; /* the simulator never asks for more */
+			for (int j = 0; j < node->n_gpus; j++) {
+				const struct iso_gpu *g = &node->gpus[j];
+				const struct iso_gpu_model *gm = g->model;
+				const struct iso_mig_profile *p;
+				const struct gpu_rows *r = &gr[first[ni] + j];
+				int pi;
+
+				if (!g->mig_enabled ||
+				    (sh->gpu_model[0] && strcasecmp(gm->name, sh->gpu_model) != 0))
+					continue;
+				p = iso_mig_profile_find(gm, sh->profile);
+				if (!p)
+					continue;
+				pi = (int)(p - gm->profiles);
+				for (int s = 0; s + p->width <= gm->memory_slices; s++) {
+					int x;
+
+					if (!((p->starts >> s) & 1u))
+						continue;
+					x = add_col(m, p->compute);
+					nz(m, assign[i], x, 1);
+					nz(m, cpu_row[ni], x, sh->cpus);
+					nz(m, mem_row[ni], x, (double)sh->memory_mib);
+					for (int k = s; k < s + p->width; k++)
+						nz(m, r->slice[k], x, 1);
+					nz(m, r->compute, x, p->compute);
+					nz(m, r->count[pi], x, 1);
+					if (p->media_engine)
+						nz(m, r->me, x, 1);
+					nz(m, r->used, x, p->compute);
+					nz(m, node_used[ni], x, p->compute);
+				}
+			}
+		}
+	}
+
+	/* The "used" rows are free rows carrying sums; a symmetry cut is the
+	 * difference of two of them, written out over their columns. */
+	for (int i = 0; i < n; i++) {
+		int j = i + 1;
+
+		if (!assign[i])
+			continue;
+		while (j < n && !(assign[j] && same_pod(&pods[i], &pods[j])))
+			j++;
+		if (j < n) {
+			/* The next identical pod is placed only if this one is. */
+			int row = add_row(m, GLP_LO, 0, 0), ne = m->ne;
+			for (int k = 1; k <= ne; k++) {
+				if (m->ia[k] == assign[i])
+					nz(m, row, m->ja[k], 1);
+				else if (m->ia[k] == assign[j])
+					nz(m, row, m->ja[k], -1);
+			}
+		}
+	}
+	g0 = 0;
+	for (int ni = 0; ni < n_nodes; ni++) {
+		const struct iso_node *node = &inv->nodes[ni];
+
+		if (uniform_gpus(node))
+			for (int j = 0; j + 1 < node->n_gpus; j++) {
+				/* used(g) >= used(g+1) */
+				int row = add_row(m, GLP_LO, 0, 0), ne = m->ne;
+				for (int k = 1; k <= ne; k++) {
+					if (m->ia[k] == gr[g0 + j].used)
+						nz(m, row, m->ja[k], m->ar[k]);
+					else if (m->ia[k] == gr[g0 + j + 1].used)
+						nz(m, row, m->ja[k], -m->ar[k]);
+				}
+			}
+		for (int nj = ni + 1; nj < n_nodes; nj++) {
+			if (!same_node(node, &inv->nodes[nj]))
+				continue;
+			/* The next identical node holds no more than this one. */
+			int row = add_row(m, GLP_LO, 0, 0), ne = m->ne;
+			for (int k = 1; k <= ne; k++) {
+				if (m->ia[k] == node_used[ni])
+					nz(m, row, m->ja[k], m->ar[k]);
+				else if (m->ia[k] == node_used[nj])
+					nz(m, row, m->ja[k], -m->ar[k]);
+			}
+			break;
+		}
+		g0 += node->n_gpus;
+	}
+	return m->oom ? -ENOMEM : 0;
+}
+
+int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
+                      double time_limit_s, struct iso_sim_ilp_result *res, struct iso_error *err)
+{
+	struct ilp m = {0};
+	struct cb_data cb = {.bound = INFINITY};
+	struct timespec t0, t1;
+	glp_smcp sp;
+	glp_iocp ip;
+	int r, ret;
+
+	memset(res, 0, sizeof(*res));
+	if (n < 0 || !(time_limit_s > 0) || time_limit_s > 86400)
+		return iso_error_set(err, ISO_E_INVALID, "ilp_time_limit",
+		                     "must be in (0, 86400] seconds");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	glp_term_out(GLP_OFF);
+	m.lp = glp_create_prob();
+	glp_set_obj_dir(m.lp, GLP_MAX);
+	r = build(&m, inv, pods, n, &res->pods);
+	if (r < 0) {
+		r = r == -ENOTSUP ? iso_error_set(err, ISO_E_INVALID, "gpus.count",
+		                                  "the ILP takes one MIG instance per pod")
+		                  : iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	res->rows = glp_get_num_rows(m.lp);
+	res->columns = glp_get_num_cols(m.lp);
+	if (res->columns == 0) {
+		res->optimal = true;
+		goto done;
+	}
+	glp_load_matrix(m.lp, m.ne, m.ia, m.ja, m.ar);
+	glp_init_smcp(&sp);
+	sp.msg_lev = GLP_MSG_OFF;
+	if (glp_simplex(m.lp, &sp) != 0 || glp_get_status(m.lp) != GLP_OPT) {
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "ILP: the LP relaxation failed");
+		goto out;
+	}
+	cb.bound = glp_get_obj_val(m.lp);
+	glp_init_iocp(&ip);
+	ip.msg_lev = GLP_MSG_OFF;
+	ip.tm_lim = (int)fmin(time_limit_s * 1000.0, (double)INT32_MAX);
+	ip.cb_func = callback;
+	ip.cb_info = &cb;
+	ip.gmi_cuts = GLP_ON;
+	ip.clq_cuts = GLP_ON;
+	ret = glp_intopt(m.lp, &ip);
+	if (ret != 0 && ret != GLP_ETMLIM) {
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "ILP: glp_intopt failed (%d)", ret);
+		goto out;
+	}
+	if (glp_mip_status(m.lp) == GLP_OPT || glp_mip_status(m.lp) == GLP_FEAS)
+		res->best = glp_mip_obj_val(m.lp);
+	res->optimal = ret == 0 && glp_mip_status(m.lp) == GLP_OPT;
+done:
+	/* Every coefficient of the objective is a whole number of slices. */
+	res->bound = res->optimal ? res->best : floor(cb.bound + 1e-6);
+	if (res->bound < res->best)
+		res->bound = res->best;
+	r = 0;
+out:
+	glp_delete_prob(m.lp);
+	glp_free_env();
+	free(m.ia);
+	free(m.ja);
+	free(m.ar);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	return r;
+}
+
+#else /* !ISO_SIM_HAVE_GLPK */
+
+bool iso_sim_ilp_available(void)
+{
+	return false;
+}
+
+int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
+                      double time_limit_s, struct iso_sim_ilp_result *res, struct iso_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+	                     "this build has no ILP: GLPK (libglpk-dev) was missing at configure "
+	                     "time");
+}
+
+#endif
+
+int iso_sim_ilp(const struct iso_sim *s, int pct, double time_limit_s,
+                struct iso_sim_ilp_result *res, struct iso_error *err)
+{
+	const int64_t total = (int64_t)s->cluster.n_gpus * s->cluster.model->compute_slices;
+	_cleanup_free_ struct iso_shape *shapes = NULL;
+	int64_t offered = 0;
+	int n = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (s->cfg.mode != ISO_SIM_SATURATE)
+		return iso_error_set(err, ISO_E_INVALID, "mode", "the ILP bound needs saturate mode");
+	if (pct < 1 || pct > s->cfg.max_demand_pct)
+		return iso_error_set(err, ISO_E_INVALID, "pct", "must be 1-%d, got %d",
+		                     s->cfg.max_demand_pct, pct);
+	shapes = calloc((size_t)s->n_seq + 1, sizeof(*shapes));
+	if (!shapes)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	while (n < s->n_seq && offered * 100 < total * pct) {
+		shapes[n] = s->req[s->seq[n]].shape;
+		offered += s->req[s->seq[n]].compute;
+		n++;
+	}
+	return iso_sim_ilp_solve(&s->cluster.inv, shapes, n, time_limit_s, res, err);
+}
