@@ -5,8 +5,8 @@
 set -eu
 
 RUN_PKGS="gcc make meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libsodium-dev libfyaml-dev libcurl4-gnutls-dev"
-TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl"
+libsqlite3-dev libsodium-dev libfyaml-dev libcurl4-gnutls-dev libglpk-dev"
+TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl gnuplot-nox"
 
 case "${1:-run}" in
 run) want="$RUN_PKGS" ;;

@@ -85,8 +85,8 @@ void iso_mig_give(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o,
  * tables never: each +me profile has the size of a plain one; ask for it by
  * name). NULL when nothing covers or an argument is out of range
  * (min_gib < 0 or not finite, min_compute < 0). */
-const struct iso_mig_profile *iso_mig_profile_resolve(const struct iso_gpu_model *m,
-                                                      double min_gib, int min_compute);
+const struct iso_mig_profile *iso_mig_profile_resolve(const struct iso_gpu_model *m, double min_gib,
+                                                      int min_compute);
 
 /* ---- the state space of one GPU (src/mig/states.c) ----
  * Placement engines key a MIG GPU by its free-mask and its media-engine
@@ -127,6 +127,9 @@ struct iso_mig_state_table {
 	 * state: its holes for that profile (slice 7 for every 1g, a lone slice
 	 * for a 2g, ...). The fragmentation measure is built on this. */
 	uint8_t unusable[ISO_MIG_STATES][ISO_MIG_MAX_PROFILES];
+	/* Free memory slices that no profile at all can cover: stranded until
+	 * a neighbouring instance is released. */
+	uint8_t dead[ISO_MIG_STATES];
 };
 
 /* Fills the table for `m`. Pure computation over at most 512 states. */

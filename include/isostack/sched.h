@@ -117,12 +117,12 @@ struct iso_placer {
 	 * a->slots (reallocated). Returns 0 and leaves the new members taken in
 	 * `cs`, or -ENOSPC with `a` and `cs` exactly as they were. */
 	int (*place)(const struct iso_placer *self, struct iso_cluster_state *cs,
-		     struct iso_allocation *a, int want, struct iso_error *err);
+	             struct iso_allocation *a, int want, struct iso_error *err);
 	void *state; /* policy-private (e.g. a static layout); NULL when stateless */
 };
 
 static inline int iso_placer_place(const struct iso_placer *p, struct iso_cluster_state *cs,
-				   struct iso_allocation *a, int want, struct iso_error *err)
+                                   struct iso_allocation *a, int want, struct iso_error *err)
 {
 	return p->place(p, cs, a, want, err);
 }

@@ -71,7 +71,7 @@ const struct iso_mig_profile *iso_sim_profile_for_milli(const struct iso_gpu_mod
 /* What a pod asks of one node (members = 1), and what it costs in slices of
  * `m`: a whole GPU counts all compute and memory slices of the model. */
 struct iso_sim_request {
-	struct iso_shape shape; /* cpus in millicores (see iso_sim_cluster) */
+	struct iso_shape shape;                /* cpus in millicores (see iso_sim_cluster) */
 	const struct iso_mig_profile *profile; /* NULL: whole GPUs or CPU only */
 	int compute;                           /* compute slices in all */
 	int memory;                            /* memory slices in all */
@@ -147,8 +147,8 @@ struct iso_placer_scorer {
 	 * NULL): a member without GPUs on this node. Lower is better; false
 	 * refuses the candidate. */
 	bool (*score)(void *ctx, const struct iso_cluster_state *cs, int node,
-	              const struct iso_gpu_occupancy *gpus, int pos, const struct iso_mig_profile *p,
-	              int start, double *out);
+	              const struct iso_gpu_occupancy *gpus, int pos,
+	              const struct iso_mig_profile *p, int start, double *out);
 	void *ctx;
 	bool first_wins;
 	const char *policy; /* for messages */
@@ -166,12 +166,12 @@ extern const struct iso_placer iso_placer_best_fit;
  * use, either because the node lacks the request's cpus or memory (then all
  * of them) or because of MIG geometry (src/sched/fgd.c). */
 struct iso_fgd_type {
-	bool whole;         /* whole GPUs on one node */
-	int count;          /* GPUs when whole (1..64); 0 and no profile: CPU only */
-	char profile[32];   /* MIG profile when !whole and count == 1 */
-	int cpus;           /* what the request needs of a node besides GPUs */
+	bool whole;       /* whole GPUs on one node */
+	int count;        /* GPUs when whole (1..64); 0 and no profile: CPU only */
+	char profile[32]; /* MIG profile when !whole and count == 1 */
+	int cpus;         /* what the request needs of a node besides GPUs */
 	int64_t memory_mib;
-	double weight;      /* popularity: share of requests, any positive scale */
+	double weight; /* popularity: share of requests, any positive scale */
 };
 struct iso_fgd_mix {
 	int n;
@@ -183,8 +183,8 @@ struct iso_fgd; /* a mix prepared for scoring, with its caches */
 #define ISO_FGD_MAX_SHAPES 32
 int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_error *err);
 void iso_fgd_free(struct iso_fgd *f);
-/* Stateless: the mix is every plain profile of each GPU's model and one whole
- * GPU, equally weighted, needing no cpus or memory. */
+/* Stateless: the mix is every plain profile of the inventory's GPU models
+ * and one whole GPU, equally weighted, needing no cpus or memory. */
 extern const struct iso_placer iso_placer_fgd;
 /* FGD against `f` (borrowed; outlives the placer; its caches change). */
 void iso_placer_fgd_init(struct iso_placer *p, struct iso_fgd *f);
@@ -225,10 +225,10 @@ struct iso_sim_demand {
 	double whole;
 };
 /* How many GPUs get each layout (counts[i] for layouts[i]) and how many stay
- * unpartitioned, so that the supply of every profile and of whole GPUs is as
- * close as possible to the demand's proportions: GPUs are added one at a time,
- * each time the option that most reduces the L1 distance between supply and
- * the demand scaled to the GPUs placed so far (docs/sim.md). */
+ * unpartitioned, so that the supply of compute slices of every profile and of
+ * whole GPUs is as near as can be, in L1 distance, to the demand scaled to the
+ * cluster: a greedy pass GPU by GPU, then local search moving GPUs between
+ * options while that helps (docs/sim.md). */
 int iso_sim_oracle_counts(const struct iso_gpu_model *m, const struct iso_sim_demand *d,
                           const struct iso_mig_layout *layouts, int n_layouts, int n_gpus,
                           int *counts, int *unpartitioned);
@@ -262,11 +262,11 @@ struct iso_sim_result {
 	enum iso_sim_mode mode;
 	int nodes, gpus;
 	int64_t slices_total, mem_slices_total;
-	int64_t pods;       /* submitted */
-	int64_t placed;     /* placed (in replay: at creation or later) */
-	int64_t rejected;   /* saturate: failed and skipped; replay: never placed */
-	int64_t cpu_only;   /* of the submitted, pods without GPUs */
-	int64_t unfit;      /* saturate: drawn but could never fit the cluster, not submitted */
+	int64_t pods;     /* submitted */
+	int64_t placed;   /* placed (in replay: at creation or later) */
+	int64_t rejected; /* saturate: failed and skipped; replay: never placed */
+	int64_t cpu_only; /* of the submitted, pods without GPUs */
+	int64_t unfit;    /* saturate: drawn but could never fit the cluster, not submitted */
 	int64_t alloc_compute, alloc_memory; /* slices held at the end (saturate) */
 	/* saturate */
 	double alloc_ratio_at_100, alloc_ratio_at_130;
@@ -274,10 +274,11 @@ struct iso_sim_result {
 	int n_curve;
 	struct iso_sim_point curve[ISO_SIM_CURVE_MAX];
 	/* replay */
-	double utilisation, mem_utilisation; /* time-weighted, over [first creation, last deletion] */
-	int64_t queued;                      /* could not be placed at creation */
-	double mean_wait_s;                  /* of the queued that were placed later */
-	double elapsed_s;                    /* wall clock of the run (informational) */
+	double utilisation,
+	    mem_utilisation; /* time-weighted, over [first creation, last deletion] */
+	int64_t queued;      /* could not be placed at creation */
+	double mean_wait_s;  /* of the queued that were placed later */
+	double elapsed_s;    /* wall clock of the run (informational) */
 };
 
 struct iso_sim; /* a prepared simulation: cluster, requests, arrival sequence */
@@ -310,9 +311,9 @@ int iso_sim_run(struct iso_sim *s, const char *policy, struct iso_sim_result *re
 
 /* ---- exact upper bound (GLPK) ---- */
 struct iso_sim_ilp_result {
-	bool optimal;      /* proven optimal; else the time limit was hit */
-	double best;       /* compute slices of the best placement found */
-	double bound;      /* upper bound on the optimum (= best when optimal) */
+	bool optimal; /* proven optimal; else the time limit was hit */
+	double best;  /* compute slices of the best placement found */
+	double bound; /* upper bound on the optimum (= best when optimal) */
 	int pods, columns, rows;
 	double elapsed_s;
 };
@@ -324,8 +325,7 @@ bool iso_sim_ilp_available(void);
  * max count and the one "+me" per GPU, node cpus and memory (docs/sim.md).
  * ISO_E_UNAVAILABLE without GLPK. */
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      double time_limit_s, struct iso_sim_ilp_result *res,
-                      struct iso_error *err);
+                      double time_limit_s, struct iso_sim_ilp_result *res, struct iso_error *err);
 /* The ILP on a prepared (sub-cluster) saturate simulation's arrivals up to
  * and including the one at which the offered demand reaches `pct` % of the
  * cluster's compute slices (the pods a policy had seen at that point of its

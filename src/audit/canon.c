@@ -17,7 +17,7 @@ void canon_put(struct canon_buf *b, const char *s, size_t n)
 	if (b->oom)
 		return;
 	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
+		size_t cap = b->cap ? b->cap : 512; /* most events fit at once */
 		while (cap < b->len + n + 1)
 			cap *= 2;
 		char *p = realloc(b->p, cap);
@@ -36,9 +36,16 @@ void canon_put(struct canon_buf *b, const char *s, size_t n)
 void canon_int(struct canon_buf *b, long long v)
 {
 	char num[24];
-	int n = snprintf(num, sizeof(num), "%lld", v);
+	char *p = num + sizeof(num);
+	/* Through unsigned, so that LLONG_MIN has a magnitude too. */
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
 
-	canon_put(b, num, (size_t)n);
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--p = '-';
+	canon_put(b, p, (size_t)(num + sizeof(num) - p));
 }
 
 /* Decodes one UTF-8 sequence at s[0..n); returns its length, 0 if invalid. */

@@ -81,11 +81,8 @@ static int check_fields(const struct iso_audit_event *e, struct iso_error *err)
 	return 0;
 }
 
-static void put_text(struct canon_buf *b, const struct iso_audit_event *e, const char *key,
-		     const char *path)
+static void put_text(struct canon_buf *b, const char *key, const char *s)
 {
-	const char *s = text_of(e, text_field(path));
-
 	canon_puts(b, key);
 	canon_string(b, s, strlen(s));
 }
@@ -99,10 +96,10 @@ static int encode(const struct iso_audit_event *e, const json_t *details, struct
 
 	/* Keys in sorted order: action actor details object outcome reason
 	 * request_id seq source time (inner objects sorted the same way). */
-	put_text(b, e, "{\"action\":", "action");
-	put_text(b, e, ",\"actor\":{\"role\":", "actor.role");
-	put_text(b, e, ",\"tenant\":", "actor.tenant");
-	put_text(b, e, ",\"token\":", "actor.token");
+	put_text(b, "{\"action\":", e->action);
+	put_text(b, ",\"actor\":{\"role\":", e->actor_role);
+	put_text(b, ",\"tenant\":", e->actor_tenant);
+	put_text(b, ",\"token\":", e->actor_token);
 	canon_puts(b, "},\"details\":");
 	if (details) {
 		r = canon_value(b, details, path, sizeof(path), err);
@@ -111,16 +108,16 @@ static int encode(const struct iso_audit_event *e, const json_t *details, struct
 	} else {
 		canon_puts(b, "{}");
 	}
-	put_text(b, e, ",\"object\":{\"id\":", "object.id");
-	put_text(b, e, ",\"kind\":", "object.kind");
-	put_text(b, e, ",\"tenant\":", "object.tenant");
+	put_text(b, ",\"object\":{\"id\":", e->object_id);
+	put_text(b, ",\"kind\":", e->object_kind);
+	put_text(b, ",\"tenant\":", e->object_tenant);
 	canon_puts(b, "},\"outcome\":");
 	canon_string(b, outcome_names[e->outcome], strlen(outcome_names[e->outcome]));
-	put_text(b, e, ",\"reason\":", "reason");
-	put_text(b, e, ",\"request_id\":", "request_id");
+	put_text(b, ",\"reason\":", e->reason);
+	put_text(b, ",\"request_id\":", e->request_id);
 	canon_puts(b, ",\"seq\":");
 	canon_int(b, (long long)e->seq);
-	put_text(b, e, ",\"source\":", "source");
+	put_text(b, ",\"source\":", e->source);
 	canon_puts(b, ",\"time\":");
 	canon_int(b, (long long)e->time_ms);
 	canon_puts(b, "}");

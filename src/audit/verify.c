@@ -645,7 +645,7 @@ static void finish(struct verifier *vr, long lines)
 		}
 	}
 	if (vr->n_heads == 0) {
-		fail(vr, lines ? lines : 0, -1,
+		fail(vr, 0, -1,
 		     lines ? "the export holds no signed head, so nothing in it can be checked"
 			   : "the export is empty");
 		return;
@@ -690,7 +690,9 @@ int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDI
 			    struct iso_audit_verdict *v, struct iso_error *err)
 {
 	struct verifier vr = {.name = name ? name : "export", .pk = pk, .v = v, .last_seq = -1};
-	struct chunk ch[2] = {{0}}, *cur = &ch[0], *prev = NULL;
+	/* Three chunks in turn: one walked in order, one being checked by the
+	 * pool, one being read. */
+	struct chunk ch[3] = {{0}}, *prev = NULL, *cur = &ch[0], *next = NULL;
 	struct vpool *pool = NULL;
 	long next_line = 1;
 	int r;
@@ -704,29 +706,34 @@ int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDI
 		goto out;
 	}
 	r = chunk_fill(&vr, f, cur, NULL, next_line, err);
-	if (r < 0 || vr.failed)
+	if (r < 0)
 		goto out;
 	next_line += (long)cur->n;
 	vpool_start(pool, cur->lines, cur->res, cur->n);
 	for (;;) {
-		/* The in-order walk over the previous chunk overlaps the pool's
-		 * hashing of this one. */
-		if (prev)
+		/* While the pool checks `cur`: read the next chunk, then walk the
+		 * previous one in order, then help with `cur`. */
+		next = NULL;
+		if (!cur->eof) {
+			next = &ch[0] == cur || &ch[0] == prev ? (&ch[1] == cur || &ch[1] == prev
+								     ? &ch[2]
+								     : &ch[1])
+							       : &ch[0];
+			r = chunk_fill(&vr, f, next, cur, next_line, err);
+			if (r == 0)
+				next_line += (long)next->n;
+		}
+		if (r == 0 && prev)
 			r = chunk_walk(&vr, prev);
 		vpool_finish(pool);
 		if (r < 0 || vr.failed)
 			goto out;
-		if (cur->eof) {
+		if (!next) {
 			r = chunk_walk(&vr, cur);
 			if (r < 0)
 				goto out;
 			break;
 		}
-		struct chunk *next = prev ? prev : &ch[1];
-		r = chunk_fill(&vr, f, next, cur, next_line, err);
-		if (r < 0 || vr.failed)
-			goto out;
-		next_line += (long)next->n;
 		vpool_start(pool, next->lines, next->res, next->n);
 		prev = cur;
 		cur = next;
@@ -736,8 +743,8 @@ out:
 	if (r == -ENOMEM)
 		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory", vr.name);
 	vpool_free(pool);
-	chunk_free(&ch[0]);
-	chunk_free(&ch[1]);
+	for (int i = 0; i < 3; i++)
+		chunk_free(&ch[i]);
 	iso_merkle_free(vr.tree);
 	free(vr.ev_line);
 	free(vr.heads);

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit/internal.h"
@@ -122,18 +123,29 @@ void vline_check(const struct vline *l, struct vres *r)
 
 /* ---- the pool ---- */
 
-#define VPOOL_MAX 7 /* workers besides the caller */
-#define GRAIN 32    /* lines taken at a time */
+#define VPOOL_MAX 7          /* workers besides the caller */
+#define GRAIN     32         /* lines taken at a time */
+#define SPIN_NS   2000000ull /* spin this long before sleeping */
 
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Batches come every few milliseconds. A worker that sleeps between them
+ * hands its CPU back, and on a virtual machine getting it back can take
+ * longer than the batch: so both sides spin briefly (on atomics) before they
+ * block on the condition variables, which are only the slow path. */
 struct vpool {
 	pthread_mutex_t mu;
 	pthread_cond_t work, idle;
 	pthread_t th[VPOOL_MAX];
 	int nth;
-	uint64_t gen;  /* batch number, bumped by vpool_start */
-	int finished;  /* workers done with batch `gen` */
-	bool quit;
-	const struct vline *lines;
+	_Atomic uint64_t gen;  /* batch number, bumped by vpool_start */
+	_Atomic int finished;  /* workers done with batch `gen` */
+	_Atomic bool quit;
+	const struct vline *lines; /* published before gen, read after it */
 	struct vres *res;
 	size_t n;
 	atomic_size_t next;
@@ -151,29 +163,65 @@ static void run_batch(struct vpool *p, const struct vline *lines, struct vres *r
 	}
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Spins until done(p, arg) or SPIN_NS passed; true when done. */
+static bool spin_until(struct vpool *p, bool (*done)(struct vpool *, uint64_t), uint64_t arg)
+{
+	uint64_t start = 0;
+
+	for (unsigned i = 1;; i++) {
+		if (done(p, arg))
+			return true;
+		cpu_relax();
+		if ((i & 255) == 0) {
+			uint64_t now = mono_ns();
+			if (!start)
+				start = now;
+			else if (now - start > SPIN_NS)
+				return false;
+		}
+	}
+}
+
+static bool new_batch(struct vpool *p, uint64_t seen)
+{
+	return atomic_load(&p->quit) || atomic_load(&p->gen) != seen;
+}
+
+static bool all_finished(struct vpool *p, uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&p->finished) == p->nth;
+}
+
 static void *worker(void *arg)
 {
 	struct vpool *p = arg;
 	uint64_t seen = 0;
 
-	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->quit && p->gen == seen)
-			pthread_cond_wait(&p->work, &p->mu);
-		if (p->quit)
-			break;
-		seen = p->gen;
-		const struct vline *lines = p->lines;
-		struct vres *res = p->res;
-		size_t n = p->n;
-		pthread_mutex_unlock(&p->mu);
-		run_batch(p, lines, res, n);
+		if (!spin_until(p, new_batch, seen)) {
+			pthread_mutex_lock(&p->mu);
+			while (!new_batch(p, seen))
+				pthread_cond_wait(&p->work, &p->mu);
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->quit))
+			return NULL;
+		seen = atomic_load(&p->gen);
+		run_batch(p, p->lines, p->res, p->n);
+		atomic_fetch_add(&p->finished, 1);
 		pthread_mutex_lock(&p->mu);
-		if (++p->finished == p->nth)
-			pthread_cond_signal(&p->idle);
+		pthread_cond_signal(&p->idle);
+		pthread_mutex_unlock(&p->mu);
 	}
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
 }
 
 static int cpus(void)
@@ -198,6 +246,9 @@ int vpool_new(struct vpool **out)
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->idle, NULL);
 	atomic_init(&p->next, 0);
+	atomic_init(&p->gen, 0);
+	atomic_init(&p->finished, 0);
+	atomic_init(&p->quit, false);
 	want = cpus() - 1;
 	if (want > VPOOL_MAX)
 		want = VPOOL_MAX;
@@ -215,8 +266,8 @@ void vpool_free(struct vpool *p)
 {
 	if (!p)
 		return;
+	atomic_store(&p->quit, true);
 	pthread_mutex_lock(&p->mu);
-	p->quit = true;
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i < p->nth; i++)
@@ -229,13 +280,14 @@ void vpool_free(struct vpool *p)
 
 void vpool_start(struct vpool *p, const struct vline *lines, struct vres *res, size_t n)
 {
-	pthread_mutex_lock(&p->mu);
+	/* Workers are all idle here (vpool_finish waited for them). */
 	p->lines = lines;
 	p->res = res;
 	p->n = n;
 	atomic_store(&p->next, 0);
-	p->finished = 0;
-	p->gen++;
+	atomic_store(&p->finished, 0);
+	atomic_fetch_add(&p->gen, 1); /* seq_cst: the fields above are visible first */
+	pthread_mutex_lock(&p->mu);
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 }
@@ -243,8 +295,10 @@ void vpool_start(struct vpool *p, const struct vline *lines, struct vres *res, s
 void vpool_finish(struct vpool *p)
 {
 	run_batch(p, p->lines, p->res, p->n);
+	if (spin_until(p, all_finished, 0))
+		return;
 	pthread_mutex_lock(&p->mu);
-	while (p->finished < p->nth)
+	while (!all_finished(p, 0))
 		pthread_cond_wait(&p->idle, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 }

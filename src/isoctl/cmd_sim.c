@@ -89,14 +89,14 @@ static const char *mode_name(enum iso_sim_mode m)
 
 static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m)
 {
-	_cleanup_json_ json_t *rows = json_array();
-	struct isoctl_table t;
 	static const char *const headers[] = {"GPU_MILLI", "COMPUTE", "MEMORY", "PROFILE"};
+	_cleanup_json_ json_t *rows = json_array();
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
 	int from = 1;
 
+	isoctl_table_init(&t, 4, headers);
 	if (!rows)
 		return isoctl_oom();
-	isoctl_table_init(&t, 4, headers);
 	for (int milli = 1; milli <= 1000; milli++) {
 		const struct iso_mig_profile *p = iso_sim_profile_for_milli(m, milli);
 		const struct iso_mig_profile *next =
@@ -107,10 +107,10 @@ static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m
 			isoctl_table_addf(&t, "%d", m->compute_slices);
 			isoctl_table_addf(&t, "%d", m->memory_slices);
 			isoctl_table_add(&t, "whole GPU");
-			json_array_append_new(rows, json_pack("{s:i,s:i,s:s?,s:i,s:i}", "from", 1000,
-			                                      "to", 1000, "profile", NULL, "compute",
-			                                      m->compute_slices, "memory",
-			                                      m->memory_slices));
+			json_array_append_new(rows, json_pack("{s:i,s:i,s:s?,s:i,s:i}", "from",
+			                                      1000, "to", 1000, "profile", NULL,
+			                                      "compute", m->compute_slices,
+			                                      "memory", m->memory_slices));
 			break;
 		}
 		if (next == p)
@@ -119,16 +119,15 @@ static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m
 		isoctl_table_addf(&t, "%d", p ? p->compute : 0);
 		isoctl_table_addf(&t, "%d", p ? p->width : 0);
 		isoctl_table_add(&t, p ? p->name : "-");
-		json_array_append_new(rows, json_pack("{s:i,s:i,s:s?,s:i,s:i}", "from", from, "to",
-		                                      milli, "profile", p ? p->name : NULL,
-		                                      "compute", p ? p->compute : 0, "memory",
-		                                      p ? p->width : 0));
+		json_array_append_new(rows,
+		                      json_pack("{s:i,s:i,s:s?,s:i,s:i}", "from", from, "to", milli,
+		                                "profile", p ? p->name : NULL, "compute",
+		                                p ? p->compute : 0, "memory", p ? p->width : 0));
 		from = milli + 1;
 	}
 	if (ctx->output == ISOCTL_OUT_JSON) {
 		_cleanup_json_ json_t *j =
 		    json_pack("{s:s,s:O}", "gpu_model", m->name, "mapping", rows);
-		isoctl_table_clear(&t);
 		if (!j)
 			return isoctl_oom();
 		isoctl_print_json(j);
@@ -156,7 +155,8 @@ static int64_t alloc_at(const struct iso_sim_result *res, int pct)
 {
 	for (int k = 0; k < res->n_curve; k++)
 		if (res->curve[k].offered_pct == pct)
-			return (int64_t)llround(res->curve[k].alloc_ratio * (double)res->slices_total);
+			return (int64_t)llround(res->curve[k].alloc_ratio *
+			                        (double)res->slices_total);
 	return -1;
 }
 
@@ -176,11 +176,10 @@ static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *
 	json_object_set_new(o, "policy_alloc", json_integer(got));
 	/* gap: against the bound (the true gap when optimal, else at most this);
 	 * gap_min: against the best placement found. */
-	json_object_set_new(o, "gap", jnum(r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound
-	                                                            : NAN));
-	json_object_set_new(o, "gap_min", jnum(r->best > 0 && got >= 0
-	                                           ? 1.0 - (double)got / r->best
-	                                           : NAN));
+	json_object_set_new(o, "gap",
+	                    jnum(r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound : NAN));
+	json_object_set_new(o, "gap_min",
+	                    jnum(r->best > 0 && got >= 0 ? 1.0 - (double)got / r->best : NAN));
 	json_object_set_new(o, "columns", json_integer(r->columns));
 	json_object_set_new(o, "rows", json_integer(r->rows));
 	json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
@@ -192,7 +191,7 @@ static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *il
 	const int64_t got = alloc_at(res, ilp->pct[i]);
 
 	return ilp->done && ilp->r[i].bound > 0 && got >= 0 ? 1.0 - (double)got / ilp->r[i].bound
-	                                                     : NAN;
+	                                                    : NAN;
 }
 
 static json_t *result_json(const struct iso_sim_result *res, const struct iso_sim_config *cfg,
@@ -246,9 +245,10 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 		pts = json_array();
 		for (int k = 0; k < res->n_curve; k++)
 			json_array_append_new(
-			    pts, json_pack("{s:i,s:f,s:f}", "offered_pct", res->curve[k].offered_pct,
-			                   "alloc_ratio", res->curve[k].alloc_ratio, "mem_alloc_ratio",
-			                   res->curve[k].mem_alloc_ratio));
+			    pts,
+			    json_pack("{s:i,s:f,s:f}", "offered_pct", res->curve[k].offered_pct,
+			              "alloc_ratio", res->curve[k].alloc_ratio, "mem_alloc_ratio",
+			              res->curve[k].mem_alloc_ratio));
 		json_object_set_new(j, "curve", pts);
 	}
 	return j;
@@ -264,16 +264,17 @@ static void add_ratio(struct isoctl_table *t, double v)
 
 static int print_table(const struct iso_sim_result *res, int n, const struct ilp_out *ilp)
 {
-	static const char *const sat[] = {"POLICY",  "GPUS",      "PODS",      "PLACED",
+	static const char *const sat[] = {"POLICY",   "GPUS",      "PODS",      "PLACED",
 	                                  "REJECTED", "ALLOC@100", "ALLOC@130", "MEM@100",
-	                                  "MEM@130", "GAP@100",   "GAP@MAX",   "SECONDS"};
-	static const char *const rep[] = {"POLICY", "GPUS",        "PODS",        "PLACED",
-	                                  "QUEUED", "REJECTED",    "UTILISATION", "MEM_UTIL",
+	                                  "MEM@130",  "GAP@100",   "GAP@MAX",   "SECONDS"};
+	static const char *const rep[] = {"POLICY",      "GPUS",     "PODS",        "PLACED",
+	                                  "QUEUED",      "REJECTED", "UTILISATION", "MEM_UTIL",
 	                                  "MEAN_WAIT_S", "SECONDS"};
 	const bool replay = n > 0 && res[0].mode == ISO_SIM_REPLAY;
-	struct isoctl_table t;
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
 
-	isoctl_table_init(&t, replay ? ISO_ARRAY_SIZE(rep) : ISO_ARRAY_SIZE(sat), replay ? rep : sat);
+	isoctl_table_init(&t, replay ? ISO_ARRAY_SIZE(rep) : ISO_ARRAY_SIZE(sat),
+	                  replay ? rep : sat);
 	for (int i = 0; i < n; i++) {
 		const struct iso_sim_result *r = &res[i];
 
@@ -302,8 +303,8 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 		printf("ILP on %d GPUs at %d%% offered (%d GPU pods): %s %.0f compute slices "
 		       "(bound %.0f) in %.1f s\n",
 		       ilp->gpus, ilp->pct[i], ilp->r[i].pods,
-		       ilp->r[i].optimal ? "optimum" : "best found", ilp->r[i].best, ilp->r[i].bound,
-		       ilp->r[i].elapsed_s);
+		       ilp->r[i].optimal ? "optimum" : "best found", ilp->r[i].best,
+		       ilp->r[i].bound, ilp->r[i].elapsed_s);
 	return isoctl_table_print(&t);
 }
 
@@ -316,9 +317,11 @@ static int policy_list(const struct isoctl *ctx, const char *arg, const char **n
 	*n = 0;
 	if (strcmp(arg, "all") == 0) {
 		for (int i = 0; i < iso_sim_n_policies; i++) {
-			if (strcmp(iso_sim_policies[i], "isostack") == 0 && !iso_placer_find("isostack")) {
-				fprintf(stderr, "isoctl: policy isostack not available in this build; "
-				                "running the others\n");
+			if (strcmp(iso_sim_policies[i], "isostack") == 0 &&
+			    !iso_placer_find("isostack")) {
+				fprintf(stderr,
+				        "isoctl: policy isostack not available in this build; "
+				        "running the others\n");
 				continue;
 			}
 			names[(*n)++] = iso_sim_policies[i];
@@ -329,6 +332,16 @@ static int policy_list(const struct isoctl *ctx, const char *arg, const char **n
 		return isoctl_usage_error(ctx, "--policy: too long");
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
+		int k;
+
+		for (k = 0; k < iso_sim_n_policies && strcmp(iso_sim_policies[k], tok) != 0; k++)
+			;
+		if (k == iso_sim_n_policies)
+			return isoctl_usage_error(
+			    ctx,
+			    "--policy: unknown policy '%s' (static, first-fit, "
+			    "best-fit, fgd, isostack, or all)",
+			    tok);
 		if (*n == iso_sim_n_policies)
 			return isoctl_usage_error(ctx, "--policy: too many names");
 		names[(*n)++] = tok;
@@ -340,22 +353,21 @@ static int policy_list(const struct isoctl *ctx, const char *arg, const char **n
 
 int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 {
-	static const struct option options[] = {ISOCTL_FLAG("nodes", required_argument, F_NODES),
-	                                        ISOCTL_FLAG("trace", required_argument, F_TRACE),
-	                                        ISOCTL_FLAG("gpu-model", required_argument, F_MODEL),
-	                                        ISOCTL_FLAG("policy", required_argument, F_POLICY),
-	                                        ISOCTL_FLAG("mode", required_argument, F_MODE),
-	                                        ISOCTL_FLAG("seed", required_argument, F_SEED),
-	                                        ISOCTL_FLAG("gpus", required_argument, F_GPUS),
-	                                        ISOCTL_FLAG("max-demand", required_argument,
-	                                                    F_MAX_DEMAND),
-	                                        ISOCTL_FLAG("ilp-gpus", required_argument, F_ILP_GPUS),
-	                                        ISOCTL_FLAG("ilp-time-limit", required_argument,
-	                                                    F_ILP_TIME),
-	                                        ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
-	                                        ISOCTL_FLAG("json", no_argument, F_JSON),
-	                                        ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
-	                                        ISOCTL_GLOBAL_OPTIONS};
+	static const struct option options[] = {
+	    ISOCTL_FLAG("nodes", required_argument, F_NODES),
+	    ISOCTL_FLAG("trace", required_argument, F_TRACE),
+	    ISOCTL_FLAG("gpu-model", required_argument, F_MODEL),
+	    ISOCTL_FLAG("policy", required_argument, F_POLICY),
+	    ISOCTL_FLAG("mode", required_argument, F_MODE),
+	    ISOCTL_FLAG("seed", required_argument, F_SEED),
+	    ISOCTL_FLAG("gpus", required_argument, F_GPUS),
+	    ISOCTL_FLAG("max-demand", required_argument, F_MAX_DEMAND),
+	    ISOCTL_FLAG("ilp-gpus", required_argument, F_ILP_GPUS),
+	    ISOCTL_FLAG("ilp-time-limit", required_argument, F_ILP_TIME),
+	    ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
+	    ISOCTL_FLAG("json", no_argument, F_JSON),
+	    ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
+	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage_sim);
 	const char *v[F_COUNT] = {0};
 	struct iso_sim_config cfg = {.mode = ISO_SIM_SATURATE, .seed = 1, .max_demand_pct = 130};
@@ -378,7 +390,8 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	if (!cfg.model)
 		return isoctl_usage_error(ctx, "--gpu-model: unknown GPU model '%s'", v[F_MODEL]);
 	if (cfg.model->n_profiles == 0)
-		return isoctl_usage_error(ctx, "--gpu-model: %s has no MIG profiles", cfg.model->name);
+		return isoctl_usage_error(ctx, "--gpu-model: %s has no MIG profiles",
+		                          cfg.model->name);
 	if (v[F_MAPPING])
 		return print_mapping(ctx, cfg.model);
 	if (!v[F_NODES])
@@ -421,8 +434,9 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		if (cfg.mode != ISO_SIM_SATURATE)
 			return isoctl_usage_error(ctx, "--ilp-gpus needs --mode saturate");
 		if (!iso_sim_ilp_available())
-			return isoctl_usage_error(ctx, "--ilp-gpus: this build has no ILP (GLPK was "
-			                               "missing at configure time)");
+			return isoctl_usage_error(ctx,
+			                          "--ilp-gpus: this build has no ILP (GLPK was "
+			                          "missing at configure time)");
 		cfg.sub_gpus = ilp.gpus = (int)num;
 	}
 	if (v[F_ILP_TIME]) {

@@ -20,6 +20,7 @@ static const char usage[] =
     "  token issue|list|get|revoke\n"
     "  node list|get|cordon|uncordon|drain\n"
     "  gpu list\n"
+    "  mig layout                   the MIG layout of every GPU; -o mig-parted for mig-parted\n"
     "  alloc create|list|get|resize|release\n"
     "  audit events|head|pubkey|export|verify\n"
     "  sim                          offline MIG placement benchmark on trace CSVs (no server)\n"
@@ -52,6 +53,7 @@ static const char usage[] =
     "  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
 
 int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* cmd_sim.c */
+int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv); /* cmd_mig.c */
 
 static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 {
@@ -68,6 +70,7 @@ static const struct isoctl_cmd commands[] = {
     {"token", .run = isoctl_cmd_token},
     {"node", .run = isoctl_cmd_node},
     {"gpu", .run = isoctl_cmd_gpu},
+    {"mig", .run = isoctl_cmd_mig},
     {"alloc", .run = isoctl_cmd_alloc},
     {"audit", .run = isoctl_cmd_audit},
     {"sim", .run = isoctl_cmd_sim},

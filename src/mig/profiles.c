@@ -148,8 +148,8 @@ static bool smaller(const struct iso_mig_profile *a, const struct iso_mig_profil
 	return a->memory_gib < b->memory_gib;
 }
 
-const struct iso_mig_profile *iso_mig_profile_resolve(const struct iso_gpu_model *m,
-                                                      double min_gib, int min_compute)
+const struct iso_mig_profile *iso_mig_profile_resolve(const struct iso_gpu_model *m, double min_gib,
+                                                      int min_compute)
 {
 	const struct iso_mig_profile *best = NULL, *best_me = NULL;
 

@@ -72,7 +72,8 @@ static bool is_exact(const struct iso_gpu_model *m)
 		return false;
 	for (int j = 0; j < m->n_profiles; j++) {
 		const struct iso_mig_profile *p = &m->profiles[j];
-		if (profile_usable(m, p) && !p->media_engine && p->max_count < units_of(m, p, empty))
+		if (profile_usable(m, p) && !p->media_engine &&
+		    p->max_count < units_of(m, p, empty))
 			return false;
 	}
 	return true;
@@ -82,13 +83,14 @@ void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_sta
 {
 	uint16_t queue[ISO_MIG_STATES];
 	int head = 0, tail = 0;
-	int n_profiles = m->n_profiles < ISO_MIG_MAX_PROFILES ? m->n_profiles : ISO_MIG_MAX_PROFILES;
+	int n_profiles =
+	    m->n_profiles < ISO_MIG_MAX_PROFILES ? m->n_profiles : ISO_MIG_MAX_PROFILES;
 
 	memset(t, 0, sizeof(*t));
 	t->model = m;
 	t->exact = is_exact(m);
 	for (int k = 0; k < ISO_MIG_STATES; k++) {
-		uint8_t free = (uint8_t)(k & iso_mig_full_mask(m));
+		uint8_t free = (uint8_t)(k & iso_mig_full_mask(m)), any = 0;
 
 		if ((k & 0xff) != free)
 			continue; /* names slices the model does not have */
@@ -107,7 +109,9 @@ void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_sta
 			t->fits[k][j] = f;
 			t->units[k][j] = (uint8_t)units;
 			t->unusable[k][j] = (uint8_t)__builtin_popcount(free & (uint8_t)~cover);
+			any |= cover;
 		}
+		t->dead[k] = (uint8_t)__builtin_popcount(free & (uint8_t)~any);
 	}
 
 	/* Breadth-first from the empty GPU over every fitting placement. */

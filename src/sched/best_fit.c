@@ -17,10 +17,10 @@ struct search {
 	const struct iso_placer_scorer *sc;
 	const struct iso_cluster_state *cs;
 	const struct iso_allocation *a;
-	int *order;                         /* GPU positions by device index */
-	struct iso_gpu_occupancy *scratch;  /* the node's GPUs, this member's picks applied */
-	struct iso_slot *slots;             /* the member's instances on the node */
-	double total;                       /* their summed score */
+	int *order;                        /* GPU positions by device index */
+	struct iso_gpu_occupancy *scratch; /* the node's GPUs, this member's picks applied */
+	struct iso_slot *slots;            /* the member's instances on the node */
+	double total;                      /* their summed score */
 	/* The shape's profile per GPU model, looked up once per call. */
 	int n_prof;
 	struct {
@@ -123,7 +123,8 @@ static bool pick_instance(struct search *s, int ni, int pick)
 		if (!iso_place_gpu_allowed(s->cs, ni, pos))
 			continue;
 		if (shape->whole) {
-			if (!iso_sched_gpu_model_ok(g, shape) || !iso_gpu_occupancy_empty(g->model, o) ||
+			if (!iso_sched_gpu_model_ok(g, shape) ||
+			    !iso_gpu_occupancy_empty(g->model, o) ||
 			    !sc->score(sc->ctx, s->cs, ni, s->scratch, pos, NULL, 0, &v))
 				continue;
 			if (best_pos < 0 || v < best) {
@@ -157,12 +158,12 @@ static bool pick_instance(struct search *s, int ni, int pick)
 		return false;
 	scratch_take(&node->gpus[best_pos], &s->scratch[best_pos], best_p, best_start);
 	s->total += best;
-	*slot = (struct iso_slot){
-	    .member = 0, /* set by the caller */
-	    .gpu = node->gpus[best_pos].index,
-	    .whole = best_p == NULL,
-	    .start = best_p ? best_start : 0,
-	    .width = best_p ? best_p->width : node->gpus[best_pos].model->memory_slices};
+	*slot = (struct iso_slot){.member = 0, /* set by the caller */
+	                          .gpu = node->gpus[best_pos].index,
+	                          .whole = best_p == NULL,
+	                          .start = best_p ? best_start : 0,
+	                          .width = best_p ? best_p->width
+	                                          : node->gpus[best_pos].model->memory_slices};
 	if (best_p)
 		iso_strlcpy(slot->profile, best_p->name, sizeof(slot->profile));
 	return true;
@@ -212,8 +213,9 @@ static int no_fit(const struct iso_placer_scorer *sc, const struct iso_allocatio
 	return iso_error_set(err, ISO_E_NO_CAPACITY, NULL,
 	                     "member %d of %d does not fit (%s): no schedulable node%s%s has %d "
 	                     "cpus, %lld MiB memory and %d %s%s free",
-	                     k, want, sc->policy ? sc->policy : "scored", s->pool[0] ? " in pool " : "",
-	                     s->pool, s->cpus, (long long)s->memory_mib, s->gpu_count,
+	                     k, want, sc->policy ? sc->policy : "scored",
+	                     s->pool[0] ? " in pool " : "", s->pool, s->cpus,
+	                     (long long)s->memory_mib, s->gpu_count,
 	                     s->whole ? "whole GPU" : (s->gpu_count ? s->profile : "GPU"),
 	                     s->gpu_count == 1 ? "" : "s");
 }

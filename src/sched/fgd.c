@@ -36,10 +36,10 @@ enum fgd_kind { KIND_CPU, KIND_MIG, KIND_WHOLE };
 
 struct fgd_shape {
 	enum fgd_kind kind;
-	int count;                                         /* whole: GPUs */
-	char profile[32];                                  /* MIG */
-	const struct iso_mig_profile *p[FGD_MAX_MODELS];   /* MIG: per model, NULL if none */
-	double weight;                                     /* of all its types */
+	int count;                                       /* whole: GPUs */
+	char profile[32];                                /* MIG */
+	const struct iso_mig_profile *p[FGD_MAX_MODELS]; /* MIG: per model, NULL if none */
+	double weight;                                   /* of all its types */
 };
 
 struct iso_fgd {
@@ -192,7 +192,8 @@ int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_
 		if (shape_of[i] < 0) {
 			iso_fgd_free(f);
 			return iso_error_set(err, ISO_E_INVALID, "mix",
-			                     "more than %d kinds of GPU request", ISO_FGD_MAX_SHAPES);
+			                     "more than %d kinds of GPU request",
+			                     ISO_FGD_MAX_SHAPES);
 		}
 		f->shapes[shape_of[i]].weight += t->weight;
 		f->total += t->weight;
@@ -245,29 +246,42 @@ void iso_fgd_free(struct iso_fgd *f)
 	free(f);
 }
 
-/* The stateless default: every plain profile of every model and one whole
- * GPU, equally weighted, needing nothing else of the node. */
-static int default_fgd(struct iso_fgd **out, struct iso_error *err)
+/* The stateless default: every plain profile of the models in the
+ * inventory and one whole GPU, equally weighted, needing nothing else of the
+ * node. */
+static int default_fgd(const struct iso_inventory *inv, struct iso_fgd **out, struct iso_error *err)
 {
-	struct iso_fgd_type types[FGD_MAX_MODELS * ISO_MIG_MAX_PROFILES + 1];
+	struct iso_fgd_type types[ISO_FGD_MAX_SHAPES];
 	struct iso_fgd_mix mix = {.types = types};
-	const struct iso_gpu_model *m;
+	const struct iso_gpu_model *seen[FGD_MAX_MODELS];
+	int n_seen = 0;
 
 	types[mix.n++] = (struct iso_fgd_type){.whole = true, .count = 1, .weight = 1};
-	for (int i = 0; i < FGD_MAX_MODELS && (m = iso_gpu_model_at(i)); i++)
-		for (int j = 0; j < m->n_profiles; j++) {
-			bool seen = false;
-			if (m->profiles[j].media_engine)
+	for (int i = 0; i < inv->n_nodes; i++)
+		for (int g = 0; g < inv->nodes[i].n_gpus; g++) {
+			const struct iso_gpu_model *m = inv->nodes[i].gpus[g].model;
+			int k;
+
+			for (k = 0; k < n_seen && seen[k] != m; k++)
+				;
+			if (!m || k < n_seen || n_seen == FGD_MAX_MODELS)
 				continue;
-			for (int k = 0; k < mix.n; k++)
-				seen |= !types[k].whole &&
-				        strcasecmp(types[k].profile, m->profiles[j].name) == 0;
-			if (seen)
-				continue;
-			types[mix.n] = (struct iso_fgd_type){.count = 1, .weight = 1};
-			iso_strlcpy(types[mix.n].profile, m->profiles[j].name,
-			            sizeof(types[mix.n].profile));
-			mix.n++;
+			seen[n_seen++] = m;
+			for (int j = 0; j < m->n_profiles; j++) {
+				bool dup = false;
+
+				if (m->profiles[j].media_engine)
+					continue;
+				for (k = 1; k < mix.n; k++)
+					dup |=
+					    strcasecmp(types[k].profile, m->profiles[j].name) == 0;
+				if (dup || mix.n == ISO_FGD_MAX_SHAPES)
+					continue;
+				types[mix.n] = (struct iso_fgd_type){.count = 1, .weight = 1};
+				iso_strlcpy(types[mix.n].profile, m->profiles[j].name,
+				            sizeof(types[mix.n].profile));
+				mix.n++;
+			}
 		}
 	return iso_fgd_new(&mix, out, err);
 }
@@ -406,6 +420,9 @@ static void fitting_weight(const struct iso_fgd *f, int64_t cpus, int64_t mib, d
 		out[s] = ci < 0 || mi < 0 ? 0 : f->grid[((size_t)s * f->nc + ci) * f->nm + mi];
 }
 
+/* F_n(M) times the mix's total weight. Scores compare these unnormalised:
+ * with whole-number weights (pod counts) every sum is exact, so decisions
+ * and ties do not depend on rounding, compiler or machine. */
 static double node_value(const struct iso_fgd *f, const struct node_sums *ns, const double *fit)
 {
 	double v = 0;
@@ -427,7 +444,7 @@ static double node_value(const struct iso_fgd *f, const struct node_sums *ns, co
 		}
 		v += fit[s] * usable + (sh->weight - fit[s]) * ns->free_all;
 	}
-	return f->total > 0 ? v / f->total : 0;
+	return v;
 }
 
 /* ---- the policy ---- */
@@ -530,7 +547,7 @@ static int fgd_place(const struct iso_placer *self, struct iso_cluster_state *cs
 
 	if (f)
 		return fgd_run(f, self->name, cs, a, want, err);
-	r = default_fgd(&f, err);
+	r = default_fgd(cs->inv, &f, err);
 	if (r < 0)
 		return r;
 	r = fgd_run(f, self->name, cs, a, want, err);
@@ -555,7 +572,7 @@ double iso_fgd_node_fragmentation(struct iso_fgd *f, const struct iso_cluster_st
 	if (node < 0 || node >= cs->inv->n_nodes)
 		return NAN;
 	if (!f) {
-		if (default_fgd(&own, NULL) < 0)
+		if (default_fgd(cs->inv, &own, NULL) < 0)
 			return NAN;
 		f = own;
 	}
@@ -566,7 +583,7 @@ double iso_fgd_node_fragmentation(struct iso_fgd *f, const struct iso_cluster_st
 	}
 	fitting_weight(f, (int64_t)n->cpus - cs->usage[node].cpus_used,
 	               n->memory_mib - cs->usage[node].memory_mib_used, fit);
-	v = node_value(f, &ns, fit);
+	v = f->total > 0 ? node_value(f, &ns, fit) / f->total : 0;
 	iso_fgd_free(own);
 	return v;
 }

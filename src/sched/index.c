@@ -76,6 +76,7 @@ static void gpu_unlink(struct iso_sched_index *ix, int32_t g)
 		ix->gbuckets[x->bucket] = x->next;
 	if (x->next >= 0)
 		ix->gpus[x->next].prev = x->prev;
+	ix->key_gpus[(int64_t)x->model * ix->n_keys + x->bucket % ix->n_keys]--;
 	x->bucket = x->next = x->prev = -1;
 }
 
@@ -83,6 +84,7 @@ static void gpu_link(struct iso_sched_index *ix, int32_t g, int32_t bucket)
 {
 	struct ix_gpu *x = &ix->gpus[g];
 
+	ix->key_gpus[(int64_t)x->model * ix->n_keys + bucket % ix->n_keys]++;
 	x->bucket = bucket;
 	x->prev = -1;
 	x->next = ix->gbuckets[bucket];
@@ -176,6 +178,7 @@ void ix_gpu_changed(struct iso_cluster_state *cs, int ni, int pos)
 	if (empty != x->empty) {
 		x->empty = empty;
 		xn->n_empty += empty ? 1 : -1;
+		ix->pool_empty[xn->pool] += empty ? 1 : -1;
 		node_unlink(ix, ni);
 		node_link(ix, ni, node_bucket_of(cs, ni));
 		/* Empty MIG GPUs are filed by their node's empty count. */
@@ -192,21 +195,26 @@ void iso_cluster_state_reindex(struct iso_cluster_state *cs)
 
 	if (!ix)
 		return;
-	for (int ni = 0; ni < ix->n_nodes; ni++) {
+	memset(ix->pool_empty, 0, (size_t)ix->n_pools * sizeof(*ix->pool_empty));
+	/* Backwards, so that lists (newest first) start in inventory order. */
+	for (int ni = ix->n_nodes - 1; ni >= 0; ni--) {
 		const struct iso_node *node = &cs->inv->nodes[ni];
 		struct ix_node *xn = &ix->nodes[ni];
 
 		xn->n_empty = 0;
 		for (int j = 0; j < node->n_gpus; j++) {
 			struct ix_gpu *x = &ix->gpus[xn->gpu_base + j];
-			x->empty = iso_gpu_occupancy_empty(node->gpus[j].model,
-			                                   &cs->usage[ni].gpus[j]);
+			x->empty =
+			    iso_gpu_occupancy_empty(node->gpus[j].model, &cs->usage[ni].gpus[j]);
 			xn->n_empty += x->empty;
 		}
+		ix->pool_empty[xn->pool] += xn->n_empty;
 		node_unlink(ix, ni);
 		node_link(ix, ni, node_bucket_of(cs, ni));
-		for (int j = 0; j < node->n_gpus; j++)
+		for (int j = node->n_gpus - 1; j >= 0; j--) {
+			gpu_unlink(ix, xn->gpu_base + j);
 			gpu_refile(cs, ni, j);
+		}
 	}
 }
 
@@ -298,12 +306,16 @@ void ix_free(struct iso_sched_index *ix)
 	free(ix->models);
 	free(ix->gbuckets);
 	free(ix->nbuckets);
+	free(ix->key_gpus);
 	free(ix->rack_first);
 	free(ix->rack_next);
 	free(ix->rack_allow);
 	free(ix->rack_avoid);
 	free(ix->scratch_nodes);
 	free(ix->scratch_occ);
+	free(ix->pool_gpus);
+	free(ix->pool_empty);
+	free(ix->pool_order);
 	free(ix);
 }
 
@@ -343,8 +355,8 @@ int ix_build(struct iso_cluster_state *cs)
 	if (!ix)
 		return -ENOMEM;
 	ix->n_nodes = n;
-	ix->fabric_limited = inv->fabric.type == ISO_FABRIC_INFINIBAND ||
-	                     inv->fabric.type == ISO_FABRIC_OMNIPATH;
+	ix->fabric_limited =
+	    inv->fabric.type == ISO_FABRIC_INFINIBAND || inv->fabric.type == ISO_FABRIC_OMNIPATH;
 	if (strmap_init(&ix->node_names, n) < 0 || strmap_init(&ix->pools, n) < 0 ||
 	    strmap_init(&ix->racks, n) < 0)
 		goto oom;
@@ -383,8 +395,9 @@ int ix_build(struct iso_cluster_state *cs)
 		const struct iso_node *node = &inv->nodes[i];
 		for (int j = 0; j < node->n_gpus; j++) {
 			struct ix_gpu *x = &ix->gpus[ix->nodes[i].gpu_base + j];
-			int mi = node->gpus[j].model ? model_index(ix, node->gpus[j].model, &models_cap)
-			                             : -1;
+			int mi = node->gpus[j].model
+			             ? model_index(ix, node->gpus[j].model, &models_cap)
+			             : -1;
 			if (mi < -1)
 				goto oom;
 			x->node = i;
@@ -399,13 +412,22 @@ int ix_build(struct iso_cluster_state *cs)
 		goto oom;
 	ix->gbuckets = heads((size_t)n_gbuckets);
 	ix->nbuckets = heads((size_t)ix->n_pools * (size_t)(ix->gmax + 2));
+	ix->key_gpus = calloc((size_t)(ix->n_models ? ix->n_models : 1) * (size_t)ix->n_keys,
+	                      sizeof(*ix->key_gpus));
 	ix->rack_first = heads((size_t)ix->n_racks);
 	ix->rack_next = heads((size_t)n);
 	ix->rack_allow = calloc(ix->n_racks ? (size_t)ix->n_racks : 1, sizeof(uint32_t));
 	ix->rack_avoid = calloc(ix->n_racks ? (size_t)ix->n_racks : 1, sizeof(uint32_t));
 	ix->scratch_occ = calloc(ix->gmax ? (size_t)ix->gmax : 1, sizeof(*ix->scratch_occ));
-	if (!ix->scratch_occ || !ix->gbuckets || !ix->nbuckets || !ix->rack_first || !ix->rack_next ||
-	    !ix->rack_allow || !ix->rack_avoid)
+	ix->pool_gpus = calloc(ix->n_pools ? (size_t)ix->n_pools : 1, sizeof(int32_t));
+	ix->pool_empty = calloc(ix->n_pools ? (size_t)ix->n_pools : 1, sizeof(int32_t));
+	ix->pool_order = calloc(ix->n_pools ? (size_t)ix->n_pools : 1, sizeof(int32_t));
+	if (!ix->pool_gpus || !ix->pool_empty || !ix->pool_order)
+		goto oom;
+	for (int i = 0; i < n; i++)
+		ix->pool_gpus[ix->nodes[i].pool] += inv->nodes[i].n_gpus;
+	if (!ix->scratch_occ || !ix->gbuckets || !ix->nbuckets || !ix->key_gpus ||
+	    !ix->rack_first || !ix->rack_next || !ix->rack_allow || !ix->rack_avoid)
 		goto oom;
 	/* Rack member lists in inventory order: fill backwards, prepending. */
 	for (int i = n - 1; i >= 0; i--) {
@@ -484,8 +506,26 @@ int iso_cluster_state_check(const struct iso_cluster_state *cs, struct iso_error
 			prev = g;
 		}
 	}
-	CHECK(linked == filed, "%lld GPUs linked, %lld filed", (long long)linked,
-	      (long long)filed);
+	CHECK(linked == filed, "%lld GPUs linked, %lld filed", (long long)linked, (long long)filed);
+	for (int mi = 0; mi < ix->n_models; mi++)
+		for (int key = 0; key < ix->n_keys; key++) {
+			int n = 0;
+			for (int pl = 0; pl < ix->n_pools; pl++)
+				for (int32_t g = ix->gbuckets[ix_gbucket_id(ix, pl, mi, key)];
+				     g >= 0; g = ix->gpus[g].next)
+					n++;
+			CHECK(n == ix->key_gpus[(int64_t)mi * ix->n_keys + key],
+			      "model %d key %d: %d GPUs counted, %d linked", mi, key,
+			      ix->key_gpus[(int64_t)mi * ix->n_keys + key], n);
+		}
+	for (int pl = 0; pl < ix->n_pools; pl++) {
+		int empty = 0;
+		for (int ni = 0; ni < ix->n_nodes; ni++)
+			if (ix->nodes[ni].pool == pl)
+				empty += ix->nodes[ni].n_empty;
+		CHECK(empty == ix->pool_empty[pl], "pool %d: %d empty GPUs counted, %d real", pl,
+		      ix->pool_empty[pl], empty);
+	}
 	linked = 0;
 	for (int64_t b = 0; b < (int64_t)ix->n_pools * (ix->gmax + 2); b++) {
 		int32_t prev = -1;

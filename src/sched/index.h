@@ -31,21 +31,21 @@ struct ix_tenant {
 struct ix_node {
 	int32_t gpu_base; /* global id of the node's first GPU */
 	int32_t pool, rack;
-	int32_t n_empty;        /* GPUs with nothing in use (any MIG mode) */
-	int32_t nbucket;        /* node bucket, or -1 */
-	int32_t next, prev;     /* neighbours in the node bucket's list, -1: none */
-	int32_t vf_limit;       /* distinct tenants allowed; INT32_MAX: none */
-	bool vfs;               /* tenants use VFs (counted in usage.vfs_used) */
+	int32_t n_empty;    /* GPUs with nothing in use (any MIG mode) */
+	int32_t nbucket;    /* node bucket, or -1 */
+	int32_t next, prev; /* neighbours in the node bucket's list, -1: none */
+	int32_t vf_limit;   /* distinct tenants allowed; INT32_MAX: none */
+	bool vfs;           /* tenants use VFs (counted in usage.vfs_used) */
 	int n_tenants, cap_tenants;
 	struct ix_tenant *tenants;
-	uint32_t seen;                      /* decision stamp: rejected in this decision */
+	uint32_t seen;                       /* decision stamp: rejected in this decision */
 	uint32_t c_allow, c_avoid, c_hasgpu; /* constraint stamps */
 };
 
 struct ix_gpu {
 	int32_t node;
-	int16_t pos;   /* position in node->gpus */
-	int16_t model; /* index into ix->models; -1 without a model */
+	int16_t pos;        /* position in node->gpus */
+	int16_t model;      /* index into ix->models; -1 without a model */
 	int32_t bucket;     /* GPU bucket, or -1 when in none (whole, no MIG, no model) */
 	int32_t next, prev; /* neighbours in the bucket's list, -1: none */
 	bool empty;
@@ -87,15 +87,18 @@ struct iso_sched_index {
 	struct ix_node *nodes;
 	struct ix_gpu *gpus;
 	struct ix_model *models;
-	int n_keys;             /* GPU bucket keys per (pool, model) */
+	int n_keys; /* GPU bucket keys per (pool, model) */
 	/* Buckets are intrusive doubly linked lists (heads here, links in the
 	 * GPUs and nodes), so keeping them never allocates: newest first. */
 	int32_t *gbuckets; /* [pool][model][key]: first GPU or -1 */
 	int32_t *nbuckets; /* [pool][e]: first node or -1; e = gmax + 1: nodes without GPUs */
+	int32_t *key_gpus; /* [model][key]: GPUs in that key's buckets over every pool */
 	int32_t *rack_first, *rack_next; /* nodes of each rack, inventory order */
 	int n_pools, n_racks;
-	bool fabric_limited;     /* infiniband / omnipath */
-	uint32_t decision;       /* stamp for ix_node.seen */
+	int32_t *pool_gpus, *pool_empty; /* GPUs and empty GPUs per pool */
+	int32_t *pool_order;             /* scratch: pools of one decision, best first */
+	bool fabric_limited;             /* infiniband / omnipath */
+	uint32_t decision;               /* stamp for ix_node.seen */
 	/* Resolved constraints (constraints.c). */
 	const struct iso_place_constraints *c_for;
 	uint32_t c_gen;
@@ -104,7 +107,7 @@ struct iso_sched_index {
 	bool eng_ready;
 	uint64_t decisions, refreshes;
 	int since_refresh;
-	int32_t *scratch_nodes; /* n_nodes: candidate lists of one decision */
+	int32_t *scratch_nodes;                /* n_nodes: candidate lists of one decision */
 	struct iso_gpu_occupancy *scratch_occ; /* gmax: one node's GPUs, tried */
 };
 

@@ -31,8 +31,10 @@ struct req {
 	const struct iso_shape *shape;
 	int k;
 	struct iso_slot *out;
-	uint32_t stamp; /* ix_node.seen == stamp: rejected in this decision */
-	int pool;       /* pool index; -1: any */
+	uint32_t stamp;       /* ix_node.seen == stamp: rejected in this decision */
+	int pool;             /* pool index; -1: any */
+	const int32_t *pools; /* the pools to search, in order */
+	int n_pools;
 	bool constrained;
 };
 
@@ -207,6 +209,7 @@ static int mig_member(const struct req *q)
 	for (;;) {
 		const struct ix_cand *c = NULL;
 		struct cursor *best = NULL;
+		const int32_t *key_gpus;
 		int mi, r;
 
 		/* The next candidate state over every eligible model, best first. */
@@ -227,22 +230,28 @@ static int mig_member(const struct req *q)
 			return -1;
 		best->at++;
 		mi = best->mi;
+		key_gpus = &ix->key_gpus[(int64_t)mi * ix->n_keys];
 		if (c->key == iso_mig_state_empty(ix->models[mi].m)) {
 			/* Empty GPUs: on the nodes with the fewest empty GPUs first. */
-			for (int e = 1; e <= ix->gmax; e++)
-				for (int pl = q->pool >= 0 ? q->pool : 0;
-				     pl < (q->pool >= 0 ? q->pool + 1 : ix->n_pools); pl++) {
-					r = try_bucket(
-					    q, ix->gbuckets[ix_gbucket_id(ix, pl, mi, IX_KEY_EMPTY(e))],
-					    c->start);
+			for (int e = 1; e <= ix->gmax; e++) {
+				if (!key_gpus[IX_KEY_EMPTY(e)])
+					continue;
+				for (int i = 0; i < q->n_pools; i++) {
+					r = try_bucket(q,
+					               ix->gbuckets[ix_gbucket_id(
+					                   ix, q->pools[i], mi, IX_KEY_EMPTY(e))],
+					               c->start);
 					if (r >= 0)
 						return r;
 				}
+			}
 			continue;
 		}
-		for (int pl = q->pool >= 0 ? q->pool : 0;
-		     pl < (q->pool >= 0 ? q->pool + 1 : ix->n_pools); pl++) {
-			r = try_bucket(q, ix->gbuckets[ix_gbucket_id(ix, pl, mi, c->key)], c->start);
+		if (!key_gpus[c->key])
+			continue; /* no GPU of this model is in this state, in any pool */
+		for (int i = 0; i < q->n_pools; i++) {
+			r = try_bucket(q, ix->gbuckets[ix_gbucket_id(ix, q->pools[i], mi, c->key)],
+			               c->start);
 			if (r >= 0)
 				return r;
 		}
@@ -276,11 +285,12 @@ static bool whole_on_node(const struct req *q, int ni)
 			if (pick < 0 || n == q->shape->gpu_count)
 				break;
 			last = node->gpus[pick].index;
-			q->out[n++] = (struct iso_slot){.member = q->k,
-			                                .gpu = last,
-			                                .whole = true,
-			                                .start = 0,
-			                                .width = node->gpus[pick].model->memory_slices};
+			q->out[n++] =
+			    (struct iso_slot){.member = q->k,
+			                      .gpu = last,
+			                      .whole = true,
+			                      .start = 0,
+			                      .width = node->gpus[pick].model->memory_slices};
 		}
 	}
 	return n == q->shape->gpu_count;
@@ -290,9 +300,8 @@ static int walk_nodes(const struct req *q, int e, bool whole)
 {
 	struct iso_sched_index *ix = q->ix;
 
-	for (int pl = q->pool >= 0 ? q->pool : 0; pl < (q->pool >= 0 ? q->pool + 1 : ix->n_pools);
-	     pl++)
-		for (int32_t ni = ix->nbuckets[ix_nbucket_id(ix, pl, e)]; ni >= 0;
+	for (int i = 0; i < q->n_pools; i++)
+		for (int32_t ni = ix->nbuckets[ix_nbucket_id(ix, q->pools[i], e)]; ni >= 0;
 		     ni = ix->nodes[ni].next) {
 			if (ix->nodes[ni].seen == q->stamp)
 				continue;
@@ -414,7 +423,8 @@ static int direct_member(const struct req *q, int n)
 				int j;
 
 				em = gpu_profile(q, ni, pos, &j);
-				if (!em || !gpu_ok(q, ni, pos) || eng_best_start(em, j, o, &t.delta) < 0)
+				if (!em || !gpu_ok(q, ni, pos) ||
+				    eng_best_start(em, j, o, &t.delta) < 0)
 					continue;
 				t.free_after = __builtin_popcount(o->free_mask) -
 				               node->gpus[pos].model->profiles[j].width;
@@ -441,9 +451,9 @@ static int direct_member(const struct req *q, int n)
 
 		if (best >= 0 && key >= best_key)
 			continue;
-		if (!node_ok(q, ni) || (shape->whole && shape->gpu_count > 0 &&
-		                        (ix->nodes[ni].n_empty < shape->gpu_count ||
-		                         !whole_on_node(q, ni))))
+		if (!node_ok(q, ni) ||
+		    (shape->whole && shape->gpu_count > 0 &&
+		     (ix->nodes[ni].n_empty < shape->gpu_count || !whole_on_node(q, ni))))
 			continue;
 		best = ni;
 		best_key = key;
@@ -454,6 +464,38 @@ static int direct_member(const struct req *q, int n)
 }
 
 /* ---- the policy ---- */
+
+/* The pools a request may use, the one with the largest share of empty GPUs
+ * first: a request that names no pool leaves the tight pools to those that
+ * must use them. O(pools^2) for the few pools an inventory has. */
+static void pool_order(struct req *q)
+{
+	struct iso_sched_index *ix = q->ix;
+	int32_t *order = ix->pool_order;
+	int n = 0;
+
+	if (q->pool >= 0) {
+		order[n++] = q->pool;
+	} else {
+		for (int pl = 0; pl < ix->n_pools; pl++) {
+			int t = n++;
+			/* empty/gpus descending, compared without division */
+			while (t > 0) {
+				int o = order[t - 1];
+				int64_t lhs = (int64_t)ix->pool_empty[pl] * ix->pool_gpus[o];
+				int64_t rhs = (int64_t)ix->pool_empty[o] * ix->pool_gpus[pl];
+				if (lhs < rhs ||
+				    (lhs == rhs && ix->pool_gpus[pl] <= ix->pool_gpus[o]))
+					break;
+				order[t] = order[t - 1];
+				t--;
+			}
+			order[t] = pl;
+		}
+	}
+	q->pools = order;
+	q->n_pools = n;
+}
 
 static int choose(struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
                   struct iso_slot *out)
@@ -473,6 +515,7 @@ static int choose(struct iso_cluster_state *cs, const struct iso_allocation *a, 
 		if (q.pool < 0)
 			return -1;
 	}
+	pool_order(&q);
 	q.constrained = ix_constraints_active(cs);
 	if (q.constrained && (n = direct_candidates(&q)) >= 0)
 		return direct_member(&q, n);

@@ -7,10 +7,10 @@
 #include "isostack/sim.h" /* iso_placer_best_fit, iso_placer_fgd */
 
 static const struct iso_placer *const placers[] = {
-	&iso_placer_isostack,
-	&iso_placer_first_fit,
-	&iso_placer_best_fit,
-	&iso_placer_fgd,
+    &iso_placer_isostack,
+    &iso_placer_first_fit,
+    &iso_placer_best_fit,
+    &iso_placer_fgd,
 };
 
 const struct iso_placer *iso_placer_find(const char *name)

@@ -235,7 +235,8 @@ int iso_shape_resolve(const struct iso_shape *in, const struct iso_inventory *in
 			if (!covers(p, min_gib, min_compute))
 				continue;
 			for (int k = 0; k < n && everywhere; k++) {
-				const struct iso_mig_profile *q = iso_mig_profile_find(models[k], p->name);
+				const struct iso_mig_profile *q =
+				    iso_mig_profile_find(models[k], p->name);
 				everywhere = !q || covers(q, min_gib, min_compute);
 			}
 			if (everywhere && (!best || better(p, best)))

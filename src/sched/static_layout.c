@@ -17,8 +17,8 @@ int iso_static_layout_init(struct iso_static_layout *sl, const struct iso_invent
 
 	memset(sl, 0, sizeof(*sl));
 	sl->inv = inv;
-	sl->node_first = calloc(inv->n_nodes > 0 ? (size_t)inv->n_nodes : 1,
-	                        sizeof(*sl->node_first));
+	sl->node_first =
+	    calloc(inv->n_nodes > 0 ? (size_t)inv->n_nodes : 1, sizeof(*sl->node_first));
 	if (!sl->node_first)
 		return -ENOMEM;
 	for (int i = 0; i < inv->n_nodes; i++) {

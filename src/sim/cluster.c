@@ -35,7 +35,8 @@ int iso_sim_cluster_build(const struct iso_sim_nodes *nodes, const struct iso_gp
 
 		if (src < 0 || src >= nodes->n) {
 			iso_sim_cluster_free(&c);
-			return iso_error_set(err, ISO_E_INVALID, "", "node pick %d out of range", src);
+			return iso_error_set(err, ISO_E_INVALID, "", "node pick %d out of range",
+			                     src);
 		}
 		sn = &nodes->v[src];
 		iso_strlcpy(node->name, sn->name, sizeof(node->name));
@@ -51,7 +52,8 @@ int iso_sim_cluster_build(const struct iso_sim_nodes *nodes, const struct iso_gp
 		}
 		node->n_gpus = sn->gpus;
 		for (int j = 0; j < sn->gpus; j++)
-			node->gpus[j] = (struct iso_gpu){.index = j, .model = model, .mig_enabled = true};
+			node->gpus[j] =
+			    (struct iso_gpu){.index = j, .model = model, .mig_enabled = true};
 		c.n_gpus += sn->gpus;
 	}
 	if (c.n_gpus == 0) {

@@ -204,7 +204,8 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 
 				for (int j = 0; j < node->n_gpus; j++)
 					if (!sh->gpu_model[0] ||
-					    strcasecmp(node->gpus[j].model->name, sh->gpu_model) == 0)
+					    strcasecmp(node->gpus[j].model->name, sh->gpu_model) ==
+					        0)
 						eligible++;
 				if (eligible < sh->gpu_count || !uniform_gpus(node))
 					continue;
@@ -220,7 +221,8 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 					const struct gpu_rows *r = &gr[first[ni] + j];
 					int w;
 
-					if (sh->gpu_model[0] && strcasecmp(gm->name, sh->gpu_model) != 0)
+					if (sh->gpu_model[0] &&
+					    strcasecmp(gm->name, sh->gpu_model) != 0)
 						continue;
 					w = add_col(m, 0);
 					nz(m, link, w, 1);
@@ -422,7 +424,8 @@ int iso_sim_ilp(const struct iso_sim *s, int pct, double time_limit_s,
 
 	memset(res, 0, sizeof(*res));
 	if (s->cfg.mode != ISO_SIM_SATURATE)
-		return iso_error_set(err, ISO_E_INVALID, "mode", "the ILP bound needs saturate mode");
+		return iso_error_set(err, ISO_E_INVALID, "mode",
+		                     "the ILP bound needs saturate mode");
 	if (pct < 1 || pct > s->cfg.max_demand_pct)
 		return iso_error_set(err, ISO_E_INVALID, "pct", "must be 1-%d, got %d",
 		                     s->cfg.max_demand_pct, pct);

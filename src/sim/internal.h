@@ -16,8 +16,8 @@ struct sim_csv {
 	const char *name; /* file name for messages */
 	struct iso_error *err;
 	const char *p, *end;
-	int line;      /* 1-based number of the current line */
-	int ncols;     /* header columns */
+	int line;  /* 1-based number of the current line */
+	int ncols; /* header columns */
 	char buf[SIM_CSV_MAX_LINE + 1];
 	char *field[SIM_CSV_MAX_COLS];
 	const char *col_name[SIM_CSV_MAX_COLS];
@@ -51,7 +51,7 @@ struct iso_sim {
 	struct iso_sim_request *req; /* per trace pod */
 	int *seq;                    /* saturate: trace indexes in arrival order */
 	int n_seq;
-	int64_t unfit;             /* drawn but never placeable, not submitted */
+	int64_t unfit;                /* drawn but never placeable, not submitted */
 	struct iso_sim_demand demand; /* the trace's, for the static oracle */
 	struct iso_fgd_mix mix;       /* the trace's, for FGD (types owned) */
 };

@@ -2,10 +2,15 @@
  * Slurm site would configure if it knew its workload in advance. The static
  * policy is only as good as its layout, so the comparison is fair only if it
  * gets the best one: this oracle sees the whole trace's demand per profile
- * before the run. Method (docs/sim.md): GPUs are added one at a time; each
- * takes the option (one of the maximal layouts, or no partitioning for whole
- * GPUs) that brings the supply of compute slices per profile closest, in L1
- * distance, to the demand's proportions scaled to the GPUs laid so far. */
+ * before the run. Method (docs/sim.md): the target is the demand in compute
+ * slices per profile (and for whole GPUs) scaled to the cluster's compute
+ * slices; the aim, supply as near the target as can be in L1 distance. GPUs
+ * are added one at a time, each taking the option (one of the maximal
+ * layouts, or no partitioning for whole GPUs) that brings the supply nearest
+ * the demand scaled to the GPUs laid so far (ties: the option that strands
+ * fewer compute slices, then enumeration order); then single moves of GPUs
+ * from one option to another are made while they bring the supply nearer
+ * the target (local search to a local optimum). */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -14,8 +19,7 @@
 
 #define DIMS (ISO_MIG_MAX_PROFILES + 1) /* profiles, then whole GPUs */
 
-static void supply_of(const struct iso_gpu_model *m, const struct iso_mig_layout *l,
-                      double *out)
+static void supply_of(const struct iso_gpu_model *m, const struct iso_mig_layout *l, double *out)
 {
 	memset(out, 0, DIMS * sizeof(*out));
 	if (!l) {
@@ -58,19 +62,25 @@ int iso_sim_oracle_counts(const struct iso_gpu_model *m, const struct iso_sim_de
 	for (int o = 0; o <= n_layouts; o++)
 		supply_of(m, o < n_layouts ? &layouts[o] : NULL, &supply[(size_t)o * DIMS]);
 
+	/* Greedy: each GPU in turn takes the option that brings the supply
+	 * nearest the demand scaled to the GPUs laid so far. */
 	for (int g = 1; g <= n_gpus; g++) {
 		const double scale = (double)g * m->compute_slices / total;
-		double best = INFINITY;
+		double best = INFINITY, best_sum = -1;
 		int best_o = n_layouts;
 
 		for (int o = 0; o <= n_layouts; o++) {
 			const double *s = &supply[(size_t)o * DIMS];
-			double dist = 0;
+			double dist = 0, sum = 0;
 
-			for (int k = 0; k < DIMS; k++)
+			for (int k = 0; k < DIMS; k++) {
 				dist += fabs(cur[k] + s[k] - demand[k] * scale);
-			if (dist < best) {
+				sum += s[k];
+			}
+			/* Ties: the option that strands fewer compute slices. */
+			if (dist < best - 1e-9 || (fabs(dist - best) <= 1e-9 && sum > best_sum)) {
 				best = dist;
+				best_sum = sum;
 				best_o = o;
 			}
 		}
@@ -80,6 +90,59 @@ int iso_sim_oracle_counts(const struct iso_gpu_model *m, const struct iso_sim_de
 			(*unpartitioned)++;
 		else
 			counts[best_o]++;
+	}
+	/* Polish: while moving GPUs from one option to another brings the
+	 * supply nearer the demand scaled to the whole cluster, make the best
+	 * such move (as many GPUs at once as keep improving). */
+	for (int k = 0; k < DIMS; k++)
+		demand[k] *= (double)n_gpus * m->compute_slices / total;
+	for (int iter = 0; iter < 100000; iter++) {
+		double now = 0, best_gain = 1e-9;
+		int best_a = -1, best_b = -1;
+
+		for (int k = 0; k < DIMS; k++)
+			now += fabs(cur[k] - demand[k]);
+		for (int a = 0; a <= n_layouts; a++) {
+			const double *sa = &supply[(size_t)a * DIMS];
+
+			if ((a < n_layouts ? counts[a] : *unpartitioned) == 0)
+				continue;
+			for (int b = 0; b <= n_layouts; b++) {
+				const double *sb = &supply[(size_t)b * DIMS];
+				double dist = 0;
+
+				if (b == a)
+					continue;
+				for (int k = 0; k < DIMS; k++)
+					dist += fabs(cur[k] - sa[k] + sb[k] - demand[k]);
+				if (now - dist > best_gain) {
+					best_gain = now - dist;
+					best_a = a;
+					best_b = b;
+				}
+			}
+		}
+		if (best_a < 0)
+			break;
+		for (;;) {
+			int *from = best_a < n_layouts ? &counts[best_a] : unpartitioned;
+			int *to = best_b < n_layouts ? &counts[best_b] : unpartitioned;
+			double before = 0, after = 0;
+
+			for (int k = 0; k < DIMS; k++) {
+				const double next = cur[k] - supply[(size_t)best_a * DIMS + k] +
+				                    supply[(size_t)best_b * DIMS + k];
+				before += fabs(cur[k] - demand[k]);
+				after += fabs(next - demand[k]);
+			}
+			if (*from == 0 || !(after < before - 1e-9))
+				break;
+			for (int k = 0; k < DIMS; k++)
+				cur[k] += supply[(size_t)best_b * DIMS + k] -
+				          supply[(size_t)best_a * DIMS + k];
+			(*from)--;
+			(*to)++;
+		}
 	}
 	return 0;
 }
@@ -111,7 +174,8 @@ int iso_sim_oracle_assign(const struct iso_sim_cluster *c, const struct iso_mig_
 		sum += counts[i];
 	if (sum != c->n_gpus || unpartitioned < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-		                     "static layout for %d GPUs on a cluster of %d", sum, c->n_gpus);
+		                     "static layout for %d GPUs on a cluster of %d", sum,
+		                     c->n_gpus);
 	if (iso_static_layout_init(sl, inv) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	by_size = calloc((size_t)inv->n_nodes, sizeof(*by_size));

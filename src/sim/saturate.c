@@ -53,7 +53,8 @@ int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_
 		if (req->shape.gpu_count == 0)
 			res->cpu_only++;
 		offered += req->compute;
-		while (next_pct <= max_pct && offered * 100 >= (int64_t)next_pct * res->slices_total) {
+		while (next_pct <= max_pct &&
+		       offered * 100 >= (int64_t)next_pct * res->slices_total) {
 			res->curve[res->n_curve++] = (struct iso_sim_point){
 			    .offered_pct = next_pct,
 			    .alloc_ratio = (double)res->alloc_compute / (double)res->slices_total,

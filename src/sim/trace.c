@@ -11,7 +11,7 @@
 #include "sim/internal.h"
 
 #define SIM_MAX_ROWS    (1 << 22)
-#define SIM_MAX_GPUS    64              /* per node and per pod, as for allocations */
+#define SIM_MAX_GPUS    64 /* per node and per pod, as for allocations */
 #define SIM_MAX_MIB     (INT64_C(1) << 40)
 #define SIM_MAX_SECONDS (INT64_C(1) << 40)
 
@@ -53,9 +53,10 @@ static int check_unique(const char *name, const struct iso_sim_nodes *nodes, str
 	qsort(by, (size_t)nodes->n, sizeof(*by), cmp_node_name);
 	for (int i = 1; i < nodes->n; i++)
 		if (strcmp(by[i]->name, by[i - 1]->name) == 0)
-			return iso_error_set(err, ISO_E_INVALID, "sn",
-			                     "%s:%d: sn: node '%s' is listed twice (first on line %d)",
-			                     name, by[i]->line, by[i]->name, by[i - 1]->line);
+			return iso_error_set(
+			    err, ISO_E_INVALID, "sn",
+			    "%s:%d: sn: node '%s' is listed twice (first on line %d)", name,
+			    by[i]->line, by[i]->name, by[i - 1]->line);
 	return 0;
 }
 
@@ -65,9 +66,8 @@ int iso_sim_nodes_parse(const char *name, const char *text, size_t len, struct i
 	struct iso_sim_nodes nodes = {0};
 	int c_sn, c_cpu, c_mem, c_gpu, c_model, cap = 0, r;
 	const struct sim_csv_col cols[] = {
-	    {"sn", true, &c_sn},         {"cpu_milli", true, &c_cpu},
-	    {"memory_mib", true, &c_mem}, {"gpu", true, &c_gpu},
-	    {"model", true, &c_model},
+	    {"sn", true, &c_sn},   {"cpu_milli", true, &c_cpu}, {"memory_mib", true, &c_mem},
+	    {"gpu", true, &c_gpu}, {"model", true, &c_model},
 	};
 	_cleanup_free_ struct sim_csv *c = calloc(1, sizeof(*c));
 
@@ -92,9 +92,9 @@ int iso_sim_nodes_parse(const char *name, const char *text, size_t len, struct i
 		}
 		n->line = c->line;
 		if (!iso_name_valid(c->field[c_sn])) {
-			r = sim_csv_error(c, c_sn,
-			                  "'%s' is not a valid node name ([a-z0-9][a-z0-9._-]{0,62})",
-			                  c->field[c_sn]);
+			r = sim_csv_error(
+			    c, c_sn, "'%s' is not a valid node name ([a-z0-9][a-z0-9._-]{0,62})",
+			    c->field[c_sn]);
 			break;
 		}
 		iso_strlcpy(n->name, c->field[c_sn], sizeof(n->name));
@@ -143,8 +143,7 @@ struct pod_cols {
 	int name, cpu, mem, num_gpu, milli, spec, qos, phase, created, deleted, scheduled;
 };
 
-static int parse_pod(struct sim_csv *c, const struct pod_cols *k, bool times,
-                     struct iso_sim_pod *p)
+static int parse_pod(struct sim_csv *c, const struct pod_cols *k, bool times, struct iso_sim_pod *p)
 {
 	int64_t v;
 	int r;
@@ -169,9 +168,9 @@ static int parse_pod(struct sim_csv *c, const struct pod_cols *k, bool times,
 		return sim_csv_error(c, k->milli, "%d with num_gpu 0; a pod without GPUs has 0",
 		                     p->gpu_milli);
 	if (p->num_gpu > 1 && p->gpu_milli != 1000 && p->gpu_milli != 0)
-		return sim_csv_error(c, k->milli,
-		                     "%d with num_gpu %d; a share of a GPU (1..999) needs num_gpu 1",
-		                     p->gpu_milli, p->num_gpu);
+		return sim_csv_error(
+		    c, k->milli, "%d with num_gpu %d; a share of a GPU (1..999) needs num_gpu 1",
+		    p->gpu_milli, p->num_gpu);
 	if (!times)
 		return 0;
 	if ((r = sim_csv_int(c, k->created, 0, SIM_MAX_SECONDS, &p->creation)) < 0)

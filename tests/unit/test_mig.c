@@ -694,7 +694,6 @@ static void test_a30_geometry(void **state)
 	assert_true(nothing_fits(m, &o));
 }
 
-
 /* ---- the state space (src/mig/states.c) ---- */
 
 /* Walks every set of placements that the rules admit (each set once, in
@@ -704,9 +703,15 @@ static void check_states(const struct iso_gpu_model *m, const struct iso_mig_sta
                          struct iso_gpu_occupancy *o, bool *seen, int last)
 {
 	int k = iso_mig_state_of(o);
+	uint8_t any = 0;
 
 	seen[k] = true;
 	assert_true(t->is_reachable[k]);
+	for (int j = 0; j < m->n_profiles; j++)
+		for (int s = 0; s < 8; s++)
+			if (iso_mig_fits_at(m, o, &m->profiles[j], s))
+				any |= iso_mig_span(s, m->profiles[j].width);
+	assert_int_equal(t->dead[k], __builtin_popcount(o->free_mask & ~any));
 	for (int j = 0; j < m->n_profiles; j++) {
 		const struct iso_mig_profile *p = &m->profiles[j];
 		struct iso_gpu_occupancy c = *o;
@@ -788,6 +793,10 @@ static void test_state_holes(void **state)
 	const int holes[7] = {1, 1, 3, 3, 3, 3, 3};
 
 	iso_mig_state_table_build(m, &t);
+	assert_int_equal(t.dead[0x92], 1); /* slice 7 */
+	assert_int_equal(t.dead[0x80], 1);
+	assert_int_equal(t.dead[0xc0], 0);
+	assert_int_equal(t.dead[0xff], 0);
 	for (int j = 0; j < 7; j++) {
 		assert_int_equal(t.unusable[0x92][j], holes[j]);
 		assert_int_equal(t.unusable[0x80][j], 1);
@@ -844,8 +853,8 @@ static void expect_resolve(const char *model_name, double gib, int compute, cons
 
 	if (!want) {
 		if (p)
-			fail_msg("%s %g GiB %d compute: got %s, want none", model_name, gib, compute,
-			         p->name);
+			fail_msg("%s %g GiB %d compute: got %s, want none", model_name, gib,
+			         compute, p->name);
 		return;
 	}
 	if (!p)

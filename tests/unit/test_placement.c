@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "isostack/sched.h"
@@ -125,9 +126,13 @@ static struct iso_allocation alloc_of(struct iso_shape shape)
 	return a;
 }
 
+/* The policy the tests below drive: first-fit, except where a test runs
+ * again under the isostack engine. */
+static const struct iso_placer *placer_under_test = &iso_placer_first_fit;
+
 static int place(struct fixture *f, struct iso_allocation *a, int want, struct iso_error *err)
 {
-	return iso_placer_place(&iso_placer_first_fit, &f->cs, a, want, err);
+	return iso_placer_place(placer_under_test, &f->cs, a, want, err);
 }
 
 static void expect_slot(const struct iso_allocation *a, int si, int member, const char *node,
@@ -890,6 +895,20 @@ static void test_random_consistency(void **state)
 	}
 }
 
+/* The same random run under the isostack engine, whose index must stay
+ * consistent with usage through every step. */
+static void test_random_consistency_isostack(void **state)
+{
+	struct fixture *f = *state;
+	struct iso_error err = {0};
+
+	placer_under_test = &iso_placer_isostack;
+	test_random_consistency(state);
+	placer_under_test = &iso_placer_first_fit;
+	if (iso_cluster_state_check(&f->cs, &err) != 0)
+		fail_msg("%s", err.message);
+}
+
 static void test_placer_find(void **state)
 {
 	(void)state;
@@ -1045,6 +1064,91 @@ static void test_shape_ever_fits(void **state)
 	iso_cluster_state_give(&f->cs, &a);
 }
 
+/* Requests by size: the smallest covering profile over the eligible models
+ * (gpu-a01: H100-80 with MIG; gpu-a02: H100-80 without; gpu-b01: A100-80). */
+static void expect_resolved(const struct fixture *f, struct iso_shape in, double gib, int compute,
+                            const char *want)
+{
+	struct iso_shape out;
+	struct iso_error err = {0};
+
+	memset(&out, 0x5a, sizeof(out));
+	if (iso_shape_resolve(&in, &f->inv, gib, compute, &out, &err) != 0)
+		fail_msg("%g GiB %d compute: %s", gib, compute, err.message);
+	assert_string_equal(out.profile, want);
+	assert_false(out.whole);
+	assert_int_equal(out.gpu_count, in.gpu_count);
+	assert_int_equal(out.cpus, in.cpus);
+	assert_string_equal(out.pool, in.pool);
+	assert_string_equal(out.gpu_model, in.gpu_model);
+	/* What it resolves to is a valid request. */
+	assert_int_equal(iso_shape_validate(&out, &f->inv, &err), 0);
+}
+
+static void expect_unresolved(const struct fixture *f, struct iso_shape in, double gib, int compute,
+                              enum iso_errcode code, const char *field)
+{
+	struct iso_shape out, before;
+	struct iso_error err = {0};
+
+	memset(&out, 0x5a, sizeof(out));
+	before = out;
+	assert_true(iso_shape_resolve(&in, &f->inv, gib, compute, &out, &err) < 0);
+	assert_int_equal(err.code, code);
+	assert_string_equal(err.field, field);
+	assert_true(err.message[0] != '\0');
+	assert_int_equal(memcmp(&out, &before, sizeof(out)), 0);
+}
+
+static void test_shape_resolve(void **state)
+{
+	struct fixture *f = *state;
+	struct iso_shape s = mig_shape("", 2, 4, 1024), t;
+	struct iso_error err;
+
+	/* Both models: a name must cover on each model that has it. 1g.10gb
+	 * is 10 GiB on A100-80 but 9.75 on H100-80, so 9.9 GiB is 1g.20gb. */
+	expect_resolved(f, s, 0, 0, "1g.10gb");
+	expect_resolved(f, s, 9.75, 1, "1g.10gb");
+	expect_resolved(f, s, 9.9, 0, "1g.20gb");
+	expect_resolved(f, s, 15, 1, "1g.20gb");
+	expect_resolved(f, s, 15, 2, "2g.20gb");
+	expect_resolved(f, s, 30, 0, "3g.40gb");
+	/* 3g.40gb and 4g.40gb hold 40 GiB on A100-80 but 39.5 on H100-80. */
+	expect_resolved(f, s, 39.6, 0, "7g.80gb");
+	expect_resolved(f, s, 0, 7, "7g.80gb");
+	/* One model only: by model or by pool. */
+	t = s;
+	iso_strlcpy(t.gpu_model, "a100-80gb", sizeof(t.gpu_model));
+	expect_resolved(f, t, 9.9, 0, "1g.10gb");
+	expect_resolved(f, t, 39.6, 0, "3g.40gb");
+	t = s;
+	iso_strlcpy(t.pool, "gpu-b", sizeof(t.pool));
+	expect_resolved(f, t, 9.9, 0, "1g.10gb");
+	t = s;
+	iso_strlcpy(t.pool, "gpu", sizeof(t.pool)); /* gpu-a02's GPUs have no MIG */
+	expect_resolved(f, t, 9.9, 0, "1g.20gb");
+	expect_resolved(f, t, 39.6, 0, "7g.80gb");
+	/* In place. */
+	t = s;
+	assert_int_equal(iso_shape_resolve(&t, &f->inv, 30, 3, &t, &err), 0);
+	assert_string_equal(t.profile, "3g.40gb");
+
+	/* Bad input and requests no profile can ever meet. */
+	expect_unresolved(f, s, -1, 0, ISO_E_INVALID, "gpus.memory_gib");
+	expect_unresolved(f, s, NAN, 0, ISO_E_INVALID, "gpus.memory_gib");
+	expect_unresolved(f, s, INFINITY, 0, ISO_E_INVALID, "gpus.memory_gib");
+	expect_unresolved(f, s, 1, -1, ISO_E_INVALID, "gpus.compute");
+	expect_unresolved(f, s, 81, 0, ISO_E_CAPACITY, "gpus.memory_gib");
+	expect_unresolved(f, s, 10, 8, ISO_E_CAPACITY, "gpus.compute");
+	t = s;
+	iso_strlcpy(t.pool, "cpu", sizeof(t.pool));
+	expect_unresolved(f, t, 1, 1, ISO_E_CAPACITY, "gpus.memory_gib");
+	t = s;
+	iso_strlcpy(t.gpu_model, "a30-24gb", sizeof(t.gpu_model));
+	expect_unresolved(f, t, 1, 1, ISO_E_CAPACITY, "gpus.memory_gib");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1063,9 +1167,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_first_fit_failure_untouched, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_fit_order_quirk, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random_consistency, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_random_consistency_isostack, setup, teardown),
 	    cmocka_unit_test(test_placer_find),
 	    cmocka_unit_test_setup_teardown(test_shape_validate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shape_ever_fits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shape_resolve, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

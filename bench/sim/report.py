@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""bench/sim/report.py: turns the JSON of `isoctl sim` runs (bench/sim/run.sh) into
+CSVs (results.csv, curves.csv, ilp.csv) and prints the markdown tables of
+docs/benchmarks.md. Usage: report.py DIR"""
+import csv
+import glob
+import json
+import os
+import statistics
+import sys
+
+POLICIES = ["static", "first-fit", "best-fit", "fgd", "isostack"]
+
+
+def load(path):
+    with open(path) as f:
+        runs = json.load(f)
+    return runs if isinstance(runs, list) else [runs]
+
+
+def fmt(v, digits=4):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def main(out):
+    sat, rep, ilp = {}, {}, {}
+    for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+        name = os.path.basename(path)[:-5]
+        for r in load(path):
+            if name.startswith("saturate_"):
+                sat.setdefault(name[len("saturate_"):], {})[r["policy"]] = r
+            elif name.startswith("replay_"):
+                rep.setdefault(name[len("replay_"):], {})[r["policy"]] = r
+            elif name.startswith("ilp_"):
+                trace, seed = name[len("ilp_"):].rsplit("_s", 1)
+                ilp.setdefault(trace, {}).setdefault(int(seed), {})[r["policy"]] = r
+
+    with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "mode", "policy", "gpus", "seed", "pods", "placed", "rejected",
+                    "alloc_ratio_at_100", "alloc_ratio_at_130", "mem_alloc_ratio_at_100",
+                    "mem_alloc_ratio_at_130", "utilisation", "mem_utilisation", "queued",
+                    "mean_wait_s", "elapsed_s"])
+        for group in (sat, rep):
+            for run, pols in sorted(group.items()):
+                for p in POLICIES:
+                    r = pols.get(p)
+                    if r:
+                        w.writerow([run, r["mode"], p, r["gpus"], r["seed"], r["pods"],
+                                    r["placed"], r["rejected"], r["alloc_ratio_at_100"],
+                                    r["alloc_ratio_at_130"], r["mem_alloc_ratio_at_100"],
+                                    r["mem_alloc_ratio_at_130"], r.get("utilisation"),
+                                    r.get("mem_utilisation"), r.get("queued"),
+                                    r.get("mean_wait_s"), r["elapsed_s"]])
+    # One curve file per trace for gnuplot: offered_pct, then one column per policy.
+    for trace, pols in sat.items():
+        with open(os.path.join(out, f"curve_{trace}.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            have = [p for p in POLICIES if p in pols]
+            w.writerow(["offered_pct"] + have)
+            for k in range(len(pols[have[0]]["curve"])):
+                w.writerow([pols[have[0]]["curve"][k]["offered_pct"]] +
+                           [pols[p]["curve"][k]["alloc_ratio"] for p in have])
+    with open(os.path.join(out, "curves.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["trace", "policy", "offered_pct", "alloc_ratio", "mem_alloc_ratio"])
+        for trace, pols in sorted(sat.items()):
+            for p in POLICIES:
+                for pt in pols.get(p, {}).get("curve", []):
+                    w.writerow([trace, p, pt["offered_pct"], pt["alloc_ratio"],
+                                pt["mem_alloc_ratio"]])
+    with open(os.path.join(out, "ilp.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["trace", "seed", "policy", "gpus", "at", "pods", "optimal", "best", "bound",
+                    "policy_alloc", "gap", "ilp_s"])
+        for trace, seeds in sorted(ilp.items()):
+            for seed, pols in sorted(seeds.items()):
+                for p in POLICIES:
+                    r = pols.get(p)
+                    if not r:
+                        continue
+                    for at in ("at_100", "at_max"):
+                        i = r["ilp"][at]
+                        w.writerow([trace, seed, p, r["ilp"]["gpus"], i["offered_pct"], i["pods"],
+                                    i["optimal"], i["best"], i["bound"], i["policy_alloc"],
+                                    i["gap"], i["elapsed_s"]])
+
+    traces = [t for t in ("default", "gpushare20", "gpushare40", "gpushare100") if t in sat]
+    print("\n### Saturate, whole cluster: share of compute slices allocated at 100% / 130% "
+          "offered demand\n")
+    print("| policy | " + " | ".join(traces) + " |")
+    print("|---|" + "---|" * len(traces))
+    for p in POLICIES:
+        cells = []
+        for t in traces:
+            r = sat[t].get(p)
+            cells.append("not in build" if not r else
+                         f"{fmt(r['alloc_ratio_at_100'])} / {fmt(r['alloc_ratio_at_130'])}")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    print("\nMemory slices, same runs (100% / 130%):\n")
+    print("| policy | " + " | ".join(traces) + " |")
+    print("|---|" + "---|" * len(traces))
+    for p in POLICIES:
+        cells = []
+        for t in traces:
+            r = sat[t].get(p)
+            cells.append("-" if not r else
+                         f"{fmt(r['mem_alloc_ratio_at_100'])} / {fmt(r['mem_alloc_ratio_at_130'])}")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    if traces:
+        r0 = next(iter(sat[traces[0]].values()))
+        print(f"\n{r0['gpus']} GPUs, {r0['slices_total']} compute slices; pods offered "
+              "(default/gpushare20/40/100): " +
+              "/".join(str(next(iter(sat[t].values()))["pods"]) for t in traces) +
+              "; run time per policy (s, default): " +
+              ", ".join(f"{p} {sat[traces[0]][p]['elapsed_s']:.1f}"
+                        for p in POLICIES if p in sat[traces[0]]))
+
+    if ilp:
+        print(f"\n### Gap to the exact optimum (ILP), sub-clusters: mean over seeds of "
+              "1 - policy/optimum at 100% / 130% offered\n")
+        tr = [t for t in ("default", "gpushare20", "gpushare40", "gpushare100") if t in ilp]
+        print("| policy | " + " | ".join(tr) + " |")
+        print("|---|" + "---|" * len(tr))
+        for p in POLICIES:
+            cells = []
+            for t in tr:
+                g100 = [s[p]["ilp"]["at_100"]["gap"] for s in ilp[t].values() if p in s]
+                gmax = [s[p]["ilp"]["at_max"]["gap"] for s in ilp[t].values() if p in s]
+                cells.append("not in build" if not g100 else
+                             f"{statistics.mean(g100):.4f} / {statistics.mean(gmax):.4f}")
+            print(f"| {p} | " + " | ".join(cells) + " |")
+        for t in tr:
+            runs = [next(iter(s.values()))["ilp"] for s in ilp[t].values()]
+            opt = sum(1 for r in runs for a in ("at_100", "at_max") if r[a]["optimal"])
+            secs = [r[a]["elapsed_s"] for r in runs for a in ("at_100", "at_max")]
+            print(f"\n{t}: {len(runs)} seeds on sub-clusters of "
+                  f"{statistics.median(r['gpus'] for r in runs):.0f} GPUs (median), "
+                  f"{opt} of {2 * len(runs)} ILPs proven optimal, ILP time median "
+                  f"{statistics.median(secs):.1f} s, max {max(secs):.1f} s")
+
+    if rep:
+        print("\n### Replay of the default trace (time-weighted compute utilisation, "
+              "queued, rejected)\n")
+        full = rep.get("default_all", {})
+        subs = {k: v for k, v in rep.items() if k != "default_all"}
+        print("| policy | whole cluster: util / queued / rejected | "
+              f"sub-clusters ({len(subs)} seeds, mean): util / queued / rejected / wait s |")
+        print("|---|---|---|")
+        for p in POLICIES:
+            r = full.get(p)
+            a = "not in build" if not r else \
+                f"{fmt(r['utilisation'])} / {r['queued']} / {r['rejected']}"
+            s = [v[p] for v in subs.values() if p in v]
+            b = "-" if not s else (
+                f"{statistics.mean(x['utilisation'] for x in s):.4f} / "
+                f"{statistics.mean(x['queued'] for x in s):.0f} / "
+                f"{statistics.mean(x['rejected'] for x in s):.0f} / "
+                f"{statistics.mean(x['mean_wait_s'] or 0 for x in s):.0f}")
+            print(f"| {p} | {a} | {b} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
