@@ -172,6 +172,11 @@ bool iso_place_gpu_allowed(const struct iso_cluster_state *cs, int node, int pos
 bool iso_place_fabric_allows(const struct iso_cluster_state *cs, int node, int64_t tenant);
 
 extern const struct iso_placer iso_placer_first_fit;
+/* Baselines of the trace benchmark (src/sched/best_fit.c, fgd.c): best-fit
+ * packs onto the GPU with the fewest free slices; fgd as registered scores
+ * against a uniform mix (iso_placer_fgd_init in sim.h learns one). */
+extern const struct iso_placer iso_placer_best_fit;
+extern const struct iso_placer iso_placer_fgd;
 /* The MIG-geometry-aware, fragmentation-aware engine (docs/placement.md).
  * Its learned demand mix and index live in the cluster state, so the placer
  * itself is stateless and one cluster state may be used with any policy. */

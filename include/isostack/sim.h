@@ -158,7 +158,6 @@ int iso_placer_place_scored(const struct iso_placer_scorer *sc, struct iso_clust
 
 /* Best-fit: the GPU with the fewest free memory slices where the profile fits
  * (lowest start); whole GPUs on the node with the fewest free memory slices. */
-extern const struct iso_placer iso_placer_best_fit;
 
 /* FGD (Weng et al., USENIX ATC'23) adapted to MIG: each candidate is scored by
  * how much it raises the node's expected fragmentation against a request mix:
@@ -183,10 +182,9 @@ struct iso_fgd; /* a mix prepared for scoring, with its caches */
 #define ISO_FGD_MAX_SHAPES 32
 int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_error *err);
 void iso_fgd_free(struct iso_fgd *f);
-/* Stateless: the mix is every plain profile of the inventory's GPU models
- * and one whole GPU, equally weighted, needing no cpus or memory. */
-extern const struct iso_placer iso_placer_fgd;
-/* FGD against `f` (borrowed; outlives the placer; its caches change). */
+/* (The registered iso_placer_fgd in sched.h is stateless: its mix is every
+ * plain profile of the inventory's GPU models and one whole GPU, equally
+ * weighted, needing no cpus or memory.) FGD against `f` (borrowed; outlives the placer; its caches change). */
 void iso_placer_fgd_init(struct iso_placer *p, struct iso_fgd *f);
 /* F_n(M): the expected fragmentation of node `node` in compute slices (f
  * NULL: the stateless default mix). */

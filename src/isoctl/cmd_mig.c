@@ -177,7 +177,7 @@ static int cmp_str(const void *a, const void *b)
 
 static void device_of(const json_t *gpu, struct device *d)
 {
-	const char *names[64];
+	const char *names[64] = {0};
 	size_t n = 0, i;
 	const json_t *in;
 	FILE *f = fmemopen(d->devices, sizeof(d->devices), "w");

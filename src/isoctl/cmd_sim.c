@@ -11,7 +11,6 @@
 #include "isostack/sim.h"
 
 /* Declared here rather than in isoctl.h, which other work owns for now. */
-int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv);
 
 static const char usage_sim[] =
     "Usage: isoctl sim --nodes NODES.csv --trace PODS.csv --policy LIST [FLAGS]\n"
@@ -464,7 +463,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 			}
 		ilp.done = true;
 	}
-	res = calloc((size_t)n_names, sizeof(*res));
+	res = calloc((size_t)n_names + 1, sizeof(*res));
 	if (!res) {
 		rc = isoctl_oom();
 		goto out;

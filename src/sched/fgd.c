@@ -550,6 +550,8 @@ static int fgd_place(const struct iso_placer *self, struct iso_cluster_state *cs
 	r = default_fgd(cs->inv, &f, err);
 	if (r < 0)
 		return r;
+	if (!f)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "no FGD mix");
 	r = fgd_run(f, self->name, cs, a, want, err);
 	iso_fgd_free(f);
 	return r;
@@ -572,7 +574,7 @@ double iso_fgd_node_fragmentation(struct iso_fgd *f, const struct iso_cluster_st
 	if (node < 0 || node >= cs->inv->n_nodes)
 		return NAN;
 	if (!f) {
-		if (default_fgd(cs->inv, &own, NULL) < 0)
+		if (default_fgd(cs->inv, &own, NULL) < 0 || !own)
 			return NAN;
 		f = own;
 	}

@@ -124,7 +124,7 @@ static enum fill fill_node(const struct req *q, int ni, int first, int hint)
 	memcpy(occ, q->cs->usage[ni].gpus, (size_t)node->n_gpus * sizeof(*occ));
 	iso_mig_take(g->model, &occ[first], p, s);
 	for (int n = 1; n < q->shape->gpu_count; n++) {
-		int best_pos = -1, best_s = -1, best_free = 0;
+		int best_pos = -1, best_s = -1, best_free = 0, best_j = 0;
 		int32_t best = INT32_MAX;
 
 		for (int pos = 0; pos < node->n_gpus; pos++) {
@@ -144,13 +144,13 @@ static enum fill fill_node(const struct req *q, int ni, int first, int hint)
 				best_pos = pos;
 				best_s = ss;
 				best_free = free_after;
+				best_j = jj;
 			}
 		}
 		if (best_pos < 0)
 			return FILL_NODE;
 		g = &node->gpus[best_pos];
-		em = gpu_profile(q, ni, best_pos, &j);
-		p = &g->model->profiles[j];
+		p = &g->model->profiles[best_j];
 		iso_mig_take(g->model, &occ[best_pos], p, best_s);
 		mig_slot(q, n, g, p, best_s);
 	}

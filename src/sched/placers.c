@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "isostack/sched.h"
-#include "isostack/sim.h" /* iso_placer_best_fit, iso_placer_fgd */
 
 static const struct iso_placer *const placers[] = {
     &iso_placer_isostack,

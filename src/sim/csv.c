@@ -19,6 +19,7 @@ int sim_csv_error(struct sim_csv *c, int pos, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is one line up */
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return iso_error_set(c->err, ISO_E_INVALID, col ? col : "", "%s:%d: %s%s%s", c->name,

@@ -180,7 +180,7 @@ int sim_run_replay(struct iso_sim *s, const struct iso_placer *pl, struct iso_si
 	res->alloc_ratio_at_100 = res->alloc_ratio_at_130 = NAN;
 	res->mem_alloc_ratio_at_100 = res->mem_alloc_ratio_at_130 = NAN;
 	rp.state = calloc((size_t)n, sizeof(*rp.state));
-	rp.live = calloc((size_t)n, sizeof(*rp.live));
+	rp.live = calloc((size_t)n, sizeof(*rp.live)); /* NOLINT(bugprone-sizeof-expression) */
 	rp.queue = calloc((size_t)n, sizeof(*rp.queue));
 	rp.failed = calloc((size_t)n, sizeof(*rp.failed));
 	if (!ev || !rp.state || !rp.live || !rp.queue || !rp.failed) {
@@ -194,8 +194,8 @@ int sim_run_replay(struct iso_sim *s, const struct iso_placer *pl, struct iso_si
 	}
 	for (int i = 0; i < n; i++) {
 		const struct iso_sim_pod *p = &s->trace->v[i];
-		ev[2 * i] = (struct event){p->creation, EV_ARRIVE, i};
-		ev[2 * i + 1] = (struct event){
+		ev[(size_t)2 * i] = (struct event){p->creation, EV_ARRIVE, i};
+		ev[(size_t)2 * i + 1] = (struct event){
 		    p->deletion, p->deletion == p->creation ? EV_DEPART_SAME : EV_DEPART, i};
 	}
 	qsort(ev, (size_t)n * 2, sizeof(*ev), cmp_event);

@@ -38,10 +38,8 @@ void sim_held_slices(const struct iso_cluster_state *cs, int64_t *compute, int64
 
 /* The trace's requests by kind (GPU shape, cpus, memory), weighted by how
  * many pods ask: FGD's "popularity" of each task type. */
-static int cmp_req(const void *a, const void *b)
+static int cmp_req(const struct iso_sim_request *x, const struct iso_sim_request *y)
 {
-	const struct iso_sim_request *x = *(const struct iso_sim_request *const *)a;
-	const struct iso_sim_request *y = *(const struct iso_sim_request *const *)b;
 	int c;
 
 	if (x->shape.whole != y->shape.whole)
@@ -57,9 +55,16 @@ static int cmp_req(const void *a, const void *b)
 	return 0;
 }
 
+static int cmp_req_index(const void *a, const void *b, void *ctx)
+{
+	const struct iso_sim_request *req = ctx;
+
+	return cmp_req(&req[*(const int *)a], &req[*(const int *)b]);
+}
+
 static int build_mix(struct iso_sim *s, struct iso_error *err)
 {
-	_cleanup_free_ const struct iso_sim_request **by = calloc((size_t)s->trace->n, sizeof(*by));
+	_cleanup_free_ int *by = calloc((size_t)s->trace->n, sizeof(*by));
 	struct iso_fgd_mix *mix = &s->mix;
 
 	if (!by)
@@ -68,13 +73,13 @@ static int build_mix(struct iso_sim *s, struct iso_error *err)
 	if (!mix->types)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	for (int i = 0; i < s->trace->n; i++)
-		by[i] = &s->req[i];
-	qsort(by, (size_t)s->trace->n, sizeof(*by), cmp_req);
+		by[i] = i;
+	qsort_r(by, (size_t)s->trace->n, sizeof(*by), cmp_req_index, s->req);
 	for (int i = 0; i < s->trace->n; i++) {
-		const struct iso_shape *sh = &by[i]->shape;
+		const struct iso_shape *sh = &s->req[by[i]].shape;
 		struct iso_fgd_type *t;
 
-		if (i == 0 || cmp_req(&by[i - 1], &by[i]) != 0) {
+		if (i == 0 || cmp_req(&s->req[by[i - 1]], &s->req[by[i]]) != 0) {
 			t = &mix->types[mix->n++];
 			t->whole = sh->whole;
 			t->count = sh->gpu_count;

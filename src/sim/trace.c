@@ -30,10 +30,10 @@ static void *grow(void **v, int *n, int *cap, size_t size)
 	return (char *)*v + (size_t)(*n)++ * size;
 }
 
-static int cmp_node_name(const void *a, const void *b)
+static int cmp_node_name(const void *a, const void *b, void *ctx)
 {
-	const struct iso_sim_node *x = *(const struct iso_sim_node *const *)a;
-	const struct iso_sim_node *y = *(const struct iso_sim_node *const *)b;
+	const struct iso_sim_node *v = ctx;
+	const struct iso_sim_node *x = &v[*(const int *)a], *y = &v[*(const int *)b];
 	int c = strcmp(x->name, y->name);
 
 	return c ? c : (x->line > y->line) - (x->line < y->line);
@@ -41,7 +41,7 @@ static int cmp_node_name(const void *a, const void *b)
 
 static int check_unique(const char *name, const struct iso_sim_nodes *nodes, struct iso_error *err)
 {
-	_cleanup_free_ const struct iso_sim_node **by = NULL;
+	_cleanup_free_ int *by = NULL;
 
 	if (nodes->n < 2)
 		return 0;
@@ -49,14 +49,17 @@ static int check_unique(const char *name, const struct iso_sim_nodes *nodes, str
 	if (!by)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	for (int i = 0; i < nodes->n; i++)
-		by[i] = &nodes->v[i];
-	qsort(by, (size_t)nodes->n, sizeof(*by), cmp_node_name);
-	for (int i = 1; i < nodes->n; i++)
-		if (strcmp(by[i]->name, by[i - 1]->name) == 0)
+		by[i] = i;
+	qsort_r(by, (size_t)nodes->n, sizeof(*by), cmp_node_name, nodes->v);
+	for (int i = 1; i < nodes->n; i++) {
+		const struct iso_sim_node *x = &nodes->v[by[i]], *prev = &nodes->v[by[i - 1]];
+
+		if (strcmp(x->name, prev->name) == 0)
 			return iso_error_set(
 			    err, ISO_E_INVALID, "sn",
 			    "%s:%d: sn: node '%s' is listed twice (first on line %d)", name,
-			    by[i]->line, by[i]->name, by[i - 1]->line);
+			    x->line, x->name, prev->line);
+	}
 	return 0;
 }
 
