@@ -64,27 +64,27 @@ static void hex16(char *out, uint64_t v)
 static char *event_bytes(int64_t seq, size_t *len)
 {
 	static const char *const actions[] = {"allocation.place", "allocation.release",
-					      "tenant.update", "auth.login", "audit.read"};
+	                                      "tenant.update", "auth.login", "audit.read"};
 	static const char *const tenants[] = {"acme", "globex", "initech", "umbrella", "hooli"};
 	struct iso_audit_event e = {.seq = seq, .time_ms = 1795000000000 + seq};
 	struct iso_error err = {0};
 	char details[160], *out = NULL;
 
-	strcpy(e.action, actions[seq % 5]);
-	strcpy(e.actor_role, "tenant-admin");
-	strcpy(e.actor_tenant, tenants[seq % 5]);
+	iso_strlcpy(e.action, actions[seq % 5], sizeof(e.action));
+	iso_strlcpy(e.actor_role, "tenant-admin", sizeof(e.actor_role));
+	iso_strlcpy(e.actor_tenant, tenants[seq % 5], sizeof(e.actor_tenant));
 	hex16(e.request_id, (uint64_t)seq * 0x9e3779b97f4a7c15ull);
 	memcpy(e.actor_token, e.request_id + 4, 12);
 	memcpy(e.request_id, "r-", 2);
-	strcpy(e.source, "10.20.30.40:51234");
-	strcpy(e.object_kind, "allocation");
-	strcpy(e.object_id, "a-");
+	iso_strlcpy(e.source, "10.20.30.40:51234", sizeof(e.source));
+	iso_strlcpy(e.object_kind, "allocation", sizeof(e.object_kind));
+	iso_strlcpy(e.object_id, "a-", sizeof(e.object_id));
 	hex16(e.object_id + 2, (uint64_t)seq);
-	strcpy(e.object_tenant, e.actor_tenant);
+	iso_strlcpy(e.object_tenant, e.actor_tenant, sizeof(e.object_tenant));
 	snprintf(details, sizeof(details),
-		 "{\"profile\":\"1g.10gb\",\"gpus\":%d,\"members\":2,\"node\":\"gpu-%03d\","
-		 "\"placement\":[[0,\"gpu-%03d\",%d]],\"state\":\"active\"}",
-		 (int)(seq % 8) + 1, (int)(seq % 128), (int)(seq % 128), (int)(seq % 7));
+	         "{\"profile\":\"1g.10gb\",\"gpus\":%d,\"members\":2,\"node\":\"gpu-%03d\","
+	         "\"placement\":[[0,\"gpu-%03d\",%d]],\"state\":\"active\"}",
+	         (int)(seq % 8) + 1, (int)(seq % 128), (int)(seq % 128), (int)(seq % 7));
 	e.details = details; /* borrowed: not cleared */
 	if (iso_audit_event_encode(&e, &out, len, &err) < 0)
 		die(err.message);
@@ -112,10 +112,10 @@ static sqlite3 *open_db(const char *path)
 	if (sqlite3_open(path, &db) != SQLITE_OK)
 		die("cannot open the SQLite database");
 	if (sqlite3_exec(db,
-			 "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-			 "CREATE TABLE audit(seq INTEGER PRIMARY KEY, body BLOB NOT NULL,"
-			 " hash BLOB NOT NULL);",
-			 NULL, NULL, &msg) != SQLITE_OK)
+	                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	                 "CREATE TABLE audit(seq INTEGER PRIMARY KEY, body BLOB NOT NULL,"
+	                 " hash BLOB NOT NULL);",
+	                 NULL, NULL, &msg) != SQLITE_OK)
 		die(msg);
 	return db;
 }
@@ -147,7 +147,7 @@ static double append_run(const struct params *p, bool merkle, const struct iso_a
 	snprintf(path, sizeof(path), "%s/bench-audit-%s.db", p->dir, merkle ? "merkle" : "chain");
 	db = open_db(path);
 	if (sqlite3_prepare_v2(db, "INSERT INTO audit(seq, body, hash) VALUES (?, ?, ?)", -1, &st,
-			       NULL) != SQLITE_OK)
+	                       NULL) != SQLITE_OK)
 		die(sqlite3_errmsg(db));
 	if (merkle && iso_merkle_new(&m) < 0)
 		die("out of memory");
@@ -175,7 +175,8 @@ static double append_run(const struct params *p, bool merkle, const struct iso_a
 		free(bytes);
 		if ((i + 1) % p->batch == 0 || i + 1 == p->append_events) {
 			if (merkle && iso_mono_ns() - last_head >= 1000000000ull) {
-				struct iso_audit_head hd = {.size = iso_merkle_size(m), .time_ms = i};
+				struct iso_audit_head hd = {.size = iso_merkle_size(m),
+				                            .time_ms = i};
 				iso_merkle_root(m, hd.size, hd.root);
 				iso_audit_head_sign(&hd, k);
 				last_head = iso_mono_ns();
@@ -249,7 +250,7 @@ static void bench_proofs(const struct params *p)
 	for (uint64_t i = 0; i < p->tree_leaves; i++) {
 		for (int w = 0; w < 4; w++) {
 			uint64_t x = splitmix(&seed);
-			memcpy(leaf + 8 * w, &x, 8);
+			memcpy(leaf + (size_t)8 * w, &x, 8);
 		}
 		if (iso_merkle_append(m, leaf) < 0)
 			die("out of memory building the tree");
@@ -268,7 +269,8 @@ static void bench_proofs(const struct params *p)
 		uint64_t b = iso_mono_ns();
 		iso_merkle_leaf(m, idx, leaf);
 		if (!iso_merkle_verify_inclusion(idx, p->tree_leaves, leaf,
-						 (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n, root))
+		                                 (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n,
+		                                 root))
 			die("a proof did not verify");
 		uint64_t c = iso_mono_ns();
 		gen[i] = (double)(b - a) / 1e3;
@@ -329,7 +331,8 @@ static void bench_proofs(const struct params *p)
 		iso_merkle_inclusion(small, idx, (uint64_t)cn, proof, &n);
 		iso_merkle_leaf(small, idx, leaf);
 		if (!iso_merkle_verify_inclusion(idx, (uint64_t)cn, leaf,
-						 (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n, root))
+		                                 (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n,
+		                                 root))
 			die("a proof did not verify");
 		mk[t] = (double)(iso_mono_ns() - a) / 1e3;
 	}
@@ -347,7 +350,9 @@ static void bench_proofs(const struct params *p)
 	printf("| Merkle, n = %llu: generate + verify | %.2f | %.2f | %.6f |\n",
 	       (unsigned long long)p->tree_leaves, both_med, both_p99, both_med / ch_med);
 	printf("goal < 100 us per proof at %llu leaves: %s\n", (unsigned long long)p->tree_leaves,
-	       gen_p99 < 100 ? "met (p99)" : gen_med < 100 ? "met (median)" : "NOT met");
+	       gen_p99 < 100   ? "met (p99)"
+	       : gen_med < 100 ? "met (median)"
+	                       : "NOT met");
 	for (int i = 0; i < cn; i++)
 		free(ev[i]);
 	free(ev);
@@ -494,16 +499,23 @@ static void bench_verify(const struct params *p, const struct iso_audit_key *k)
 	printf("| iso_audit_verify_stream, one core | %.2f | %.0f | %.2f |\n", om, n / om, om / cm);
 	printf("| iso_audit_verify_stream, all cores | %.2f | %.0f | %.2f |\n", mm, n / mm,
 	       mm / cm);
-	printf("goal < 2 s for 1,000,000 events: %s\n",
-	       n < 1000000 ? "n/a (--quick)" : mm < 2.0 ? "met" : "NOT met");
+	printf("goal < 2 s for 1,000,000 events: %s\n", n < 1000000 ? "n/a (--quick)"
+	                                                : mm < 2.0  ? "met"
+	                                                            : "NOT met");
 	unlink(path);
 }
 
 int main(int argc, char **argv)
 {
-	struct params p = {.append_events = 200000, .batch = 1000, .rounds = 3,
-			   .tree_leaves = 10000000, .proofs = 10000, .chain_n = 100000,
-			   .chain_proofs = 40, .verify_events = 1000000, .dir = "."};
+	struct params p = {.append_events = 200000,
+	                   .batch = 1000,
+	                   .rounds = 3,
+	                   .tree_leaves = 10000000,
+	                   .proofs = 10000,
+	                   .chain_n = 100000,
+	                   .chain_proofs = 40,
+	                   .verify_events = 1000000,
+	                   .dir = "."};
 	struct iso_audit_key k;
 
 	for (int i = 1; i < argc; i++) {
@@ -520,18 +532,19 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			p.only = argv[++i];
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--dir DIR] [--only append|proofs|verify]\n"
-					"  DIR (default .) holds the SQLite databases and the "
-					"export; use a real disk, not tmpfs\n",
-				argv[0]);
+			fprintf(stderr,
+			        "usage: %s [--quick] [--dir DIR] [--only append|proofs|verify]\n"
+			        "  DIR (default .) holds the SQLite databases and the "
+			        "export; use a real disk, not tmpfs\n",
+			        argv[0]);
 			return 2;
 		}
 	}
 	if (sodium_init() < 0)
 		die("libsodium cannot start");
 	crypto_sign_keypair(k.pk, k.sk);
-	printf("isostack audit log benchmark%s (%ld CPUs online)\n", p.append_events < 200000 ? " --quick" : "",
-	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("isostack audit log benchmark%s (%ld CPUs online)\n",
+	       p.append_events < 200000 ? " --quick" : "", sysconf(_SC_NPROCESSORS_ONLN));
 	size_t sample = 0;
 	free(event_bytes(12345, &sample));
 	printf("events like: %zu bytes canonical (a tenant-admin placing an allocation)\n", sample);
@@ -544,6 +557,7 @@ int main(int argc, char **argv)
 		bench_verify(&p, &k);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("\ntotal %.0f s, peak RSS %.0f MB\n", secs(iso_mono_ns() - t0), ru.ru_maxrss / 1024.0);
+	printf("\ntotal %.0f s, peak RSS %.0f MB\n", secs(iso_mono_ns() - t0),
+	       ru.ru_maxrss / 1024.0);
 	return 0;
 }

@@ -157,8 +157,10 @@ struct iso_place_constraints {
 /* iso_placer_place() under constraints `c` (NULL: none): sets
  * cs->constraints for the call. A name that the inventory does not have is
  * refused (ISO_E_INVALID, field "constraints.nodes[I]", ".avoid_nodes[I]",
- * ".racks[I]", ".avoid_racks[I]", ".gpus[I]", ".avoid_gpus[I]"). Checking a
- * constraint costs O(1) per candidate after O(list length) set-up. */
+ * ".racks[I]", ".avoid_racks[I]", ".gpus[I].node" or ".gpus[I].gpu",
+ * ".avoid_gpus[I].node" or ".avoid_gpus[I].gpu"; a negative count or a NULL
+ * list with a count: "constraints"). Checking a constraint costs O(1) per
+ * candidate after O(list length) set-up. */
 int iso_placer_place_ex(const struct iso_placer *p, struct iso_cluster_state *cs,
                         struct iso_allocation *a, int want, const struct iso_place_constraints *c,
                         struct iso_error *err);

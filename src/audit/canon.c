@@ -48,62 +48,59 @@ void canon_int(struct canon_buf *b, long long v)
 	canon_put(b, p, (size_t)(num + sizeof(num) - p));
 }
 
-/* Decodes one UTF-8 sequence at s[0..n); returns its length, 0 if invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+/* Decodes the UTF-8 sequence at s[0..n) into *cp and returns how many bytes
+ * it took. An ill-formed sequence gives U+FFFD for its "maximal subpart"
+ * (Unicode 3.9, table 3-7): the lead byte and the continuation bytes that
+ * could still have been valid, or the one byte when no valid sequence starts
+ * with it. That is what Python's bytes.decode("utf-8", "replace") does, so an
+ * event with stray bytes is still recorded, the same way everywhere. */
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp, bool *valid)
 {
-	uint32_t c = s[0], min;
+	uint32_t c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
 	size_t len;
 
+	*valid = true;
 	if (c < 0x80) {
 		*cp = c;
 		return 1;
 	}
-	if ((c & 0xe0) == 0xc0) {
-		len = 2, c &= 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3, c &= 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4, c &= 0x07, min = 0x10000;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2, c &= 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3, c &= 0x0f;
+		lo = c == 0x0 ? 0xa0 : 0x80; /* no overlongs */
+		hi = c == 0xd ? 0x9f : 0xbf; /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4, c &= 0x07;
+		lo = c == 0x0 ? 0x90 : 0x80; /* no overlongs */
+		hi = c == 0x4 ? 0x8f : 0xbf; /* nothing above U+10FFFF */
 	} else {
-		return 0;
+		*valid = false;
+		*cp = 0xfffd;
+		return 1;
 	}
-	if (len > n)
-		return 0;
 	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
+		if (i >= n || s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf)) {
+			*valid = false;
+			*cp = 0xfffd;
+			return i;
+		}
 		c = (c << 6) | (s[i] & 0x3f);
 	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
 	*cp = c;
 	return len;
-}
-
-size_t canon_utf8_check(const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0;
-	uint32_t cp;
-
-	while (i < n) {
-		if (u[i] < 0x80) {
-			i++;
-			continue;
-		}
-		size_t len = utf8_decode(u + i, n - i, &cp);
-		if (len == 0)
-			return i;
-		i += len;
-	}
-	return n;
 }
 
 static void put_u(struct canon_buf *b, uint32_t unit)
 {
 	static const char hexd[] = "0123456789abcdef";
-	char esc[6] = {'\\', 'u', hexd[(unit >> 12) & 15], hexd[(unit >> 8) & 15],
-		       hexd[(unit >> 4) & 15], hexd[unit & 15]};
+	char esc[6] = {'\\',
+	               'u',
+	               hexd[(unit >> 12) & 15],
+	               hexd[(unit >> 8) & 15],
+	               hexd[(unit >> 4) & 15],
+	               hexd[unit & 15]};
 
 	canon_put(b, esc, sizeof(esc));
 }
@@ -111,7 +108,8 @@ static void put_u(struct canon_buf *b, uint32_t unit)
 /* Printable ASCII except '"' and '\\' goes out as it is; '"', '\\', \b, \f,
  * \n, \r and \t get their two-character escapes; every other byte below 0x20,
  * DEL (0x7f) and every non-ASCII code point becomes \uXXXX with lowercase hex
- * (above U+FFFF: a UTF-16 surrogate pair). "/" is not escaped. */
+ * (above U+FFFF: a UTF-16 surrogate pair). "/" is not escaped. Ill-formed
+ * UTF-8 becomes \ufffd as utf8_next says. */
 void canon_string(struct canon_buf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -128,14 +126,29 @@ void canon_string(struct canon_buf *b, const char *s, size_t n)
 		if (c < 0x80) {
 			const char *short_esc = NULL;
 			switch (c) {
-			case '"': short_esc = "\\\""; break;
-			case '\\': short_esc = "\\\\"; break;
-			case '\b': short_esc = "\\b"; break;
-			case '\f': short_esc = "\\f"; break;
-			case '\n': short_esc = "\\n"; break;
-			case '\r': short_esc = "\\r"; break;
-			case '\t': short_esc = "\\t"; break;
-			default: break;
+			case '"':
+				short_esc = "\\\"";
+				break;
+			case '\\':
+				short_esc = "\\\\";
+				break;
+			case '\b':
+				short_esc = "\\b";
+				break;
+			case '\f':
+				short_esc = "\\f";
+				break;
+			case '\n':
+				short_esc = "\\n";
+				break;
+			case '\r':
+				short_esc = "\\r";
+				break;
+			case '\t':
+				short_esc = "\\t";
+				break;
+			default:
+				break;
 			}
 			if (short_esc)
 				canon_put(b, short_esc, 2);
@@ -144,11 +157,8 @@ void canon_string(struct canon_buf *b, const char *s, size_t n)
 			i++;
 		} else {
 			uint32_t cp;
-			size_t len = utf8_decode(u + i, n - i, &cp);
-			if (len == 0) { /* callers validate first; never emit raw bytes */
-				cp = 0xfffd;
-				len = 1;
-			}
+			bool valid;
+			size_t len = utf8_next(u + i, n - i, &cp, &valid); /* U+FFFD if not */
 			if (cp >= 0x10000) {
 				cp -= 0x10000;
 				put_u(b, 0xd800 + (cp >> 10));
@@ -190,7 +200,7 @@ static size_t path_index(char *path, size_t size, size_t index)
 }
 
 int canon_value(struct canon_buf *b, const json_t *v, char *path, size_t path_size,
-		struct iso_error *err)
+                struct iso_error *err)
 {
 	size_t old;
 	int r;
@@ -206,7 +216,7 @@ int canon_value(struct canon_buf *b, const json_t *v, char *path, size_t path_si
 			b->oom = true;
 			return -ENOMEM;
 		}
-		json_object_foreach((json_t *)v, key, child)
+		json_object_foreach ((json_t *)v, key, child)
 			keys[i++] = key;
 		qsort(keys, n, sizeof(*keys), key_cmp);
 		canon_put(b, "{", 1);
@@ -247,10 +257,11 @@ int canon_value(struct canon_buf *b, const json_t *v, char *path, size_t path_si
 		canon_int(b, (long long)json_integer_value(v));
 		return 0;
 	case JSON_REAL:
-		return iso_error_set(err, ISO_E_INVALID, path,
-				     "audit event: %s is a number with a fraction or an exponent; "
-				     "only integers are allowed, so that the encoding is unambiguous",
-				     path);
+		return iso_error_set(
+		    err, ISO_E_INVALID, path,
+		    "audit event: %s is a number with a fraction or an exponent; "
+		    "only integers are allowed, so that the encoding is unambiguous",
+		    path);
 	case JSON_TRUE:
 		canon_put(b, "true", 4);
 		return 0;
@@ -261,5 +272,6 @@ int canon_value(struct canon_buf *b, const json_t *v, char *path, size_t path_si
 		canon_put(b, "null", 4);
 		return 0;
 	}
-	return iso_error_set(err, ISO_E_INTERNAL, path, "audit event: %s has an unknown type", path);
+	return iso_error_set(err, ISO_E_INTERNAL, path, "audit event: %s has an unknown type",
+	                     path);
 }

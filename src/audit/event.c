@@ -32,14 +32,22 @@ struct text_field {
 	const char *path;
 	size_t off, size;
 };
-#define TF(path, member) {path, offsetof(struct iso_audit_event, member), \
-			  sizeof(((struct iso_audit_event *)0)->member)}
+#define TF(path, member)                                                                           \
+	{                                                                                          \
+		path, offsetof(struct iso_audit_event, member),                                    \
+		    sizeof(((struct iso_audit_event *)0)->member)                                  \
+	}
 static const struct text_field text_fields[] = {
-    TF("action", action),           TF("actor.role", actor_role),
-    TF("actor.tenant", actor_tenant), TF("actor.token", actor_token),
-    TF("object.id", object_id),     TF("object.kind", object_kind),
-    TF("object.tenant", object_tenant), TF("reason", reason),
-    TF("request_id", request_id),   TF("source", source),
+    TF("action", action),
+    TF("actor.role", actor_role),
+    TF("actor.tenant", actor_tenant),
+    TF("actor.token", actor_token),
+    TF("object.id", object_id),
+    TF("object.kind", object_kind),
+    TF("object.tenant", object_tenant),
+    TF("reason", reason),
+    TF("request_id", request_id),
+    TF("source", source),
 };
 #undef TF
 
@@ -60,23 +68,20 @@ static int check_fields(const struct iso_audit_event *e, struct iso_error *err)
 {
 	if ((unsigned)e->outcome >= ISO_ARRAY_SIZE(outcome_names))
 		return iso_error_set(err, ISO_E_INVALID, "outcome",
-				     "audit event: outcome %d is not success, denied or error",
-				     (int)e->outcome);
+		                     "audit event: outcome %d is not success, denied or error",
+		                     (int)e->outcome);
 	if (e->seq < 0)
-		return iso_error_set(err, ISO_E_INVALID, "seq",
-				     "audit event: seq %lld is negative", (long long)e->seq);
+		return iso_error_set(err, ISO_E_INVALID, "seq", "audit event: seq %lld is negative",
+		                     (long long)e->seq);
+	/* Text is taken as UTF-8; ill-formed bytes (a name cut short, a path
+	 * as sent) are written as U+FFFD rather than refused, so that no event
+	 * is lost to them (docs/audit.md). Only an unterminated field is an
+	 * error: its length is unknown. */
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(text_fields); i++) {
 		const struct text_field *f = &text_fields[i];
-		const char *s = text_of(e, f);
-		const char *nul = memchr(s, '\0', f->size);
-		if (!nul)
+		if (!memchr(text_of(e, f), '\0', f->size))
 			return iso_error_set(err, ISO_E_INVALID, f->path,
-					     "audit event: %s is not terminated", f->path);
-		size_t n = (size_t)(nul - s), bad = canon_utf8_check(s, n);
-		if (bad != n)
-			return iso_error_set(err, ISO_E_INVALID, f->path,
-					     "audit event: %s is not valid UTF-8 (byte %zu)", f->path,
-					     bad);
+			                     "audit event: %s is not terminated", f->path);
 	}
 	return 0;
 }
@@ -89,7 +94,7 @@ static void put_text(struct canon_buf *b, const char *key, const char *s)
 
 /* Writes the canonical bytes of e with `details` already parsed. */
 static int encode(const struct iso_audit_event *e, const json_t *details, struct canon_buf *b,
-		  struct iso_error *err)
+                  struct iso_error *err)
 {
 	char path[ISO_ERR_FIELD_MAX] = "details";
 	int r;
@@ -137,19 +142,19 @@ static int parse_details(const char *text, json_t **out, struct iso_error *err)
 	d = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
 	if (!d)
 		return iso_error_set(err, ISO_E_INVALID, "details",
-				     "audit event: details are not JSON: %s (at byte %d)", jerr.text,
-				     jerr.position);
+		                     "audit event: details are not JSON: %s (at byte %d)",
+		                     jerr.text, jerr.position);
 	if (!json_is_object(d)) {
 		json_decref(d);
 		return iso_error_set(err, ISO_E_INVALID, "details",
-				     "audit event: details must be a JSON object");
+		                     "audit event: details must be a JSON object");
 	}
 	*out = d;
 	return 0;
 }
 
 int iso_audit_event_encode(const struct iso_audit_event *e, char **out, size_t *len,
-			   struct iso_error *err)
+                           struct iso_error *err)
 {
 	struct canon_buf b = {0};
 	json_t *details = NULL;
@@ -185,28 +190,29 @@ static int decode_fail(struct iso_audit_event *e, json_t *root, int r)
 
 /* Exactly the keys in `want` (a NULL-terminated list), no others. */
 static int check_keys(const json_t *obj, const char *where, const char *const *want,
-		      struct iso_error *err)
+                      struct iso_error *err)
 {
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach ((json_t *)obj, key, v) {
 		bool known = false;
 		for (const char *const *w = want; *w; w++)
 			known = known || strcmp(*w, key) == 0;
 		if (!known)
 			return iso_error_set(err, ISO_E_INVALID, where,
-					     "audit event: unknown key \"%.64s\" in %s", key, where);
+			                     "audit event: unknown key \"%.64s\" in %s", key,
+			                     where);
 	}
 	for (const char *const *w = want; *w; w++)
 		if (!json_object_get(obj, *w))
 			return iso_error_set(err, ISO_E_INVALID, where,
-					     "audit event: missing key \"%s\" in %s", *w, where);
+			                     "audit event: missing key \"%s\" in %s", *w, where);
 	return 0;
 }
 
-static int get_text(const json_t *obj, const char *key, const char *path,
-		    struct iso_audit_event *e, struct iso_error *err)
+static int get_text(const json_t *obj, const char *key, const char *path, struct iso_audit_event *e,
+                    struct iso_error *err)
 {
 	const struct text_field *f = text_field(path);
 	const json_t *v = json_object_get(obj, key);
@@ -215,15 +221,15 @@ static int get_text(const json_t *obj, const char *key, const char *path,
 
 	if (!json_is_string(v))
 		return iso_error_set(err, ISO_E_INVALID, path, "audit event: %s must be a string",
-				     path);
+		                     path);
 	n = json_string_length(v);
 	if (memchr(json_string_value(v), '\0', n))
 		return iso_error_set(err, ISO_E_INVALID, path,
-				     "audit event: %s must not contain U+0000", path);
+		                     "audit event: %s must not contain U+0000", path);
 	if (n >= f->size)
 		return iso_error_set(err, ISO_E_INVALID, path,
-				     "audit event: %s is %zu bytes long, at most %zu are allowed",
-				     path, n, f->size - 1);
+		                     "audit event: %s is %zu bytes long, at most %zu are allowed",
+		                     path, n, f->size - 1);
 	memcpy(dst, json_string_value(v), n + 1);
 	return 0;
 }
@@ -234,16 +240,16 @@ static int get_int(const json_t *obj, const char *key, int64_t *out, struct iso_
 
 	if (!json_is_integer(v))
 		return iso_error_set(err, ISO_E_INVALID, key, "audit event: %s must be an integer",
-				     key);
+		                     key);
 	*out = (int64_t)json_integer_value(v);
 	return 0;
 }
 
 static int decode_object(const json_t *root, struct iso_audit_event *e, struct iso_error *err)
 {
-	static const char *const top_keys[] = {"action", "actor", "details", "object", "outcome",
-					       "reason", "request_id", "seq", "source", "time",
-					       NULL};
+	static const char *const top_keys[] = {"action",  "actor",  "details",    "object",
+	                                       "outcome", "reason", "request_id", "seq",
+	                                       "source",  "time",   NULL};
 	static const char *const actor_keys[] = {"role", "tenant", "token", NULL};
 	static const char *const object_keys[] = {"id", "kind", "tenant", NULL};
 	const json_t *actor, *object, *details, *outcome;
@@ -252,18 +258,17 @@ static int decode_object(const json_t *root, struct iso_audit_event *e, struct i
 	int r;
 
 	if (!json_is_object(root))
-		return iso_error_set(err, ISO_E_INVALID, NULL,
-				     "audit event: not a JSON object");
+		return iso_error_set(err, ISO_E_INVALID, NULL, "audit event: not a JSON object");
 	if ((r = check_keys(root, "the event", top_keys, err)) < 0)
 		return r;
 	actor = json_object_get(root, "actor");
 	object = json_object_get(root, "object");
 	if (!json_is_object(actor))
 		return iso_error_set(err, ISO_E_INVALID, "actor",
-				     "audit event: actor must be an object");
+		                     "audit event: actor must be an object");
 	if (!json_is_object(object))
 		return iso_error_set(err, ISO_E_INVALID, "object",
-				     "audit event: object must be an object");
+		                     "audit event: object must be an object");
 	if ((r = check_keys(actor, "actor", actor_keys, err)) < 0 ||
 	    (r = check_keys(object, "object", object_keys, err)) < 0)
 		return r;
@@ -282,23 +287,24 @@ static int decode_object(const json_t *root, struct iso_audit_event *e, struct i
 		return r;
 	if (e->seq < 0)
 		return iso_error_set(err, ISO_E_INVALID, "seq", "audit event: seq %lld is negative",
-				     (long long)e->seq);
+		                     (long long)e->seq);
 	outcome = json_object_get(root, "outcome");
 	if (!json_is_string(outcome))
 		return iso_error_set(err, ISO_E_INVALID, "outcome",
-				     "audit event: outcome must be a string");
+		                     "audit event: outcome must be a string");
 	e->outcome = (enum iso_audit_outcome)ISO_ARRAY_SIZE(outcome_names);
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(outcome_names); i++)
 		if (strcmp(json_string_value(outcome), outcome_names[i]) == 0)
 			e->outcome = (enum iso_audit_outcome)i;
 	if ((unsigned)e->outcome >= ISO_ARRAY_SIZE(outcome_names))
-		return iso_error_set(err, ISO_E_INVALID, "outcome",
-				     "audit event: outcome \"%.32s\" is not success, denied or error",
-				     json_string_value(outcome));
+		return iso_error_set(
+		    err, ISO_E_INVALID, "outcome",
+		    "audit event: outcome \"%.32s\" is not success, denied or error",
+		    json_string_value(outcome));
 	details = json_object_get(root, "details");
 	if (!json_is_object(details))
 		return iso_error_set(err, ISO_E_INVALID, "details",
-				     "audit event: details must be an object");
+		                     "audit event: details must be an object");
 	r = canon_value(&b, details, path, sizeof(path), err);
 	if (r == 0 && b.oom)
 		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "audit event: out of memory");
@@ -311,7 +317,7 @@ static int decode_object(const json_t *root, struct iso_audit_event *e, struct i
 }
 
 int iso_audit_event_decode(const char *bytes, size_t len, struct iso_audit_event *e,
-			   struct iso_error *err)
+                           struct iso_error *err)
 {
 	json_error_t jerr;
 	json_t *root;
@@ -323,8 +329,8 @@ int iso_audit_event_decode(const char *bytes, size_t len, struct iso_audit_event
 	root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!root)
 		return iso_error_set(err, ISO_E_INVALID, NULL,
-				     "audit event: not JSON: %s (at byte %d)", jerr.text,
-				     jerr.position);
+		                     "audit event: not JSON: %s (at byte %d)", jerr.text,
+		                     jerr.position);
 	r = decode_object(root, e, err);
 	if (r < 0)
 		return decode_fail(e, root, r);
@@ -340,10 +346,10 @@ int iso_audit_event_decode(const char *bytes, size_t len, struct iso_audit_event
 			at++;
 		free(again);
 		return decode_fail(e, NULL,
-				   iso_error_set(err, ISO_E_INVALID, NULL,
-						 "audit event: not in canonical form (first "
-						 "difference at byte %zu; see docs/audit.md)",
-						 at));
+		                   iso_error_set(err, ISO_E_INVALID, NULL,
+		                                 "audit event: not in canonical form (first "
+		                                 "difference at byte %zu; see docs/audit.md)",
+		                                 at));
 	}
 	free(again);
 	return 0;

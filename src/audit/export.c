@@ -22,15 +22,16 @@ int iso_audit_export_head(FILE *f, const struct iso_audit_head *h)
 		return -EINVAL;
 	audit_hex(h->root, sizeof(h->root), root);
 	sodium_bin2base64(sig, sizeof(sig), h->sig, sizeof(h->sig), sodium_base64_VARIANT_ORIGINAL);
-	if (fprintf(f, "{\"type\":\"head\",\"size\":%llu,\"root\":\"%s\",\"time\":%lld,"
-		       "\"signature\":\"%s\"}\n",
-		    (unsigned long long)h->size, root, (long long)h->time_ms, sig) < 0)
+	if (fprintf(f,
+	            "{\"type\":\"head\",\"size\":%llu,\"root\":\"%s\",\"time\":%lld,"
+	            "\"signature\":\"%s\"}\n",
+	            (unsigned long long)h->size, root, (long long)h->time_ms, sig) < 0)
 		return -EIO;
 	return done(f);
 }
 
 int iso_audit_export_event(FILE *f, int64_t seq, const uint8_t leaf[ISO_AUDIT_HASH_LEN],
-			   const char *canonical, size_t len)
+                           const char *canonical, size_t len)
 {
 	char hex[2 * ISO_AUDIT_HASH_LEN + 1];
 
@@ -40,8 +41,8 @@ int iso_audit_export_event(FILE *f, int64_t seq, const uint8_t leaf[ISO_AUDIT_HA
 	    memchr(canonical, '\n', len))
 		return -EINVAL;
 	audit_hex(leaf, ISO_AUDIT_HASH_LEN, hex);
-	if (fprintf(f, "{\"type\":\"event\",\"seq\":%lld,\"leaf\":\"%s\",\"event\":", (long long)seq,
-		    hex) < 0 ||
+	if (fprintf(f, "{\"type\":\"event\",\"seq\":%lld,\"leaf\":\"%s\",\"event\":",
+	            (long long)seq, hex) < 0 ||
 	    fwrite(canonical, 1, len, f) != len || fputs("}\n", f) == EOF)
 		return -EIO;
 	return done(f);
@@ -64,23 +65,23 @@ static int put_proof(FILE *f, const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
 }
 
 int iso_audit_export_inclusion(FILE *f, uint64_t seq, uint64_t size,
-			       const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
+                               const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
 {
 	if (n < 0 || n > ISO_AUDIT_MAX_PROOF || seq >= size || size > INT64_MAX)
 		return -EINVAL;
 	if (fprintf(f, "{\"type\":\"inclusion\",\"seq\":%llu,\"size\":%llu,",
-		    (unsigned long long)seq, (unsigned long long)size) < 0)
+	            (unsigned long long)seq, (unsigned long long)size) < 0)
 		return -EIO;
 	return put_proof(f, proof, n);
 }
 
 int iso_audit_export_consistency(FILE *f, uint64_t from, uint64_t to,
-				 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
+                                 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
 {
 	if (n < 0 || n > ISO_AUDIT_MAX_PROOF || from > to || to > INT64_MAX)
 		return -EINVAL;
 	if (fprintf(f, "{\"type\":\"consistency\",\"from\":%llu,\"to\":%llu,",
-		    (unsigned long long)from, (unsigned long long)to) < 0)
+	            (unsigned long long)from, (unsigned long long)to) < 0)
 		return -EIO;
 	return put_proof(f, proof, n);
 }

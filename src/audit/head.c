@@ -14,7 +14,7 @@ size_t audit_head_message(const struct iso_audit_head *h, char buf[AUDIT_HEAD_MS
 
 	audit_hex(h->root, sizeof(h->root), root);
 	n = snprintf(buf, AUDIT_HEAD_MSG_MAX, "isostack-audit-head-v1\n%llu\n%s\n%lld\n",
-		     (unsigned long long)h->size, root, (long long)h->time_ms);
+	             (unsigned long long)h->size, root, (long long)h->time_ms);
 	return (size_t)n; /* at most 23 + 21 + 65 + 21 < AUDIT_HEAD_MSG_MAX */
 }
 

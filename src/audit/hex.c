@@ -24,7 +24,8 @@ bool audit_unhex(const char *s, size_t len, uint8_t *out, size_t n)
 	if (len != 2 * n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hex_digit((unsigned char)s[2 * i]), lo = hex_digit((unsigned char)s[2 * i + 1]);
+		int hi = hex_digit((unsigned char)s[2 * i]),
+		    lo = hex_digit((unsigned char)s[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
 		out[i] = (uint8_t)(hi << 4 | lo);

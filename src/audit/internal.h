@@ -27,16 +27,13 @@ static inline void canon_puts(struct canon_buf *b, const char *s)
 {
 	canon_put(b, s, strlen(s));
 }
-/* Appends s (valid UTF-8, checked by the caller) as a JSON string literal. */
+/* Appends s as a JSON string literal; ill-formed UTF-8 becomes U+FFFD. */
 void canon_string(struct canon_buf *b, const char *s, size_t n);
 void canon_int(struct canon_buf *b, long long v);
 /* Appends v with keys sorted at every level; refuses reals. `path` names v in
  * messages ("details") and is extended in place for nested values. */
 int canon_value(struct canon_buf *b, const json_t *v, char *path, size_t path_size,
-		struct iso_error *err);
-/* Offset of the first byte that is not part of valid UTF-8 (no overlongs,
- * surrogates or code points above U+10FFFF), or n when all is valid. */
-size_t canon_utf8_check(const char *s, size_t n);
+                struct iso_error *err);
 
 /* ---- hex.c ---- */
 void audit_hex(const uint8_t *bin, size_t n, char *out); /* out: 2n+1 bytes */
@@ -58,12 +55,12 @@ enum vline_kind {
 };
 enum vline_status {
 	VS_OK,
-	VS_BAD_SEQ,        /* the line's "seq" is not a canonical non-negative integer */
-	VS_BAD_LEAF,       /* "leaf" is not 64 lowercase hex digits */
-	VS_BAD_LAYOUT,     /* the fixed layout is broken after "seq" */
-	VS_LEAF_MISMATCH,  /* the event bytes do not hash to "leaf" */
-	VS_NO_INNER_SEQ,   /* the event has no readable top-level "seq" */
-	VS_INNER_SEQ,      /* the event's own "seq" differs from the line's */
+	VS_BAD_SEQ,       /* the line's "seq" is not a canonical non-negative integer */
+	VS_BAD_LEAF,      /* "leaf" is not 64 lowercase hex digits */
+	VS_BAD_LAYOUT,    /* the fixed layout is broken after "seq" */
+	VS_LEAF_MISMATCH, /* the event bytes do not hash to "leaf" */
+	VS_NO_INNER_SEQ,  /* the event has no readable top-level "seq" */
+	VS_INNER_SEQ,     /* the event's own "seq" differs from the line's */
 };
 
 struct vline {
@@ -73,8 +70,8 @@ struct vline {
 
 struct vres {
 	uint8_t kind, status;
-	int64_t seq;       /* the line's seq (-1 when unreadable) */
-	int64_t inner_seq; /* the event's own seq */
+	int64_t seq;                      /* the line's seq (-1 when unreadable) */
+	int64_t inner_seq;                /* the event's own seq */
 	uint8_t leaf[ISO_AUDIT_HASH_LEN]; /* SHA-256(0x00 || event bytes) */
 };
 

@@ -18,8 +18,10 @@
 
 #define KEY_FILE "audit.key"
 #define PUB_FILE "audit.pub"
-#define KEY_B64_LEN (sodium_base64_ENCODED_LEN(ISO_AUDIT_SK_LEN, sodium_base64_VARIANT_ORIGINAL) - 1)
-#define PUB_B64_LEN (sodium_base64_ENCODED_LEN(ISO_AUDIT_PK_LEN, sodium_base64_VARIANT_ORIGINAL) - 1)
+#define KEY_B64_LEN                                                                                \
+	(sodium_base64_ENCODED_LEN(ISO_AUDIT_SK_LEN, sodium_base64_VARIANT_ORIGINAL) - 1)
+#define PUB_B64_LEN                                                                                \
+	(sodium_base64_ENCODED_LEN(ISO_AUDIT_PK_LEN, sodium_base64_VARIANT_ORIGINAL) - 1)
 #define PUB_PREFIX "ed25519:"
 
 static void closep(int *fd)
@@ -35,7 +37,7 @@ static int join(char *out, size_t size, const char *dir, const char *name, struc
 
 	if (n < 0 || (size_t)n >= size)
 		return iso_error_set(err, ISO_E_INVALID, "state_dir",
-				     "audit: the path %s/%s is too long", dir, name);
+		                     "audit: the path %s/%s is too long", dir, name);
 	return 0;
 }
 
@@ -44,8 +46,8 @@ static int fsync_dir(const char *dir, struct iso_error *err)
 	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0 || fsync(fd) < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot sync directory %s: %s",
-				     dir, strerror(errno));
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "audit: cannot sync directory %s: %s", dir, strerror(errno));
 	return 0;
 }
 
@@ -65,8 +67,8 @@ static int write_all(int fd, const char *data, size_t len)
 
 /* Writes DIR/NAME whole. `exclusive`: fails with -EEXIST rather than replace
  * an existing file (link(2) does not overwrite; rename(2) would). */
-static int write_file(const char *dir, const char *name, const char *data, size_t len,
-		      mode_t mode, bool exclusive, struct iso_error *err)
+static int write_file(const char *dir, const char *name, const char *data, size_t len, mode_t mode,
+                      bool exclusive, struct iso_error *err)
 {
 	char path[PATH_MAX], tmp[PATH_MAX], rnd[17];
 	uint8_t raw[8];
@@ -81,20 +83,20 @@ static int write_file(const char *dir, const char *name, const char *data, size_
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot create %s: %s", tmp,
-				     strerror(errno));
+		                     strerror(errno));
 	/* The mode asked for, whatever the umask. */
 	if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot write %s: %s", tmp,
-				     strerror(e));
+		                     strerror(e));
 	}
 	if (close(fd) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot write %s: %s", tmp,
-				     strerror(e));
+		                     strerror(e));
 	}
 	if (exclusive ? link(tmp, path) < 0 : rename(tmp, path) < 0) {
 		int e = errno;
@@ -102,7 +104,7 @@ static int write_file(const char *dir, const char *name, const char *data, size_
 		if (e == EEXIST)
 			return -EEXIST;
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot create %s: %s", path,
-				     strerror(e));
+		                     strerror(e));
 	}
 	if (exclusive)
 		unlink(tmp);
@@ -111,7 +113,7 @@ static int write_file(const char *dir, const char *name, const char *data, size_
 
 /* Reads a small text file whole; *len excludes the terminating NUL. */
 static int read_small(int fd, const char *path, char *buf, size_t size, size_t *len,
-		      struct iso_error *err)
+                      struct iso_error *err)
 {
 	size_t n = 0;
 
@@ -121,13 +123,13 @@ static int read_small(int fd, const char *path, char *buf, size_t size, size_t *
 			continue;
 		if (r < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot read %s: %s",
-					     path, strerror(errno));
+			                     path, strerror(errno));
 		if (r == 0)
 			break;
 		n += (size_t)r;
 		if (n == size - 1)
 			return iso_error_set(err, ISO_E_INVALID, path,
-					     "%s: line 1: too long for a key file", path);
+			                     "%s: line 1: too long for a key file", path);
 	}
 	buf[n] = '\0';
 	*len = n;
@@ -147,7 +149,7 @@ static bool unbase64(const char *s, size_t len, uint8_t *out, size_t n)
 	char again[128];
 
 	if (sodium_base642bin(out, n, s, len, NULL, &got, &end, sodium_base64_VARIANT_ORIGINAL) !=
-		0 ||
+	        0 ||
 	    got != n || end != s + len)
 		return false;
 	/* One spelling only: re-encoding must give the same text back. */
@@ -171,46 +173,50 @@ static int read_key(const char *dir, struct iso_audit_key *k, struct iso_error *
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "audit: %s does not exist",
-					     path);
+			                     path);
 		if (errno == ELOOP)
 			return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-					     "audit: %s is a symbolic link; the signing key must "
-					     "be a plain file",
-					     path);
+			                     "audit: %s is a symbolic link; the signing key must "
+			                     "be a plain file",
+			                     path);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot open %s: %s", path,
-				     strerror(errno));
+		                     strerror(errno));
 	}
 	if (fstat(fd, &st) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot stat %s: %s", path,
-				     strerror(errno));
+		                     strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-				     "audit: %s is not a regular file", path);
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "audit: %s is not a regular file",
+		                     path);
 	if (st.st_mode & 077)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-				     "audit: %s is open to group or others (mode %04o); the signing "
-				     "key must be private: run `chmod 600 %s`",
-				     path, (unsigned)(st.st_mode & 07777), path);
+		return iso_error_set(
+		    err, ISO_E_FORBIDDEN, NULL,
+		    "audit: %s is open to group or others (mode %04o); the signing "
+		    "key must be private: run `chmod 600 %s`",
+		    path, (unsigned)(st.st_mode & 07777), path);
 	if (st.st_uid != geteuid())
 		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-				     "audit: %s belongs to uid %u, not to uid %u that uses it: run "
-				     "`chown %u %s`",
-				     path, (unsigned)st.st_uid, (unsigned)geteuid(),
-				     (unsigned)geteuid(), path);
+		                     "audit: %s belongs to uid %u, not to uid %u that uses it: run "
+		                     "`chown %u %s`",
+		                     path, (unsigned)st.st_uid, (unsigned)geteuid(),
+		                     (unsigned)geteuid(), path);
 	r = read_small(fd, path, buf, sizeof(buf), &len, err);
-	if (r == 0 && (!one_line(buf, len, KEY_B64_LEN) || !unbase64(buf, KEY_B64_LEN, sk, sizeof(sk))))
-		r = iso_error_set(err, ISO_E_INVALID, path,
-				  "audit: %s: line 1: expected the base64 of a 64-byte Ed25519 secret "
-				  "key",
-				  path);
+	if (r == 0 &&
+	    (!one_line(buf, len, KEY_B64_LEN) || !unbase64(buf, KEY_B64_LEN, sk, sizeof(sk))))
+		r = iso_error_set(
+		    err, ISO_E_INVALID, path,
+		    "audit: %s: line 1: expected the base64 of a 64-byte Ed25519 secret "
+		    "key",
+		    path);
 	if (r == 0) {
 		/* The secret key is seed || public key: both halves must agree. */
 		crypto_sign_seed_keypair(pk2, sk2, sk);
 		if (sodium_memcmp(sk2, sk, sizeof(sk)) != 0)
-			r = iso_error_set(err, ISO_E_INVALID, path,
-					  "audit: %s is corrupt: its public half does not match its "
-					  "seed",
-					  path);
+			r = iso_error_set(
+			    err, ISO_E_INVALID, path,
+			    "audit: %s is corrupt: its public half does not match its "
+			    "seed",
+			    path);
 	}
 	if (r == 0) {
 		memcpy(k->sk, sk, sizeof(sk));
@@ -224,11 +230,12 @@ static int read_key(const char *dir, struct iso_audit_key *k, struct iso_error *
 
 static int write_pub(const char *dir, const uint8_t pk[ISO_AUDIT_PK_LEN], struct iso_error *err)
 {
-	char line[sizeof(PUB_PREFIX) + PUB_B64_LEN + 2];
+	char key[sizeof(PUB_PREFIX) + PUB_B64_LEN], line[sizeof(key) + 1];
+	int n;
 
-	iso_audit_pubkey_format(pk, line, sizeof(line) - 1);
-	strcat(line, "\n");
-	return write_file(dir, PUB_FILE, line, strlen(line), 0644, false, err);
+	iso_audit_pubkey_format(pk, key, sizeof(key));
+	n = snprintf(line, sizeof(line), "%s\n", key);
+	return write_file(dir, PUB_FILE, line, (size_t)n, 0644, false, err);
 }
 
 static int create_key(const char *dir, struct iso_audit_key *k, struct iso_error *err)
@@ -238,8 +245,8 @@ static int create_key(const char *dir, struct iso_audit_key *k, struct iso_error
 
 	crypto_sign_keypair(k->pk, k->sk);
 	sodium_bin2base64(b64, sizeof(b64), k->sk, sizeof(k->sk), sodium_base64_VARIANT_ORIGINAL);
-	strcat(b64, "\n");
-	r = write_file(dir, KEY_FILE, b64, strlen(b64), 0600, true, err);
+	b64[KEY_B64_LEN] = '\n';
+	r = write_file(dir, KEY_FILE, b64, KEY_B64_LEN + 1, 0600, true, err);
 	sodium_memzero(b64, sizeof(b64));
 	if (r < 0)
 		sodium_memzero(k, sizeof(*k));
@@ -247,7 +254,7 @@ static int create_key(const char *dir, struct iso_audit_key *k, struct iso_error
 }
 
 int iso_audit_key_load_or_create(const char *dir, struct iso_audit_key *k, bool *created,
-				 struct iso_error *err)
+                                 struct iso_error *err)
 {
 	char pub_path[PATH_MAX];
 	uint8_t pk[ISO_AUDIT_PK_LEN];
@@ -282,15 +289,16 @@ int iso_audit_key_load_or_create(const char *dir, struct iso_audit_key *k, bool 
 		r = write_pub(dir, k->pk, err);
 	else if (r < 0)
 		r = iso_error_set(err, ISO_E_INVALID, pub_path,
-				  "%s; it must hold the public half of %s/" KEY_FILE
-				  ": remove it and it is written again",
-				  pub_err.message, dir);
+		                  "%s; it must hold the public half of %s/" KEY_FILE
+		                  ": remove it and it is written again",
+		                  pub_err.message, dir);
 	else if (sodium_memcmp(pk, k->pk, sizeof(pk)) != 0)
-		r = iso_error_set(err, ISO_E_INVALID, pub_path,
-				  "audit: %s is not the public half of %s/" KEY_FILE
-				  " (was one of them replaced?): restore the matching pair, or remove "
-				  "%s and it is written again",
-				  pub_path, dir, pub_path);
+		r = iso_error_set(
+		    err, ISO_E_INVALID, pub_path,
+		    "audit: %s is not the public half of %s/" KEY_FILE
+		    " (was one of them replaced?): restore the matching pair, or remove "
+		    "%s and it is written again",
+		    pub_path, dir, pub_path);
 	if (r < 0)
 		sodium_memzero(k, sizeof(*k));
 	return r;
@@ -310,7 +318,7 @@ int iso_audit_pubkey_read(const char *path, uint8_t pk[ISO_AUDIT_PK_LEN], struct
 		if (errno == ENOENT)
 			return iso_error_set(err, ISO_E_NOT_FOUND, path, "%s: no such file", path);
 		return iso_error_set(err, ISO_E_INVALID, path, "%s: cannot open: %s", path,
-				     strerror(errno));
+		                     strerror(errno));
 	}
 	r = read_small(fd, path, buf, sizeof(buf), &len, err);
 	if (r < 0)
@@ -318,12 +326,12 @@ int iso_audit_pubkey_read(const char *path, uint8_t pk[ISO_AUDIT_PK_LEN], struct
 	if (!one_line(buf, len, plen + PUB_B64_LEN) || memcmp(buf, PUB_PREFIX, plen) != 0 ||
 	    !unbase64(buf + plen, PUB_B64_LEN, key, sizeof(key)))
 		return iso_error_set(err, ISO_E_INVALID, path,
-				     "%s: line 1: expected \"ed25519:<base64 of 32 bytes>\" (an "
-				     "isostack audit public key)",
-				     path);
+		                     "%s: line 1: expected \"ed25519:<base64 of 32 bytes>\" (an "
+		                     "isostack audit public key)",
+		                     path);
 	if (!crypto_core_ed25519_is_valid_point(key))
 		return iso_error_set(err, ISO_E_INVALID, path,
-				     "%s: line 1: not a valid Ed25519 public key", path);
+		                     "%s: line 1: not a valid Ed25519 public key", path);
 	memcpy(pk, key, sizeof(key));
 	return 0;
 }

@@ -37,7 +37,7 @@ void iso_audit_leaf_hash(const void *bytes, size_t len, uint8_t out[ISO_AUDIT_HA
 }
 
 void iso_audit_node_hash(const uint8_t left[ISO_AUDIT_HASH_LEN],
-			 const uint8_t right[ISO_AUDIT_HASH_LEN], uint8_t out[ISO_AUDIT_HASH_LEN])
+                         const uint8_t right[ISO_AUDIT_HASH_LEN], uint8_t out[ISO_AUDIT_HASH_LEN])
 {
 	uint8_t buf[1 + 2 * ISO_AUDIT_HASH_LEN];
 
@@ -101,7 +101,7 @@ int iso_merkle_append(struct iso_merkle *m, const uint8_t leaf[ISO_AUDIT_HASH_LE
 	for (int k = 1; k <= top; k++) {
 		struct level *below = &m->lv[k - 1];
 		iso_audit_node_hash(below->h[below->n - 2], below->h[below->n - 1],
-				    m->lv[k].h[m->lv[k].n]);
+		                    m->lv[k].h[m->lv[k].n]);
 		m->lv[k].n++;
 	}
 	m->size = next;
@@ -178,7 +178,7 @@ static void reverse(hash_t *h, int n)
 }
 
 int iso_merkle_inclusion(const struct iso_merkle *m, uint64_t index, uint64_t size,
-			 uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n)
+                         uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n)
 {
 	uint64_t a = 0, b = size;
 	int k = 0;
@@ -202,7 +202,7 @@ int iso_merkle_inclusion(const struct iso_merkle *m, uint64_t index, uint64_t si
 }
 
 int iso_merkle_consistency(const struct iso_merkle *m, uint64_t from, uint64_t to,
-			   uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n)
+                           uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n)
 {
 	uint64_t a = 0, b = to, mm = from;
 	bool whole = true; /* SUBPROOF's b: the old root is the one asked about */
@@ -238,9 +238,9 @@ int iso_merkle_consistency(const struct iso_merkle *m, uint64_t from, uint64_t t
 /* ---- verification: RFC 9162 2.1.3.2 and 2.1.4.2, no tree needed ---- */
 
 bool iso_merkle_verify_inclusion(uint64_t index, uint64_t size,
-				 const uint8_t leaf[ISO_AUDIT_HASH_LEN],
-				 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n,
-				 const uint8_t root[ISO_AUDIT_HASH_LEN])
+                                 const uint8_t leaf[ISO_AUDIT_HASH_LEN],
+                                 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n,
+                                 const uint8_t root[ISO_AUDIT_HASH_LEN])
 {
 	hash_t r;
 	uint64_t fn = index, sn;
@@ -269,9 +269,9 @@ bool iso_merkle_verify_inclusion(uint64_t index, uint64_t size,
 }
 
 bool iso_merkle_verify_consistency(uint64_t from, uint64_t to,
-				   const uint8_t from_root[ISO_AUDIT_HASH_LEN],
-				   const uint8_t to_root[ISO_AUDIT_HASH_LEN],
-				   const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
+                                   const uint8_t from_root[ISO_AUDIT_HASH_LEN],
+                                   const uint8_t to_root[ISO_AUDIT_HASH_LEN],
+                                   const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n)
 {
 	hash_t fr, sr;
 	uint64_t fn, sn;

@@ -84,7 +84,7 @@ static void fail(struct verifier *vr, long line, int64_t seq, const char *fmt, .
 	vr->v->bad_line = line;
 	if (line > 0)
 		snprintf(vr->v->message, sizeof(vr->v->message), "%s: line %ld: %s", vr->name, line,
-			 what);
+		         what);
 	else
 		snprintf(vr->v->message, sizeof(vr->v->message), "%s: %s", vr->name, what);
 }
@@ -192,7 +192,7 @@ static int on_head(struct verifier *vr, const json_t *o, long line)
 	    !get_hash(json_object_get(o, "root"), h.root) || !json_is_integer(t) ||
 	    !json_is_string(sig) ||
 	    sodium_base642bin(h.sig, sizeof(h.sig), json_string_value(sig), json_string_length(sig),
-			      NULL, &got, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	                      NULL, &got, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
 	    got != sizeof(h.sig) || end != json_string_value(sig) + json_string_length(sig)) {
 		fail(vr, line, -1,
 		     "malformed head: expected {\"type\":\"head\",\"size\":N,\"root\":\"<64 hex>\","
@@ -282,8 +282,8 @@ static void on_inclusion(struct verifier *vr, const json_t *o, long line)
 		     (unsigned long long)seq, (unsigned long long)size);
 		return;
 	}
-	if (!iso_merkle_verify_inclusion(seq, size, leaf, (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof,
-					 n, h->root))
+	if (!iso_merkle_verify_inclusion(seq, size, leaf,
+	                                 (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n, h->root))
 		fail(vr, line, (int64_t)seq,
 		     "the inclusion proof of event %llu in the signed head of size %llu does not "
 		     "verify: the event or its proof was altered",
@@ -319,7 +319,7 @@ static void on_consistency(struct verifier *vr, const json_t *o, long line)
 	if (a)
 		from_root = a->root;
 	if (!iso_merkle_verify_consistency(from, to, from_root, b->root,
-					   (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n))
+	                                   (const uint8_t(*)[ISO_AUDIT_HASH_LEN])proof, n))
 		fail(vr, line, -1,
 		     "the consistency proof from size %llu to %llu does not verify: the log was "
 		     "rewritten between those heads, or the proof was altered",
@@ -476,10 +476,9 @@ static int on_other(struct verifier *vr, const struct vline *l, long line)
 	if (vr->mode == MODE_UNKNOWN && vr->have_first) {
 		/* The line after the first event says what kind of export this is:
 		 * that event's inclusion proof makes it partial. */
-		bool proof_of_first = strcmp(type, "inclusion") == 0 &&
-				      json_is_integer(json_object_get(o, "seq")) &&
-				      json_integer_value(json_object_get(o, "seq")) ==
-					  vr->first.seq;
+		bool proof_of_first =
+		    strcmp(type, "inclusion") == 0 && json_is_integer(json_object_get(o, "seq")) &&
+		    json_integer_value(json_object_get(o, "seq")) == vr->first.seq;
 		r = decide(vr, proof_of_first ? MODE_PARTIAL : MODE_FULL);
 		if (r < 0 || vr->failed)
 			goto out;
@@ -528,7 +527,7 @@ static void chunk_free(struct chunk *c)
 /* Reads the next chunk: `prev`'s unfinished last line, then as much as fits,
  * until it holds at least one whole line or the stream ends. */
 static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struct chunk *prev,
-		      long first_line, struct iso_error *err)
+                      long first_line, struct iso_error *err)
 {
 	size_t carry = prev ? prev->len - prev->tail : 0;
 
@@ -539,7 +538,8 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 		size_t cap = carry + CHUNK_BYTES;
 		char *b = realloc(c->buf, cap);
 		if (!b)
-			return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory", vr->name);
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
+			                     vr->name);
 		c->buf = b;
 		c->cap = cap;
 	}
@@ -552,8 +552,8 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 		if (c->len < c->cap) { /* a short read: end of stream or error */
 			if (ferror(f))
 				return iso_error_set(err, ISO_E_INTERNAL, NULL,
-						     "%s: read error at line %ld", vr->name,
-						     first_line);
+				                     "%s: read error at line %ld", vr->name,
+				                     first_line);
 			c->eof = true;
 			break;
 		}
@@ -567,7 +567,8 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 		}
 		char *b = realloc(c->buf, c->cap * 2);
 		if (!b)
-			return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory", vr->name);
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
+			                     vr->name);
 		c->buf = b;
 		c->cap *= 2;
 	}
@@ -583,12 +584,12 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 			struct vline *nlines = realloc(c->lines, cap * sizeof(*nlines));
 			if (!nlines)
 				return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
-						     vr->name);
+				                     vr->name);
 			c->lines = nlines;
 			struct vres *nres = realloc(c->res, cap * sizeof(*nres));
 			if (!nres)
 				return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
-						     vr->name);
+				                     vr->name);
 			c->res = nres;
 			c->cap_lines = cap;
 		}
@@ -611,10 +612,11 @@ static int chunk_walk(struct verifier *vr, const struct chunk *c)
 		long line = c->first_line + (long)i;
 		if (c->unterminated && i + 1 == c->n) {
 			int64_t seq = c->res[i].kind == VL_EVENT && c->res[i].seq >= 0
-					  ? c->res[i].seq
-				      : vr->mode == MODE_FULL ? (int64_t)iso_merkle_size(vr->tree)
-							      : -1;
-			fail(vr, line, seq, "the last line has no newline: the export was cut short");
+			                  ? c->res[i].seq
+			              : vr->mode == MODE_FULL ? (int64_t)iso_merkle_size(vr->tree)
+			                                      : -1;
+			fail(vr, line, seq,
+			     "the last line has no newline: the export was cut short");
 			return 0;
 		}
 		int r = on_line(vr, &c->lines[i], &c->res[i], line);
@@ -637,25 +639,26 @@ static void finish(struct verifier *vr, long lines)
 		return;
 	if (vr->mode == MODE_PARTIAL) {
 		if (vr->awaiting) {
-			fail(vr, vr->last.line, vr->last.seq,
-			     "event %lld has no inclusion proof after it (in a partial export every "
-			     "event line is followed by its proof)",
-			     (long long)vr->last.seq);
+			fail(
+			    vr, vr->last.line, vr->last.seq,
+			    "event %lld has no inclusion proof after it (in a partial export every "
+			    "event line is followed by its proof)",
+			    (long long)vr->last.seq);
 			return;
 		}
 	}
 	if (vr->n_heads == 0) {
 		fail(vr, 0, -1,
 		     lines ? "the export holds no signed head, so nothing in it can be checked"
-			   : "the export is empty");
+		           : "the export is empty");
 		return;
 	}
 	if (vr->mode == MODE_PARTIAL) {
 		snprintf(vr->v->message, sizeof(vr->v->message),
-			 "%s: ok: partial export: %llu events, each proven included in a signed "
-			 "head (%llu signed heads)",
-			 vr->name, (unsigned long long)vr->v->events,
-			 (unsigned long long)vr->v->heads);
+		         "%s: ok: partial export: %llu events, each proven included in a signed "
+		         "head (%llu signed heads)",
+		         vr->name, (unsigned long long)vr->v->events,
+		         (unsigned long long)vr->v->heads);
 		vr->v->ok = true;
 		return;
 	}
@@ -666,7 +669,8 @@ static void finish(struct verifier *vr, long lines)
 		     "the export ends after %llu events, but the head of size %llu covers more: "
 		     "events %llu..%llu are missing (truncated)",
 		     (unsigned long long)count, (unsigned long long)h->size,
-		     (unsigned long long)count, (unsigned long long)vr->heads[vr->n_heads - 1].size - 1);
+		     (unsigned long long)count,
+		     (unsigned long long)vr->heads[vr->n_heads - 1].size - 1);
 		return;
 	}
 	uint64_t top = vr->heads[vr->n_heads - 1].size;
@@ -680,14 +684,14 @@ static void finish(struct verifier *vr, long lines)
 	}
 	vr->v->ok = true;
 	snprintf(vr->v->message, sizeof(vr->v->message),
-		 "%s: ok: full export: events 0..%lld rebuild the signed root at size %llu "
-		 "(%llu signed heads)",
-		 vr->name, (long long)count - 1, (unsigned long long)count,
-		 (unsigned long long)vr->v->heads);
+	         "%s: ok: full export: events 0..%lld rebuild the signed root at size %llu "
+	         "(%llu signed heads)",
+	         vr->name, (long long)count - 1, (unsigned long long)count,
+	         (unsigned long long)vr->v->heads);
 }
 
 int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDIT_PK_LEN],
-			    struct iso_audit_verdict *v, struct iso_error *err)
+                            struct iso_audit_verdict *v, struct iso_error *err)
 {
 	struct verifier vr = {.name = name ? name : "export", .pk = pk, .v = v, .last_seq = -1};
 	/* Three chunks in turn: one walked in order, one being checked by the
@@ -715,10 +719,9 @@ int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDI
 		 * previous one in order, then help with `cur`. */
 		next = NULL;
 		if (!cur->eof) {
-			next = &ch[0] == cur || &ch[0] == prev ? (&ch[1] == cur || &ch[1] == prev
-								     ? &ch[2]
-								     : &ch[1])
-							       : &ch[0];
+			next = &ch[0] == cur || &ch[0] == prev
+			           ? (&ch[1] == cur || &ch[1] == prev ? &ch[2] : &ch[1])
+			           : &ch[0];
 			r = chunk_fill(&vr, f, next, cur, next_line, err);
 			if (r == 0)
 				next_line += (long)next->n;

@@ -22,7 +22,8 @@ static const char EV_PREFIX[] = "{\"type\":\"event\",\"seq\":";
 static const char EV_LEAF[] = ",\"leaf\":\"";
 static const char EV_EVENT[] = "\",\"event\":";
 static const char EV_INNER_SEQ[] = ",\"seq\":";
-#define LIT(s) (sizeof(s) - 1)
+#define LIT(s)  (sizeof(s) - 1)
+#define HEX_LEN ((size_t)2 * ISO_AUDIT_HASH_LEN)
 
 /* A non-negative integer in canonical decimal ("0" or no leading zero),
  * at most INT64_MAX. Advances *p past it. */
@@ -31,8 +32,8 @@ static bool parse_seq(const char **p, const char *end, int64_t *out)
 	const char *s = *p;
 	uint64_t v = 0;
 
-	if (s >= end || *s < '0' || *s > '9' || (*s == '0' && s + 1 < end && s[1] >= '0' &&
-						 s[1] <= '9'))
+	if (s >= end || *s < '0' || *s > '9' ||
+	    (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
 		return false;
 	for (; s < end && *s >= '0' && *s <= '9'; s++) {
 		if (v > (uint64_t)(INT64_MAX - (*s - '0')) / 10)
@@ -50,7 +51,7 @@ void vline_check(const struct vline *l, struct vres *r)
 	static const uint8_t zero = 0x00;
 	const char *p = l->p, *end = l->p + l->len, *given;
 	uint8_t unused[ISO_AUDIT_HASH_LEN];
-	char hex[2 * ISO_AUDIT_HASH_LEN];
+	char hex[HEX_LEN];
 	crypto_hash_sha256_state st;
 
 	r->kind = VL_OTHER;
@@ -66,14 +67,14 @@ void vline_check(const struct vline *l, struct vres *r)
 		r->status = VS_BAD_SEQ;
 		return;
 	}
-	if ((size_t)(end - p) < LIT(EV_LEAF) + 2 * ISO_AUDIT_HASH_LEN + LIT(EV_EVENT) + 3 ||
+	if ((size_t)(end - p) < LIT(EV_LEAF) + HEX_LEN + LIT(EV_EVENT) + 3 ||
 	    memcmp(p, EV_LEAF, LIT(EV_LEAF)) != 0) {
 		r->status = VS_BAD_LAYOUT;
 		return;
 	}
 	p += LIT(EV_LEAF);
 	given = p;
-	p += 2 * ISO_AUDIT_HASH_LEN;
+	p += HEX_LEN;
 	if (memcmp(p, EV_EVENT, LIT(EV_EVENT)) != 0) {
 		r->status = VS_BAD_LAYOUT;
 		return;
@@ -92,13 +93,14 @@ void vline_check(const struct vline *l, struct vres *r)
 	crypto_hash_sha256_final(&st, r->leaf);
 	/* Compared as text: cheaper than decoding the line's hex, and equal
 	 * text is also proof that it is lowercase hex. */
-	for (int i = 0; i < ISO_AUDIT_HASH_LEN; i++) {
+	for (size_t i = 0; i < ISO_AUDIT_HASH_LEN; i++) {
 		hex[2 * i] = hexd[r->leaf[i] >> 4];
 		hex[2 * i + 1] = hexd[r->leaf[i] & 15];
 	}
 	if (memcmp(hex, given, sizeof(hex)) != 0) {
-		r->status = audit_unhex(given, sizeof(hex), unused, sizeof(unused)) ? VS_LEAF_MISMATCH
-										    : VS_BAD_LEAF;
+		r->status = audit_unhex(given, sizeof(hex), unused, sizeof(unused))
+		                ? VS_LEAF_MISMATCH
+		                : VS_BAD_LEAF;
 		return;
 	}
 	/* The event's own top-level "seq" is the LAST occurrence of ,"seq": in
@@ -135,15 +137,16 @@ void vline_check(const struct vline *l, struct vres *r)
 
 /* Batches come every few milliseconds. A worker that sleeps between them
  * hands its CPU back, and on a virtual machine getting it back can take
- * longer than the batch: so both sides spin briefly (on atomics) before they
- * block on the condition variables, which are only the slow path. */
+ * longer than the batch: so both sides spin briefly (on atomics, yielding
+ * now and then) before they block on the condition variables, which are
+ * only the slow path. */
 struct vpool {
 	pthread_mutex_t mu;
 	pthread_cond_t work, idle;
 	pthread_t th[VPOOL_MAX];
 	int nth;
-	_Atomic uint64_t gen;  /* batch number, bumped by vpool_start */
-	_Atomic int finished;  /* workers done with batch `gen` */
+	_Atomic uint64_t gen; /* batch number, bumped by vpool_start */
+	_Atomic int finished; /* workers done with batch `gen` */
 	_Atomic bool quit;
 	const struct vline *lines; /* published before gen, read after it */
 	struct vres *res;
@@ -181,6 +184,8 @@ static bool spin_until(struct vpool *p, bool (*done)(struct vpool *, uint64_t), 
 			return true;
 		cpu_relax();
 		if ((i & 255) == 0) {
+			/* On a busy machine, let whoever we wait for have the CPU. */
+			sched_yield();
 			uint64_t now = mono_ns();
 			if (!start)
 				start = now;

@@ -7,7 +7,7 @@
 #include "internal.h"
 
 #define DEFAULT_LISTEN    "127.0.0.1:8470"
-#define DEFAULT_PLACEMENT "first-fit"
+#define DEFAULT_PLACEMENT "isostack"
 
 /* HOST:PORT with a DNS name or IPv4 host, or [IPv6]:PORT; port 1..65535. */
 static bool listen_valid(const char *s)

@@ -7,7 +7,6 @@
 
 #include "isoctl/isoctl.h"
 
-int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv); /* called from main.c */
 
 enum { OPT_NODE, OPT_FORMAT, NUM_FLAGS };
 enum format { FMT_TABLE, FMT_JSON, FMT_MIG_PARTED };

@@ -73,6 +73,7 @@ int isoctl_cmd_node(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_gpu(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* offline */
+int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_audit(struct isoctl *ctx, int argc, char **argv);
 
 /* ---- option parsing ---- */

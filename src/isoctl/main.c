@@ -52,7 +52,6 @@ static const char usage[] =
     "Server errors are printed on stderr as\n"
     "  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
 
-int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv); /* cmd_mig.c */
 
 static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 {

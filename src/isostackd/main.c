@@ -43,7 +43,7 @@ static void usage(FILE *out)
 	             "  --listen HOST:PORT   overrides controller.listen (default 127.0.0.1:8470)\n"
 	             "  --tls-cert/--tls-key serve HTTPS (overrides controller.tls)\n"
 	             "  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
-	             "  --placement POLICY   placement policy (default first-fit)\n"
+	             "  --placement POLICY   placement policy (default isostack; also first-fit)\n"
 	             "  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
 	             "  --audit-accept-break start although the audit log fails its check,\n"
 	             "                       recording the break in the log (docs/audit.md)\n"
@@ -210,7 +210,7 @@ int main(int argc, char **argv)
 	    .allow_remote_http = o.allow_remote_http || cc->allow_remote_http,
 	};
 	const char *policy =
-	    o.placement ? o.placement : (cc->placement[0] ? cc->placement : "first-fit");
+	    o.placement ? o.placement : (cc->placement[0] ? cc->placement : "isostack");
 	placer = iso_placer_find(policy);
 	if (!placer) {
 		fprintf(stderr, "isostackd: unknown placement policy \"%s\" (known: %s)\n", policy,

@@ -339,6 +339,9 @@ class TestRbac(ApiTestCase):
                         self.assertEqual(r.body["token_id"], self.tok[role]["id"])
                         if USER.get(role):
                             self.assertEqual(r.body["user"], USER[role])
+                    if path == "/v1/version":
+                        # rbac.yaml names no policy: the daemon's default
+                        self.assertEqual(r.body["placement"], "isostack")
                     if path == "/v1/capacity":
                         self.assertEqual(set(r.body.keys()), harness.CAPACITY_KEYS,
                                          "capacity grew a breakdown: %r" % r)

@@ -67,7 +67,7 @@ static void event_realistic(struct iso_audit_event *e)
 	e->seq = 42;
 	e->time_ms = 1795000000123;
 	e->details = strdup("{\"profile\": \"1g.10gb\", \"gpus\": 2,\n \"nested\": {\"z\": [1, -2, "
-			    "true, false, null], \"a\": \"x\"}, \"empty\": {}, \"list\": []}");
+	                    "true, false, null], \"a\": \"x\"}, \"empty\": {}, \"list\": []}");
 }
 
 static void event_escapes(struct iso_audit_event *e)
@@ -79,13 +79,13 @@ static void event_escapes(struct iso_audit_event *e)
 	SET(e->object_kind, "tenant");
 	SET(e->source, "[::1]:8080");
 	SET(e->reason, "q\" b\\ s/ t\t n\n r\r b\b f\f c\x01 u\x1f d\x7f e\xc3\xa9 "
-		       "euro\xe2\x82\xac smile\xf0\x9f\x98\x80");
+	               "euro\xe2\x82\xac smile\xf0\x9f\x98\x80");
 	e->outcome = ISO_AUDIT_DENIED;
 	e->seq = 7;
 	e->time_ms = -5;
 	e->details = strdup("{\"z\": \"nul\\u0000x\", \"\xc3\xa9\": 1, \"A\": \"upper\", \"e\": 2, "
-			    "\"\\uffff\": \"max bmp\", \"\\ud83d\\ude00\": \"astral\", "
-			    "\"\\u007f\": \"del\"}");
+	                    "\"\\uffff\": \"max bmp\", \"\\ud83d\\ude00\": \"astral\", "
+	                    "\"\\u007f\": \"del\"}");
 }
 
 static void event_extremes(struct iso_audit_event *e)
@@ -99,7 +99,7 @@ static void event_extremes(struct iso_audit_event *e)
 	e->seq = INT64_MAX;
 	e->time_ms = INT64_MAX;
 	e->details = strdup("{\"zero\":0,\"small\":-9223372036854775808,"
-			    "\"big\":9223372036854775807,\"s\":\"\\u2028\\u2029\"}");
+	                    "\"big\":9223372036854775807,\"s\":\"\\u2028\\u2029\"}");
 }
 
 /* Made with: json.dumps(obj, sort_keys=True, separators=(",", ":"),
@@ -213,19 +213,45 @@ static void test_encode_rejects(void **state)
 		if (strcmp(err.field, bad_details[i].field) != 0 ||
 		    !strstr(err.message, bad_details[i].msg))
 			fail_msg("case %zu: field \"%s\" message \"%s\"", i, err.field,
-				 err.message);
+			         err.message);
 		iso_audit_event_clear(&e);
 	}
 
-	event_minimal(&e);
-	SET(e.reason, "cut \xc3");
-	assert_int_equal(iso_audit_event_encode(&e, &out, &len, &err), -EINVAL);
-	assert_string_equal(err.field, "reason");
-	assert_non_null(strstr(err.message, "not valid UTF-8 (byte 4)"));
-	SET(e.reason, "overlong \xc0\xaf");
-	assert_int_equal(iso_audit_event_encode(&e, &out, &len, &err), -EINVAL);
-	SET(e.reason, "surrogate \xed\xa0\x80");
-	assert_int_equal(iso_audit_event_encode(&e, &out, &len, &err), -EINVAL);
+	/* Ill-formed UTF-8 is not refused (no event may be lost to a stray
+	 * byte) but written as U+FFFD per maximal subpart, as Python's
+	 * bytes.decode("utf-8", "replace") does; expected strings from that. */
+	static const struct {
+		const char *in, *want;
+	} bad_utf8[] = {
+	    {"cut \xc3", "\"reason\":\"cut \\ufffd\""},
+	    {"overlong \xc0\xaf", "\"reason\":\"overlong \\ufffd\\ufffd\""},
+	    {"surrogate \xed\xa0\x80", "\"reason\":\"surrogate \\ufffd\\ufffd\\ufffd\""},
+	    {"\xe2\x82"
+	     "A",
+	     "\"reason\":\"\\ufffdA\""},
+	    {"\xf4\x90\x80\x80", "\"reason\":\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+	    {"\xf0\x9f\x98", "\"reason\":\"\\ufffd\""},
+	    {"\xe0\x80\xaf", "\"reason\":\"\\ufffd\\ufffd\\ufffd\""},
+	    {"ok \xc3\xa9 \xff\xfe", "\"reason\":\"ok \\u00e9 \\ufffd\\ufffd\""},
+	    {"\xf0\x9f\x98\x80", "\"reason\":\"\\ud83d\\ude00\""},
+	};
+	for (size_t i = 0; i < sizeof(bad_utf8) / sizeof(bad_utf8[0]); i++) {
+		struct iso_audit_event back;
+		event_minimal(&e);
+		SET(e.reason, bad_utf8[i].in);
+		assert_int_equal(iso_audit_event_encode(&e, &out, &len, &err), 0);
+		if (!strstr(out, bad_utf8[i].want))
+			fail_msg("case %zu: %s", i, out);
+		/* What is recorded is the replaced text, and that round-trips. */
+		assert_int_equal(iso_audit_event_decode(out, len, &back, &err), 0);
+		char *again = NULL;
+		size_t again_len = 0;
+		assert_int_equal(iso_audit_event_encode(&back, &again, &again_len, &err), 0);
+		assert_string_equal(again, out);
+		free(again);
+		free(out);
+		iso_audit_event_clear(&back);
+	}
 	SET(e.reason, "");
 
 	e.outcome = (enum iso_audit_outcome)3;
@@ -249,11 +275,10 @@ static char *variant(const char *s, const char *from, const char *to)
 	char *out;
 
 	assert_non_null(at);
-	out = malloc(strlen(s) - strlen(from) + strlen(to) + 1);
+	size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+	out = malloc(n);
 	assert_non_null(out);
-	memcpy(out, s, (size_t)(at - s));
-	strcpy(out + (at - s), to);
-	strcat(out, at + strlen(from));
+	snprintf(out, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
 	return out;
 }
 
@@ -297,10 +322,10 @@ static void test_decode_rejects(void **state)
 	     "must not contain U+0000"},
 	    {1, "\"time\":1795000000123}", "\"time\":1795000000123}\n", "canonical"},
 	    {1, "\"time\":1795000000123}", "\"time\":1795000000123}{}", "not JSON"},
-	    {2, "\\u00e9 euro", "\\u00E9 euro", "canonical"},      /* uppercase hex */
-	    {2, "\\u00e9 euro", "\xc3\xa9 euro", "canonical"},     /* raw UTF-8 */
-	    {2, " t\\t n", " t\\u0009 n", "canonical"},           /* long form of \t */
-	    {2, " s/ t", " s\\u002f t", "canonical"},             /* escaped "/" */
+	    {2, "\\u00e9 euro", "\\u00E9 euro", "canonical"},  /* uppercase hex */
+	    {2, "\\u00e9 euro", "\xc3\xa9 euro", "canonical"}, /* raw UTF-8 */
+	    {2, " t\\t n", " t\\u0009 n", "canonical"},        /* long form of \t */
+	    {2, " s/ t", " s\\u002f t", "canonical"},          /* escaped "/" */
 	    {2, "\"A\":\"upper\",\"e\":2,", "\"e\":2,\"A\":\"upper\",", "canonical"},
 	    {2, "\\ud83d\\ude00\":\"astral\"", "\\ud83d\":\"astral\"", "not JSON"}, /* lone */
 	};
@@ -314,14 +339,15 @@ static void test_decode_rejects(void **state)
 		int r = iso_audit_event_decode(bad, strlen(bad), &e, &err);
 		if (r != -EINVAL || !strstr(err.message, cases[i].msg))
 			fail_msg("case %zu: r=%d message \"%s\", wanted \"%s\"", i, r, err.message,
-				 cases[i].msg);
+			         cases[i].msg);
 		assert_null(e.details); /* nothing left behind */
 		free(bad);
 	}
 	/* A long field is refused with its name, not truncated. */
-	char *longer = variant(real, "\"tenant\":\"acme\",\"token\"",
-			       "\"tenant\":\"acmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacme"
-			       "acmeacme\",\"token\"");
+	char *longer =
+	    variant(real, "\"tenant\":\"acme\",\"token\"",
+	            "\"tenant\":\"acmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacmeacme"
+	            "acmeacme\",\"token\"");
 	assert_int_equal(iso_audit_event_decode(longer, strlen(longer), &e, &err), -EINVAL);
 	assert_string_equal(err.field, "actor.tenant");
 	assert_non_null(strstr(err.message, "at most 63"));
@@ -335,9 +361,8 @@ static void test_decode_rejects(void **state)
 	free(nul);
 	/* The golden strings themselves decode. */
 	for (size_t i = 0; i < sizeof(golden) / sizeof(golden[0]); i++) {
-		assert_int_equal(iso_audit_event_decode(golden[i].want, strlen(golden[i].want), &e,
-							&err),
-				 0);
+		assert_int_equal(
+		    iso_audit_event_decode(golden[i].want, strlen(golden[i].want), &e, &err), 0);
 		iso_audit_event_clear(&e);
 	}
 }
@@ -347,9 +372,14 @@ static void test_decode_rejects(void **state)
 /* certificate-transparency merkle_tree_test.cc / transparency-dev testonly. */
 static const struct {
 	const char *hex;
-} ct_inputs[8] = {{""},     {"00"},       {"10"},
-		  {"2021"}, {"3031"},     {"40414243"},
-		  {"5051525354555657"}, {"606162636465666768696a6b6c6d6e6f"}};
+} ct_inputs[8] = {{""},
+                  {"00"},
+                  {"10"},
+                  {"2021"},
+                  {"3031"},
+                  {"40414243"},
+                  {"5051525354555657"},
+                  {"606162636465666768696a6b6c6d6e6f"}};
 static const char *const ct_roots[8] = {
     "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
     "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
@@ -371,15 +401,24 @@ static const struct {
     {0, 2, 1, {"96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7"}},
     {1, 2, 1, {"6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"}},
     {2, 3, 1, {"fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125"}},
-    {1, 5, 3, {"6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
-	       "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-	       "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"}},
-    {0, 8, 3, {"96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
-	       "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-	       "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"}},
-    {5, 8, 3, {"bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
-	       "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
-	       "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"}},
+    {1,
+     5,
+     3,
+     {"6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+      "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+      "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"}},
+    {0,
+     8,
+     3,
+     {"96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+      "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+      "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"}},
+    {5,
+     8,
+     3,
+     {"bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+      "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
+      "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"}},
 };
 
 static const struct {
@@ -388,17 +427,29 @@ static const struct {
 	const char *proof[3];
 } ct_consistency[] = {
     {1, 1, 0, {NULL}},
-    {1, 8, 3, {"96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
-	       "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-	       "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"}},
-    {6, 8, 3, {"0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
-	       "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
-	       "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"}},
-    {2, 5, 2, {"5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-	       "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"}},
-    {6, 7, 3, {"0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
-	       "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
-	       "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"}},
+    {1,
+     8,
+     3,
+     {"96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+      "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+      "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"}},
+    {6,
+     8,
+     3,
+     {"0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+      "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
+      "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"}},
+    {2,
+     5,
+     2,
+     {"5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+      "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"}},
+    {6,
+     7,
+     3,
+     {"0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+      "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
+      "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"}},
 };
 
 static void ct_tree(struct iso_merkle **m, hash_t leaves[8])
@@ -456,9 +507,8 @@ static void test_merkle_vectors(void **state)
 	iso_merkle_free(inc);
 
 	for (size_t t = 0; t < sizeof(ct_paths) / sizeof(ct_paths[0]); t++) {
-		assert_int_equal(iso_merkle_inclusion(m, ct_paths[t].index, ct_paths[t].size, proof,
-						      &n),
-				 0);
+		assert_int_equal(
+		    iso_merkle_inclusion(m, ct_paths[t].index, ct_paths[t].size, proof, &n), 0);
 		assert_int_equal(n, ct_paths[t].n);
 		for (int i = 0; i < n; i++) {
 			unhex(ct_paths[t].proof[i], want[i], sizeof(want[i]));
@@ -466,14 +516,14 @@ static void test_merkle_vectors(void **state)
 		}
 		unhex(ct_roots[ct_paths[t].size - 1], root, sizeof(root));
 		assert_true(iso_merkle_verify_inclusion(ct_paths[t].index, ct_paths[t].size,
-							leaves[ct_paths[t].index],
-							(const uint8_t(*)[32])want, n, root));
+		                                        leaves[ct_paths[t].index],
+		                                        (const uint8_t(*)[32])want, n, root));
 	}
 	for (size_t t = 0; t < sizeof(ct_consistency) / sizeof(ct_consistency[0]); t++) {
 		hash_t r1, r2;
 		assert_int_equal(iso_merkle_consistency(m, ct_consistency[t].from,
-							ct_consistency[t].to, proof, &n),
-				 0);
+		                                        ct_consistency[t].to, proof, &n),
+		                 0);
 		assert_int_equal(n, ct_consistency[t].n);
 		for (int i = 0; i < n; i++) {
 			unhex(ct_consistency[t].proof[i], want[i], sizeof(want[i]));
@@ -482,12 +532,12 @@ static void test_merkle_vectors(void **state)
 		unhex(ct_roots[ct_consistency[t].from - 1], r1, sizeof(r1));
 		unhex(ct_roots[ct_consistency[t].to - 1], r2, sizeof(r2));
 		assert_true(iso_merkle_verify_consistency(ct_consistency[t].from,
-							  ct_consistency[t].to, r1, r2,
-							  (const uint8_t(*)[32])want, n));
+		                                          ct_consistency[t].to, r1, r2,
+		                                          (const uint8_t(*)[32])want, n));
 		if (n > 0) /* swapped roots */
 			assert_false(iso_merkle_verify_consistency(ct_consistency[t].from,
-								   ct_consistency[t].to, r2, r1,
-								   (const uint8_t(*)[32])want, n));
+			                                           ct_consistency[t].to, r2, r1,
+			                                           (const uint8_t(*)[32])want, n));
 	}
 	iso_merkle_free(m);
 }
@@ -525,12 +575,12 @@ static void test_merkle_verify_edges(void **state)
 	assert_false(iso_merkle_verify_consistency(1, 2, a, b, NULL, 0));
 	assert_false(iso_merkle_verify_consistency(0, 0, empty, b, NULL, 0));
 	assert_false(iso_merkle_verify_consistency(1, 1, empty, b, NULL, 0));
-	assert_false(iso_merkle_verify_consistency(0, 0, empty, empty, (const uint8_t(*)[32])one,
-						   1));
-	assert_false(iso_merkle_verify_consistency(0, 1, empty, empty, (const uint8_t(*)[32])one,
-						   1));
-	assert_false(iso_merkle_verify_consistency(1, 1, empty, empty, (const uint8_t(*)[32])one,
-						   1));
+	assert_false(
+	    iso_merkle_verify_consistency(0, 0, empty, empty, (const uint8_t(*)[32])one, 1));
+	assert_false(
+	    iso_merkle_verify_consistency(0, 1, empty, empty, (const uint8_t(*)[32])one, 1));
+	assert_false(
+	    iso_merkle_verify_consistency(1, 1, empty, empty, (const uint8_t(*)[32])one, 1));
 }
 
 /* RFC 6962 2.1 transcribed as written: the reference the tree is checked
@@ -594,7 +644,7 @@ static void ref_subproof(hash_t *d, uint64_t m, uint64_t n, bool b, hash_t *out,
 /* Flips one bit at a time (all 256 for small trees, one in each byte for the
  * rest) in every element: each altered proof must fail. */
 static void flip_each(hash_t *proof, int n, uint64_t size, bool (*check)(void *, hash_t *, int),
-		      void *arg)
+                      void *arg)
 {
 	for (int i = 0; i < n; i++)
 		for (int bit = 0; bit < 256; bit++) {
@@ -603,8 +653,8 @@ static void flip_each(hash_t *proof, int n, uint64_t size, bool (*check)(void *,
 			proof[i][bit / 8] ^= (uint8_t)(1u << (bit % 8));
 			if (check(arg, proof, n))
 				fail_msg("a proof of size %llu verified with bit %d of element %d "
-					 "flipped",
-					 (unsigned long long)size, bit, i);
+				         "flipped",
+				         (unsigned long long)size, bit, i);
 			proof[i][bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		}
 }
@@ -617,7 +667,7 @@ static bool check_incl(void *arg, hash_t *proof, int n)
 {
 	struct incl_args *a = arg;
 	return iso_merkle_verify_inclusion(a->index, a->size, a->leaf, (const uint8_t(*)[32])proof,
-					   n, a->root);
+	                                   n, a->root);
 }
 struct cons_args {
 	uint64_t from, to;
@@ -627,7 +677,7 @@ static bool check_cons(void *arg, hash_t *proof, int n)
 {
 	struct cons_args *a = arg;
 	return iso_merkle_verify_consistency(a->from, a->to, a->r1, a->r2,
-					     (const uint8_t(*)[32])proof, n);
+	                                     (const uint8_t(*)[32])proof, n);
 }
 
 #define REF_MAX 70
@@ -658,9 +708,8 @@ static void test_merkle_reference(void **state)
 			assert_int_equal(iso_merkle_inclusion(m, i, s, proof, &n), 0);
 			assert_int_equal(n, wn);
 			assert_memory_equal(proof, want, (size_t)n * sizeof(hash_t));
-			assert_true(iso_merkle_verify_inclusion(i, s, d[i],
-								(const uint8_t(*)[32])proof, n,
-								roots[s]));
+			assert_true(iso_merkle_verify_inclusion(
+			    i, s, d[i], (const uint8_t(*)[32])proof, n, roots[s]));
 			/* Wrong index, size, leaf or root. */
 			if (i > 0)
 				assert_false(iso_merkle_verify_inclusion(
@@ -668,12 +717,10 @@ static void test_merkle_reference(void **state)
 			if (i + 1 < s)
 				assert_false(iso_merkle_verify_inclusion(
 				    i + 1, s, d[i], (const uint8_t(*)[32])proof, n, roots[s]));
-			assert_false(iso_merkle_verify_inclusion(i, s * 2, d[i],
-								 (const uint8_t(*)[32])proof, n,
-								 roots[s]));
-			assert_false(iso_merkle_verify_inclusion(i, s, d[(i + 1) % REF_MAX],
-								 (const uint8_t(*)[32])proof, n,
-								 roots[s]));
+			assert_false(iso_merkle_verify_inclusion(
+			    i, s * 2, d[i], (const uint8_t(*)[32])proof, n, roots[s]));
+			assert_false(iso_merkle_verify_inclusion(
+			    i, s, d[(i + 1) % REF_MAX], (const uint8_t(*)[32])proof, n, roots[s]));
 			if (n > 0)
 				assert_false(iso_merkle_verify_inclusion(
 				    i, s, d[i], (const uint8_t(*)[32])proof, n - 1, roots[s]));
@@ -688,19 +735,19 @@ static void test_merkle_reference(void **state)
 			assert_int_equal(n, wn);
 			assert_memory_equal(proof, want, (size_t)n * sizeof(hash_t));
 			assert_true(iso_merkle_verify_consistency(f, s, roots[f], roots[s],
-								  (const uint8_t(*)[32])proof, n));
+			                                          (const uint8_t(*)[32])proof, n));
 			if (n == 0)
 				continue;
 			assert_false(iso_merkle_verify_consistency(f, s, roots[s], roots[f],
-								   (const uint8_t(*)[32])proof, n));
+			                                           (const uint8_t(*)[32])proof, n));
 			assert_false(iso_merkle_verify_consistency(f - 1, s, roots[f], roots[s],
-								   (const uint8_t(*)[32])proof, n));
+			                                           (const uint8_t(*)[32])proof, n));
 			/* (A larger size of the same shape would verify: the roots
 			 * are what a head's signature binds to its size.) */
 			assert_false(iso_merkle_verify_consistency(f, s * 2, roots[f], roots[s],
-								   (const uint8_t(*)[32])proof, n));
-			assert_false(iso_merkle_verify_consistency(f, s, roots[f], roots[s],
-								   (const uint8_t(*)[32])proof, n - 1));
+			                                           (const uint8_t(*)[32])proof, n));
+			assert_false(iso_merkle_verify_consistency(
+			    f, s, roots[f], roots[s], (const uint8_t(*)[32])proof, n - 1));
 			struct cons_args a = {f, s, roots[f], roots[s]};
 			flip_each(proof, n, s, check_cons, &a);
 		}
@@ -785,9 +832,8 @@ static void test_head_sign_verify(void **state)
 	/* The signature is over exactly the documented text. */
 	sodium_bin2hex(hex, sizeof(hex), h.root, sizeof(h.root));
 	snprintf(msg, sizeof(msg), "isostack-audit-head-v1\n1234\n%s\n1795000000123\n", hex);
-	assert_int_equal(crypto_sign_verify_detached(h.sig, (const unsigned char *)msg, strlen(msg),
-						     k.pk),
-			 0);
+	assert_int_equal(
+	    crypto_sign_verify_detached(h.sig, (const unsigned char *)msg, strlen(msg), k.pk), 0);
 	/* Any change breaks it. */
 	t = h, t.size++;
 	assert_false(iso_audit_head_verify(&t, k.pk));
@@ -876,8 +922,9 @@ static void test_key_files(void **state)
 	assert_int_equal(st.st_size, 89); /* 88 base64 characters and a newline */
 	assert_int_equal(stat(pub, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
-	iso_audit_pubkey_format(k.pk, line, sizeof(line));
-	strcat(line, "\n");
+	iso_audit_pubkey_format(k.pk, line, sizeof(line) - 1);
+	line[strlen(line) + 1] = '\0';
+	line[strlen(line)] = '\n';
 	assert_string_equal(read_text(pub), line);
 	assert_int_equal(iso_audit_pubkey_read(pub, pk, &err), 0);
 	assert_memory_equal(pk, k.pk, sizeof(pk));
@@ -904,8 +951,9 @@ static void test_key_files(void **state)
 	struct iso_audit_key other;
 	char other_line[80];
 	crypto_sign_keypair(other.pk, other.sk);
-	iso_audit_pubkey_format(other.pk, other_line, sizeof(other_line));
-	strcat(other_line, "\n");
+	iso_audit_pubkey_format(other.pk, other_line, sizeof(other_line) - 1);
+	other_line[strlen(other_line) + 1] = '\0';
+	other_line[strlen(other_line)] = '\n';
 	write_text(pub, other_line, 0644);
 	assert_int_equal(iso_audit_key_load_or_create(t.path, &again, &created, &err), -EINVAL);
 	assert_non_null(strstr(err.message, "is not the public half"));
@@ -921,7 +969,7 @@ static void test_key_files(void **state)
 		assert_int_equal(chmod(key, loose[i]), 0);
 		memset(&err, 0, sizeof(err));
 		assert_int_equal(iso_audit_key_load_or_create(t.path, &again, &created, &err),
-				 -EPERM);
+		                 -EPERM);
 		assert_non_null(strstr(err.message, key));
 		assert_non_null(strstr(err.message, "chmod 600"));
 	}
@@ -1060,7 +1108,7 @@ static void make_event(struct iso_audit_event *e, int64_t seq, const char *actio
 	 * top-level one */
 	char d[96];
 	snprintf(d, sizeof(d), "{\"gpus\":%lld,\"inner\":{\"a\":1,\"seq\":%lld},\"x\":\"/\\\"\"}",
-		 (long long)(seq % 8), (long long)(seq + 1000));
+	         (long long)seq % 8, (long long)seq + 1000);
 	e->details = strdup(d);
 }
 
@@ -1189,7 +1237,8 @@ static int write_head(FILE *f, void *arg)
 	return iso_audit_export_head(f, arg);
 }
 
-static struct iso_audit_verdict verify_lines(const struct lines *ls, const uint8_t *pk, bool newline)
+static struct iso_audit_verdict verify_lines(const struct lines *ls, const uint8_t *pk,
+                                             bool newline)
 {
 	struct iso_audit_verdict v;
 	struct iso_error err = {0};
@@ -1207,14 +1256,14 @@ static struct iso_audit_verdict verify_lines(const struct lines *ls, const uint8
 #define VERIFY(ls, pk) verify_lines((ls), (pk), true)
 
 static void expect_bad(const struct iso_audit_verdict *v, int64_t first_bad, long line,
-		       const char *msg)
+                       const char *msg)
 {
 	if (v->ok || v->first_bad != first_bad || (line && v->bad_line != line) ||
 	    !strstr(v->message, msg))
 		fail_msg("verdict ok=%d first_bad=%lld line=%ld \"%s\"; wanted first_bad=%lld "
-			 "line=%ld \"%s\"",
-			 v->ok, (long long)v->first_bad, v->bad_line, v->message,
-			 (long long)first_bad, line, msg);
+		         "line=%ld \"%s\"",
+		         v->ok, (long long)v->first_bad, v->bad_line, v->message,
+		         (long long)first_bad, line, msg);
 }
 
 static void test_export_layout(void **state)
@@ -1246,16 +1295,16 @@ static void test_export_layout(void **state)
 	const char *b0 = "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b";
 	char zero_sig[89]; /* base64 of 64 zero bytes: 86 'A' and "==" */
 	memset(zero_sig, 'A', 86);
-	strcpy(zero_sig + 86, "==");
+	memcpy(zero_sig + 86, "==", 3);
 	char want[1200];
 	snprintf(want, sizeof(want),
-		 "{\"type\":\"head\",\"size\":3,\"root\":\"%s\",\"time\":-7,\"signature\":\"%s\"}\n"
-		 "{\"type\":\"event\",\"seq\":2,\"leaf\":\"%s\",\"event\":{\"a\":1}}\n"
-		 "{\"type\":\"inclusion\",\"seq\":2,\"size\":3,\"proof\":[\"%s\",\"%s\"]}\n"
-		 "{\"type\":\"consistency\",\"from\":1,\"to\":3,\"proof\":[\"%s\"]}\n"
-		 "{\"type\":\"consistency\",\"from\":3,\"to\":3,\"proof\":[]}\n",
-		 "1111111111111111111111111111111111111111111111111111111111111111", zero_sig,
-		 a0, a0, b0, a0);
+	         "{\"type\":\"head\",\"size\":3,\"root\":\"%s\",\"time\":-7,\"signature\":\"%s\"}\n"
+	         "{\"type\":\"event\",\"seq\":2,\"leaf\":\"%s\",\"event\":{\"a\":1}}\n"
+	         "{\"type\":\"inclusion\",\"seq\":2,\"size\":3,\"proof\":[\"%s\",\"%s\"]}\n"
+	         "{\"type\":\"consistency\",\"from\":1,\"to\":3,\"proof\":[\"%s\"]}\n"
+	         "{\"type\":\"consistency\",\"from\":3,\"to\":3,\"proof\":[]}\n",
+	         "1111111111111111111111111111111111111111111111111111111111111111", zero_sig, a0,
+	         a0, b0, a0);
 	assert_string_equal(text, want);
 	free(text);
 }
@@ -1290,7 +1339,8 @@ static void test_verify_full_ok(void **state)
 	FILE *f = open_memstream(&text, &size);
 	assert_int_equal(iso_audit_export_consistency(f, 5, 30, (const uint8_t(*)[32])proof, n), 0);
 	assert_int_equal(iso_merkle_consistency(l.tree, 10, 20, proof, &n), 0);
-	assert_int_equal(iso_audit_export_consistency(f, 10, 20, (const uint8_t(*)[32])proof, n), 0);
+	assert_int_equal(iso_audit_export_consistency(f, 10, 20, (const uint8_t(*)[32])proof, n),
+	                 0);
 	assert_int_equal(iso_audit_export_consistency(f, 0, 20, NULL, 0), 0);
 	fclose(f);
 	struct lines extra;
@@ -1356,8 +1406,8 @@ static void test_verify_partial_ok_and_bad_proofs(void **state)
 		assert_int_equal(iso_merkle_inclusion(l.tree, (uint64_t)s, against, proof, &n), 0);
 		assert_int_equal(iso_audit_export_event(f, s, l.leaf[s], l.ev[s], l.len[s]), 0);
 		assert_int_equal(iso_audit_export_inclusion(f, (uint64_t)s, against,
-							    (const uint8_t(*)[32])proof, n),
-				 0);
+		                                            (const uint8_t(*)[32])proof, n),
+		                 0);
 	}
 	fclose(f);
 	lines_from(&ls, text);
@@ -1428,7 +1478,7 @@ static void test_tamper_modify_event(void **state)
 	struct lines ls = full_export(&l, three_heads);
 	/* One byte of event 17's canonical bytes. */
 	lines_replace(&ls, EV_LINE(17), "\"action\":\"allocation.place\"",
-		      "\"action\":\"allocation.plack\"");
+	              "\"action\":\"allocation.plack\"");
 	struct iso_audit_verdict v = VERIFY(&ls, l.key.pk);
 	expect_bad(&v, 17, EV_LINE(17) + 1, "event 17 does not hash to its leaf");
 	lines_free(&ls);
@@ -1729,7 +1779,7 @@ static void test_malformed_lines(void **state)
 		if (v.ok || v.first_bad != cases[i].first_bad || v.bad_line != cases[i].at + 1 ||
 		    !strstr(v.message, cases[i].msg) || !strstr(v.message, "x.jsonl: line "))
 			fail_msg("case %zu: ok=%d first_bad=%lld line=%ld \"%s\"", i, v.ok,
-				 (long long)v.first_bad, v.bad_line, v.message);
+			         (long long)v.first_bad, v.bad_line, v.message);
 		lines_free(&ls);
 	}
 	/* A leaf that is not 64 lowercase hex digits. */

@@ -110,7 +110,7 @@ static void test_example_cluster(void **state)
 	assert_string_equal(inv->cluster_name, "demo");
 	assert_non_null(strstr(inv->path, "examples/cluster.yaml"));
 	assert_string_equal(inv->controller.listen, "127.0.0.1:8470");
-	assert_string_equal(inv->controller.placement, "first-fit");
+	assert_string_equal(inv->controller.placement, "isostack");
 	assert_false(inv->controller.allow_remote_http);
 	assert_string_equal(inv->controller.tls_cert, "");
 
@@ -221,7 +221,7 @@ static void test_minimal_defaults(void **state)
 	assert_int_equal(inv->fabric.pkey_max, 0x7ffe);
 	assert_int_equal(inv->fabric.n_services, 0);
 	assert_string_equal(inv->controller.listen, "127.0.0.1:8470");
-	assert_string_equal(inv->controller.placement, "first-fit");
+	assert_string_equal(inv->controller.placement, "isostack");
 	assert_int_equal(inv->nodes[0].n_gpus, 0);
 	assert_null(inv->nodes[0].gpus);
 	assert_int_equal(inv->nodes[0].memory_mib, 16 * 1024);
