@@ -205,116 +205,52 @@ static bool fit_member(struct search *s, int ni, int k)
 	return true;
 }
 
-static int no_fit(const struct iso_placer_scorer *sc, const struct iso_allocation *a, int k,
-                  int want, struct iso_error *err)
+/* The scored policies' choice: the node whose member fits at the lowest
+ * total score (the first that fits when first_wins). */
+static int scored_choose(void *ctx, struct iso_cluster_state *cs, const struct iso_allocation *a,
+                         int k, struct iso_slot *out)
 {
-	const struct iso_shape *s = &a->shape;
+	struct search *s = ctx;
+	const int gpus = a->shape.gpu_count;
+	double best = INFINITY;
+	int best_node = -1;
 
-	return iso_error_set(err, ISO_E_NO_CAPACITY, NULL,
-	                     "member %d of %d does not fit (%s): no schedulable node%s%s has %d "
-	                     "cpus, %lld MiB memory and %d %s%s free",
-	                     k, want, sc->policy ? sc->policy : "scored",
-	                     s->pool[0] ? " in pool " : "", s->pool, s->cpus,
-	                     (long long)s->memory_mib, s->gpu_count,
-	                     s->whole ? "whole GPU" : (s->gpu_count ? s->profile : "GPU"),
-	                     s->gpu_count == 1 ? "" : "s");
+	for (int i = 0; i < cs->inv->n_nodes; i++) {
+		if (!fit_member(s, i, k))
+			continue;
+		if (best_node >= 0 && !(s->total < best))
+			continue;
+		best = s->total;
+		best_node = i;
+		if (gpus)
+			memcpy(out, s->slots, (size_t)gpus * sizeof(*out));
+		if (s->sc->first_wins)
+			break;
+	}
+	return best_node;
 }
 
 int iso_placer_place_scored(const struct iso_placer_scorer *sc, struct iso_cluster_state *cs,
                             struct iso_allocation *a, int want, struct iso_error *err)
 {
-	const struct iso_shape *shape = &a->shape;
-	const int old_members = a->n_members, old_slots = a->n_slots;
-	struct iso_allocation tmp = *a;
 	_cleanup_free_ int *order = NULL;
 	_cleanup_free_ struct iso_gpu_occupancy *scratch = NULL;
 	_cleanup_free_ struct iso_slot *cand = NULL;
 	struct search s = {.sc = sc, .cs = cs, .a = a};
-	int max_gpus = 1, r = 0;
-	size_t n_slots_max;
+	int max_gpus = 1;
 
-	if (want < old_members || old_members < 0 || old_slots < 0)
-		return iso_error_set(err, ISO_E_INVALID, "members",
-		                     "cannot place %d members: %d already placed", want,
-		                     old_members);
-	if (shape->gpu_count < 0 || shape->gpu_count > PLACE_GPU_COUNT_MAX || shape->cpus < 0 ||
-	    shape->memory_mib < 0)
+	if (a->shape.gpu_count < 0 || a->shape.gpu_count > PLACE_GPU_COUNT_MAX)
 		return iso_error_set(err, ISO_E_INVALID, NULL, "invalid shape");
-	if (want == old_members)
-		return 0;
-
 	for (int i = 0; i < cs->inv->n_nodes; i++)
 		if (cs->inv->nodes[i].n_gpus > max_gpus)
 			max_gpus = cs->inv->nodes[i].n_gpus;
-	n_slots_max = (size_t)old_slots + (size_t)(want - old_members) * (size_t)shape->gpu_count;
-	if (n_slots_max > INT32_MAX)
-		return iso_error_set(err, ISO_E_INVALID, "members", "too many GPUs requested");
 	s.order = order = calloc((size_t)max_gpus, sizeof(*order));
 	s.scratch = scratch = calloc((size_t)max_gpus, sizeof(*scratch));
-	s.slots = cand = calloc((size_t)shape->gpu_count + 1, sizeof(*cand));
-	tmp.placed = calloc((size_t)want, sizeof(*tmp.placed));
-	tmp.slots = calloc(n_slots_max ? n_slots_max : 1, sizeof(*tmp.slots));
-	if (!order || !scratch || !cand || !tmp.placed || !tmp.slots) {
-		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-		goto fail;
-	}
-	if (old_members)
-		memcpy(tmp.placed, a->placed, (size_t)old_members * sizeof(*tmp.placed));
-	if (old_slots)
-		memcpy(tmp.slots, a->slots, (size_t)old_slots * sizeof(*tmp.slots));
-
-	for (int k = old_members; k < want; k++) {
-		double best = INFINITY;
-		int best_node = -1;
-
-		for (int i = 0; i < cs->inv->n_nodes; i++) {
-			if (!fit_member(&s, i, k))
-				continue;
-			if (best_node >= 0 && !(s.total < best))
-				continue;
-			best = s.total;
-			best_node = i;
-			if (shape->gpu_count)
-				memcpy(&tmp.slots[tmp.n_slots], cand,
-				       (size_t)shape->gpu_count * sizeof(*cand));
-			if (sc->first_wins)
-				break;
-		}
-		if (best_node < 0) {
-			r = no_fit(sc, a, k, want, err);
-			goto fail;
-		}
-		tmp.placed[k].index = k;
-		iso_strlcpy(tmp.placed[k].node, cs->inv->nodes[best_node].name,
-		            sizeof(tmp.placed[k].node));
-		tmp.n_members = k + 1;
-		tmp.n_slots += shape->gpu_count;
-		r = iso_cluster_state_take_members(cs, &tmp, k, err);
-		if (r < 0) {
-			/* The search and take disagree: a bug, not lack of room. */
-			tmp.n_members = k;
-			tmp.n_slots -= shape->gpu_count;
-			iso_log(ISO_LOG_ERR, "sched.take_failed", "policy=%s alloc=%s node=%s",
-			        sc->policy ? sc->policy : "scored", a->id,
-			        cs->inv->nodes[best_node].name);
-			goto fail;
-		}
-	}
-
-	free(a->placed);
-	free(a->slots);
-	a->placed = tmp.placed;
-	a->slots = tmp.slots;
-	a->n_members = tmp.n_members;
-	a->n_slots = tmp.n_slots;
-	return 0;
-
-fail:
-	if (tmp.n_members > old_members)
-		iso_cluster_state_give_members(cs, &tmp, old_members);
-	free(tmp.placed);
-	free(tmp.slots);
-	return r;
+	s.slots = cand = calloc((size_t)a->shape.gpu_count + 1, sizeof(*cand));
+	if (!order || !scratch || !cand)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	/* The shared frame checks the request and keeps it all or nothing. */
+	return iso_sched_place(cs, a, want, scored_choose, &s, err);
 }
 
 /* ---- best-fit ---- */

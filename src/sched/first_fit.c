@@ -81,8 +81,8 @@ static bool fit_member(const struct iso_cluster_state *cs, int ni, const struct 
 	return n == shape->gpu_count;
 }
 
-int iso_sched_first_fit_choose(struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
-                               struct iso_slot *out)
+int iso_sched_first_fit_choose(void *ctx, struct iso_cluster_state *cs,
+                               const struct iso_allocation *a, int k, struct iso_slot *out)
 {
 	int order[FF_GPUS_MAX];
 
@@ -98,7 +98,7 @@ int iso_sched_first_fit_choose(struct iso_cluster_state *cs, const struct iso_al
 static int place(const struct iso_placer *self, struct iso_cluster_state *cs,
                  struct iso_allocation *a, int want, struct iso_error *err)
 {
-	return iso_sched_place(cs, a, want, iso_sched_first_fit_choose, err);
+	return iso_sched_place(cs, a, want, iso_sched_first_fit_choose, NULL, err);
 }
 
 const struct iso_placer iso_placer_first_fit = {.name = "first-fit", .place = place};

@@ -37,18 +37,19 @@ static inline const struct iso_mig_profile *iso_sched_gpu_profile(const struct i
 /* A policy's choice for member k of `a` (its shape, its tenant): writes
  * a->shape.gpu_count slots to `out` (member = k) and returns the node index,
  * or -1 when no node can hold the member now. It must not change `cs`
- * except through the private index's scratch state. */
-typedef int (*iso_sched_choose_fn)(struct iso_cluster_state *cs, const struct iso_allocation *a,
-                                   int k, struct iso_slot *out);
+ * except through the private index's scratch state. `ctx` is the policy's
+ * own search state, passed through by iso_sched_place. */
+typedef int (*iso_sched_choose_fn)(void *ctx, struct iso_cluster_state *cs,
+                                   const struct iso_allocation *a, int k, struct iso_slot *out);
 
 /* Places members [a->n_members, want) one at a time with `choose`, taking
  * each in `cs` before choosing the next; all or nothing (see struct
  * iso_placer). */
 int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
-                    iso_sched_choose_fn choose, struct iso_error *err);
+                    iso_sched_choose_fn choose, void *ctx, struct iso_error *err);
 
 /* First-fit's choice (first_fit.c): nodes in inventory order. */
-int iso_sched_first_fit_choose(struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
-                               struct iso_slot *out);
+int iso_sched_first_fit_choose(void *ctx, struct iso_cluster_state *cs,
+                               const struct iso_allocation *a, int k, struct iso_slot *out);
 
 #endif

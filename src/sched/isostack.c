@@ -497,7 +497,7 @@ static void pool_order(struct req *q)
 	q->n_pools = n;
 }
 
-static int choose(struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
+static int choose(void *ctx, struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
                   struct iso_slot *out)
 {
 	struct iso_sched_index *ix = cs->index;
@@ -505,7 +505,7 @@ static int choose(struct iso_cluster_state *cs, const struct iso_allocation *a, 
 	int n;
 
 	if (!ix || eng_prepare(ix) < 0)
-		return iso_sched_first_fit_choose(cs, a, k, out);
+		return iso_sched_first_fit_choose(ctx, cs, a, k, out);
 	ix->decisions++;
 	eng_record(ix, q.shape);
 	eng_refresh(ix, false);
@@ -530,7 +530,7 @@ static int choose(struct iso_cluster_state *cs, const struct iso_allocation *a, 
 static int place(const struct iso_placer *self, struct iso_cluster_state *cs,
                  struct iso_allocation *a, int want, struct iso_error *err)
 {
-	return iso_sched_place(cs, a, want, choose, err);
+	return iso_sched_place(cs, a, want, choose, NULL, err);
 }
 
 const struct iso_placer iso_placer_isostack = {.name = "isostack", .place = place};

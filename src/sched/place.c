@@ -31,7 +31,7 @@ static int no_fit(const struct iso_allocation *a, int k, int want, struct iso_er
 }
 
 int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
-                    iso_sched_choose_fn choose, struct iso_error *err)
+                    iso_sched_choose_fn choose, void *ctx, struct iso_error *err)
 {
 	const struct iso_shape *shape = &a->shape;
 	const int old_members = a->n_members, old_slots = a->n_slots;
@@ -64,7 +64,7 @@ int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int 
 		memcpy(tmp.slots, a->slots, (size_t)old_slots * sizeof(*tmp.slots));
 
 	for (int k = old_members; k < want; k++) {
-		int ni = choose(cs, a, k, &tmp.slots[tmp.n_slots]);
+		int ni = choose(ctx, cs, a, k, &tmp.slots[tmp.n_slots]);
 
 		if (ni < 0) {
 			r = no_fit(a, k, want, err);
