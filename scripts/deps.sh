@@ -1,17 +1,21 @@
 #!/bin/sh
 # Installs the Debian 12 packages isostack needs, and only those that are missing,
 # so that `make run` and `make test` are the whole set-up on a fresh machine.
-# Usage: scripts/deps.sh run|test
+# Usage: scripts/deps.sh run|test|run-ib
 set -eu
 
 RUN_PKGS="gcc make meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libsodium-dev libfyaml-dev libcurl4-gnutls-dev libglpk-dev"
-TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl gnuplot-nox"
+libsqlite3-dev libsodium-dev libfyaml-dev libcurl4-gnutls-dev libglpk-dev \
+libibmad-dev libibumad-dev libibnetdisc-dev liblua5.4-dev"
+TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl gnuplot-nox \
+opensm ibsim-utils infiniband-diags opa-fm"
+RUNIB_PKGS="$RUN_PKGS opensm ibsim-utils infiniband-diags"
 
 case "${1:-run}" in
 run) want="$RUN_PKGS" ;;
 test) want="$TEST_PKGS" ;;
-*) echo "usage: $0 run|test" >&2; exit 2 ;;
+run-ib) want="$RUNIB_PKGS" ;;
+*) echo "usage: $0 run|test|run-ib" >&2; exit 2 ;;
 esac
 
 missing=""

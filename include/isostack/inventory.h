@@ -27,8 +27,26 @@ struct iso_shared_service {
 	uint64_t *guids; /* service port GUIDs, owned */
 };
 
+/* The files of one OpenSM instance (opensm driver). Paths as written in the
+ * inventory: relative ones are relative to isostackd's working directory. */
+struct iso_sm_files {
+	char partitions_file[512]; /* what OpenSM reads (-P) */
+	char pid_file[512];        /* its pid, for SIGHUP ("" = do not signal) */
+	char log_file[512];        /* its log (-f), watched for incidents ("" = none) */
+};
+
 struct iso_fabric_config {
 	enum iso_fabric_type type;
+	/* The driver that programs partitions: "sim" (default: the in-process
+	 * model), "opensm" (infiniband), "opafm" (omnipath). */
+	char driver[16];
+	struct iso_sm_files sm;  /* opensm: the primary SM's files */
+	int n_standby;           /* opensm: further SMs, the same file on each */
+	struct iso_sm_files *standby; /* owned */
+	char opafm_file[512];    /* opafm: where opafm.xml is written */
+	int64_t pkey_quarantine_ms; /* a released P_Key waits this long; default 300000 */
+	int coalesce_ms;            /* changes within this window share one reload; default 50 */
+	int confirm_timeout_ms;     /* read-back must confirm within this; default 10000 */
 	char name[ISO_NAME_MAX];
 	int n_sm_nodes;                 /* infiniband / omnipath */
 	char (*sm_nodes)[ISO_NAME_MAX]; /* owned; hostnames of subnet managers */

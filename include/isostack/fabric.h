@@ -1,0 +1,229 @@
+/* fabric.h: tenant partitions on the fabric (docs/fabric.md). The controller
+ * computes an *intent* (every partition and its member port GUIDs, from the
+ * tenants' P_Keys and the live allocations), hands it to a driver (sim,
+ * opensm, opafm), and counts an allocation active only once the driver has
+ * confirmed the intent on the fabric by reading it back. The verifier reads
+ * the fabric's P_Key tables and proves that no cross-tenant path exists.
+ * Facts: ../shared/reference/fabric.md. */
+#ifndef ISOSTACK_FABRIC_H
+#define ISOSTACK_FABRIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "isostack/inventory.h"
+#include "isostack/util.h"
+
+#define ISO_PKEY_DEFAULT   0x7fff /* the default partition, never a tenant's */
+#define ISO_PKEY_FULL_BIT  0x8000 /* membership bit in a P_Key table entry */
+#define ISO_PKEY_BASE_MASK 0x7fff
+
+/* ---- P_Key pool (pkey_pool.c) ----
+ * Tenant P_Keys from [min, max]; never 0x0000, 0x7fff or 0xffff, never a
+ * shared service's key. A released key sits in quarantine for
+ * `quarantine_ms` before it is handed out again, so that a port that still
+ * carries it (a stale table, a standby SM's old file) never meets a new
+ * tenant. The pool is plain memory; the controller persists it (store). */
+struct iso_pkey_pool {
+	uint16_t min, max;
+	int64_t quarantine_ms;
+	uint8_t *state; /* per key in [min, max]: enum below */
+	int64_t *released_ms;
+	int n_free;
+};
+enum { ISO_PKEY_FREE = 0, ISO_PKEY_USED = 1, ISO_PKEY_QUARANTINED = 2, ISO_PKEY_RESERVED = 3 };
+
+int iso_pkey_pool_init(struct iso_pkey_pool *p, uint16_t min, uint16_t max, int64_t quarantine_ms,
+                       const struct iso_fabric_config *fc);
+void iso_pkey_pool_free(struct iso_pkey_pool *p);
+/* Marks a key in use (at start, from the store). -EEXIST when it is not free. */
+int iso_pkey_pool_mark_used(struct iso_pkey_pool *p, uint16_t pkey);
+/* Marks a key quarantined since `released_ms` (at start, from the store). */
+int iso_pkey_pool_mark_quarantined(struct iso_pkey_pool *p, uint16_t pkey, int64_t released_ms);
+/* The lowest free key (quarantine over at `now_ms` counts as free); -ENOSPC
+ * with err naming `fabric.pkey_range` when none is left. */
+int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
+                       struct iso_error *err);
+/* Back into quarantine from `now_ms`. */
+void iso_pkey_pool_release(struct iso_pkey_pool *p, uint16_t pkey, int64_t now_ms);
+
+/* ---- intent ---- */
+enum iso_pkey_membership { ISO_MEMBER_LIMITED = 0, ISO_MEMBER_FULL = 1 };
+
+struct iso_fabric_member {
+	uint64_t guid;
+	enum iso_pkey_membership membership;
+};
+
+enum iso_partition_kind {
+	ISO_PART_DEFAULT, /* Default=0x7fff, ipoib : ALL=limited, SELF=full ; */
+	ISO_PART_SERVICE, /* a shared service: its ports full, tenant ports limited */
+	ISO_PART_TENANT,  /* a tenant: the ports (VFs) its members use, full */
+};
+
+struct iso_partition {
+	enum iso_partition_kind kind;
+	char name[64];      /* OpenSM partition name: "Default", "svc_storage", "t_acme" */
+	uint16_t pkey;      /* 15-bit base */
+	int64_t tenant_id;  /* ISO_PART_TENANT only */
+	char tenant[64];    /* ISO_PART_TENANT only */
+	bool ipoib, indx0;  /* flags rendered on the definition */
+	int n_members;      /* sorted by guid, unique */
+	struct iso_fabric_member *members; /* owned */
+};
+
+/* The whole desired partitioning of the fabric. Partitions sorted: Default,
+ * then services by pkey, then tenants by pkey. */
+struct iso_fabric_intent {
+	uint64_t generation; /* increases with every change the controller makes */
+	int n_parts;
+	struct iso_partition *parts; /* owned */
+};
+void iso_fabric_intent_clear(struct iso_fabric_intent *in);
+
+/* One (node, tenant) port assignment: the GUID a tenant's members on a node
+ * use. On a node with VFs: VF `vf` of the node's port; fabric-exclusive
+ * nodes (no VFs): the PF itself (vf = -1). */
+struct iso_port_assignment {
+	int node;          /* inventory index */
+	int64_t tenant_id;
+	int vf;            /* VF index, -1 = the PF (fabric-exclusive node) */
+	uint64_t guid;
+};
+
+/* A tenant's partition as the controller knows it. */
+struct iso_fabric_tenant {
+	int64_t tenant_id;
+	const char *name;
+	uint16_t pkey;
+};
+
+/* Builds the intent: Default; every shared service (its GUIDs full, every
+ * assigned tenant port limited); every tenant with at least one assignment
+ * (its assigned GUIDs full). Refuses, with ISO_E_CONFLICT naming the GUID and
+ * both tenants, an intent in which one GUID is a full member of two tenants'
+ * partitions, and with ISO_E_NO_CAPACITY naming the port an intent that puts
+ * more P_Keys on a port than its pkey_capacity (counting Default and the
+ * services). The PF of a node with VFs stays a limited member of Default only. */
+int iso_fabric_intent_build(const struct iso_inventory *inv, const struct iso_fabric_tenant *tenants,
+                            int n_tenants, const struct iso_port_assignment *assign, int n_assign,
+                            struct iso_fabric_intent *out, struct iso_error *err);
+
+/* ---- partitions.conf (partitions.c) ---- */
+/* Canonical text: one rule per line, "0x" GUIDs, full words only. *out malloc'd. */
+int iso_partitions_render(const struct iso_fabric_intent *in, char **out, struct iso_error *err);
+/* A parser that mirrors OpenSM's grammar (osm_prtn_config.c), strict where
+ * OpenSM would fall back to the default config: any error is reported with
+ * `name:LINE: what`. Fills `out` (generation 0). Keywords match by prefix as
+ * OpenSM does; the returned members are resolved only for explicit GUIDs
+ * (ALL, ALL_CAS, SELF... are kept as flags on the partition in `all_*`). */
+struct iso_partitions_file {
+	struct iso_fabric_intent parts;
+	/* per part: membership given to ALL / ALL_CAS / SELF, -1 when absent */
+	int8_t *all, *all_cas, *self;
+};
+int iso_partitions_parse(const char *name, const char *text, size_t len,
+                         struct iso_partitions_file *out, struct iso_error *err);
+void iso_partitions_file_clear(struct iso_partitions_file *f);
+
+/* ---- Omni-Path (opafm.c) ---- */
+/* opafm.xml with one DeviceGroup and one VirtualFabric (Security=1) per
+ * tenant and service, the Admin VF (0x7fff) and a default VF, complete enough
+ * for `config_check -s`. *out malloc'd. */
+int iso_opafm_render(const struct iso_fabric_intent *in, char **out, struct iso_error *err);
+
+/* ---- what the fabric holds, and the verifier (verify.c) ---- */
+struct iso_port_table {
+	uint64_t guid;     /* port GUID */
+	uint16_t lid;
+	int port_num;
+	bool is_switch;    /* switch port 0 (switch external ports are not end ports) */
+	char node_desc[64];
+	int capacity;      /* NodeInfo.PartitionCap (0: unknown) */
+	int n_pkeys;       /* non-zero entries */
+	uint16_t *pkeys;   /* owned; raw entries with the membership bit */
+};
+struct iso_fabric_snapshot {
+	int n_ports;
+	struct iso_port_table *ports; /* owned */
+	int64_t read_ms;              /* how long reading took */
+};
+void iso_fabric_snapshot_clear(struct iso_fabric_snapshot *s);
+
+enum iso_violation_kind {
+	ISO_VIOL_CROSS_TENANT, /* two tenants' ports can reach each other */
+	ISO_VIOL_UNKNOWN_FULL, /* a port full in a tenant key that the intent does not give it */
+	ISO_VIOL_MISSING,      /* intent says member, fabric says not (drift) */
+	ISO_VIOL_EXTRA,        /* fabric holds a key the intent does not (drift) */
+	ISO_VIOL_NEAR_CAPACITY,/* table at >= 90% of capacity */
+	ISO_VIOL_UNREACHABLE,  /* an intended member port was not found on the fabric */
+};
+const char *iso_violation_kind_name(enum iso_violation_kind k);
+
+struct iso_violation {
+	enum iso_violation_kind kind;
+	uint16_t pkey;        /* base */
+	int n_ports;
+	uint64_t ports[2];    /* the ports involved (1 or 2) */
+	char tenants[2][64];  /* owning tenants as the intent knows them, "" when none */
+	char message[256];
+};
+struct iso_fabric_report {
+	bool ok; /* no violation other than near-capacity warnings */
+	int ports_checked;
+	int partitions_checked;
+	int n_violations;
+	struct iso_violation *violations; /* owned */
+	int64_t elapsed_ms;
+};
+void iso_fabric_report_clear(struct iso_fabric_report *r);
+/* Who can reach whom: two ports talk iff they share a P_Key base and at least
+ * one is full. Ports are attributed to tenants through the intent's
+ * assignments; a path between ports of different tenants (or a tenant port
+ * and an unknown full member of its key) is a violation, except through a
+ * shared service key where the tenant side is limited. Cost: O(ports x
+ * pkeys) with a hash per key, no pairwise scan. */
+int iso_fabric_verify(const struct iso_fabric_intent *intent, const struct iso_fabric_snapshot *snap,
+                      struct iso_fabric_report *out, struct iso_error *err);
+/* JSON text of a report ({ok, ports_checked, partitions_checked,
+ * violations[{kind, pkey, ports, tenants, message}], elapsed_ms}); malloc'd. */
+char *iso_fabric_report_json(const struct iso_fabric_report *r);
+
+/* ---- drivers (driver.c, sim.c, opensm.c, opafm_driver.c) ---- */
+struct iso_fabric_driver;
+
+/* What a driver has done with the intents it was given. */
+struct iso_fabric_status {
+	uint64_t confirmed; /* highest generation read back complete on the fabric */
+	uint64_t applied;   /* highest generation written to the SM */
+	bool incident;      /* the SM refused or degraded the last file */
+	char incident_msg[256];
+};
+
+struct iso_fabric_driver_ops {
+	const char *name;
+	/* Takes a copy of the intent; returns at once. The driver writes it
+	 * (coalescing intents that arrive within its window) and confirms it by
+	 * reading back; poll() tells how far it got. */
+	int (*apply)(struct iso_fabric_driver *d, const struct iso_fabric_intent *in,
+	             struct iso_error *err);
+	int (*poll)(struct iso_fabric_driver *d, struct iso_fabric_status *st);
+	/* Reads every reachable port's P_Key table (blocking). */
+	int (*snapshot)(struct iso_fabric_driver *d, struct iso_fabric_snapshot *out,
+	                struct iso_error *err);
+	void (*free)(struct iso_fabric_driver *d);
+};
+struct iso_fabric_driver {
+	const struct iso_fabric_driver_ops *ops;
+};
+
+/* The driver named by inv->fabric.driver ("sim", "opensm", "opafm"). */
+int iso_fabric_driver_open(const struct iso_inventory *inv, const char *state_dir,
+                           struct iso_fabric_driver **out, struct iso_error *err);
+static inline void iso_fabric_driver_freep(struct iso_fabric_driver **d)
+{
+	if (*d)
+		(*d)->ops->free(*d);
+}
+
+#endif

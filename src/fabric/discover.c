@@ -1,0 +1,1 @@
+/* discover.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* driver.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* ibsim_net.c: placeholder, being written. */

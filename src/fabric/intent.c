@@ -1,0 +1,1 @@
+/* intent.c: placeholder, being written. */

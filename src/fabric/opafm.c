@@ -1,0 +1,1 @@
+/* opafm.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* opensm.c: placeholder, being written. */

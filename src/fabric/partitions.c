@@ -1,0 +1,1 @@
+/* partitions.c: placeholder, being written. */

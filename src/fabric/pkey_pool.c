@@ -1,0 +1,1 @@
+/* pkey_pool.c: placeholder, being written. */

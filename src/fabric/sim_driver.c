@@ -1,0 +1,1 @@
+/* sim_driver.c: placeholder, being written. */

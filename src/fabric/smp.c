@@ -1,0 +1,1 @@
+/* smp.c: placeholder, being written. */
