@@ -27,6 +27,8 @@ static inline void iso_fclosep(FILE **f)
 		fclose(*f);
 }
 #define _cleanup_fclose_ _cleanup_(iso_fclosep)
+void iso_closep(int *fd); /* closes fds >= 0 */
+#define _cleanup_close_ _cleanup_(iso_closep)
 
 /* Returns the pointer and leaves NULL behind: hands ownership out of a
  * _cleanup_ variable. */
@@ -94,5 +96,11 @@ bool iso_name_valid(const char *name);
 /* Parses a 64-bit GUID written as 0x-prefixed hex (OpenSM accepts base 0;
  * we accept only the unambiguous hex form). */
 int iso_parse_guid(const char *s, uint64_t *out);
+
+/* Writes `path` whole or not at all (temp file in the same directory, fsync,
+ * rename, fsync of the directory), with exactly `mode`. `exclusive`: never
+ * replaces an existing file (-EEXIST, err untouched). */
+int iso_file_write_atomic(const char *path, const char *data, size_t len, unsigned mode,
+                          bool exclusive, struct iso_error *err);
 
 #endif

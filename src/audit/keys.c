@@ -24,13 +24,6 @@
 	(sodium_base64_ENCODED_LEN(ISO_AUDIT_PK_LEN, sodium_base64_VARIANT_ORIGINAL) - 1)
 #define PUB_PREFIX "ed25519:"
 
-static void closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-}
-#define _cleanup_close_ _cleanup_(closep)
-
 static int join(char *out, size_t size, const char *dir, const char *name, struct iso_error *err)
 {
 	int n = snprintf(out, size, "%s/%s", dir, name);
@@ -41,74 +34,23 @@ static int join(char *out, size_t size, const char *dir, const char *name, struc
 	return 0;
 }
 
-static int fsync_dir(const char *dir, struct iso_error *err)
-{
-	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0 || fsync(fd) < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-		                     "audit: cannot sync directory %s: %s", dir, strerror(errno));
-	return 0;
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Writes DIR/NAME whole. `exclusive`: fails with -EEXIST rather than replace
- * an existing file (link(2) does not overwrite; rename(2) would). */
+/* Writes DIR/NAME whole (iso_file_write_atomic). `exclusive`: fails with
+ * -EEXIST rather than replace an existing file. */
 static int write_file(const char *dir, const char *name, const char *data, size_t len, mode_t mode,
                       bool exclusive, struct iso_error *err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX], rnd[17];
-	uint8_t raw[8];
-	int r;
+	char path[PATH_MAX];
+	int r = join(path, sizeof(path), dir, name, err);
 
-	randombytes_buf(raw, sizeof(raw));
-	audit_hex(raw, sizeof(raw), rnd);
-	if ((r = join(path, sizeof(path), dir, name, err)) < 0)
+	if (r < 0)
 		return r;
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.%s.tmp", dir, name, rnd) >= (int)sizeof(tmp))
-		return iso_error_set(err, ISO_E_INVALID, "state_dir", "audit: %s is too long", dir);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot create %s: %s", tmp,
-		                     strerror(errno));
-	/* The mode asked for, whatever the umask. */
-	if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot write %s: %s", tmp,
-		                     strerror(e));
+	r = iso_file_write_atomic(path, data, len, mode, exclusive, err);
+	if (r < 0 && r != -EEXIST && err) {
+		char msg[ISO_ERR_MSG_MAX];
+		iso_strlcpy(msg, err->message, sizeof(msg));
+		iso_error_set(err, err->code, NULL, "audit: %.400s", msg);
 	}
-	if (close(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot write %s: %s", tmp,
-		                     strerror(e));
-	}
-	if (exclusive ? link(tmp, path) < 0 : rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		if (e == EEXIST)
-			return -EEXIST;
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: cannot create %s: %s", path,
-		                     strerror(e));
-	}
-	if (exclusive)
-		unlink(tmp);
-	return fsync_dir(dir, err);
+	return r;
 }
 
 /* Reads a small text file whole; *len excludes the terminating NUL. */
