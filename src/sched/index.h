@@ -39,6 +39,7 @@ struct ix_node {
 	int n_tenants, cap_tenants;
 	struct ix_tenant *tenants;
 	uint32_t seen;                       /* decision stamp: rejected in this decision */
+	uint32_t tried;                      /* candidate stamp: scored for this candidate */
 	uint32_t c_allow, c_avoid, c_hasgpu; /* constraint stamps */
 };
 
@@ -106,6 +107,10 @@ struct iso_sched_index {
 	/* Engine state (mix.c, isostack.c). */
 	bool eng_ready;
 	uint64_t decisions, refreshes;
+	/* What a compute slice of GPU demand brings along (decayed sums over
+	 * the members decided): cores and MiB, for the node term. */
+	double d_slices, d_cpus, d_mem;
+	uint32_t cand_stamp; /* for ix_node.tried */
 	int since_refresh;
 	int32_t *scratch_nodes;                /* n_nodes: candidate lists of one decision */
 	struct iso_gpu_occupancy *scratch_occ; /* gmax: one node's GPUs, tried */
@@ -142,6 +147,8 @@ bool ix_constraints_active(const struct iso_cluster_state *cs);
 /* The engine's demand mix and scores (mix.c). */
 int eng_prepare(struct iso_sched_index *ix); /* builds every model's tables once */
 void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape);
+/* Compute slices a member of `shape` takes on model m (0 when CPU-only). */
+int eng_member_slices(const struct iso_gpu_model *m, const struct iso_shape *shape);
 /* Rebuilds a model's scores when its mix moved (checked every few decisions). */
 void eng_refresh(struct iso_sched_index *ix, bool force);
 /* The best start of profile index j on a GPU with occupancy `o` (checked

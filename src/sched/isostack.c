@@ -21,6 +21,18 @@
  * larger ones use the bucket walk with O(1) membership checks. */
 #define DIRECT_MAX 1024
 
+/* The node term: a placement is charged for the GPU capacity it leaves
+ * stranded on its node, i.e. free compute slices that the node's remaining
+ * cores or memory cannot feed at the demand's learned cores (MiB) per slice.
+ * The trace's 8-GPU nodes have fewer cores per slice than the demand brings,
+ * its 2-GPU nodes many more: ignoring this strands a few percent of the
+ * slices (docs/placement.md). NODE_WEIGHT converts slices to score units;
+ * NODE_BUDGET bounds how many feasible nodes one decision scores, so a
+ * decision's cost stays independent of the cluster's size. */
+#define NODE_WEIGHT  1000000.0
+#define NODE_BUDGET  32
+#define EMPTY_WEIGHT 0.25 /* slices charged per empty GPU a whole member leaves beside it */
+
 enum fill { FILL_OK, FILL_GPU, FILL_NODE };
 
 /* One decision. */
@@ -70,6 +82,87 @@ static bool node_ok(const struct req *q, int ni)
 static bool gpu_ok(const struct req *q, int ni, int pos)
 {
 	return !q->constrained || iso_place_gpu_allowed(q->cs, ni, pos);
+}
+
+/* Free compute slices of the node's GPUs that MIG members could use. */
+static int node_free_slices(const struct req *q, int ni)
+{
+	const struct iso_node *node = &q->cs->inv->nodes[ni];
+	const struct iso_gpu_occupancy *o = q->cs->usage[ni].gpus;
+	int f = 0;
+
+	for (int g = 0; g < node->n_gpus; g++)
+		if (node->gpus[g].model && !o[g].whole)
+			f += node->gpus[g].model->compute_slices - o[g].compute_used;
+	return f;
+}
+
+static double stranded(double f, double cpus, double mem, double per_cpu, double per_mem)
+{
+	double s = 0;
+
+	if (per_cpu > 0 && f - cpus / per_cpu > s)
+		s = f - cpus / per_cpu;
+	if (per_mem > 0 && f - mem / per_mem > s)
+		s = f - mem / per_mem;
+	return s;
+}
+
+/* Score units by which placing `slices` compute slices of this member on
+ * node `ni` changes the slices stranded there; never below -slices. */
+static int64_t node_term(const struct req *q, int ni, int slices)
+{
+	const struct iso_sched_index *ix = q->ix;
+	const struct iso_node *node = &q->cs->inv->nodes[ni];
+	const struct iso_node_usage *u = &q->cs->usage[ni];
+	double per_cpu, per_mem, f, c, m, before, after;
+
+	if (ix->d_slices <= 0 || node->n_gpus == 0)
+		return 0;
+	per_cpu = ix->d_cpus / ix->d_slices;
+	per_mem = ix->d_mem / ix->d_slices;
+	f = node_free_slices(q, ni);
+	c = node->cpus - u->cpus_used;
+	m = (double)(node->memory_mib - u->memory_mib_used);
+	before = stranded(f, c, m, per_cpu, per_mem);
+	after = stranded(f - slices, c - q->shape->cpus, m - (double)q->shape->memory_mib, per_cpu,
+	                 per_mem);
+	return (int64_t)((after - before) * NODE_WEIGHT);
+}
+
+/* Cores the node keeps beyond what its free slices need after the
+ * placement. Among equal scores the engine takes the node that keeps the
+ * most: spreading the cores left over keeps room for the CPU-heavy members
+ * still to come (on gpushare100 this is worth 0.1% of the slices). */
+static int64_t node_surplus(const struct req *q, int ni, int slices)
+{
+	const struct iso_sched_index *ix = q->ix;
+	const struct iso_node *node = &q->cs->inv->nodes[ni];
+	double per_cpu = ix->d_slices > 0 ? ix->d_cpus / ix->d_slices : 0;
+
+	return (int64_t)(node->cpus - q->cs->usage[ni].cpus_used - q->shape->cpus -
+	                 per_cpu * (node_free_slices(q, ni) - slices));
+}
+
+/* The best feasible choice a decision has scored so far. */
+struct pick {
+	bool have;
+	int64_t score;
+	int free_after, empties, ni, pos, hint;
+	int64_t surplus;
+};
+
+static bool pick_better(const struct pick *a, const struct pick *b)
+{
+	if (!b->have)
+		return true;
+	if (a->score != b->score)
+		return a->score < b->score;
+	if (a->free_after != b->free_after)
+		return a->free_after < b->free_after;
+	if (a->surplus != b->surplus)
+		return a->surplus > b->surplus;
+	return a->empties < b->empties;
 }
 
 /* The shape's profile on GPU `pos` of node `ni` as (engine model, profile
@@ -157,17 +250,27 @@ static enum fill fill_node(const struct req *q, int ni, int first, int hint)
 	return FILL_OK;
 }
 
-/* Walks one GPU bucket; returns the node that took the member, or -1. */
-static int try_bucket(const struct req *q, int32_t head, int hint)
+/* The walk's progress: the best pick, and how many more nodes it may score. */
+struct walk {
+	struct pick best;
+	int budget;
+	int slices; /* compute slices of the member */
+};
+
+/* Scores the GPUs of one bucket (state delta `delta`, best start `hint`)
+ * into w->best; each node once per candidate state. */
+static void score_bucket(const struct req *q, struct walk *w, int32_t head, int32_t delta,
+                         int free_after, int hint)
 {
 	struct iso_sched_index *ix = q->ix;
 
-	for (int32_t g = head; g >= 0; g = ix->gpus[g].next) {
+	for (int32_t g = head; g >= 0 && w->budget > 0; g = ix->gpus[g].next) {
 		const struct ix_gpu *x = &ix->gpus[g];
 		struct ix_node *xn = &ix->nodes[x->node];
+		struct pick p;
 		enum fill f;
 
-		if (xn->seen == q->stamp)
+		if (xn->seen == q->stamp || xn->tried == ix->cand_stamp)
 			continue;
 		if (!node_ok(q, x->node)) {
 			xn->seen = q->stamp;
@@ -176,12 +279,23 @@ static int try_bucket(const struct req *q, int32_t head, int hint)
 		if (!gpu_ok(q, x->node, x->pos))
 			continue;
 		f = fill_node(q, x->node, x->pos, hint);
-		if (f == FILL_OK)
-			return x->node;
 		if (f == FILL_NODE)
 			xn->seen = q->stamp; /* the node holds fewer than gpu_count */
+		if (f != FILL_OK)
+			continue;
+		xn->tried = ix->cand_stamp;
+		w->budget--;
+		p = (struct pick){.have = true,
+		                  .score = delta + node_term(q, x->node, w->slices),
+		                  .free_after = free_after,
+		                  .empties = x->empty ? xn->n_empty : 0,
+		                  .ni = x->node,
+		                  .pos = x->pos,
+		                  .hint = hint,
+		                  .surplus = node_surplus(q, x->node, w->slices)};
+		if (pick_better(&p, &w->best))
+			w->best = p;
 	}
-	return -1;
 }
 
 /* ---- MIG members: the bucket walk in score order ---- */
@@ -194,6 +308,7 @@ static int mig_member(const struct req *q)
 {
 	struct iso_sched_index *ix = q->ix;
 	struct cursor cur[16];
+	struct walk w = {.budget = NODE_BUDGET};
 	int n_cur = 0;
 
 	for (int mi = 0; mi < ix->n_models && n_cur < (int)ISO_ARRAY_SIZE(cur); mi++) {
@@ -203,14 +318,17 @@ static int mig_member(const struct req *q)
 		if (q->shape->gpu_model[0] && strcasecmp(q->shape->gpu_model, m->name) != 0)
 			continue;
 		p = iso_mig_profile_find(m, q->shape->profile);
-		if (p && ix->models[mi].eng)
+		if (p && ix->models[mi].eng) {
 			cur[n_cur++] = (struct cursor){.mi = mi, .j = (int)(p - m->profiles)};
+			if (!w.slices)
+				w.slices = q->shape->gpu_count * p->compute;
+		}
 	}
-	for (;;) {
+	while (w.budget > 0) {
 		const struct ix_cand *c = NULL;
 		struct cursor *best = NULL;
 		const int32_t *key_gpus;
-		int mi, r;
+		int mi;
 
 		/* The next candidate state over every eligible model, best first. */
 		for (int i = 0; i < n_cur; i++) {
@@ -227,35 +345,45 @@ static int mig_member(const struct req *q)
 			}
 		}
 		if (!c)
-			return -1;
+			break;
+		/* No later state can win: the node term gains at most the
+		 * member's own slices. */
+		if (w.best.have && c->delta - (int64_t)(w.slices * NODE_WEIGHT) >= w.best.score)
+			break;
 		best->at++;
 		mi = best->mi;
+		if (++ix->cand_stamp == 0) {
+			for (int i = 0; i < ix->n_nodes; i++)
+				ix->nodes[i].tried = 0;
+			ix->cand_stamp = 1;
+		}
 		key_gpus = &ix->key_gpus[(int64_t)mi * ix->n_keys];
 		if (c->key == iso_mig_state_empty(ix->models[mi].m)) {
 			/* Empty GPUs: on the nodes with the fewest empty GPUs first. */
 			for (int e = 1; e <= ix->gmax; e++) {
 				if (!key_gpus[IX_KEY_EMPTY(e)])
 					continue;
-				for (int i = 0; i < q->n_pools; i++) {
-					r = try_bucket(q,
-					               ix->gbuckets[ix_gbucket_id(
-					                   ix, q->pools[i], mi, IX_KEY_EMPTY(e))],
-					               c->start);
-					if (r >= 0)
-						return r;
-				}
+				for (int i = 0; i < q->n_pools; i++)
+					score_bucket(q, &w,
+					             ix->gbuckets[ix_gbucket_id(ix, q->pools[i], mi,
+					                                        IX_KEY_EMPTY(e))],
+					             c->delta, c->free_after, c->start);
 			}
 			continue;
 		}
 		if (!key_gpus[c->key])
 			continue; /* no GPU of this model is in this state, in any pool */
-		for (int i = 0; i < q->n_pools; i++) {
-			r = try_bucket(q, ix->gbuckets[ix_gbucket_id(ix, q->pools[i], mi, c->key)],
-			               c->start);
-			if (r >= 0)
-				return r;
-		}
+		for (int i = 0; i < q->n_pools; i++)
+			score_bucket(q, &w,
+			             ix->gbuckets[ix_gbucket_id(ix, q->pools[i], mi, c->key)],
+			             c->delta, c->free_after, c->start);
 	}
+	if (!w.best.have)
+		return -1;
+	/* Scoring overwrote the slots: write the winner's again. */
+	if (fill_node(q, w.best.ni, w.best.pos, w.best.hint) != FILL_OK)
+		return -1;
+	return w.best.ni;
 }
 
 /* ---- whole GPUs and CPU-only members: the node buckets ---- */
@@ -296,39 +424,64 @@ static bool whole_on_node(const struct req *q, int ni)
 	return n == q->shape->gpu_count;
 }
 
-static int walk_nodes(const struct req *q, int e, bool whole)
+/* Scores the nodes of node bucket e (nodes with e empty GPUs) into w->best:
+ * the node term, plus for whole GPUs a charge per empty GPU the node would
+ * keep beyond the member (best fit keeps empty nodes for big jobs). */
+static void score_nodes(const struct req *q, struct walk *w, int e, bool whole)
 {
 	struct iso_sched_index *ix = q->ix;
 
-	for (int i = 0; i < q->n_pools; i++)
-		for (int32_t ni = ix->nbuckets[ix_nbucket_id(ix, q->pools[i], e)]; ni >= 0;
-		     ni = ix->nodes[ni].next) {
+	for (int i = 0; i < q->n_pools && w->budget > 0; i++)
+		for (int32_t ni = ix->nbuckets[ix_nbucket_id(ix, q->pools[i], e)];
+		     ni >= 0 && w->budget > 0; ni = ix->nodes[ni].next) {
+			struct pick p;
+
 			if (ix->nodes[ni].seen == q->stamp)
 				continue;
-			if (node_ok(q, ni) && (!whole || whole_on_node(q, ni)))
-				return ni;
 			ix->nodes[ni].seen = q->stamp;
+			if (!node_ok(q, ni) || (whole && !whole_on_node(q, ni)))
+				continue;
+			w->budget--;
+			p = (struct pick){.have = true,
+			                  .score =
+			                      node_term(q, ni, w->slices) +
+			                      (whole ? (int64_t)(e - q->shape->gpu_count) *
+			                                   (int64_t)(EMPTY_WEIGHT * NODE_WEIGHT)
+			                             : 0),
+			                  .empties = e,
+			                  .ni = ni,
+			                  .surplus = node_surplus(q, ni, w->slices)};
+			if (pick_better(&p, &w->best))
+				w->best = p;
 		}
-	return -1;
 }
 
 static int whole_member(const struct req *q)
 {
-	for (int e = q->shape->gpu_count; e <= q->ix->gmax; e++) {
-		int r = walk_nodes(q, e, true);
-		if (r >= 0)
-			return r;
-	}
-	return -1;
+	struct walk w = {.budget = NODE_BUDGET};
+
+	for (int mi = 0; mi < q->ix->n_models && !w.slices; mi++)
+		w.slices = eng_member_slices(q->ix->models[mi].m, q->shape);
+	for (int e = q->shape->gpu_count; e <= q->ix->gmax && w.budget > 0; e++)
+		score_nodes(q, &w, e, true);
+	if (!w.best.have)
+		return -1;
+	whole_on_node(q, w.best.ni); /* rewrite the slots for the node chosen */
+	return w.best.ni;
 }
 
+/* CPU-only members: nodes without GPUs cost nothing; elsewhere the node term
+ * charges the slices the member's cores and memory would strand. */
 static int cpu_member(const struct req *q)
 {
-	int r = walk_nodes(q, q->ix->gmax + 1, false);
+	struct walk w = {.budget = NODE_BUDGET};
 
-	for (int e = 0; r < 0 && e <= q->ix->gmax; e++)
-		r = walk_nodes(q, e, false);
-	return r;
+	score_nodes(q, &w, q->ix->gmax + 1, false);
+	if (w.best.have && w.best.score == 0)
+		return w.best.ni;
+	for (int e = 0; e <= q->ix->gmax && w.budget > 0; e++)
+		score_nodes(q, &w, e, false);
+	return w.best.have ? w.best.ni : -1;
 }
 
 /* ---- explicit allow-lists: node by node ---- */

@@ -146,12 +146,36 @@ int eng_prepare(struct iso_sched_index *ix)
 	return 0;
 }
 
+int eng_member_slices(const struct iso_gpu_model *m, const struct iso_shape *shape)
+{
+	const struct iso_mig_profile *p;
+
+	if (shape->gpu_count <= 0)
+		return 0;
+	if (shape->whole)
+		return shape->gpu_count * m->compute_slices;
+	p = iso_mig_profile_find(m, shape->profile);
+	return p ? shape->gpu_count * p->compute : 0;
+}
+
 void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape)
 {
 	double amount = shape->gpu_count;
+	int slices = 0;
 
 	if (shape->gpu_count <= 0)
 		return;
+	/* Cores and memory per compute slice of GPU demand, on the first model
+	 * that serves the shape (slices per profile differ little by model). */
+	for (int mi = 0; mi < ix->n_models && !slices; mi++)
+		if (!shape->gpu_model[0] ||
+		    strcasecmp(shape->gpu_model, ix->models[mi].m->name) == 0)
+			slices = eng_member_slices(ix->models[mi].m, shape);
+	if (slices > 0) {
+		ix->d_slices = ix->d_slices * MIX_DECAY + slices;
+		ix->d_cpus = ix->d_cpus * MIX_DECAY + shape->cpus;
+		ix->d_mem = ix->d_mem * MIX_DECAY + (double)shape->memory_mib;
+	}
 	for (int mi = 0; mi < ix->n_models; mi++) {
 		const struct iso_gpu_model *m = ix->models[mi].m;
 		struct ix_engine_model *em = ix->models[mi].eng;
