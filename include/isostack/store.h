@@ -30,6 +30,21 @@ struct iso_node_state {
 	enum iso_node_sched sched;
 };
 
+/* The fabric's durable state (docs/fabric.md). A P_Key row is a tenant's key
+ * (tenant_id > 0) or a key in quarantine since released_ms (tenant_id 0). A
+ * port row gives (node, vf) to a tenant; vf -1 is the PF of a node without
+ * VFs. */
+struct iso_fabric_key_row {
+	int pkey;
+	int64_t tenant_id;
+	int64_t released_ms;
+};
+struct iso_fabric_port_row {
+	char node[ISO_NAME_MAX];
+	int vf;
+	int64_t tenant_id;
+};
+
 struct iso_alloc_filter {
 	int64_t tenant_id; /* 0: every tenant */
 	const char *owner; /* NULL: any owner */
@@ -81,6 +96,19 @@ struct iso_store_ops {
 	                      struct iso_error *err);
 	int (*node_state_list)(struct iso_store *s, struct iso_node_state **out, int *n,
 	                       struct iso_error *err);
+
+	/* fabric: P_Keys and port assignments (upsert, delete, list all) */
+	int (*fabric_key_put)(struct iso_store *s, const struct iso_fabric_key_row *k,
+	                      struct iso_error *err);
+	int (*fabric_key_delete)(struct iso_store *s, int pkey, struct iso_error *err);
+	int (*fabric_key_list)(struct iso_store *s, struct iso_fabric_key_row **out, int *n,
+	                       struct iso_error *err);
+	int (*fabric_port_put)(struct iso_store *s, const struct iso_fabric_port_row *p,
+	                       struct iso_error *err);
+	int (*fabric_port_delete)(struct iso_store *s, const char *node, int vf,
+	                          struct iso_error *err);
+	int (*fabric_port_list)(struct iso_store *s, struct iso_fabric_port_row **out, int *n,
+	                        struct iso_error *err);
 
 	/* allocations with their members and slots; ordered by (created_ms, id) */
 	int (*alloc_insert)(struct iso_store *s, const struct iso_allocation *a,

@@ -57,6 +57,15 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_NODE_SET] = "INSERT INTO node_state(name, sched) VALUES (?1, ?2)"
                     " ON CONFLICT(name) DO UPDATE SET sched = excluded.sched",
     [ST_NODE_LIST] = "SELECT name, sched FROM node_state ORDER BY name",
+    [ST_FKEY_PUT] = "INSERT INTO fabric_keys(pkey, tenant_id, released_ms) VALUES (?1, ?2, ?3)"
+                    " ON CONFLICT(pkey) DO UPDATE SET tenant_id = excluded.tenant_id,"
+                    " released_ms = excluded.released_ms",
+    [ST_FKEY_DELETE] = "DELETE FROM fabric_keys WHERE pkey = ?1",
+    [ST_FKEY_LIST] = "SELECT pkey, tenant_id, released_ms FROM fabric_keys ORDER BY pkey",
+    [ST_FPORT_PUT] = "INSERT INTO fabric_ports(node, vf, tenant_id) VALUES (?1, ?2, ?3)"
+                     " ON CONFLICT(node, vf) DO UPDATE SET tenant_id = excluded.tenant_id",
+    [ST_FPORT_DELETE] = "DELETE FROM fabric_ports WHERE node = ?1 AND vf = ?2",
+    [ST_FPORT_LIST] = "SELECT node, vf, tenant_id FROM fabric_ports ORDER BY node, vf",
     [ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                         " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     [ST_ALLOC_UPDATE] = "UPDATE allocations SET tenant_id = ?2, tenant = ?3, name = ?4,"
@@ -358,6 +367,12 @@ static const struct iso_store_ops sqlite_ops = {
     .token_revoke_tenant = iso_sqlite_token_revoke_tenant,
     .node_state_set = iso_sqlite_node_state_set,
     .node_state_list = iso_sqlite_node_state_list,
+    .fabric_key_put = iso_sqlite_fabric_key_put,
+    .fabric_key_delete = iso_sqlite_fabric_key_delete,
+    .fabric_key_list = iso_sqlite_fabric_key_list,
+    .fabric_port_put = iso_sqlite_fabric_port_put,
+    .fabric_port_delete = iso_sqlite_fabric_port_delete,
+    .fabric_port_list = iso_sqlite_fabric_port_list,
     .alloc_insert = iso_sqlite_alloc_insert,
     .alloc_update = iso_sqlite_alloc_update,
     .alloc_get = iso_sqlite_alloc_get,

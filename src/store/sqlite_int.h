@@ -38,6 +38,12 @@ enum sqlite_stmt_id {
 	ST_TOKEN_REVOKE_TENANT,
 	ST_NODE_SET,
 	ST_NODE_LIST,
+	ST_FKEY_PUT,
+	ST_FKEY_DELETE,
+	ST_FKEY_LIST,
+	ST_FPORT_PUT,
+	ST_FPORT_DELETE,
+	ST_FPORT_LIST,
 	ST_ALLOC_INSERT,
 	ST_ALLOC_UPDATE,
 	ST_ALLOC_GET,
@@ -194,6 +200,17 @@ int iso_sqlite_token_revoke_tenant(struct iso_store *s, int64_t tenant_id, int64
                                    struct iso_error *err);
 int iso_sqlite_node_state_set(struct iso_store *s, const struct iso_node_state *ns,
                               struct iso_error *err);
+int iso_sqlite_fabric_key_put(struct iso_store *s, const struct iso_fabric_key_row *k,
+                              struct iso_error *err);
+int iso_sqlite_fabric_key_delete(struct iso_store *s, int pkey, struct iso_error *err);
+int iso_sqlite_fabric_key_list(struct iso_store *s, struct iso_fabric_key_row **out, int *n,
+                               struct iso_error *err);
+int iso_sqlite_fabric_port_put(struct iso_store *s, const struct iso_fabric_port_row *p,
+                               struct iso_error *err);
+int iso_sqlite_fabric_port_delete(struct iso_store *s, const char *node, int vf,
+                                  struct iso_error *err);
+int iso_sqlite_fabric_port_list(struct iso_store *s, struct iso_fabric_port_row **out, int *n,
+                                struct iso_error *err);
 int iso_sqlite_node_state_list(struct iso_store *s, struct iso_node_state **out, int *n,
                                struct iso_error *err);
 int iso_sqlite_alloc_insert(struct iso_store *s, const struct iso_allocation *a,

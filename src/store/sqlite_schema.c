@@ -117,6 +117,18 @@ static const char *const migrations[] = {
     "  root BLOB NOT NULL,"
     "  time_ms INTEGER NOT NULL,"
     "  sig BLOB NOT NULL);",
+
+    /* 3: the fabric. Tenants' P_Keys and keys in quarantine (tenant_id 0),
+     * and which tenant holds which VF (vf -1: the PF) of a node. */
+    "CREATE TABLE fabric_keys ("
+    "  pkey INTEGER PRIMARY KEY CHECK (pkey BETWEEN 1 AND 32766),"
+    "  tenant_id INTEGER NOT NULL DEFAULT 0,"
+    "  released_ms INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE fabric_ports ("
+    "  node TEXT NOT NULL,"
+    "  vf INTEGER NOT NULL CHECK (vf >= -1),"
+    "  tenant_id INTEGER NOT NULL,"
+    "  PRIMARY KEY (node, vf)) WITHOUT ROWID;",
 };
 
 int iso_sqlite_schema_version_known(void)
