@@ -7,7 +7,7 @@ CONFIG     ?= examples/cluster.yaml
 STATE_DIR  ?= var
 LISTEN     ?= 127.0.0.1:8470
 
-.PHONY: all build build-asan deps test-deps run test test-unit lint format clean
+.PHONY: all build build-asan deps test-deps run run-ib test test-unit lint format clean
 
 all: build
 
@@ -35,6 +35,13 @@ run: build
 	@echo "isostack: starting isostackd on $(CONFIG), state in $(STATE_DIR)/ (Ctrl-C stops it)"
 	@echo "isostack: try: export ISOSTACK_URL=http://$(LISTEN) ISOSTACK_TOKEN=\$$(cat $(STATE_DIR)/admin.token); $(BUILD)/isoctl capacity"
 	exec $(BUILD)/isostackd --config $(CONFIG) --state-dir $(STATE_DIR) --listen $(LISTEN)
+
+# The InfiniBand path without hardware: ibsim + OpenSM on examples/cluster-ib.yaml's
+# GUIDs, isostackd with the opensm driver in the foreground (scripts/run-ib.sh).
+run-ib:
+	@scripts/deps.sh run-ib
+	$(MAKE) --no-print-directory build
+	BUILD=$(BUILD) LISTEN=$(LISTEN) scripts/run-ib.sh
 
 # Everything the tests need, then every test in the plain and the ASan+UBSan build.
 test: test-deps

@@ -12,6 +12,8 @@
 #include "isostack/sched.h"
 #include "isostack/store.h"
 
+#include <jansson.h>
+
 struct iso_controller;
 
 /* Who is calling, resolved from a bearer token, and from where: the request
@@ -44,6 +46,24 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
                         struct iso_error *err);
 /* Records the stop and signs a final head; call before iso_controller_free. */
 void iso_controller_shutdown(struct iso_controller *c);
+/* The controller is single-threaded: the API's server thread and the
+ * daemon's main loop take turns through this lock. */
+void iso_controller_lock(struct iso_controller *c);
+void iso_controller_unlock(struct iso_controller *c);
+/* Periodic work (call every ~50 ms with the lock held): fabric
+ * confirmations promote provisioning allocations; incidents are raised. */
+void iso_controller_tick(struct iso_controller *c);
+
+/* The fabric (cluster-admin and auditor): the driver's progress, the
+ * intent as JSON text (iso_fabric_intent_json), and a live verification:
+ * every reachable port's P_Key table read and judged against the intent. */
+struct iso_fabric_report;
+int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
+                                 json_t **out, struct iso_error *err);
+int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
+                                 char **out, struct iso_error *err);
+int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
+                                 struct iso_fabric_report *out, struct iso_error *err);
 void iso_controller_free(struct iso_controller *c);
 static inline void iso_controller_freep(struct iso_controller **c)
 {

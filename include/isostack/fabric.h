@@ -109,6 +109,15 @@ int iso_fabric_intent_build(const struct iso_inventory *inv, const struct iso_fa
                             int n_tenants, const struct iso_port_assignment *assign, int n_assign,
                             struct iso_fabric_intent *out, struct iso_error *err);
 
+/* ---- the intent as JSON (intent_json.c): GET /v1/fabric/intent ---- */
+/* {generation, partitions: [{name, kind: default|service|tenant, pkey:
+ * "0x0101", tenant, tenant_id, ipoib, indx0, members: [{guid: "0x...",
+ * membership: full|limited}]}]}; malloc'd. */
+char *iso_fabric_intent_json(const struct iso_fabric_intent *in);
+/* Strict reader of the same; errors name the field. */
+int iso_fabric_intent_parse_json(const char *text, struct iso_fabric_intent *out,
+                                 struct iso_error *err);
+
 /* ---- partitions.conf (partitions.c) ---- */
 /* Canonical text: one rule per line, "0x" GUIDs, full words only. *out malloc'd. */
 int iso_partitions_render(const struct iso_fabric_intent *in, char **out, struct iso_error *err);
@@ -189,6 +198,84 @@ int iso_fabric_verify(const struct iso_fabric_intent *intent, const struct iso_f
  * violations[{kind, pkey, ports, tenants, message}], elapsed_ms}); malloc'd. */
 char *iso_fabric_report_json(const struct iso_fabric_report *r);
 
+/* ---- ibsim (ibsim_net.c, discover.c) ----
+ * A simulated fabric whose GUIDs are the inventory's, so that OpenSM, the
+ * opensm driver and the verifier run without hardware (docs/fabric.md). */
+#define ISO_IBSIM_SM_GUID_DEFAULT     0x0002c90300000001ULL /* port GUID of the SM's HCA */
+#define ISO_IBSIM_SWITCH_GUID_DEFAULT 0x0002c90300f00001ULL /* first switch's GUID */
+#define ISO_IBSIM_SWITCH_PORTS        36
+
+/* What a net file holds, for ibsim's limits (-N nodes, -S switches, -P
+ * ports; defaults 2048, 256, 13312). */
+struct iso_ibsim_net_stats {
+	int n_cas;     /* single-port CAs: the SM, every PF, VF and service port */
+	int n_leaves;  /* leaf switches */
+	int n_spines;  /* spine switches */
+	int n_nodes;   /* CAs + switches (ibsim -N) */
+	int n_ports;   /* ibsim's port count: 1 per CA, ports + 1 per switch (-P) */
+};
+
+struct iso_ibsim_net_opts {
+	uint64_t sm_guid;          /* port GUID of the SM's HCA (first record); 0: default */
+	uint64_t switch_guid_base; /* switch k gets base + k; 0: default */
+	int switch_ports;          /* ports per switch, 4-254; 0: 36 */
+	struct iso_ibsim_net_stats *stats; /* filled when not NULL */
+};
+
+/* An ibsim net file (two-level fat tree) for an infiniband inventory: the
+ * SM's HCA first (ibsim attaches the SM to the first port of the file, so
+ * OpenSM's SELF is that HCA); leaves per rack, half their ports down to CAs,
+ * half up to spines; every PF port GUID a CA of its own, every VF one more
+ * single-port CA on the node's leaf (ibsim has no vports), every shared
+ * service GUID a CA. CA port GUIDs are exactly the inventory's (ibsim gives
+ * a CA's port 1 its node GUID + 1). Refuses a non-infiniband fabric and an
+ * SM or switch GUID that collides with the inventory's. `o` may be NULL.
+ * *out malloc'd. */
+int iso_ibsim_net_render(const struct iso_inventory *inv, const struct iso_ibsim_net_opts *o,
+                         char **out, struct iso_error *err);
+/* The inventory YAML of a synthetic cluster of `n_hcas` nodes (1-65536),
+ * `vfs_per_hca` VFs each (0-127), 16 nodes a rack, and a storage service of
+ * two ports; GUIDs never collide with the ibsim defaults. *out malloc'd. */
+int iso_ibsim_inventory_synthetic(int n_hcas, int vfs_per_hca, char **out, struct iso_error *err);
+/* The net file of that same synthetic inventory (so its GUIDs match). */
+int iso_ibsim_net_synthetic(int n_hcas, int vfs_per_hca, const struct iso_ibsim_net_opts *o,
+                            char **out, struct iso_error *err);
+
+/* ibnetdiscover's default output, read back: its channel adapters. */
+struct iso_discovered_port {
+	int port_num;
+	uint64_t guid;
+	uint16_t lid; /* 0 before the SM assigned one */
+};
+struct iso_discovered_ca {
+	uint64_t node_guid;
+	char desc[65]; /* NodeDescription (64 bytes on the wire): "host mlx5_0" */
+	int line;      /* where its record starts */
+	int n_ports;
+	struct iso_discovered_port *ports; /* owned, in file order */
+};
+struct iso_discovered {
+	int n_cas;
+	struct iso_discovered_ca *cas; /* owned, in file order */
+	int n_switches;                /* seen and skipped */
+};
+void iso_discovered_free(struct iso_discovered *d);
+static inline void iso_discovered_freep(struct iso_discovered **d)
+{
+	if (*d)
+		iso_discovered_free(*d);
+}
+/* Strict: a line that is not part of the format, a truncated record, a bad
+ * GUID or port number, or input with no CA at all is ISO_E_INVALID with
+ * "NAME:LINE: what". */
+int iso_fabric_discover_parse(const char *name, const char *text, size_t len,
+                              struct iso_discovered **out, struct iso_error *err);
+/* Inventory YAML `nodes:` entries for the operator to merge: one per CA,
+ * named from the first word of its description (sanitised to a node name),
+ * `port: {device, port, guid}` of its first port; CAs named "<node>-vf<i>"
+ * (ibsim's stand-ins for VFs) fold into <node>'s `vfs`. *out malloc'd. */
+int iso_fabric_discover_yaml(const struct iso_discovered *d, char **out, struct iso_error *err);
+
 /* ---- drivers (driver.c, sim.c, opensm.c, opafm_driver.c) ---- */
 struct iso_fabric_driver;
 
@@ -220,6 +307,30 @@ struct iso_fabric_driver {
 /* The driver named by inv->fabric.driver ("sim", "opensm", "opafm"). */
 int iso_fabric_driver_open(const struct iso_inventory *inv, const char *state_dir,
                            struct iso_fabric_driver **out, struct iso_error *err);
+/* The in-process model of what OpenSM would program (sim_driver.c): every
+ * inventory port (PF, VF and service GUIDs) limited in 0x7fff, members with
+ * their keys, tables capped at the port's capacity (ERR 0512 sets incident).
+ * An intent is confirmed as soon as it is applied. */
+int iso_fabric_sim_driver_new(const struct iso_inventory *inv, struct iso_fabric_driver **out,
+                              struct iso_error *err);
+/* Test hook: adds the raw entry `raw_pkey` to port `guid`'s table until the
+ * next apply. -ENOENT for an unknown port, -ENOSPC when its table is full,
+ * -EINVAL when `d` is not a sim driver. */
+int iso_fabric_sim_inject(struct iso_fabric_driver *d, uint64_t guid, uint16_t raw_pkey);
+/* OpenSM (opensm.c): writes partitions.conf to the primary SM and every
+ * standby (fabric.partitions_file, fabric.standby_sms), SIGHUPs each pid
+ * file, watches the logs for "retrying with default config", ERR 0507 and
+ * ERR 0512 (an incident: the previous good file is restored), and confirms
+ * by reading the changed ports' P_Key tables back over SMP. A worker thread
+ * does all of it; apply() and poll() never block. Needs fabric.type
+ * infiniband and fabric.partitions_file. */
+int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fabric_driver **out,
+                                 struct iso_error *err);
+/* Writes inv->fabric.opafm_file (opafm_driver.c). No FM runs beside us to
+ * read back from, so a written file counts as confirmed; snapshot is
+ * -EOPNOTSUPP. */
+int iso_fabric_opafm_driver_new(const struct iso_inventory *inv, struct iso_fabric_driver **out,
+                                struct iso_error *err);
 static inline void iso_fabric_driver_freep(struct iso_fabric_driver **d)
 {
 	if (*d)

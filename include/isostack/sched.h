@@ -152,6 +152,16 @@ struct iso_place_constraints {
 	int n_gpus;
 	const struct iso_gpu_ref *avoid_gpus;
 	int n_avoid_gpus;
+	/* Isolation (docs/tenancy.md; enum iso_isolation in tenancy.h): 0
+	 * shared, 1 exclusive GPU, 2 exclusive node, 3 exclusive rack. The
+	 * request's members go only where no other tenant is at that level,
+	 * and take marks those GPUs, nodes or racks so that no other tenant is
+	 * placed there while this tenant has work on them. Every request, with
+	 * or without constraints, keeps out of other tenants' marked places. */
+	int exclusive;
+	/* Spreading across fault domains (enum iso_spread): 0 none, 1 GPUs,
+	 * 2 nodes, 3 racks: the allocation's members on distinct ones. */
+	int spread;
 };
 
 /* iso_placer_place() under constraints `c` (NULL: none): sets
@@ -172,6 +182,10 @@ bool iso_place_gpu_allowed(const struct iso_cluster_state *cs, int node, int pos
 /* For policies: does the fabric let tenant `tenant` add a member to node
  * `node` (see iso_cluster_state_take)? */
 bool iso_place_fabric_allows(const struct iso_cluster_state *cs, int node, int64_t tenant);
+/* The tenants with members on node `node`: up to `max` ids into `out` (in no
+ * particular order); returns how many there are. O(tenants there). */
+int iso_cluster_state_node_tenants(const struct iso_cluster_state *cs, int node, int64_t *out,
+                                   int max);
 
 extern const struct iso_placer iso_placer_first_fit;
 /* Baselines of the trace benchmark (src/sched/best_fit.c, fgd.c): best-fit

@@ -62,6 +62,9 @@ static const struct route routes[] = {
      "allocation"},
     {"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH, "allocation.release",
      "allocation"},
+    {"GET", "v1/fabric", api_fabric_status, ROUTE_AUTH, "fabric.read", "fabric"},
+    {"GET", "v1/fabric/intent", api_fabric_intent, ROUTE_AUTH, "fabric.read", "fabric"},
+    {"GET", "v1/fabric/verify", api_fabric_verify, ROUTE_AUTH, "fabric.verify", "fabric"},
     {"GET", "v1/audit/events", api_audit_events, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/head", api_audit_head, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.read", "audit"},
@@ -189,7 +192,18 @@ static void record_failure(struct api_request *r, const struct route *route)
 	                             refused ? ISO_AUDIT_DENIED : ISO_AUDIT_ERROR, r->err.message);
 }
 
+static void dispatch_locked(struct api_request *r);
+
+/* The controller is one thread's at a time: this server thread's, or the
+ * daemon's main loop's when it ticks. */
 static void dispatch(struct api_request *r)
+{
+	iso_controller_lock(r->ctl);
+	dispatch_locked(r);
+	iso_controller_unlock(r->ctl);
+}
+
+static void dispatch_locked(struct api_request *r)
 {
 	const struct route *path_match = NULL, *match = NULL;
 	char allow[64] = "";

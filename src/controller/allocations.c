@@ -21,16 +21,20 @@ static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso
 	return 0;
 }
 
-/* placed -> provisioning -> active: what the sim drivers do synchronously. */
-static int provision(struct iso_allocation *a, struct iso_error *err)
+#define WAIT_FABRIC "waiting for the fabric to confirm P_Key membership"
+
+/* placed -> provisioning -> active. With a fabric that confirms later
+ * (OpenSM) the allocation stays in provisioning until the tick sees the
+ * read-back; the sim drivers confirm as they apply. */
+static int provision(struct iso_controller *c, struct iso_allocation *a, struct iso_error *err)
 {
 	int r = advance(a, ISO_ALLOC_PLACED, err);
 	if (r == 0)
 		r = advance(a, ISO_ALLOC_PROVISIONING, err);
-	if (r == 0)
+	if (r == 0 && !c->fabric_async)
 		r = advance(a, ISO_ALLOC_ACTIVE, err);
 	if (r == 0)
-		a->reason[0] = '\0';
+		iso_strlcpy(a->reason, c->fabric_async ? WAIT_FABRIC : "", sizeof(a->reason));
 	return r;
 }
 
@@ -88,19 +92,55 @@ static void emit_placed(struct iso_controller *c, const struct iso_principal *p,
 	           json_pack("{s:s, s:o}", "policy", c->placer->name, "placement",
 	                     placement_json(a, from)));
 	emit_alloc(c, p, a, "allocation.provision",
-	           json_pack("{s:s, s:s}", "driver", "sim", "state", iso_alloc_state_name(a->state)));
+	           json_pack("{s:s, s:s}", "driver",
+	                     ctl_fabric_driver(c) ? ctl_fabric_driver(c)->ops->name : "sim", "state",
+	                     iso_alloc_state_name(a->state)));
 }
 
+/* One transaction: the allocation record, its audit events and, when the
+ * cluster state changed (`fabric`), the fabric's new port assignments. The
+ * intent goes to the driver only after the commit; an allocation left in
+ * provisioning waits for its generation to be confirmed. */
 static int store_write(struct iso_controller *c, const struct iso_allocation *a, bool insert,
-                       struct iso_error *err)
+                       bool fabric, struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
+	uint64_t generation;
 	int r = ctl_tx_begin(c, err);
 
 	if (r == 0)
 		r = insert ? ops->alloc_insert(c->store, a, err)
 		           : ops->alloc_update(c->store, a, err);
+	if (r == 0 && fabric)
+		r = ctl_fabric_stage(c, err);
 	r = ctl_tx_end(c, r, err);
+	if (r < 0) {
+		ctl_fabric_abort(c);
+		return r;
+	}
+	if (!fabric)
+		return 0;
+	generation = ctl_fabric_commit(c);
+	if (a->state == ISO_ALLOC_PROVISIONING && ctl_fabric_partitioned(c))
+		ctl_fabric_wait(c, a->id, generation);
+	return 0;
+}
+
+int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
+                       struct iso_error *err)
+{
+	int r = advance(a, ISO_ALLOC_ACTIVE, err);
+
+	if (r < 0)
+		return r;
+	a->reason[0] = '\0';
+	emit_alloc(c, NULL, a, "allocation.active",
+	           json_pack("{s:s, s:I}", "fabric", "confirmed", "generation",
+	                     (json_int_t)generation));
+	r = store_write(c, a, false, false, err);
+	if (r == 0)
+		iso_log(ISO_LOG_INFO, "allocation_active", "id=%s tenant=%s generation=%llu", a->id,
+		        a->tenant, (unsigned long long)generation);
 	return r;
 }
 
@@ -157,7 +197,7 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	r = iso_placer_place(c->placer, &c->cs, &a, a.members, &perr);
 	bool placed = r == 0;
 	if (placed) {
-		r = provision(&a, err);
+		r = provision(c, &a, err);
 		if (r < 0) {
 			iso_cluster_state_give(&c->cs, &a);
 			return r;
@@ -176,7 +216,7 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	                     "state", iso_alloc_state_name(a.state)));
 	if (placed)
 		emit_placed(c, p, &a, 0);
-	r = store_write(c, &a, true, err);
+	r = store_write(c, &a, true, placed, err);
 	if (r < 0) {
 		if (placed)
 			iso_cluster_state_give(&c->cs, &a);
@@ -293,7 +333,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		emit_alloc(c, p, &a, "allocation.resize",
 		           json_pack("{s:i, s:i}", "from", old, "to", members));
 		emit_placed(c, p, &a, old);
-		r = store_write(c, &a, false, err);
+		r = store_write(c, &a, false, true, err);
 		if (r < 0) {
 			iso_cluster_state_give_members(&c->cs, &a, old);
 			return r;
@@ -301,22 +341,26 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 	} else if (members < old) {
 		int all_members = a.n_members, all_slots = a.n_slots;
 
-		/* Durable first: the store gets the shrunk record, and only then
-		 * does the dropped members' capacity go back. */
-		a.members = members;
+		/* The dropped members' capacity goes back first, so that the
+		 * fabric's new intent (staged in the same transaction) no longer
+		 * holds their ports; a failed write takes it again. */
+		int keep = slots_of_first(&a, members);
+
 		a.updated_ms = iso_now_ms();
-		a.n_slots = slots_of_first(&a, members);
+		iso_cluster_state_give_members(&c->cs, &a, members);
+		a.members = members;
 		a.n_members = members;
+		a.n_slots = keep;
 		emit_alloc(c, p, &a, "allocation.resize",
 		           json_pack("{s:i, s:i}", "from", old, "to", members));
-		r = store_write(c, &a, false, err);
-		a.n_members = all_members;
-		a.n_slots = all_slots;
-		if (r < 0)
+		r = store_write(c, &a, false, true, err);
+		if (r < 0) {
+			a.n_members = all_members;
+			a.n_slots = all_slots;
+			if (iso_cluster_state_take_members(&c->cs, &a, members, NULL) < 0)
+				iso_log(ISO_LOG_ERR, "resize_undo_failed", "id=%s", a.id);
 			return r;
-		iso_cluster_state_give_members(&c->cs, &a, members);
-		a.n_slots = slots_of_first(&a, members);
-		a.n_members = members;
+		}
 		ctl_place_pending(c);
 	}
 	iso_log(ISO_LOG_INFO, "allocation_resized", "request_id=%s by=%s id=%s members=%d->%d",
@@ -354,11 +398,16 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 		a.reason[0] = '\0';
 		emit_alloc(c, p, &a, "allocation.release",
 		           json_pack("{s:s}", "from", from_state));
-		r = store_write(c, &a, false, err);
-		if (r < 0)
-			return r;
+		/* Capacity back first so that the staged intent drops the ports;
+		 * a failed write takes it again. */
 		if (held)
 			iso_cluster_state_give(&c->cs, &a);
+		r = store_write(c, &a, false, held, err);
+		if (r < 0) {
+			if (held && iso_cluster_state_take(&c->cs, &a, NULL) < 0)
+				iso_log(ISO_LOG_ERR, "release_undo_failed", "id=%s", a.id);
+			return r;
+		}
 		iso_log(ISO_LOG_INFO, "allocation_released", "request_id=%s by=%s id=%s tenant=%s",
 		        p->request_id, p->token_id, a.id, a.tenant);
 		if (held)
@@ -384,10 +433,10 @@ void ctl_place_pending(struct iso_controller *c)
 		struct iso_allocation *a = &pending[i];
 		if (iso_placer_place(c->placer, &c->cs, a, a->members, &err) < 0)
 			continue; /* still waiting; later ones may fit where it does not */
-		int r = provision(a, &err);
+		int r = provision(c, a, &err);
 		if (r == 0) {
 			emit_placed(c, NULL, a, 0);
-			r = store_write(c, a, false, &err);
+			r = store_write(c, a, false, true, &err);
 		}
 		if (r < 0) {
 			iso_cluster_state_give(&c->cs, a);

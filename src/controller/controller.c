@@ -105,8 +105,10 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 	struct iso_error err = {0};
 	enum iso_alloc_state want = a->state;
 
+	/* With a fabric that confirms later, provisioning waits for it (the
+	 * whole intent is applied again at start). */
 	if (a->state == ISO_ALLOC_PLACED || a->state == ISO_ALLOC_PROVISIONING)
-		want = ISO_ALLOC_ACTIVE;
+		want = c->fabric_async ? ISO_ALLOC_PROVISIONING : ISO_ALLOC_ACTIVE;
 	else if (a->state == ISO_ALLOC_RELEASING)
 		want = ISO_ALLOC_RELEASED;
 
@@ -187,6 +189,7 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	pthread_mutex_init(&c->lock, NULL);
 	c->inv = params->inv;
 	c->store = params->store;
 	c->placer = params->placer;
@@ -205,7 +208,13 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	                         c->placer->name, "nodes", c->inv->n_nodes),
 	};
 	ctl_record(c, NULL, &start, ISO_AUDIT_SUCCESS, NULL);
+	r = ctl_fabric_open(c, params->state_dir, err);
+	if (r < 0)
+		return r;
+	c->fabric_async = ctl_fabric_partitioned(c) && !ctl_fabric_driver_sync(c);
 	r = rebuild_state(c, err);
+	if (r == 0)
+		r = ctl_fabric_resync(c, err);
 	if (r == 0)
 		r = ctl_audit_sign_now(c, err); /* the start and any reconciling, signed */
 	if (r < 0)
@@ -213,6 +222,21 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	ctl_place_pending(c);
 	*out = ISO_TAKE(c);
 	return 0;
+}
+
+void iso_controller_lock(struct iso_controller *c)
+{
+	pthread_mutex_lock(&c->lock);
+}
+
+void iso_controller_unlock(struct iso_controller *c)
+{
+	pthread_mutex_unlock(&c->lock);
+}
+
+void iso_controller_tick(struct iso_controller *c)
+{
+	ctl_fabric_tick(c);
 }
 
 void iso_controller_shutdown(struct iso_controller *c)
@@ -235,6 +259,8 @@ void iso_controller_free(struct iso_controller *c)
 {
 	if (!c)
 		return;
+	ctl_fabric_close(c);
+	pthread_mutex_destroy(&c->lock);
 	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);
 	free(c);

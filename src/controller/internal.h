@@ -5,6 +5,11 @@
 #include "isostack/controller.h"
 
 #include <jansson.h>
+#include <pthread.h>
+
+#include "isostack/fabric.h"
+
+struct ctl_fabric;
 
 struct iso_controller {
 	const struct iso_inventory *inv; /* borrowed */
@@ -20,6 +25,10 @@ struct iso_controller {
 	bool have_head;
 	struct iso_audit_event *queue;
 	int n_queue, cap_queue;
+
+	struct ctl_fabric *fabric; /* fabric.c */
+	bool fabric_async;         /* allocations wait in provisioning for the fabric */
+	pthread_mutex_t lock;      /* the API thread and the daemon's ticks take turns */
 };
 
 /* An audit event as a use case describes it; the actor comes from the
@@ -75,6 +84,45 @@ int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, 
 /* Places pending allocations that now fit, oldest first, one transaction
  * each. Called after anything frees capacity, and at start. */
 void ctl_place_pending(struct iso_controller *c);
+
+/* ---- fabric.c: tenant P_Keys, VF assignments, the driver ---- */
+int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_error *err);
+void ctl_fabric_close(struct iso_controller *c);
+bool ctl_fabric_partitioned(const struct iso_controller *c);
+int ctl_fabric_tenant_pkey(const struct iso_controller *c, int64_t tenant_id); /* -1: none */
+/* Inside the tenant's transaction. */
+int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *t,
+                             struct iso_error *err);
+void ctl_fabric_tenant_create_undo(struct iso_controller *c, int64_t tenant_id);
+/* In the deleting transaction: the key goes to quarantine in the store;
+ * after the commit: ..._deleted releases it in memory. */
+int ctl_fabric_tenant_delete(struct iso_controller *c, int64_t tenant_id, int64_t now,
+                             struct iso_error *err);
+void ctl_fabric_tenant_deleted(struct iso_controller *c, int64_t tenant_id, int64_t now);
+/* Inside a transaction, after the cluster state holds the change: writes
+ * the new port assignments and builds the intent (refusing capacity
+ * overflows and cross-tenant ports). After the commit: ctl_fabric_commit
+ * hands it to the driver and returns its generation; after a rollback:
+ * ctl_fabric_abort. */
+int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err);
+uint64_t ctl_fabric_commit(struct iso_controller *c);
+void ctl_fabric_abort(struct iso_controller *c);
+bool ctl_fabric_confirmed(const struct iso_controller *c, uint64_t generation);
+/* Allocation `id` becomes active once `generation` is confirmed. */
+int ctl_fabric_wait(struct iso_controller *c, const char *id, uint64_t generation);
+void ctl_fabric_tick(struct iso_controller *c);
+json_t *ctl_fabric_status_json(const struct iso_controller *c);
+const struct iso_fabric_intent *ctl_fabric_intent(const struct iso_controller *c);
+struct iso_fabric_driver *ctl_fabric_driver(const struct iso_controller *c);
+/* Does the driver confirm an intent as it applies it (sim, opafm)? */
+bool ctl_fabric_driver_sync(const struct iso_controller *c);
+/* At start: stages and applies the whole intent from the allocations held,
+ * and makes every provisioning allocation wait for it. */
+int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err);
+
+/* allocations.c: provisioning -> active once the fabric confirmed. */
+int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
+                       struct iso_error *err);
 
 /* Token generation, shared by bootstrap and issuance. */
 int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_error *err);

@@ -41,6 +41,8 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 	if (r == 0)
 		r = ops->tenant_insert(c->store, &t, err);
 	if (r == 0)
+		r = ctl_fabric_tenant_create(c, &t, err);
+	if (r == 0)
 		ctl_emit(c, p,
 		         &(struct ctl_event){.action = "tenant.create", .kind = "tenant", .id = t.name,
 		                             .tenant = t.name, .tenant_id = t.id,
@@ -48,6 +50,8 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 		                                                  t.description)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
+		if (t.id > 0)
+			ctl_fabric_tenant_create_undo(c, t.id);
 		if (r == -EEXIST)
 			return iso_error_set(err, ISO_E_CONFLICT, "name",
 			                     "tenant \"%s\" already exists", name);
@@ -128,6 +132,7 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	struct iso_tenant t;
+	int64_t now = iso_now_ms();
 	int live = 0, r;
 
 	r = iso_controller_tenant_get(c, p, name, &t, err);
@@ -150,12 +155,15 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 	if (r == 0)
 		r = ops->tenant_delete(c->store, t.id, err);
 	if (r == 0)
+		r = ctl_fabric_tenant_delete(c, t.id, now, err);
+	if (r == 0)
 		ctl_emit(c, p,
 		         &(struct ctl_event){.action = "tenant.delete", .kind = "tenant", .id = t.name,
 		                             .tenant = t.name, .tenant_id = t.id});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
+	ctl_fabric_tenant_deleted(c, t.id, now);
 	iso_log(ISO_LOG_INFO, "tenant_deleted", "request_id=%s by=%s tenant=%s", p->request_id,
 	        p->token_id, name);
 	return 0;

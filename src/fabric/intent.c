@@ -1,1 +1,354 @@
-/* intent.c: placeholder, being written. */
+/* intent.c: turns tenants, their P_Keys and the (node, tenant) port
+ * assignments into the one desired partitioning of the fabric. This is the
+ * last place where a mistake is cheap: an intent that would put one port in
+ * two tenants' partitions, or more keys on a port than its table holds (the
+ * SM would drop keys with ERR 0512), is refused here with the port named,
+ * before any driver writes a file. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "isostack/fabric.h"
+
+void iso_fabric_intent_clear(struct iso_fabric_intent *in)
+{
+	if (!in)
+		return;
+	for (int i = 0; i < in->n_parts; i++)
+		free(in->parts[i].members);
+	free(in->parts);
+	memset(in, 0, sizeof(*in));
+}
+
+static void intent_cleanup(struct iso_fabric_intent *in)
+{
+	iso_fabric_intent_clear(in);
+}
+
+/* An assignment with its tenant resolved, sortable by GUID. */
+struct slot {
+	uint64_t guid;
+	int tenant; /* index into tenants[] */
+	int assign; /* index into assign[] */
+};
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct slot *x = a, *y = b;
+	if (x->guid != y->guid)
+		return x->guid < y->guid ? -1 : 1;
+	if (x->tenant != y->tenant)
+		return x->tenant < y->tenant ? -1 : 1;
+	return 0;
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+	const struct iso_fabric_member *x = a, *y = b;
+	return x->guid < y->guid ? -1 : x->guid > y->guid;
+}
+
+static int cmp_part(const void *a, const void *b)
+{
+	const struct iso_partition *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->pkey < y->pkey ? -1 : x->pkey > y->pkey;
+}
+
+static int find_tenant(const struct iso_fabric_tenant *tenants, int n, int64_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (tenants[i].tenant_id == id)
+			return i;
+	return -1;
+}
+
+/* The assignment's GUID must be the one the inventory gives that port: the
+ * intent is only as good as the GUIDs the SM will match. */
+static int check_assignment(const struct iso_inventory *inv, const struct iso_port_assignment *a,
+                            int i, struct iso_error *err)
+{
+	char field[48];
+
+	snprintf(field, sizeof(field), "assignments[%d].node", i);
+	if (a->node < 0 || a->node >= inv->n_nodes)
+		return iso_error_set(
+		    err, ISO_E_INVALID, field,
+		    "assignment %d: node index %d is not in the inventory (%d nodes)", i, a->node,
+		    inv->n_nodes);
+	const struct iso_node *node = &inv->nodes[a->node];
+	if (!node->has_port)
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "assignment %d: node %s has no fabric port", i, node->name);
+	const struct iso_port *port = &node->port;
+	uint64_t want;
+	snprintf(field, sizeof(field), "assignments[%d].vf", i);
+	if (a->vf == -1) {
+		if (port->n_vfs > 0)
+			return iso_error_set(
+			    err, ISO_E_INVALID, field,
+			    "assignment %d: node %s has %d VFs, so its PF 0x%016llx "
+			    "stays in Default only; assign a VF",
+			    i, node->name, port->n_vfs, (unsigned long long)port->guid);
+		want = port->guid;
+	} else if (a->vf < 0 || a->vf >= port->n_vfs) {
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "assignment %d: node %s has no VF %d (it has %d)", i,
+		                     node->name, a->vf, port->n_vfs);
+	} else {
+		want = port->vf_guids[a->vf];
+	}
+	snprintf(field, sizeof(field), "assignments[%d].guid", i);
+	if (a->guid != want)
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "assignment %d: GUID 0x%016llx is not %s of node %s in the "
+		                     "inventory (0x%016llx)",
+		                     i, (unsigned long long)a->guid,
+		                     a->vf == -1 ? "the PF" : "that VF", node->name,
+		                     (unsigned long long)want);
+	return 0;
+}
+
+/* The tenant keys must be bases that no one else uses: two tenants on one
+ * key, or a tenant on a service's key, would be one partition. */
+static int check_tenant_keys(const struct iso_inventory *inv, const struct iso_fabric_tenant *t,
+                             const bool *active, int n, struct iso_error *err)
+{
+	for (int i = 0; i < n; i++) {
+		if (!active[i])
+			continue;
+		if (t[i].pkey == 0 || t[i].pkey >= ISO_PKEY_DEFAULT)
+			return iso_error_set(err, ISO_E_INVALID, "tenants.pkey",
+			                     "tenant '%s' has P_Key 0x%04x: a tenant key is "
+			                     "0x0001-0x7ffe",
+			                     t[i].name, t[i].pkey);
+		for (int j = 0; j < inv->fabric.n_services; j++)
+			if (inv->fabric.services[j].pkey == t[i].pkey)
+				return iso_error_set(
+				    err, ISO_E_CONFLICT, "tenants.pkey",
+				    "tenant '%s' has P_Key 0x%04x, the key of shared "
+				    "service '%s'",
+				    t[i].name, t[i].pkey, inv->fabric.services[j].name);
+		for (int j = 0; j < i; j++)
+			if (active[j] && t[j].pkey == t[i].pkey)
+				return iso_error_set(err, ISO_E_CONFLICT, "tenants.pkey",
+				                     "tenants '%s' and '%s' both have P_Key 0x%04x",
+				                     t[j].name, t[i].name, t[i].pkey);
+	}
+	return 0;
+}
+
+/* "<prefix><name>" with '-' and '.' made '_', which every SM's name grammar
+ * takes. When that is too long or two names meet after the change, the name
+ * gets the key appended with a capital 'P': names are lower case, so such a
+ * name meets no plain one, and keys are unique. */
+static void part_name(struct iso_partition *p, const char *prefix, const char *name, bool suffixed)
+{
+	char clean[ISO_NAME_MAX];
+	size_t n = 0;
+
+	for (; name && name[n] && n + 1 < sizeof(clean); n++)
+		clean[n] = (name[n] == '-' || name[n] == '.') ? '_' : name[n];
+	clean[n] = '\0';
+	if (!suffixed) {
+		snprintf(p->name, sizeof(p->name), "%s%s", prefix, clean);
+		return;
+	}
+	/* prefix + up to 48 characters + "_P" + 4 hex digits fits 64 */
+	snprintf(p->name, sizeof(p->name), "%s%.48s_P%04x", prefix, clean, p->pkey);
+}
+
+static bool name_fits(const char *prefix, const char *name)
+{
+	return strlen(prefix) + strlen(name ? name : "") <
+	       sizeof(((struct iso_partition *)0)->name);
+}
+
+static int cmp_name_idx(const void *a, const void *b, void *ctx)
+{
+	const struct iso_partition *parts = ctx;
+	return strcmp(parts[*(const int *)a].name, parts[*(const int *)b].name);
+}
+
+/* Gives every partition with a colliding plain name its suffixed name. */
+static int unique_names(struct iso_partition *parts, int n, const char **src, const char **prefix)
+{
+	_cleanup_free_ int *order = malloc(sizeof(*order) * (size_t)(n ? n : 1));
+	if (!order)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, (size_t)n, sizeof(*order), cmp_name_idx, parts);
+	for (int i = 0; i < n;) {
+		int j = i + 1;
+		while (j < n && strcmp(parts[order[i]].name, parts[order[j]].name) == 0)
+			j++;
+		for (int k = i; j - i > 1 && k < j; k++)
+			part_name(&parts[order[k]], prefix[order[k]], src[order[k]], true);
+		i = j;
+	}
+	return 0;
+}
+
+/* Sorts and de-duplicates members in place (a full entry wins over a
+ * limited one for the same GUID). */
+static int sort_members(struct iso_fabric_member *m, int n)
+{
+	if (n == 0)
+		return 0;
+	qsort(m, (size_t)n, sizeof(*m), cmp_member);
+	int w = 0;
+	for (int i = 0; i < n; i++) {
+		if (w > 0 && m[w - 1].guid == m[i].guid) {
+			if (m[i].membership == ISO_MEMBER_FULL)
+				m[w - 1].membership = ISO_MEMBER_FULL;
+			continue;
+		}
+		m[w++] = m[i];
+	}
+	return w;
+}
+
+/* The node and P_Key capacity of an assigned GUID, from its assignment. */
+static int check_capacity(const struct iso_inventory *inv, const struct iso_fabric_tenant *tenants,
+                          const struct iso_port_assignment *a, int tenant, struct iso_error *err)
+{
+	const struct iso_node *node = &inv->nodes[a->node];
+	int keys = 1 + inv->fabric.n_services + 1; /* Default, every service, its tenant */
+
+	if (keys <= node->port.pkey_capacity)
+		return 0;
+	return iso_error_set(err, ISO_E_NO_CAPACITY, "fabric",
+	                     "node %s port 0x%016llx would hold %d P_Keys (Default, %d shared "
+	                     "services, tenant '%s') but its capacity is %d",
+	                     node->name, (unsigned long long)a->guid, keys, inv->fabric.n_services,
+	                     tenants[tenant].name, node->port.pkey_capacity);
+}
+
+int iso_fabric_intent_build(const struct iso_inventory *inv,
+                            const struct iso_fabric_tenant *tenants, int n_tenants,
+                            const struct iso_port_assignment *assign, int n_assign,
+                            struct iso_fabric_intent *out, struct iso_error *err)
+{
+	const struct iso_fabric_config *fc = &inv->fabric;
+	_cleanup_(intent_cleanup) struct iso_fabric_intent in = {0};
+	_cleanup_free_ struct slot *slots = NULL;
+	_cleanup_free_ bool *active = calloc((size_t)(n_tenants > 0 ? n_tenants : 1), sizeof(bool));
+	_cleanup_free_ int *count = calloc((size_t)(n_tenants > 0 ? n_tenants : 1), sizeof(int));
+	int r;
+
+	if (n_tenants < 0 || n_assign < 0)
+		return iso_error_set(err, ISO_E_INVALID, "fabric", "negative tenant or port count");
+	slots = malloc(sizeof(*slots) * (size_t)(n_assign > 0 ? n_assign : 1));
+	if (!slots || !active || !count)
+		return -ENOMEM;
+
+	for (int i = 0; i < n_assign; i++) {
+		r = check_assignment(inv, &assign[i], i, err);
+		if (r < 0)
+			return r;
+		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id);
+		if (t < 0)
+			return iso_error_set(err, ISO_E_INVALID, "fabric",
+			                     "assignment %d: tenant id %lld has no P_Key", i,
+			                     (long long)assign[i].tenant_id);
+		active[t] = true;
+		slots[i] = (struct slot){.guid = assign[i].guid, .tenant = t, .assign = i};
+	}
+	r = check_tenant_keys(inv, tenants, active, n_tenants, err);
+	if (r < 0)
+		return r;
+
+	/* One GUID, one tenant: neighbours after sorting by GUID tell. */
+	qsort(slots, (size_t)n_assign, sizeof(*slots), cmp_slot);
+	for (int i = 1; i < n_assign; i++)
+		if (slots[i].guid == slots[i - 1].guid && slots[i].tenant != slots[i - 1].tenant)
+			return iso_error_set(err, ISO_E_CONFLICT, "fabric",
+			                     "port GUID 0x%016llx is assigned to tenants '%s' and "
+			                     "'%s': one port, one tenant",
+			                     (unsigned long long)slots[i].guid,
+			                     tenants[slots[i - 1].tenant].name,
+			                     tenants[slots[i].tenant].name);
+	int n_unique = 0;
+	for (int i = 0; i < n_assign; i++) {
+		if (i > 0 && slots[i].guid == slots[i - 1].guid)
+			continue;
+		r = check_capacity(inv, tenants, &assign[slots[i].assign], slots[i].tenant, err);
+		if (r < 0)
+			return r;
+		slots[n_unique++] = slots[i];
+		count[slots[i].tenant]++;
+	}
+
+	int n_active = 0;
+	for (int t = 0; t < n_tenants; t++)
+		n_active += active[t];
+	int n_parts = 1 + fc->n_services + n_active;
+	in.parts = calloc((size_t)n_parts, sizeof(*in.parts));
+	_cleanup_free_ const char **src = calloc((size_t)n_parts, sizeof(*src));
+	_cleanup_free_ const char **prefix = calloc((size_t)n_parts, sizeof(*prefix));
+	if (!in.parts || !src || !prefix)
+		return -ENOMEM;
+
+	/* Default: ALL=limited, SELF=full are implied, so no explicit members. */
+	in.parts[0] = (struct iso_partition){
+	    .kind = ISO_PART_DEFAULT, .pkey = ISO_PKEY_DEFAULT, .ipoib = true};
+	iso_strlcpy(in.parts[0].name, "Default", sizeof(in.parts[0].name));
+	src[0] = "Default";
+	prefix[0] = "";
+	in.n_parts = 1;
+
+	for (int s = 0; s < fc->n_services; s++) {
+		const struct iso_shared_service *svc = &fc->services[s];
+		struct iso_partition *p = &in.parts[in.n_parts];
+		*p = (struct iso_partition){
+		    .kind = ISO_PART_SERVICE, .pkey = svc->pkey, .ipoib = true};
+		src[in.n_parts] = svc->name;
+		prefix[in.n_parts] = "svc_";
+		in.n_parts++;
+		part_name(p, "svc_", svc->name, !name_fits("svc_", svc->name));
+		p->members =
+		    calloc((size_t)svc->n_guids + (size_t)n_unique + 1, sizeof(*p->members));
+		if (!p->members)
+			return -ENOMEM;
+		for (int g = 0; g < svc->n_guids; g++)
+			p->members[p->n_members++] =
+			    (struct iso_fabric_member){svc->guids[g], ISO_MEMBER_FULL};
+		for (int i = 0; i < n_unique; i++)
+			p->members[p->n_members++] =
+			    (struct iso_fabric_member){slots[i].guid, ISO_MEMBER_LIMITED};
+		p->n_members = sort_members(p->members, p->n_members);
+	}
+
+	for (int t = 0; t < n_tenants; t++) {
+		if (!active[t])
+			continue;
+		struct iso_partition *p = &in.parts[in.n_parts];
+		*p = (struct iso_partition){.kind = ISO_PART_TENANT,
+		                            .pkey = tenants[t].pkey,
+		                            .tenant_id = tenants[t].tenant_id,
+		                            .ipoib = true,
+		                            .indx0 = false};
+		iso_strlcpy(p->tenant, tenants[t].name ? tenants[t].name : "", sizeof(p->tenant));
+		src[in.n_parts] = tenants[t].name;
+		prefix[in.n_parts] = "t_";
+		in.n_parts++;
+		part_name(p, "t_", tenants[t].name, !name_fits("t_", tenants[t].name));
+		p->members = calloc((size_t)count[t], sizeof(*p->members));
+		if (!p->members)
+			return -ENOMEM;
+		for (int i = 0; i < n_unique; i++)
+			if (slots[i].tenant == t)
+				p->members[p->n_members++] =
+				    (struct iso_fabric_member){slots[i].guid, ISO_MEMBER_FULL};
+	}
+
+	r = unique_names(in.parts, in.n_parts, src, prefix);
+	if (r < 0)
+		return r;
+	qsort(in.parts, (size_t)in.n_parts, sizeof(*in.parts), cmp_part);
+	*out = in;
+	memset(&in, 0, sizeof(in));
+	return 0;
+}

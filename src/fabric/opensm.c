@@ -1,1 +1,725 @@
-/* opensm.c: placeholder, being written. */
+/* opensm.c: the OpenSM driver. OpenSM has no API for partitions, only a file
+ * it rereads on SIGHUP, and it fails dangerously: a file it cannot parse
+ * flattens the fabric, a port whose table is too small silently loses keys
+ * (ERR 0507/0512). So every change goes the long way round: render, validate
+ * with our own mirror of OpenSM's parser, write atomically to every SM,
+ * SIGHUP, watch OpenSM's log for the incidents it reports, and count the
+ * intent confirmed only when the P_Key tables read back (SMP) match it.
+ * A worker thread owns all of that I/O so that apply() and poll() never
+ * block the controller; intents arriving within coalesce_ms become one
+ * write. Facts: ../shared/reference/fabric.md; design: docs/fabric.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define POLL_MS          50
+#define SM_DOWN_RETRY_MS 1000
+#define LOG_CARRY        256
+#define MAX_SMS          65
+
+/* What OpenSM writes when it did not do what the file said. */
+static const char *const incident_marks[] = {
+    "retrying with default config", /* the file was refused: fabric flattened */
+    "ERR 0507",                     /* switch port enforcement turned off */
+    "ERR 0512",                     /* a port's P_Key table is full */
+    "PARSE ERROR",                  /* the line that made it refuse the file */
+};
+
+struct sm_watch {
+	struct iso_sm_files files;
+	off_t log_off;
+	char carry[LOG_CARRY]; /* tail of the last read, for marks split across reads */
+};
+
+/* One intent and its rendered text, as it travels through the mailbox. */
+struct work {
+	struct iso_fabric_intent in;
+	char *text;
+};
+
+struct osm_driver {
+	struct iso_fabric_driver base;
+	int n_sms; /* [0] is the primary */
+	struct sm_watch sms[MAX_SMS];
+	int coalesce_ms, confirm_timeout_ms;
+
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* under mu */
+	bool stop;
+	bool has_pending;
+	struct work pending;
+	uint64_t ready_ns; /* monotonic: when the pending intent may be written */
+	struct iso_fabric_status status;
+
+	/* worker's own */
+	struct iso_smp *smp;
+	char *good_text;               /* the last file OpenSM accepted */
+	struct iso_fabric_intent last; /* the last intent written */
+	bool have_last;
+	uint64_t *dirty; /* GUIDs changed since the last confirmation */
+	int n_dirty, cap_dirty;
+
+	pthread_mutex_t snap_mu;
+	struct iso_smp *snap_smp;
+};
+
+static uint64_t ms_ns(int64_t ms)
+{
+	return (uint64_t)ms * 1000000u;
+}
+
+/* ---- intents ---- */
+
+static int intent_copy(const struct iso_fabric_intent *src, struct iso_fabric_intent *dst)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->generation = src->generation;
+	if (src->n_parts == 0)
+		return 0;
+	dst->parts = calloc((size_t)src->n_parts, sizeof(*dst->parts));
+	if (!dst->parts)
+		return -ENOMEM;
+	for (int i = 0; i < src->n_parts; i++) {
+		const struct iso_partition *p = &src->parts[i];
+		struct iso_partition *q = &dst->parts[i];
+
+		*q = *p;
+		q->members = NULL;
+		dst->n_parts = i + 1;
+		if (p->n_members) {
+			q->members = malloc((size_t)p->n_members * sizeof(*q->members));
+			if (!q->members) {
+				q->n_members = 0;
+				iso_fabric_intent_clear(dst);
+				return -ENOMEM;
+			}
+			memcpy(q->members, p->members, (size_t)p->n_members * sizeof(*q->members));
+		}
+	}
+	return 0;
+}
+
+static void work_clear(struct work *w)
+{
+	iso_fabric_intent_clear(&w->in);
+	free(w->text);
+	w->text = NULL;
+}
+
+static int cmp_u16(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int iso_fabric_expected_keys(const struct iso_fabric_intent *in, uint64_t guid, uint16_t *keys,
+                             int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < in->n_parts; i++) {
+		const struct iso_partition *p = &in->parts[i];
+		int lo = 0, hi = p->n_members - 1;
+
+		if (p->kind == ISO_PART_DEFAULT)
+			continue;
+		/* members are sorted by GUID */
+		while (lo <= hi) {
+			int mid = (lo + hi) / 2;
+			uint64_t g = p->members[mid].guid;
+
+			if (g == guid) {
+				if (n < max)
+					keys[n] =
+					    (uint16_t)(p->pkey | (p->members[mid].membership ==
+					                                  ISO_MEMBER_FULL
+					                              ? ISO_PKEY_FULL_BIT
+					                              : 0));
+				n++;
+				break;
+			}
+			if (g < guid)
+				lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+	}
+	if (n <= max)
+		qsort(keys, (size_t)n, sizeof(*keys), cmp_u16);
+	return n;
+}
+
+bool iso_fabric_table_matches(const struct iso_port_table *t, const uint16_t *keys, int n)
+{
+	uint16_t have[4096];
+	int k = 0;
+
+	for (int i = 0; i < t->n_pkeys; i++) {
+		if ((t->pkeys[i] & ISO_PKEY_BASE_MASK) == ISO_PKEY_DEFAULT)
+			continue;
+		if (k == (int)ISO_ARRAY_SIZE(have))
+			return false;
+		have[k++] = t->pkeys[i];
+	}
+	if (k != n)
+		return false;
+	qsort(have, (size_t)k, sizeof(*have), cmp_u16);
+	return memcmp(have, keys, (size_t)n * sizeof(*keys)) == 0;
+}
+
+/* Adds to `dirty` every GUID whose keys differ between `a` (may be NULL) and
+ * `b`: those are the ports whose tables must be read back. */
+static int mark_dirty(struct osm_driver *d, const struct iso_fabric_intent *a,
+                      const struct iso_fabric_intent *b)
+{
+	const struct iso_fabric_intent *sides[2] = {a, b};
+	uint16_t ka[256], kb[256];
+
+	for (int s = 0; s < 2; s++) {
+		if (!sides[s])
+			continue;
+		for (int i = 0; i < sides[s]->n_parts; i++) {
+			const struct iso_partition *p = &sides[s]->parts[i];
+
+			for (int m = 0; m < p->n_members; m++) {
+				uint64_t g = p->members[m].guid;
+				int na = a ? iso_fabric_expected_keys(a, g, ka, 256) : -1;
+				int nb = iso_fabric_expected_keys(b, g, kb, 256);
+
+				if (na == nb && na <= 256 &&
+				    memcmp(ka, kb, (size_t)na * sizeof(*ka)) == 0)
+					continue;
+				if (d->n_dirty == d->cap_dirty) {
+					int cap = d->cap_dirty ? d->cap_dirty * 2 : 64;
+					uint64_t *nd = realloc(d->dirty, (size_t)cap * sizeof(*nd));
+					if (!nd)
+						return -ENOMEM;
+					d->dirty = nd;
+					d->cap_dirty = cap;
+				}
+				d->dirty[d->n_dirty++] = g;
+			}
+		}
+	}
+	/* unique */
+	if (d->n_dirty > 1) {
+		int k = 1;
+		qsort(d->dirty, (size_t)d->n_dirty, sizeof(*d->dirty), cmp_u64);
+		for (int i = 1; i < d->n_dirty; i++)
+			if (d->dirty[i] != d->dirty[k - 1])
+				d->dirty[k++] = d->dirty[i];
+		d->n_dirty = k;
+	}
+	return 0;
+}
+
+/* ---- status ---- */
+
+static void set_incident(struct osm_driver *d, const char *fmt, ...) _printf_(2, 3);
+static void set_incident(struct osm_driver *d, const char *fmt, ...)
+{
+	char msg[sizeof(d->status.incident_msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		msg[0] = '\0';
+	va_end(ap);
+	pthread_mutex_lock(&d->mu);
+	d->status.incident = true;
+	iso_strlcpy(d->status.incident_msg, msg, sizeof(d->status.incident_msg));
+	pthread_mutex_unlock(&d->mu);
+	iso_log(ISO_LOG_ERR, "fabric.opensm_incident", "msg=\"%s\"", msg);
+}
+
+static bool stop_or_newer(struct osm_driver *d)
+{
+	bool r;
+
+	pthread_mutex_lock(&d->mu);
+	r = d->stop || d->has_pending;
+	pthread_mutex_unlock(&d->mu);
+	return r;
+}
+
+/* Sleeps up to `ms`, waking early for stop or a newer intent. */
+static void nap(struct osm_driver *d, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&d->mu);
+	while (!d->stop && !d->has_pending)
+		if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- the SM's files ---- */
+
+/* The pid in `path` if that process exists; 0 when the SM is down. */
+static pid_t sm_pid(const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	long pid = 0;
+
+	if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1 || pid > INT32_MAX)
+		return 0;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return 0;
+	return (pid_t)pid;
+}
+
+static int write_all_sms(struct osm_driver *d, const char *text, struct iso_error *err)
+{
+	for (int i = 0; i < d->n_sms; i++) {
+		int r = iso_file_write_atomic(d->sms[i].files.partitions_file, text, strlen(text),
+		                              0644, false, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void log_mark(struct sm_watch *w)
+{
+	struct stat st;
+
+	w->carry[0] = '\0';
+	w->log_off = w->files.log_file[0] && stat(w->files.log_file, &st) == 0 ? st.st_size : 0;
+}
+
+/* Reads what OpenSM logged since the mark; returns the first incident line
+ * (copied into `line`) or false. */
+static bool log_scan(struct sm_watch *w, char *line, size_t size)
+{
+	char buf[LOG_CARRY + 65536];
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	size_t carry;
+	ssize_t n;
+
+	if (!w->files.log_file[0])
+		return false;
+	fd = open(w->files.log_file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return false;
+	if (st.st_size < w->log_off) /* rotated or truncated */
+		w->log_off = 0;
+	for (;;) {
+		carry = strlen(w->carry);
+		memcpy(buf, w->carry, carry);
+		n = pread(fd, buf + carry, sizeof(buf) - carry - 1, w->log_off);
+		if (n <= 0)
+			return false;
+		w->log_off += n;
+		buf[carry + (size_t)n] = '\0';
+		for (size_t i = 0; i < ISO_ARRAY_SIZE(incident_marks); i++) {
+			char *hit = strstr(buf, incident_marks[i]);
+			if (hit) {
+				char *bol = hit, *eol = strchr(hit, '\n');
+				while (bol > buf && bol[-1] != '\n')
+					bol--;
+				snprintf(line, size, "%.*s",
+				         (int)(eol ? eol - bol : (long)strlen(bol)), bol);
+				w->carry[0] = '\0';
+				return true;
+			}
+		}
+		/* keep the unterminated tail: a mark may straddle two reads */
+		carry = strlen(buf);
+		carry = carry > LOG_CARRY - 1 ? LOG_CARRY - 1 : carry;
+		memcpy(w->carry, buf + strlen(buf) - carry, carry);
+		w->carry[carry] = '\0';
+	}
+}
+
+/* Signals every SM that has a pid file. Only the primary being down holds
+ * the intent back; a standby reads the same file when it takes over. */
+static bool hup_all(struct osm_driver *d)
+{
+	for (int i = 0; i < d->n_sms; i++) {
+		pid_t pid;
+
+		if (!d->sms[i].files.pid_file[0])
+			continue;
+		pid = sm_pid(d->sms[i].files.pid_file);
+		if (!pid || kill(pid, SIGHUP) < 0) {
+			if (i == 0)
+				return false;
+			iso_log(ISO_LOG_WARN, "fabric.opensm_standby_down", "pid_file=%s",
+			        d->sms[i].files.pid_file);
+		}
+	}
+	return true;
+}
+
+/* ---- one intent, start to finish ---- */
+
+enum { DONE, RETRY };
+
+static void restore_good(struct osm_driver *d)
+{
+	struct iso_error e = {0};
+
+	if (!d->good_text) {
+		iso_log(ISO_LOG_ERR, "fabric.opensm_restore", "msg=\"no earlier good file\"");
+		return;
+	}
+	if (write_all_sms(d, d->good_text, &e) < 0) {
+		iso_log(ISO_LOG_ERR, "fabric.opensm_restore", "msg=\"%s\"", e.message);
+		return;
+	}
+	hup_all(d);
+}
+
+static void describe_port(const struct iso_port_table *t, const uint16_t *keys, int n, char *buf,
+                          size_t size)
+{
+	size_t off = (size_t)snprintf(buf, size, "port 0x%016" PRIx64 " ('%s') holds [", t->guid,
+	                              t->node_desc);
+
+	for (int i = 0; i < t->n_pkeys && off < size; i++)
+		off +=
+		    (size_t)snprintf(buf + off, size - off, "%s0x%04x", i ? " " : "", t->pkeys[i]);
+	if (off < size)
+		off += (size_t)snprintf(buf + off, size - off, "], expected [");
+	for (int i = 0; i < n && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s0x%04x", i ? " " : "", keys[i]);
+	if (off < size)
+		snprintf(buf + off, size - off, "] besides 0x7fff");
+}
+
+static int confirm(struct osm_driver *d, struct work *w)
+{
+	uint64_t deadline = iso_mono_ns() + ms_ns(d->confirm_timeout_ms);
+	char why[200] = "no read yet", line[200];
+
+	for (;;) {
+		struct iso_fabric_snapshot snap = {0};
+		struct iso_error e = {0};
+		bool all = true;
+		int found = 0;
+
+		for (int i = 0; i < d->n_sms; i++) {
+			if (log_scan(&d->sms[i], line, sizeof(line))) {
+				set_incident(d, "generation %" PRIu64 ": OpenSM reports: %s",
+				             w->in.generation, line);
+				restore_good(d);
+				return DONE;
+			}
+		}
+		if (iso_smp_read_guids(d->smp, d->dirty, d->n_dirty, &snap, &e) < 0) {
+			all = false;
+			iso_strlcpy(why, e.message, sizeof(why));
+		} else {
+			for (int i = 0; i < snap.n_ports && all; i++) {
+				uint16_t keys[256];
+				int n =
+				    iso_fabric_expected_keys(&w->in, snap.ports[i].guid, keys, 256);
+
+				found++;
+				if (n > 256 || !iso_fabric_table_matches(&snap.ports[i], keys, n)) {
+					all = false;
+					describe_port(&snap.ports[i], keys, n, why, sizeof(why));
+				}
+			}
+			if (all && found < d->n_dirty) {
+				all = false;
+				snprintf(why, sizeof(why),
+				         "%d of %d changed ports not found on the fabric",
+				         d->n_dirty - found, d->n_dirty);
+			}
+		}
+		iso_fabric_snapshot_clear(&snap);
+		/* OpenSM logs a refused file before it programs the tables: a
+		 * flattened table read above has its log line by now. */
+		for (int i = 0; all && i < d->n_sms; i++) {
+			if (log_scan(&d->sms[i], line, sizeof(line))) {
+				set_incident(d, "generation %" PRIu64 ": OpenSM reports: %s",
+				             w->in.generation, line);
+				restore_good(d);
+				return DONE;
+			}
+		}
+		if (all) {
+			pthread_mutex_lock(&d->mu);
+			d->status.confirmed = w->in.generation;
+			d->status.incident = false;
+			d->status.incident_msg[0] = '\0';
+			pthread_mutex_unlock(&d->mu);
+			free(d->good_text);
+			d->good_text = ISO_TAKE(w->text);
+			d->n_dirty = 0;
+			iso_log(ISO_LOG_INFO, "fabric.opensm_confirmed",
+			        "generation=%" PRIu64 " ports=%d", w->in.generation, found);
+			return DONE;
+		}
+		if (stop_or_newer(d))
+			return DONE; /* superseded: the newer intent is confirmed instead */
+		if (iso_mono_ns() >= deadline) {
+			set_incident(d, "generation %" PRIu64 " not confirmed after %d ms: %s",
+			             w->in.generation, d->confirm_timeout_ms, why);
+			return DONE;
+		}
+		nap(d, POLL_MS);
+	}
+}
+
+static int process(struct osm_driver *d, struct work *w)
+{
+	struct iso_error e = {0};
+
+	if (mark_dirty(d, d->have_last ? &d->last : NULL, &w->in) < 0) {
+		set_incident(d, "out of memory");
+		return DONE;
+	}
+	if (write_all_sms(d, w->text, &e) < 0) {
+		iso_log(ISO_LOG_WARN, "fabric.opensm_write", "msg=\"%s\"", e.message);
+		return RETRY;
+	}
+	for (int i = 0; i < d->n_sms; i++)
+		log_mark(&d->sms[i]);
+	if (!hup_all(d)) {
+		iso_log(ISO_LOG_WARN, "fabric.opensm_down", "pid_file=%s generation=%" PRIu64,
+		        d->sms[0].files.pid_file, w->in.generation);
+		return RETRY;
+	}
+	iso_fabric_intent_clear(&d->last);
+	if (intent_copy(&w->in, &d->last) < 0) {
+		d->have_last = false;
+		set_incident(d, "out of memory");
+		return DONE;
+	}
+	d->have_last = true;
+	pthread_mutex_lock(&d->mu);
+	d->status.applied = w->in.generation;
+	pthread_mutex_unlock(&d->mu);
+	return confirm(d, w);
+}
+
+static void *worker(void *arg)
+{
+	struct osm_driver *d = arg;
+
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		struct work w;
+
+		while (!d->stop && !(d->has_pending && iso_mono_ns() >= d->ready_ns)) {
+			if (d->has_pending) {
+				struct timespec ts = {.tv_sec = (time_t)(d->ready_ns / 1000000000u),
+				                      .tv_nsec = (long)(d->ready_ns % 1000000000u)};
+				pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+			} else {
+				pthread_cond_wait(&d->cv, &d->mu);
+			}
+		}
+		if (d->stop)
+			break;
+		w = d->pending;
+		memset(&d->pending, 0, sizeof(d->pending));
+		d->has_pending = false;
+		pthread_mutex_unlock(&d->mu);
+
+		int r = process(d, &w);
+
+		pthread_mutex_lock(&d->mu);
+		if (r == RETRY && !d->has_pending) {
+			/* the SM is down: the same intent again in a second */
+			d->pending = w;
+			d->has_pending = true;
+			d->ready_ns = iso_mono_ns() + ms_ns(SM_DOWN_RETRY_MS);
+		} else {
+			work_clear(&w);
+		}
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+/* ---- ops ---- */
+
+static int osm_apply(struct iso_fabric_driver *base, const struct iso_fabric_intent *in,
+                     struct iso_error *err)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+	struct iso_partitions_file check;
+	struct work w = {0};
+	int r;
+
+	/* Validated here, so that a broken intent is the caller's error now,
+	 * and a file OpenSM would refuse is never written. */
+	r = iso_partitions_render(in, &w.text, err);
+	if (r < 0)
+		return r;
+	r = iso_partitions_parse("partitions.conf (rendered)", w.text, strlen(w.text), &check, err);
+	if (r < 0) {
+		free(w.text);
+		return r;
+	}
+	iso_partitions_file_clear(&check);
+	if (intent_copy(in, &w.in) < 0) {
+		free(w.text);
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	}
+	pthread_mutex_lock(&d->mu);
+	if (d->has_pending) {
+		work_clear(&d->pending); /* a burst: the newest intent wins, the window stays */
+	} else {
+		d->ready_ns = iso_mono_ns() + ms_ns(d->coalesce_ms);
+	}
+	d->pending = w;
+	d->has_pending = true;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
+
+static int osm_poll(struct iso_fabric_driver *base, struct iso_fabric_status *st)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+
+	pthread_mutex_lock(&d->mu);
+	*st = d->status;
+	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
+
+static int osm_snapshot(struct iso_fabric_driver *base, struct iso_fabric_snapshot *out,
+                        struct iso_error *err)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+	int r;
+
+	pthread_mutex_lock(&d->snap_mu);
+	r = iso_smp_discover(d->snap_smp, out, NULL, err);
+	pthread_mutex_unlock(&d->snap_mu);
+	return r;
+}
+
+static void osm_free(struct iso_fabric_driver *base)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+
+	if (d->started) {
+		pthread_mutex_lock(&d->mu);
+		d->stop = true;
+		pthread_cond_broadcast(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+		pthread_join(d->thread, NULL);
+	}
+	work_clear(&d->pending);
+	iso_fabric_intent_clear(&d->last);
+	free(d->good_text);
+	free(d->dirty);
+	if (d->smp)
+		iso_smp_free(d->smp);
+	if (d->snap_smp)
+		iso_smp_free(d->snap_smp);
+	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->snap_mu);
+	pthread_cond_destroy(&d->cv);
+	free(d);
+}
+
+static const struct iso_fabric_driver_ops osm_ops = {
+    .name = "opensm",
+    .apply = osm_apply,
+    .poll = osm_poll,
+    .snapshot = osm_snapshot,
+    .free = osm_free,
+};
+
+/* The file already in place, if it is one we would write: what to restore
+ * when OpenSM refuses our first file. */
+static char *read_good_file(const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *buf = NULL;
+	struct iso_partitions_file pf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	buf = malloc(1 << 20);
+	if (!buf)
+		return NULL;
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = '\0';
+	if (iso_partitions_parse(path, buf, n, &pf, NULL) < 0)
+		return NULL;
+	iso_partitions_file_clear(&pf);
+	return ISO_TAKE(buf);
+}
+
+int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fabric_driver **out,
+                                 struct iso_error *err)
+{
+	const struct iso_fabric_config *fc = &inv->fabric;
+	struct osm_driver *d;
+	pthread_condattr_t ca;
+	int r;
+
+	if (fc->type != ISO_FABRIC_INFINIBAND)
+		return iso_error_set(err, ISO_E_INVALID, "fabric.driver",
+		                     "the opensm driver needs fabric.type infiniband, not %s",
+		                     iso_fabric_type_name(fc->type));
+	if (!fc->sm.partitions_file[0])
+		return iso_error_set(err, ISO_E_INVALID, "fabric.partitions_file",
+		                     "the opensm driver needs fabric.partitions_file");
+	if (fc->n_standby + 1 > MAX_SMS)
+		return iso_error_set(err, ISO_E_INVALID, "fabric.standby_sms",
+		                     "at most %d standby SMs", MAX_SMS - 1);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	d->base.ops = &osm_ops;
+	d->sms[0].files = fc->sm;
+	for (int i = 0; i < fc->n_standby; i++)
+		d->sms[i + 1].files = fc->standby[i];
+	d->n_sms = fc->n_standby + 1;
+	d->coalesce_ms = fc->coalesce_ms;
+	d->confirm_timeout_ms = fc->confirm_timeout_ms > 0 ? fc->confirm_timeout_ms : 10000;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->snap_mu, NULL);
+	/* ready_ns is monotonic: the worker's timed waits must be too. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	d->good_text = read_good_file(fc->sm.partitions_file);
+
+	r = iso_smp_open(NULL, &d->smp, err);
+	if (r == 0)
+		r = iso_smp_open(NULL, &d->snap_smp, err);
+	if (r == 0 && pthread_create(&d->thread, NULL, worker, d) != 0)
+		r = iso_error_set(err, ISO_E_INTERNAL, "", "cannot start the opensm worker");
+	if (r < 0) {
+		osm_free(&d->base);
+		return r;
+	}
+	d->started = true;
+	*out = &d->base;
+	return 0;
+}

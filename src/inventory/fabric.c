@@ -236,6 +236,182 @@ static int parse_services(struct inv_ctx *c, const struct inv_field *f)
 	return inv_names_seal(c, &ix, "shared service name");
 }
 
+/* A file path: non-empty, no control characters, < 512 bytes. */
+static int get_path(struct inv_ctx *c, struct fy_node *n, const char *path, int line, char *buf)
+{
+	int r = inv_get_string(c, n, path, line, buf, sizeof(((struct iso_sm_files *)0)->pid_file));
+
+	if (r < 0)
+		return r;
+	if (!buf[0])
+		return inv_fail(c, path, inv_line(n, line), "must be a file path, not empty");
+	return 0;
+}
+
+/* One OpenSM's files: the flat fabric.{partitions,pid,log}_file keys for the
+ * primary, or a fabric.standby_sms[i] mapping. */
+static int get_sm_files(struct inv_ctx *c, const char *parent, struct inv_field *fs,
+                        struct iso_sm_files *sm)
+{
+	char path[ISO_ERR_FIELD_MAX];
+	char *dst[3] = {sm->partitions_file, sm->pid_file, sm->log_file};
+
+	for (int k = 0; k < 3; k++) {
+		if (!fs[k].present)
+			continue;
+		inv_path_key(path, parent, fs[k].key);
+		int r = get_path(c, fs[k].val, path, fs[k].line, dst[k]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_standby(struct inv_ctx *c, const struct inv_field *f)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	struct fy_node *item;
+	void *it = NULL;
+	int n = 0, r;
+
+	r = inv_get_seq(c, f->val, "fabric.standby_sms", f->line, 1, INV_MAX_SM_NODES, &n);
+	if (r < 0)
+		return r;
+	fc->standby = calloc((size_t)n, sizeof(*fc->standby));
+	if (!fc->standby)
+		return inv_oom(c);
+	fc->n_standby = n;
+	for (int i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
+		struct inv_field fs[3] = {
+		    {.key = "partitions_file"}, {.key = "pid_file"}, {.key = "log_file"}};
+		char path[ISO_ERR_FIELD_MAX];
+		int line = inv_line(item, f->line);
+
+		inv_path_index(path, "fabric.standby_sms", i);
+		r = inv_map_match(c, item, path, line, fs, 3, NULL);
+		if (r < 0)
+			return r;
+		if (!fs[0].present)
+			return inv_missing(c, path, line, "partitions_file",
+			                   "the same partitions.conf is written to every SM");
+		r = get_sm_files(c, path, fs, &fc->standby[i]);
+		if (r < 0)
+			return r;
+		if (strcmp(fc->standby[i].partitions_file, fc->sm.partitions_file) == 0)
+			return inv_fail(c, path, line,
+			                "partitions_file '%s' is the primary's fabric.partitions_file",
+			                fc->sm.partitions_file);
+		for (int k = 0; k < i; k++)
+			if (strcmp(fc->standby[k].partitions_file, fc->standby[i].partitions_file) ==
+			    0)
+				return inv_fail(c, path, line,
+				                "partitions_file '%s' is already "
+				                "fabric.standby_sms[%d]'s",
+				                fc->standby[i].partitions_file, k);
+	}
+	return 0;
+}
+
+/* The driver that programs the fabric and its knobs (docs/inventory.md). */
+enum {
+	D_DRIVER,
+	D_PARTS,
+	D_PID,
+	D_LOG,
+	D_STANDBY,
+	D_OPAFM,
+	D_QUAR,
+	D_COAL,
+	D_CONFIRM,
+	D_N
+};
+
+static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	int64_t v;
+	int r;
+
+	iso_strlcpy(fc->driver, "sim", sizeof(fc->driver));
+	fc->pkey_quarantine_ms = 300 * 1000;
+	fc->coalesce_ms = 50;
+	fc->confirm_timeout_ms = 10000;
+	if (fs[D_DRIVER].present) {
+		int line = inv_line(fs[D_DRIVER].val, fs[D_DRIVER].line);
+		char name[32];
+
+		r = inv_fget_string(c, "fabric", &fs[D_DRIVER], name, sizeof(name));
+		if (r < 0)
+			return r;
+		if (strcmp(name, "sim") && strcmp(name, "opensm") && strcmp(name, "opafm"))
+			return inv_fail(c, "fabric.driver", line,
+			                "unknown driver '%s' (expected sim, opensm or opafm)", name);
+		if (strcmp(name, "opensm") == 0 && fc->type != ISO_FABRIC_INFINIBAND)
+			return inv_fail(c, "fabric.driver", line,
+			                "opensm programs infiniband fabrics, not %s",
+			                iso_fabric_type_name(fc->type));
+		if (strcmp(name, "opafm") == 0 && fc->type != ISO_FABRIC_OMNIPATH)
+			return inv_fail(c, "fabric.driver", line,
+			                "opafm programs omnipath fabrics, not %s",
+			                iso_fabric_type_name(fc->type));
+		iso_strlcpy(fc->driver, name, sizeof(fc->driver));
+	}
+	bool opensm = strcmp(fc->driver, "opensm") == 0;
+	bool opafm = strcmp(fc->driver, "opafm") == 0;
+	for (int k = D_PARTS; k <= D_STANDBY; k++)
+		if (fs[k].present && !opensm) {
+			char path[ISO_ERR_FIELD_MAX];
+			inv_path_key(path, "fabric", fs[k].key);
+			return inv_fail(c, path, fs[k].line,
+			                "only used by fabric.driver opensm (the driver is %s)",
+			                fc->driver);
+		}
+	if (fs[D_OPAFM].present && !opafm)
+		return inv_fail(c, "fabric.opafm_file", fs[D_OPAFM].line,
+		                "only used by fabric.driver opafm (the driver is %s)", fc->driver);
+	if (opensm) {
+		if (!fs[D_PARTS].present)
+			return inv_missing(c, "fabric", fs[D_DRIVER].line, "partitions_file",
+			                   "fabric.driver opensm writes OpenSM's partitions.conf there");
+		r = get_sm_files(c, "fabric", &fs[D_PARTS], &fc->sm);
+		if (r < 0)
+			return r;
+		if (fs[D_STANDBY].present) {
+			r = parse_standby(c, &fs[D_STANDBY]);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (opafm) {
+		if (!fs[D_OPAFM].present)
+			return inv_missing(c, "fabric", fs[D_DRIVER].line, "opafm_file",
+			                   "fabric.driver opafm writes opafm.xml there");
+		r = get_path(c, fs[D_OPAFM].val, "fabric.opafm_file", fs[D_OPAFM].line,
+		             fc->opafm_file);
+		if (r < 0)
+			return r;
+	}
+	if (fs[D_QUAR].present) {
+		r = inv_fget_int(c, "fabric", &fs[D_QUAR], 0, 30 * 86400, &v);
+		if (r < 0)
+			return r;
+		fc->pkey_quarantine_ms = v * 1000;
+	}
+	if (fs[D_COAL].present) {
+		r = inv_fget_int(c, "fabric", &fs[D_COAL], 0, 10000, &v);
+		if (r < 0)
+			return r;
+		fc->coalesce_ms = (int)v;
+	}
+	if (fs[D_CONFIRM].present) {
+		r = inv_fget_int(c, "fabric", &fs[D_CONFIRM], 100, 600000, &v);
+		if (r < 0)
+			return r;
+		fc->confirm_timeout_ms = (int)v;
+	}
+	return 0;
+}
+
 /* A key that exists but not on this kind of fabric. */
 static int not_on(struct inv_ctx *c, const struct inv_field *f, const char *kinds)
 {
@@ -248,11 +424,23 @@ static int not_on(struct inv_ctx *c, const struct inv_field *f, const char *kind
 int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 {
 	struct iso_fabric_config *fc = &c->inv->fabric;
-	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_SVC, F_N };
+	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_SVC, F_DRV, F_N = F_DRV + D_N };
 	struct inv_field fs[F_N] = {
-	    [F_TYPE] = {.key = "type"},     [F_NAME] = {.key = "name"},
-	    [F_SM] = {.key = "sm_nodes"},   [F_PKEY] = {.key = "pkey_range"},
-	    [F_VNI] = {.key = "vni_range"}, [F_SVC] = {.key = "shared_services"},
+	    [F_TYPE] = {.key = "type"},
+	    [F_NAME] = {.key = "name"},
+	    [F_SM] = {.key = "sm_nodes"},
+	    [F_PKEY] = {.key = "pkey_range"},
+	    [F_VNI] = {.key = "vni_range"},
+	    [F_SVC] = {.key = "shared_services"},
+	    [F_DRV + D_DRIVER] = {.key = "driver"},
+	    [F_DRV + D_PARTS] = {.key = "partitions_file"},
+	    [F_DRV + D_PID] = {.key = "pid_file"},
+	    [F_DRV + D_LOG] = {.key = "log_file"},
+	    [F_DRV + D_STANDBY] = {.key = "standby_sms"},
+	    [F_DRV + D_OPAFM] = {.key = "opafm_file"},
+	    [F_DRV + D_QUAR] = {.key = "pkey_quarantine_s"},
+	    [F_DRV + D_COAL] = {.key = "coalesce_ms"},
+	    [F_DRV + D_CONFIRM] = {.key = "confirm_timeout_ms"},
 	};
 	char type[32];
 	uint32_t lo = 0, hi = 0;
@@ -285,6 +473,9 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		if (r < 0)
 			return r;
 	}
+	r = parse_driver(c, &fs[F_DRV]);
+	if (r < 0)
+		return r;
 
 	if (fc->type == ISO_FABRIC_ETHERNET) {
 		if (fs[F_SM].present)

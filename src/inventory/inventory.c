@@ -40,6 +40,7 @@ void iso_inventory_free(struct iso_inventory *inv)
 	for (int i = 0; i < inv->fabric.n_services; i++)
 		free(inv->fabric.services[i].guids);
 	free(inv->fabric.services);
+	free(inv->fabric.standby);
 	free(p->by_name);
 	free(p);
 }

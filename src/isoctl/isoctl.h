@@ -75,6 +75,7 @@ int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* offline */
 int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_audit(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_fabric(struct isoctl *ctx, int argc, char **argv); /* offline */
 
 /* ---- option parsing ---- */
 enum {

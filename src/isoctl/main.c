@@ -24,6 +24,7 @@ static const char usage[] =
     "  alloc create|list|get|resize|release\n"
     "  audit events|head|pubkey|export|verify\n"
     "  sim                          offline MIG placement benchmark on trace CSVs (no server)\n"
+    "  fabric ibsim-net|discover    offline fabric tools: ibsim net file, ibnetdiscover to YAML\n"
     "  help                         this text\n"
     "Run 'isoctl COMMAND --help' for a command's arguments and flags.\n"
     "\n"
@@ -72,6 +73,7 @@ static const struct isoctl_cmd commands[] = {
     {"alloc", .run = isoctl_cmd_alloc},
     {"audit", .run = isoctl_cmd_audit},
     {"sim", .run = isoctl_cmd_sim},
+    {"fabric", .run = isoctl_cmd_fabric},
     {"help", .run = cmd_help},
 };
 

@@ -256,8 +256,17 @@ int main(int argc, char **argv)
 	printf("admin token: %s/admin.token%s\n", o.state_dir, created ? " (new)" : "");
 	fflush(stdout);
 
-	while (sigwait(&sigs, &sig) == 0 && sig != SIGINT && sig != SIGTERM)
-		;
+	/* Between signals, the controller's periodic work (fabric confirmations)
+	 * every 50 ms. */
+	for (;;) {
+		struct timespec tick = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+		sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
+		iso_controller_lock(ctl);
+		iso_controller_tick(ctl);
+		iso_controller_unlock(ctl);
+	}
 	iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
 	iso_api_stop(api);
 	iso_controller_shutdown(ctl);

@@ -234,6 +234,19 @@ int ix_tenant_members(const struct iso_sched_index *ix, int ni, int64_t tenant)
 	return i < 0 ? 0 : ix->nodes[ni].tenants[i].members;
 }
 
+int iso_cluster_state_node_tenants(const struct iso_cluster_state *cs, int node, int64_t *out,
+                                   int max)
+{
+	const struct ix_node *x;
+
+	if (!cs->index || node < 0 || node >= cs->index->n_nodes)
+		return 0;
+	x = &cs->index->nodes[node];
+	for (int i = 0; i < x->n_tenants && i < max; i++)
+		out[i] = x->tenants[i].id;
+	return x->n_tenants;
+}
+
 bool ix_fabric_allows(const struct iso_sched_index *ix, int ni, int64_t tenant)
 {
 	const struct ix_node *x = &ix->nodes[ni];

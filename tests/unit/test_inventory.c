@@ -942,6 +942,129 @@ static void test_controller(void **state)
 	               "expected a mapping, got a list");
 }
 
+/* ---- fabric drivers ---- */
+
+#define DRV(fabric_lines)                                                                          \
+	"cluster: t\nfabric:\n  type: infiniband\n  sm_nodes: [sm-1]\n" fabric_lines                 \
+	"pools: [{name: p}]\nracks: [{name: r1, pdus: [u1]}]\nnodes:\n" NODE1
+
+static void test_fabric_driver(void **state)
+{
+	(void)state;
+	struct iso_inventory *inv = NULL;
+	struct iso_error err = {0};
+
+	/* defaults */
+	if (load(DRV(""), &inv, &err) != 0)
+		fail_msg("%s", err.message);
+	assert_string_equal(inv->fabric.driver, "sim");
+	assert_int_equal(inv->fabric.pkey_quarantine_ms, 300000);
+	assert_int_equal(inv->fabric.coalesce_ms, 50);
+	assert_int_equal(inv->fabric.confirm_timeout_ms, 10000);
+	assert_string_equal(inv->fabric.sm.partitions_file, "");
+	assert_int_equal(inv->fabric.n_standby, 0);
+	iso_inventory_free(inv);
+	inv = NULL;
+
+	/* everything the opensm driver takes */
+	if (load(DRV("  driver: opensm\n"
+	             "  partitions_file: /etc/opensm/partitions.conf\n"
+	             "  pid_file: /run/opensm.pid\n"
+	             "  log_file: /var/log/opensm.log\n"
+	             "  standby_sms:\n"
+	             "    - {partitions_file: /mnt/sm2/partitions.conf, pid_file: /mnt/sm2/pid}\n"
+	             "    - partitions_file: /mnt/sm3/partitions.conf\n"
+	             "      log_file: /mnt/sm3/opensm.log\n"
+	             "  pkey_quarantine_s: 0\n"
+	             "  coalesce_ms: 0\n"
+	             "  confirm_timeout_ms: 2500\n"),
+	         &inv, &err) != 0)
+		fail_msg("%s", err.message);
+	assert_string_equal(inv->fabric.driver, "opensm");
+	assert_string_equal(inv->fabric.sm.partitions_file, "/etc/opensm/partitions.conf");
+	assert_string_equal(inv->fabric.sm.pid_file, "/run/opensm.pid");
+	assert_string_equal(inv->fabric.sm.log_file, "/var/log/opensm.log");
+	assert_int_equal(inv->fabric.n_standby, 2);
+	assert_string_equal(inv->fabric.standby[0].pid_file, "/mnt/sm2/pid");
+	assert_string_equal(inv->fabric.standby[0].log_file, "");
+	assert_string_equal(inv->fabric.standby[1].partitions_file, "/mnt/sm3/partitions.conf");
+	assert_string_equal(inv->fabric.standby[1].log_file, "/mnt/sm3/opensm.log");
+	assert_int_equal(inv->fabric.pkey_quarantine_ms, 0);
+	assert_int_equal(inv->fabric.coalesce_ms, 0);
+	assert_int_equal(inv->fabric.confirm_timeout_ms, 2500);
+	iso_inventory_free(inv);
+	inv = NULL;
+
+	/* opafm on omnipath */
+	if (load("cluster: o\n"
+	         "fabric: {type: omnipath, sm_nodes: [fm-1], driver: opafm, opafm_file: /etc/opa-fm/opafm.xml}\n"
+	         "pools: [{name: p}]\nracks: [{name: r, pdus: [u]}]\n"
+	         "nodes: [{name: c1, rack: r, pdu: u, pool: p, cpus: 1, memory_mib: 1,\n"
+	         "         port: {device: hfi1_0, port: 1, guid: 0x1, pkey_capacity: 16}}]\n",
+	         &inv, &err) != 0)
+		fail_msg("%s", err.message);
+	assert_string_equal(inv->fabric.driver, "opafm");
+	assert_string_equal(inv->fabric.opafm_file, "/etc/opa-fm/opafm.xml");
+	iso_inventory_free(inv);
+	inv = NULL;
+
+	/* ethernet keeps the defaults too */
+	if (load("cluster: e\nfabric: {type: ethernet, coalesce_ms: 10}\npools: [{name: p}]\n"
+	         "racks: [{name: r, pdus: [u]}]\n"
+	         "nodes: [{name: c1, rack: r, pdu: u, pool: p, cpus: 1, memory_mib: 1}]\n",
+	         &inv, &err) != 0)
+		fail_msg("%s", err.message);
+	assert_string_equal(inv->fabric.driver, "sim");
+	assert_int_equal(inv->fabric.coalesce_ms, 10);
+	iso_inventory_free(inv);
+}
+
+static void test_fabric_driver_errors(void **state)
+{
+	(void)state;
+	expect_fail_at(DRV("  driver: ufm\n"), 5, "fabric.driver",
+	               "unknown driver 'ufm' (expected sim, opensm or opafm)");
+	expect_fail_at(DRV("  driver: opafm\n  opafm_file: /x\n"), 5, "fabric.driver",
+	               "opafm programs omnipath fabrics, not infiniband");
+	expect_fail_at("cluster: e\nfabric:\n  type: ethernet\n  driver: opensm\n", 4,
+	               "fabric.driver", "opensm programs infiniband fabrics, not ethernet");
+	expect_fail_at(DRV("  driver: opensm\n"), 5, "fabric.partitions_file",
+	               "missing required key 'partitions_file'");
+	expect_fail_at("cluster: o\nfabric: {type: omnipath, sm_nodes: [fm-1], driver: opafm}\n", 2,
+	               "fabric.opafm_file", "missing required key 'opafm_file'");
+	expect_fail_at(DRV("  partitions_file: /x\n"), 5, "fabric.partitions_file",
+	               "only used by fabric.driver opensm (the driver is sim)");
+	expect_fail_at(DRV("  pid_file: /x\n"), 5, "fabric.pid_file", "only used by fabric.driver opensm");
+	expect_fail_at(DRV("  log_file: /x\n"), 5, "fabric.log_file", "only used by fabric.driver opensm");
+	expect_fail_at(DRV("  opafm_file: /x\n"), 5, "fabric.opafm_file",
+	               "only used by fabric.driver opafm (the driver is sim)");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: ''\n"), 6, "fabric.partitions_file",
+	               "must be a file path, not empty");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: [a]\n"), 6, "fabric.partitions_file",
+	               "a string");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms: []\n"), 7,
+	               "fabric.standby_sms", "at least 1");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms:\n"
+	                   "    - {pid_file: /q}\n"),
+	               8, "fabric.standby_sms[0].partitions_file",
+	               "missing required key 'partitions_file'");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms:\n"
+	                   "    - {partitions_file: /q, pidfile: /r}\n"),
+	               8, "fabric.standby_sms[0].pidfile", "unknown key");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms:\n"
+	                   "    - {partitions_file: /p}\n"),
+	               8, "fabric.standby_sms[0]", "is the primary's fabric.partitions_file");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms:\n"
+	                   "    - {partitions_file: /q}\n    - {partitions_file: /q}\n"),
+	               9, "fabric.standby_sms[1]", "already fabric.standby_sms[0]'s");
+	expect_fail_at(DRV("  coalesce_ms: 10001\n"), 5, "fabric.coalesce_ms", "10000");
+	expect_fail_at(DRV("  coalesce_ms: -1\n"), 5, "fabric.coalesce_ms", "");
+	expect_fail_at(DRV("  confirm_timeout_ms: 10\n"), 5, "fabric.confirm_timeout_ms", "100");
+	expect_fail_at(DRV("  pkey_quarantine_s: -5\n"), 5, "fabric.pkey_quarantine_s", "");
+	expect_fail_at(DRV("  pkey_quarantine_s: soon\n"), 5, "fabric.pkey_quarantine_s", "");
+	expect_fail_at(DRV("  driver: opensm\n  driver: sim\n"), 6, "", "duplicate key");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -961,6 +1084,8 @@ int main(void)
 	    cmocka_unit_test(test_missing_keys),
 	    cmocka_unit_test(test_wrong_types_and_ranges),
 	    cmocka_unit_test(test_fabric_rules),
+	    cmocka_unit_test(test_fabric_driver),
+	    cmocka_unit_test(test_fabric_driver_errors),
 	    cmocka_unit_test(test_references),
 	    cmocka_unit_test(test_controller),
 	};

@@ -1,0 +1,601 @@
+/* fabric.c: the controller's side of tenant partitions (docs/fabric.md).
+ * Each tenant of an InfiniBand or Omni-Path cluster holds one P_Key from the
+ * inventory's range; each tenant present on a node holds one VF of the
+ * node's port (the PF on a node without VFs). Both are durable, and both
+ * change in the same store transaction as the allocation that causes them:
+ * a use case stages the new assignment and intent before its commit (a
+ * change that would overflow a port's P_Key table or join two tenants is
+ * refused there, with nothing written), and hands the intent to the driver
+ * after it. An allocation counts as active only once the driver has read the
+ * intent back from the fabric; the daemon's tick promotes it then. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/internal.h"
+
+#define MAX_TENANTS_PER_NODE 256
+
+struct ctl_key {
+	int64_t tenant_id;
+	char tenant[ISO_NAME_MAX];
+	uint16_t pkey;
+};
+
+struct ctl_waiter {
+	char id[ISO_ID_MAX];
+	uint64_t generation;
+};
+
+struct ctl_fabric {
+	struct iso_fabric_driver *drv;
+	bool partitioned; /* infiniband / omnipath: P_Keys and VFs */
+	bool sync;        /* the driver confirms as it applies (sim, opafm) */
+	struct iso_pkey_pool pool;
+	struct ctl_key *keys;
+	int n_keys, cap_keys;
+	/* committed and staged port assignments */
+	struct iso_port_assignment *ports, *staged;
+	int n_ports, n_staged;
+	struct iso_fabric_intent intent, staged_intent;
+	bool have_staged;
+	uint64_t generation; /* of the last intent handed to the driver */
+	struct iso_fabric_status status;
+	char last_incident[256];
+	struct ctl_waiter *waiters; /* allocations waiting for a confirmation */
+	int n_waiters, cap_waiters;
+};
+
+static void clear_ports(struct iso_port_assignment **p, int *n)
+{
+	free(*p);
+	*p = NULL;
+	*n = 0;
+}
+
+void ctl_fabric_close(struct iso_controller *c)
+{
+	struct ctl_fabric *f = c->fabric;
+
+	if (!f)
+		return;
+	if (f->drv)
+		f->drv->ops->free(f->drv);
+	iso_pkey_pool_free(&f->pool);
+	free(f->keys);
+	clear_ports(&f->ports, &f->n_ports);
+	clear_ports(&f->staged, &f->n_staged);
+	iso_fabric_intent_clear(&f->intent);
+	iso_fabric_intent_clear(&f->staged_intent);
+	free(f->waiters);
+	free(f);
+	c->fabric = NULL;
+}
+
+static struct ctl_key *key_of(struct ctl_fabric *f, int64_t tenant_id)
+{
+	for (int i = 0; i < f->n_keys; i++)
+		if (f->keys[i].tenant_id == tenant_id)
+			return &f->keys[i];
+	return NULL;
+}
+
+static int key_add(struct ctl_fabric *f, int64_t tenant_id, const char *name, uint16_t pkey)
+{
+	if (f->n_keys == f->cap_keys) {
+		int cap = f->cap_keys ? 2 * f->cap_keys : 16;
+		struct ctl_key *k = realloc(f->keys, (size_t)cap * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		f->keys = k;
+		f->cap_keys = cap;
+	}
+	f->keys[f->n_keys] = (struct ctl_key){.tenant_id = tenant_id, .pkey = pkey};
+	iso_strlcpy(f->keys[f->n_keys].tenant, name, sizeof(f->keys[f->n_keys].tenant));
+	f->n_keys++;
+	return 0;
+}
+
+static uint64_t port_guid(const struct iso_node *n, int vf)
+{
+	return vf < 0 ? n->port.guid : n->port.vf_guids[vf];
+}
+
+/* Loads keys and assignments; tenants without a key (created before the
+ * fabric was partitioned) get one. */
+static int load(struct iso_controller *c, struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+	const struct iso_store_ops *ops = c->store->ops;
+	_cleanup_free_ struct iso_fabric_key_row *keys = NULL;
+	_cleanup_free_ struct iso_fabric_port_row *ports = NULL;
+	int n_keys = 0, n_ports = 0, r;
+
+	r = ops->fabric_key_list(c->store, &keys, &n_keys, err);
+	if (r == 0)
+		r = ops->fabric_port_list(c->store, &ports, &n_ports, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n_keys; i++) {
+		struct iso_tenant t;
+		if (keys[i].pkey < f->pool.min || keys[i].pkey > f->pool.max)
+			return iso_error_set(err, ISO_E_INVALID, "fabric.pkey_range",
+			                     "the store holds P_Key 0x%04x outside fabric.pkey_range "
+			                     "0x%04x-0x%04x: widen the range again",
+			                     keys[i].pkey, f->pool.min, f->pool.max);
+		if (keys[i].tenant_id == 0) {
+			iso_pkey_pool_mark_quarantined(&f->pool, (uint16_t)keys[i].pkey,
+			                               keys[i].released_ms);
+			continue;
+		}
+		r = ops->tenant_get_by_id(c->store, keys[i].tenant_id, &t, err);
+		if (r < 0)
+			return r;
+		if (iso_pkey_pool_mark_used(&f->pool, (uint16_t)keys[i].pkey) < 0 ||
+		    key_add(f, t.id, t.name, (uint16_t)keys[i].pkey) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, "fabric",
+			                     "P_Key 0x%04x cannot be restored", keys[i].pkey);
+	}
+	f->ports = calloc((size_t)n_ports + 1, sizeof(*f->ports));
+	if (!f->ports)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < n_ports; i++) {
+		int ni = iso_cluster_state_node_index(&c->cs, ports[i].node);
+		const struct iso_node *n = ni >= 0 ? &c->inv->nodes[ni] : NULL;
+		if (!n || !n->has_port || ports[i].vf >= n->port.n_vfs ||
+		    (ports[i].vf < 0 && n->port.n_vfs > 0))
+			continue; /* the inventory changed: the next sync drops it */
+		f->ports[f->n_ports++] = (struct iso_port_assignment){
+		    .node = ni,
+		    .tenant_id = ports[i].tenant_id,
+		    .vf = ports[i].vf,
+		    .guid = port_guid(n, ports[i].vf)};
+	}
+	return 0;
+}
+
+int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_error *err)
+{
+	const struct iso_fabric_config *fc = &c->inv->fabric;
+	struct ctl_fabric *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	c->fabric = f;
+	f->partitioned = fc->type == ISO_FABRIC_INFINIBAND || fc->type == ISO_FABRIC_OMNIPATH;
+	r = iso_fabric_driver_open(c->inv, state_dir, &f->drv, err);
+	if (r < 0)
+		return r;
+	if (!f->partitioned)
+		return 0;
+	r = iso_pkey_pool_init(&f->pool, fc->pkey_min, fc->pkey_max,
+	                       fc->pkey_quarantine_ms > 0 ? fc->pkey_quarantine_ms : 0, fc);
+	if (r < 0)
+		return iso_error_set(err, ISO_E_INVALID, "fabric.pkey_range",
+		                     "fabric.pkey_range: cannot build the P_Key pool");
+	return load(c, err);
+}
+
+bool ctl_fabric_partitioned(const struct iso_controller *c)
+{
+	return c->fabric && c->fabric->partitioned;
+}
+
+int ctl_fabric_tenant_pkey(const struct iso_controller *c, int64_t tenant_id)
+{
+	struct ctl_key *k = c->fabric ? key_of(c->fabric, tenant_id) : NULL;
+
+	return k ? k->pkey : -1;
+}
+
+/* ---- tenants: inside the tenant's transaction ---- */
+
+int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *t,
+                             struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+	uint16_t pkey;
+	int r;
+
+	if (!ctl_fabric_partitioned(c))
+		return 0;
+	r = iso_pkey_pool_take(&f->pool, iso_now_ms(), &pkey, err);
+	if (r < 0)
+		return r;
+	r = c->store->ops->fabric_key_put(
+	    c->store, &(struct iso_fabric_key_row){.pkey = pkey, .tenant_id = t->id}, err);
+	if (r == 0)
+		r = key_add(f, t->id, t->name, pkey) < 0
+		        ? iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory")
+		        : 0;
+	if (r < 0)
+		iso_pkey_pool_release(&f->pool, pkey, 0); /* never handed out: free at once */
+	return r;
+}
+
+/* After a rolled-back tenant creation: forget the key taken for it. */
+void ctl_fabric_tenant_create_undo(struct iso_controller *c, int64_t tenant_id)
+{
+	struct ctl_fabric *f = c->fabric;
+	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
+
+	if (!k)
+		return;
+	iso_pkey_pool_release(&f->pool, k->pkey, 0);
+	*k = f->keys[--f->n_keys];
+}
+
+int ctl_fabric_tenant_delete(struct iso_controller *c, int64_t tenant_id, int64_t now,
+                             struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
+
+	if (!k)
+		return 0;
+	return c->store->ops->fabric_key_put(
+	    c->store, &(struct iso_fabric_key_row){.pkey = k->pkey, .released_ms = now}, err);
+}
+
+void ctl_fabric_tenant_deleted(struct iso_controller *c, int64_t tenant_id, int64_t now)
+{
+	struct ctl_fabric *f = c->fabric;
+	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
+
+	if (!k)
+		return;
+	iso_pkey_pool_release(&f->pool, k->pkey, now);
+	*k = f->keys[--f->n_keys];
+}
+
+/* ---- allocations: stage inside the transaction, commit after it ---- */
+
+static const struct iso_port_assignment *find_port(const struct iso_port_assignment *p, int n,
+                                                   int node, int64_t tenant)
+{
+	for (int i = 0; i < n; i++)
+		if (p[i].node == node && p[i].tenant_id == tenant)
+			return &p[i];
+	return NULL;
+}
+
+/* The lowest VF of node `ni` that no tenant in `p` holds; -1 for the PF of a
+ * node without VFs; -2 when none is free. */
+static int free_vf(const struct iso_node *n, int ni, const struct iso_port_assignment *p, int np)
+{
+	if (n->port.n_vfs == 0) {
+		for (int i = 0; i < np; i++)
+			if (p[i].node == ni)
+				return -2;
+		return -1;
+	}
+	for (int vf = 0; vf < n->port.n_vfs; vf++) {
+		bool used = false;
+		for (int i = 0; i < np && !used; i++)
+			used = p[i].node == ni && p[i].vf == vf;
+		if (!used)
+			return vf;
+	}
+	return -2;
+}
+
+int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+	const struct iso_store_ops *ops = c->store->ops;
+	_cleanup_free_ struct iso_fabric_tenant *tenants = NULL;
+	struct iso_port_assignment *next;
+	int64_t here[MAX_TENANTS_PER_NODE];
+	int n_next = 0, cap, r;
+
+	if (!ctl_fabric_partitioned(c))
+		return 0;
+	ctl_fabric_abort(c);
+	cap = f->n_ports + 16;
+	for (int ni = 0; ni < c->inv->n_nodes; ni++)
+		cap += iso_cluster_state_node_tenants(&c->cs, ni, here, 0);
+	next = calloc((size_t)cap, sizeof(*next));
+	if (!next)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	f->staged = next;
+	/* Keep what still has members; drop the rest. */
+	for (int i = 0; i < f->n_ports; i++) {
+		const struct iso_port_assignment *p = &f->ports[i];
+		int n = iso_cluster_state_node_tenants(&c->cs, p->node, here, MAX_TENANTS_PER_NODE);
+		bool live = false;
+		for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE && !live; t++)
+			live = here[t] == p->tenant_id;
+		if (live) {
+			next[n_next++] = *p;
+			continue;
+		}
+		r = ops->fabric_port_delete(c->store, c->inv->nodes[p->node].name, p->vf, err);
+		if (r < 0)
+			return r;
+	}
+	/* Give a port to every tenant new on a node. */
+	for (int ni = 0; ni < c->inv->n_nodes; ni++) {
+		const struct iso_node *node = &c->inv->nodes[ni];
+		int n = iso_cluster_state_node_tenants(&c->cs, ni, here, MAX_TENANTS_PER_NODE);
+
+		if (!node->has_port)
+			continue;
+		for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE; t++) {
+			int vf;
+			if (find_port(next, n_next, ni, here[t]))
+				continue;
+			vf = free_vf(node, ni, next, n_next);
+			if (vf < -1)
+				return iso_error_set(err, ISO_E_NO_CAPACITY, "fabric",
+				                     "node %s has no free VF for another tenant",
+				                     node->name);
+			if (!key_of(f, here[t]))
+				return iso_error_set(err, ISO_E_INTERNAL, "fabric",
+				                     "tenant %lld has no P_Key", (long long)here[t]);
+			struct iso_fabric_port_row row = {.vf = vf, .tenant_id = here[t]};
+			iso_strlcpy(row.node, node->name, sizeof(row.node));
+			next[n_next++] = (struct iso_port_assignment){
+			    .node = ni, .tenant_id = here[t], .vf = vf, .guid = port_guid(node, vf)};
+			r = ops->fabric_port_put(c->store, &row, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	f->n_staged = n_next;
+	tenants = calloc((size_t)f->n_keys + 1, sizeof(*tenants));
+	if (!tenants)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < f->n_keys; i++)
+		tenants[i] = (struct iso_fabric_tenant){.tenant_id = f->keys[i].tenant_id,
+		                                        .name = f->keys[i].tenant,
+		                                        .pkey = f->keys[i].pkey};
+	r = iso_fabric_intent_build(c->inv, tenants, f->n_keys, next, n_next, &f->staged_intent,
+	                            err);
+	if (r < 0)
+		return r;
+	f->staged_intent.generation = f->generation + 1;
+	f->have_staged = true;
+	return 0;
+}
+
+void ctl_fabric_abort(struct iso_controller *c)
+{
+	struct ctl_fabric *f = c->fabric;
+
+	if (!f)
+		return;
+	clear_ports(&f->staged, &f->n_staged);
+	iso_fabric_intent_clear(&f->staged_intent);
+	f->have_staged = false;
+}
+
+uint64_t ctl_fabric_commit(struct iso_controller *c)
+{
+	struct ctl_fabric *f = c->fabric;
+	struct iso_error err = {0};
+
+	if (!f || !f->have_staged)
+		return f ? f->generation : 0;
+	clear_ports(&f->ports, &f->n_ports);
+	iso_fabric_intent_clear(&f->intent);
+	f->ports = ISO_TAKE(f->staged);
+	f->n_ports = f->n_staged;
+	f->n_staged = 0;
+	f->intent = f->staged_intent;
+	memset(&f->staged_intent, 0, sizeof(f->staged_intent));
+	f->have_staged = false;
+	f->generation = f->intent.generation;
+	if (f->drv->ops->apply(f->drv, &f->intent, &err) < 0)
+		iso_log(ISO_LOG_ERR, "fabric_apply_failed", "generation=%llu error=\"%s\"",
+		        (unsigned long long)f->generation, err.message);
+	f->drv->ops->poll(f->drv, &f->status);
+	f->sync = f->status.confirmed >= f->generation;
+	return f->generation;
+}
+
+bool ctl_fabric_confirmed(const struct iso_controller *c, uint64_t generation)
+{
+	return !c->fabric || !c->fabric->partitioned || c->fabric->status.confirmed >= generation;
+}
+
+int ctl_fabric_wait(struct iso_controller *c, const char *id, uint64_t generation)
+{
+	struct ctl_fabric *f = c->fabric;
+
+	for (int i = 0; i < f->n_waiters; i++)
+		if (strcmp(f->waiters[i].id, id) == 0) {
+			f->waiters[i].generation = generation;
+			return 0;
+		}
+	if (f->n_waiters == f->cap_waiters) {
+		int cap = f->cap_waiters ? 2 * f->cap_waiters : 16;
+		struct ctl_waiter *w = realloc(f->waiters, (size_t)cap * sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		f->waiters = w;
+		f->cap_waiters = cap;
+	}
+	iso_strlcpy(f->waiters[f->n_waiters].id, id, sizeof(f->waiters[0].id));
+	f->waiters[f->n_waiters++].generation = generation;
+	return 0;
+}
+
+/* Promotes the allocations whose generation the fabric has confirmed. */
+static void promote(struct iso_controller *c)
+{
+	struct ctl_fabric *f = c->fabric;
+
+	for (int i = 0; i < f->n_waiters;) {
+		struct iso_allocation a = {0};
+		struct iso_error err = {0};
+		int r;
+
+		if (f->status.confirmed < f->waiters[i].generation) {
+			i++;
+			continue;
+		}
+		r = c->store->ops->alloc_get(c->store, f->waiters[i].id, &a, &err);
+		if (r == 0 && a.state == ISO_ALLOC_PROVISIONING)
+			r = ctl_alloc_activate(c, &a, f->waiters[i].generation, &err);
+		if (r < 0)
+			iso_log(ISO_LOG_ERR, "fabric_promote_failed", "id=%s error=\"%s\"",
+			        f->waiters[i].id, err.message);
+		iso_allocation_clear(&a);
+		f->waiters[i] = f->waiters[--f->n_waiters];
+	}
+}
+
+void ctl_fabric_tick(struct iso_controller *c)
+{
+	struct ctl_fabric *f = c->fabric;
+
+	if (!f || !f->partitioned)
+		return;
+	f->drv->ops->poll(f->drv, &f->status);
+	if (f->status.incident && strcmp(f->status.incident_msg, f->last_incident) != 0) {
+		iso_strlcpy(f->last_incident, f->status.incident_msg, sizeof(f->last_incident));
+		iso_log(ISO_LOG_ERR, "fabric_incident", "driver=%s generation=%llu message=\"%s\"",
+		        f->drv->ops->name, (unsigned long long)f->generation,
+		        f->status.incident_msg);
+		ctl_record(c, NULL,
+		           &(struct ctl_event){.action = "fabric.incident",
+		                               .kind = "fabric",
+		                               .id = f->drv->ops->name,
+		                               .details = json_pack("{s:s, s:I}", "message",
+		                                                    f->status.incident_msg,
+		                                                    "generation",
+		                                                    (json_int_t)f->generation)},
+		           ISO_AUDIT_ERROR, f->status.incident_msg);
+	} else if (!f->status.incident) {
+		f->last_incident[0] = '\0';
+	}
+	if (f->n_waiters > 0)
+		promote(c);
+}
+
+/* ---- read-only views ---- */
+
+json_t *ctl_fabric_status_json(const struct iso_controller *c)
+{
+	const struct ctl_fabric *f = c->fabric;
+
+	if (!f)
+		return json_pack("{s:s}", "driver", "none");
+	return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:b, s:s, s:i, s:i, s:i}", "driver",
+	                 f->drv->ops->name, "type", iso_fabric_type_name(c->inv->fabric.type),
+	                 "partitioned", f->partitioned, "generation", (json_int_t)f->generation,
+	                 "applied", (json_int_t)f->status.applied, "confirmed",
+	                 (json_int_t)f->status.confirmed, "incident", f->status.incident,
+	                 "incident_message", f->status.incident_msg, "tenants", f->n_keys,
+	                 "ports", f->n_ports, "waiting", f->n_waiters);
+}
+
+const struct iso_fabric_intent *ctl_fabric_intent(const struct iso_controller *c)
+{
+	return c->fabric ? &c->fabric->intent : NULL;
+}
+
+struct iso_fabric_driver *ctl_fabric_driver(const struct iso_controller *c)
+{
+	return c->fabric ? c->fabric->drv : NULL;
+}
+
+bool ctl_fabric_driver_sync(const struct iso_controller *c)
+{
+	/* Only OpenSM confirms later, by reading the fabric back; the sim
+	 * applies in-process and opafm has no FM here to ask (docs/fabric.md). */
+	return !c->fabric || strcmp(c->fabric->drv->ops->name, "opensm") != 0;
+}
+
+int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err)
+{
+	struct iso_alloc_filter filter = {.state = ISO_ALLOC_PROVISIONING};
+	struct iso_allocation *waiting = NULL;
+	uint64_t generation;
+	int n = 0, r;
+
+	if (!ctl_fabric_partitioned(c))
+		return 0;
+	r = ctl_tx_begin(c, err);
+	if (r == 0)
+		r = ctl_fabric_stage(c, err);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0) {
+		ctl_fabric_abort(c);
+		return r;
+	}
+	generation = ctl_fabric_commit(c);
+	r = c->store->ops->alloc_list(c->store, &filter, &waiting, &n, err);
+	for (int i = 0; r == 0 && i < n; i++)
+		if (ctl_fabric_wait(c, waiting[i].id, generation) < 0)
+			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	iso_allocations_free(waiting, n);
+	return r;
+}
+
+/* ---- use cases: status, intent, live verification (cluster-admin, auditor) ---- */
+
+static int require_fabric_reader(const struct iso_principal *p, struct iso_error *err)
+{
+	if (p->role != ISO_ROLE_CLUSTER_ADMIN && p->role != ISO_ROLE_AUDITOR)
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
+		                     "the fabric is visible to cluster-admin and auditor only");
+	return 0;
+}
+
+int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
+                                 json_t **out, struct iso_error *err)
+{
+	int r = require_fabric_reader(p, err);
+
+	if (r == 0)
+		*out = ctl_fabric_status_json(c);
+	return r;
+}
+
+int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
+                                 char **out, struct iso_error *err)
+{
+	static const struct iso_fabric_intent none = {0};
+	const struct iso_fabric_intent *in = ctl_fabric_intent(c);
+	int r = require_fabric_reader(p, err);
+
+	if (r < 0)
+		return r;
+	*out = iso_fabric_intent_json(in ? in : &none);
+	return *out ? 0 : iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+}
+
+int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
+                                 struct iso_fabric_report *out, struct iso_error *err)
+{
+	struct iso_fabric_snapshot snap = {0};
+	struct iso_fabric_driver *d = ctl_fabric_driver(c);
+	int r = require_fabric_reader(p, err);
+
+	memset(out, 0, sizeof(*out));
+	if (r < 0)
+		return r;
+	if (!ctl_fabric_partitioned(c))
+		return iso_error_set(err, ISO_E_CONFLICT, NULL,
+		                     "this cluster's fabric (%s) has no partitions to verify",
+		                     iso_fabric_type_name(c->inv->fabric.type));
+	r = d->ops->snapshot(d, &snap, err);
+	if (r == 0)
+		r = iso_fabric_verify(&c->fabric->intent, &snap, out, err);
+	iso_fabric_snapshot_clear(&snap);
+	if (r < 0)
+		return r;
+	ctl_record(c, p,
+	           &(struct ctl_event){.action = "fabric.verify",
+	                               .kind = "fabric",
+	                               .id = d->ops->name,
+	                               .details = json_pack("{s:b, s:i, s:i, s:i}", "ok", out->ok,
+	                                                    "ports_checked", out->ports_checked,
+	                                                    "violations", out->n_violations,
+	                                                    "generation",
+	                                                    (int)c->fabric->generation)},
+	           ISO_AUDIT_SUCCESS, NULL);
+	return 0;
+}

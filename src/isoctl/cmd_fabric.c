@@ -1,0 +1,245 @@
+/* cmd_fabric.c: `isoctl fabric`, offline tools for the fabric (no server):
+ * `ibsim-net` writes an ibsim net file whose GUIDs are an inventory's (or a
+ * synthetic cluster's), so that OpenSM and isostackd's opensm driver run
+ * without hardware; `discover` turns ibnetdiscover's output into inventory
+ * `nodes:` entries. The work is libisostack's (src/fabric/ibsim_net.c,
+ * discover.c); this file is the command line. */
+#include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "isoctl/isoctl.h"
+#include "isostack/fabric.h"
+#include "isostack/inventory.h"
+
+#define INPUT_MAX (256L << 20) /* ibnetdiscover of ~100k ports is ~20 MiB */
+
+static const char usage_fabric[] =
+    "Usage: isoctl fabric SUBCOMMAND ...\n"
+    "\n"
+    "Offline fabric tools (no server needed):\n"
+    "  ibsim-net    an ibsim net file (fat tree) whose GUIDs are the inventory's\n"
+    "  discover     inventory nodes: entries from ibnetdiscover output\n"
+    "Run 'isoctl fabric SUBCOMMAND --help' for details.\n"
+    "Exit codes: 0 ok, 1 internal, 2 usage, 3 file not found, 6 invalid input,\n"
+    "7 ibnetdiscover failed.\n";
+
+static const char usage_ibsim_net[] =
+    "Usage: isoctl fabric ibsim-net --config FILE [FLAGS]\n"
+    "       isoctl fabric ibsim-net --synthetic N [--vfs K] [--inventory-out FILE] [FLAGS]\n"
+    "\n"
+    "Prints an ibsim net file: a two-level fat tree whose CA port GUIDs are the\n"
+    "inventory's. The SM's HCA comes first (ibsim attaches the SM there); every\n"
+    "PF, every VF (ibsim has no vports: one CA per VF, on its node's leaf) and\n"
+    "every shared-service port is a single-port CA. The header's last comment\n"
+    "line gives the counts for ibsim's -N/-S/-P limits.\n"
+    "  --config FILE          the inventory (cluster.yaml; fabric.type infiniband)\n"
+    "  --synthetic N          a synthetic cluster of N HCAs (1-65536) instead\n"
+    "  --vfs K                VFs per synthetic HCA, 0-127 (default 0)\n"
+    "  --inventory-out FILE   write the synthetic cluster's inventory YAML to FILE\n"
+    "  --sm-guid GUID         port GUID of the SM's HCA (default 0x0002c90300000001)\n"
+    "  --switch-guid GUID     GUID of the first switch (default 0x0002c90300f00001)\n"
+    "  --switch-ports N       ports per switch, 4-254 (default 36)\n"
+    "Run it with: IBSIM_SOCKNAME=NAME ibsim -n -s FILE </dev/null &\n";
+
+static const char usage_discover[] =
+    "Usage: isoctl fabric discover [--file FILE|-]\n"
+    "\n"
+    "Reads ibnetdiscover's output (default format) and prints inventory YAML:\n"
+    "one nodes: entry per channel adapter, named by the first word of its node\n"
+    "description, with port: {device, port, guid} of its first port. CAs named\n"
+    "NODE-vfI (ibsim's stand-ins for VFs) become NODE's vfs. Switches are\n"
+    "skipped. Merge the entries into the inventory and add rack, pdu, pool or\n"
+    "class, cpus and memory.\n"
+    "  --file FILE   ibnetdiscover's output; - for standard input. Without it,\n"
+    "                runs ibnetdiscover (set LD_PRELOAD for ibsim's umad2sim)\n";
+
+static int exit_of(const struct iso_error *e)
+{
+	switch (e->code) {
+	case ISO_E_INVALID:
+		return ISOCTL_EXIT_INVALID;
+	case ISO_E_NOT_FOUND:
+		return ISOCTL_EXIT_NOT_FOUND;
+	default:
+		return ISOCTL_EXIT_INTERNAL;
+	}
+}
+
+static int fail(const struct iso_error *e)
+{
+	fprintf(stderr, "isoctl: %s\n", e->message);
+	return exit_of(e);
+}
+
+static int parse_guid_flag(const struct isoctl *ctx, const char *flag, const char *s, uint64_t *out)
+{
+	if (iso_parse_guid(s, out) < 0 || *out == 0)
+		return isoctl_usage_error(ctx, "%s: '%s' is not a GUID (0x and 1-16 hex digits)",
+		                          flag, s);
+	return 0;
+}
+
+/* ---- ibsim-net ---- */
+
+enum { N_CONFIG, N_SYNTH, N_VFS, N_INV_OUT, N_SM_GUID, N_SW_GUID, N_SW_PORTS, N_COUNT };
+
+static int cmd_ibsim_net(struct isoctl *ctx, int argc, char **argv)
+{
+	static const struct option options[] = {
+	    ISOCTL_FLAG("config", required_argument, N_CONFIG),
+	    ISOCTL_FLAG("synthetic", required_argument, N_SYNTH),
+	    ISOCTL_FLAG("vfs", required_argument, N_VFS),
+	    ISOCTL_FLAG("inventory-out", required_argument, N_INV_OUT),
+	    ISOCTL_FLAG("sm-guid", required_argument, N_SM_GUID),
+	    ISOCTL_FLAG("switch-guid", required_argument, N_SW_GUID),
+	    ISOCTL_FLAG("switch-ports", required_argument, N_SW_PORTS),
+	    ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage_ibsim_net);
+	const char *v[N_COUNT] = {0};
+	struct iso_ibsim_net_opts o = {0};
+	_cleanup_(iso_inventory_freep) struct iso_inventory *inv = NULL;
+	_cleanup_free_ char *net = NULL, *yaml = NULL;
+	struct iso_error e = {0};
+	long long n = 0, vfs = 0, num;
+
+	if (isoctl_parse_line(ctx, &p, v, N_COUNT, 0, 0, NULL) < 0)
+		return p.exit_code;
+	if (!v[N_CONFIG] == !v[N_SYNTH])
+		return isoctl_usage_error(ctx, "give exactly one of --config and --synthetic");
+	if (v[N_CONFIG] && (v[N_VFS] || v[N_INV_OUT]))
+		return isoctl_usage_error(ctx, "--vfs and --inventory-out go with --synthetic");
+	if (v[N_SYNTH] && isoctl_parse_int(ctx, "--synthetic", v[N_SYNTH], 1, 65536, &n))
+		return ISOCTL_EXIT_USAGE;
+	if (v[N_VFS] && isoctl_parse_int(ctx, "--vfs", v[N_VFS], 0, 127, &vfs))
+		return ISOCTL_EXIT_USAGE;
+	if (v[N_SM_GUID] && parse_guid_flag(ctx, "--sm-guid", v[N_SM_GUID], &o.sm_guid))
+		return ISOCTL_EXIT_USAGE;
+	if (v[N_SW_GUID] &&
+	    parse_guid_flag(ctx, "--switch-guid", v[N_SW_GUID], &o.switch_guid_base))
+		return ISOCTL_EXIT_USAGE;
+	if (v[N_SW_PORTS]) {
+		if (isoctl_parse_int(ctx, "--switch-ports", v[N_SW_PORTS], 4, 254, &num))
+			return ISOCTL_EXIT_USAGE;
+		o.switch_ports = (int)num;
+	}
+
+	if (v[N_CONFIG]) {
+		if (iso_inventory_load_file(v[N_CONFIG], &inv, &e) < 0 ||
+		    iso_ibsim_net_render(inv, &o, &net, &e) < 0)
+			return fail(&e);
+	} else {
+		if (iso_ibsim_inventory_synthetic((int)n, (int)vfs, &yaml, &e) < 0 ||
+		    iso_inventory_load_string("synthetic.yaml", yaml, strlen(yaml), &inv, &e) < 0 ||
+		    iso_ibsim_net_render(inv, &o, &net, &e) < 0)
+			return fail(&e);
+		if (v[N_INV_OUT] &&
+		    iso_file_write_atomic(v[N_INV_OUT], yaml, strlen(yaml), 0644, false, &e) < 0)
+			return fail(&e);
+	}
+	fputs(net, stdout);
+	return ISOCTL_EXIT_OK;
+}
+
+/* ---- discover ---- */
+
+/* The whole of `f`, NUL-terminated; -EFBIG past INPUT_MAX. */
+static int read_all(FILE *f, char **out, size_t *len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	for (;;) {
+		if (cap - n < 65536) {
+			if (cap > (size_t)INPUT_MAX)
+				return -EFBIG;
+			cap = cap ? cap * 2 : 1 << 20;
+			char *p = realloc(buf, cap + 1);
+			if (!p)
+				return -ENOMEM;
+			buf = p;
+		}
+		size_t k = fread(buf + n, 1, cap - n, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	if (ferror(f))
+		return -EIO;
+	buf[n] = '\0';
+	*len = n;
+	*out = ISO_TAKE(buf);
+	return 0;
+}
+
+static int cmd_discover(struct isoctl *ctx, int argc, char **argv)
+{
+	enum { D_FILE, D_COUNT };
+	static const struct option options[] = {ISOCTL_FLAG("file", required_argument, D_FILE),
+	                                        ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage_discover);
+	const char *v[D_COUNT] = {0};
+	_cleanup_(iso_discovered_freep) struct iso_discovered *d = NULL;
+	_cleanup_free_ char *text = NULL, *yaml = NULL;
+	struct iso_error e = {0};
+	const char *name;
+	size_t len = 0;
+	FILE *f;
+	int r, status;
+
+	if (isoctl_parse_line(ctx, &p, v, D_COUNT, 0, 0, NULL) < 0)
+		return p.exit_code;
+	if (v[D_FILE] && strcmp(v[D_FILE], "-") == 0) {
+		name = "<stdin>";
+		r = read_all(stdin, &text, &len);
+	} else if (v[D_FILE]) {
+		name = v[D_FILE];
+		f = fopen(name, "re");
+		if (!f) {
+			fprintf(stderr, "isoctl: %s: %s\n", name, strerror(errno));
+			return errno == ENOENT ? ISOCTL_EXIT_NOT_FOUND : ISOCTL_EXIT_INVALID;
+		}
+		r = read_all(f, &text, &len);
+		fclose(f);
+	} else {
+		name = "ibnetdiscover";
+		fflush(stdout);
+		f = popen("ibnetdiscover", "re");
+		if (!f) {
+			fprintf(stderr, "isoctl: cannot run ibnetdiscover: %s\n", strerror(errno));
+			return ISOCTL_EXIT_UNAVAILABLE;
+		}
+		r = read_all(f, &text, &len);
+		status = pclose(f);
+		if (r == 0 && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+			fprintf(stderr, "isoctl: ibnetdiscover failed (exit status %d)\n",
+			        status == -1 || !WIFEXITED(status) ? -1 : WEXITSTATUS(status));
+			return ISOCTL_EXIT_UNAVAILABLE;
+		}
+	}
+	if (r == -ENOMEM)
+		return isoctl_oom();
+	if (r < 0) {
+		fprintf(stderr, "isoctl: %s: %s\n", name,
+		        r == -EFBIG ? "larger than 256 MiB" : strerror(-r));
+		return ISOCTL_EXIT_INVALID;
+	}
+	if (iso_fabric_discover_parse(name, text, len, &d, &e) < 0 ||
+	    iso_fabric_discover_yaml(d, &yaml, &e) < 0)
+		return fail(&e);
+	fputs(yaml, stdout);
+	return ISOCTL_EXIT_OK;
+}
+
+/* ---- the command ---- */
+
+static const struct isoctl_cmd fabric_verbs[] = {
+    {"ibsim-net", .run = cmd_ibsim_net},
+    {"discover", .run = cmd_discover},
+};
+
+int isoctl_cmd_fabric(struct isoctl *ctx, int argc, char **argv)
+{
+	return isoctl_dispatch(ctx, fabric_verbs, ISO_ARRAY_SIZE(fabric_verbs), usage_fabric, argc,
+	                       argv);
+}
