@@ -100,7 +100,7 @@ class Fabric:
             if m:
                 self.env[m.group(1)] = m.group(2)
         # isostackd may be an ASan build: let it run under the preload.
-        self.env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
+        self.env["ASAN_OPTIONS"] = "verify_asan_link_order=0:replace_intrin=0:detect_leaks=0"
 
     def pkeys(self, guid):
         """The P_Key table of port `guid` as smpquery reads it: {base: full?}."""
