@@ -386,12 +386,18 @@ int main(int argc, char **argv)
 	/* umad2sim itself copies past a buffer's end in read() (replace_intrin=0
 	 * stops ASan from checking memcpy), and libibnetdisc leaks a little per
 	 * discovery (suppressed by library name). */
-	setenv("ASAN_OPTIONS", "verify_asan_link_order=0:replace_intrin=0", 0);
+	/* Appended, so that the options `make test` sets stay in force. */
+	snprintf(line, sizeof(line), "%s%sverify_asan_link_order=0:replace_intrin=0",
+	         getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
+	         getenv("ASAN_OPTIONS") ? ":" : "");
+	setenv("ASAN_OPTIONS", line, 1);
 	snprintf(envpath, sizeof(envpath), "%s/lsan.supp", dir);
 	f = fopen(envpath, "w");
 	CHECK(f && fputs("leak:libibnetdisc.so\n", f) >= 0 && fclose(f) == 0, "%s", envpath);
-	snprintf(line, sizeof(line), "suppressions=%s", envpath);
-	setenv("LSAN_OPTIONS", line, 0);
+	snprintf(line, sizeof(line), "%s%ssuppressions=%s",
+	         getenv("LSAN_OPTIONS") ? getenv("LSAN_OPTIONS") : "",
+	         getenv("LSAN_OPTIONS") ? ":" : "", envpath);
+	setenv("LSAN_OPTIONS", line, 1);
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
