@@ -706,7 +706,7 @@ int iso_fabric_discover_yaml(const struct iso_discovered *d, char **out, struct 
 		}
 		fputs("}\n", f);
 	}
-	if (fclose(f) != 0)
+	if (fclose(f) != 0 || !text)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	*out = ISO_TAKE(text);
 	return 0;

@@ -221,7 +221,7 @@ static int build_spines(struct topo *t, struct iso_error *err)
 		return 0;
 	}
 	t->n_spines = (L * U + P - 1) / P;
-	t->uplink = malloc((size_t)L * (size_t)U * sizeof(int));
+	t->uplink = calloc((size_t)L * (size_t)U, sizeof(int));
 	t->spine_slot = malloc((size_t)t->n_spines * (size_t)P * sizeof(int));
 	if (!t->uplink || !t->spine_slot)
 		return oom(err);
@@ -367,6 +367,8 @@ static int collect(struct topo *t, uint64_t sm_guid, struct iso_error *err)
 		r = nodes_by_rack(inv, &refs, err);
 	if (r < 0)
 		return r;
+	if (!refs)
+		return oom(err);
 
 	/* Then rack by rack, a leaf group each. */
 	for (int i = 0; i < inv->n_nodes;) {
@@ -545,7 +547,7 @@ int iso_ibsim_net_render(const struct iso_inventory *inv, const struct iso_ibsim
 	for (int i = 0; i < t.n_cas; i++)
 		render_ca(f, &t, i);
 	render_switches(f, &t, sw_base);
-	if (fclose(f) != 0)
+	if (fclose(f) != 0 || !text)
 		return oom(err);
 	*out = ISO_TAKE(text);
 	return 0;
@@ -616,7 +618,7 @@ int iso_ibsim_inventory_synthetic(int n_hcas, int vfs_per_hca, char **out, struc
 		else
 			fprintf(f, "port: {guid: 0x%016llx}}\n", pf);
 	}
-	if (fclose(f) != 0)
+	if (fclose(f) != 0 || !text)
 		return oom(err);
 	*out = ISO_TAKE(text);
 	return 0;
@@ -632,6 +634,8 @@ int iso_ibsim_net_synthetic(int n_hcas, int vfs_per_hca, const struct iso_ibsim_
 	r = iso_ibsim_inventory_synthetic(n_hcas, vfs_per_hca, &yaml, err);
 	if (r < 0)
 		return r;
+	if (!yaml)
+		return oom(err);
 	r = iso_inventory_load_string("synthetic.yaml", yaml, strlen(yaml), &inv, err);
 	if (r < 0)
 		return r;

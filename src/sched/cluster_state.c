@@ -92,6 +92,14 @@ static int gpu_position(const struct iso_node *node, int index)
 
 /* ---- one member ---- */
 
+/* The exclusive level an allocation is taken with: that of the request
+ * being placed (iso_placer_place_ex), so a caller that rebuilds the state
+ * sets cs->constraints around take to restore an allocation's marks. */
+static int take_level(const struct iso_cluster_state *cs)
+{
+	return cs->constraints ? cs->constraints->exclusive : 0;
+}
+
 static int member_take(struct iso_cluster_state *cs, int ni, const struct iso_allocation *a, int k,
                        struct iso_error *err)
 {
@@ -112,6 +120,12 @@ static int member_take(struct iso_cluster_state *cs, int ni, const struct iso_al
 		char field[ISO_ERR_FIELD_MAX];
 
 		snprintf(field, sizeof(field), "nodes[%d].node", k);
+		if (!ix_excl_node_allows(cs->index, ni, a->tenant_id, take_level(cs)))
+			return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+			                     "member %d: node %s is held exclusively by another "
+			                     "tenant, or this allocation is exclusive and another "
+			                     "tenant is there",
+			                     k, node->name);
 		if (!ix_fabric_allows(cs->index, ni, a->tenant_id)) {
 			if (cs->index->nodes[ni].vfs)
 				return iso_error_set(
@@ -127,6 +141,10 @@ static int member_take(struct iso_cluster_state *cs, int ni, const struct iso_al
 		}
 		if (ix_tenant_add(cs, ni, a->tenant_id) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		if (ix_excl_member_take(cs, ni, a->tenant_id, take_level(cs)) < 0) {
+			ix_tenant_remove(cs, ni, a->tenant_id);
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		}
 	}
 	u->cpus_used += a->shape.cpus;
 	u->memory_mib_used += a->shape.memory_mib;
@@ -147,8 +165,10 @@ static void member_give(struct iso_cluster_state *cs, int ni, const struct iso_a
 	u->cpus_used -= a->shape.cpus;
 	u->memory_mib_used -= a->shape.memory_mib;
 	u->members--;
-	if (cs->index)
+	if (cs->index) {
 		ix_tenant_remove(cs, ni, a->tenant_id);
+		ix_excl_member_give(cs, ni, a->tenant_id);
+	}
 }
 
 /* ---- one slot ---- */
@@ -172,8 +192,8 @@ static int slot_resolve(struct iso_cluster_state *cs, int ni, const struct iso_s
 	return 0;
 }
 
-static int slot_take(struct iso_cluster_state *cs, int ni, const struct iso_slot *s, int si,
-                     struct iso_error *err)
+static int slot_take_geometry(struct iso_cluster_state *cs, int ni, const struct iso_slot *s,
+                              int si, struct iso_error *err)
 {
 	const char *node = cs->inv->nodes[ni].name;
 	const struct iso_gpu *gpu;
@@ -244,8 +264,8 @@ static int slot_take(struct iso_cluster_state *cs, int ni, const struct iso_slot
 
 /* Exact inverse of a successful slot_take; refuses (and logs) a slot that is
  * not held, so a double give cannot corrupt the counters. */
-static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_slot *s, int si,
-                      const char *alloc_id)
+static bool slot_give_geometry(struct iso_cluster_state *cs, int ni, const struct iso_slot *s,
+                               int si, const char *alloc_id)
 {
 	const struct iso_gpu *gpu;
 	const struct iso_mig_profile *p;
@@ -259,7 +279,7 @@ static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_slo
 			goto inconsistent;
 		iso_gpu_occupancy_init(o, gpu->model);
 		ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));
-		return;
+		return true;
 	}
 	p = iso_mig_profile_find(gpu->model, s->profile);
 	if (!p || o->whole || s->start < 0 || s->start + p->width > gpu->model->memory_slices)
@@ -270,11 +290,46 @@ static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_slo
 		goto inconsistent;
 	iso_mig_give(gpu->model, o, p, s->start);
 	ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));
-	return;
+	return true;
 
 inconsistent:
 	iso_log(ISO_LOG_WARN, "sched.give_inconsistent", "alloc=%s node=%s slot=%d", alloc_id,
 	        cs->inv->nodes[ni].name, si);
+	return false;
+}
+
+/* A slot: its geometry, and the tenant on that GPU (isolation). */
+static int slot_take(struct iso_cluster_state *cs, int ni, const struct iso_allocation *a,
+                     const struct iso_slot *s, int si, struct iso_error *err)
+{
+	int pos = gpu_position(&cs->inv->nodes[ni], s->gpu);
+	int r;
+
+	if (cs->index && pos >= 0 &&
+	    !ix_excl_gpu_allows(cs->index, cs->index->nodes[ni].gpu_base + pos, a->tenant_id,
+	                        take_level(cs))) {
+		char field[ISO_ERR_FIELD_MAX];
+		snprintf(field, sizeof(field), "placement[%d].gpu", si);
+		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+		                     "GPU %d on node %s is held exclusively by another tenant, or "
+		                     "this allocation is exclusive and another tenant is there",
+		                     s->gpu, cs->inv->nodes[ni].name);
+	}
+	r = slot_take_geometry(cs, ni, s, si, err);
+	if (r < 0 || !cs->index)
+		return r;
+	if (ix_excl_slot_take(cs, ni, pos, a->tenant_id, take_level(cs)) < 0) {
+		slot_give_geometry(cs, ni, s, si, a->id);
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	}
+	return 0;
+}
+
+static void slot_give(struct iso_cluster_state *cs, int ni, const struct iso_allocation *a,
+                      const struct iso_slot *s, int si)
+{
+	if (slot_give_geometry(cs, ni, s, si, a->id) && cs->index)
+		ix_excl_slot_give(cs, ni, gpu_position(&cs->inv->nodes[ni], s->gpu), a->tenant_id);
 }
 
 /* ---- whole allocations ---- */
@@ -320,7 +375,7 @@ static void undo(struct iso_cluster_state *cs, const struct iso_allocation *a, i
 	for (int si = slots_done - 1; si >= 0; si--) {
 		const struct iso_slot *s = &a->slots[si];
 		if (s->member >= from)
-			slot_give(cs, nodes[s->member - from], s, si, a->id);
+			slot_give(cs, nodes[s->member - from], a, s, si);
 	}
 	for (int k = members_done - 1; k >= from; k--)
 		member_give(cs, nodes[k - from], a);
@@ -367,7 +422,7 @@ int iso_cluster_state_take_members(struct iso_cluster_state *cs, const struct is
 		}
 		if (s->member < from)
 			continue;
-		r = slot_take(cs, nodes[s->member - from], s, si, err);
+		r = slot_take(cs, nodes[s->member - from], a, s, si, err);
 		if (r < 0) {
 			undo(cs, a, from, nodes, a->n_members, si);
 			return r;
@@ -397,7 +452,7 @@ void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct i
 	for (int si = a->n_slots - 1; si >= 0; si--) {
 		const struct iso_slot *s = &a->slots[si];
 		if (s->member >= from && s->member < a->n_members)
-			slot_give(cs, nodes[s->member - from], s, si, a->id);
+			slot_give(cs, nodes[s->member - from], a, s, si);
 	}
 	for (int k = a->n_members - 1; k >= from; k--)
 		member_give(cs, nodes[k - from], a);

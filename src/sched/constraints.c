@@ -63,7 +63,8 @@ int ix_constraints_resolve(struct iso_cluster_state *cs, struct iso_error *err)
 	    c->n_gpus < 0 || c->n_avoid_gpus < 0 || (c->n_nodes && !c->nodes) ||
 	    (c->n_avoid_nodes && !c->avoid_nodes) || (c->n_racks && !c->racks) ||
 	    (c->n_avoid_racks && !c->avoid_racks) || (c->n_gpus && !c->gpus) ||
-	    (c->n_avoid_gpus && !c->avoid_gpus))
+	    (c->n_avoid_gpus && !c->avoid_gpus) || c->exclusive < 0 || c->exclusive > 3 ||
+	    c->spread < 0 || c->spread > 3)
 		return iso_error_set(err, ISO_E_INVALID, "constraints", "malformed constraints");
 	gen = ++ix->c_gen;
 	if (gen == 0) { /* wrapped: no stale stamp may equal a new generation */
@@ -136,6 +137,8 @@ bool iso_place_node_allowed(const struct iso_cluster_state *cs, int node)
 	const struct ix_node *x;
 	uint32_t gen;
 
+	if (ix && !ix_request_node_ok(ix, node))
+		return false;
 	if (!c)
 		return true;
 	if (!resolved(cs))
@@ -160,6 +163,8 @@ bool iso_place_gpu_allowed(const struct iso_cluster_state *cs, int node, int pos
 	const struct iso_place_constraints *c = cs->constraints;
 	const struct ix_gpu *x;
 
+	if (cs->index && !ix_request_gpu_ok(cs->index, cs->index->nodes[node].gpu_base + pos))
+		return false;
 	if (!c)
 		return true;
 	if (!iso_place_node_allowed(cs, node))

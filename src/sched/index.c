@@ -309,6 +309,7 @@ void ix_free(struct iso_sched_index *ix)
 	if (ix->nodes)
 		for (int i = 0; i < ix->n_nodes; i++)
 			free(ix->nodes[i].tenants);
+	ix_excl_free(ix);
 	for (int i = 0; ix->models && i < ix->n_models; i++)
 		free(ix->models[i].eng);
 	free(ix->node_names.slot);
@@ -431,6 +432,8 @@ int ix_build(struct iso_cluster_state *cs)
 	ix->rack_next = heads((size_t)n);
 	ix->rack_allow = calloc(ix->n_racks ? (size_t)ix->n_racks : 1, sizeof(uint32_t));
 	ix->rack_avoid = calloc(ix->n_racks ? (size_t)ix->n_racks : 1, sizeof(uint32_t));
+	ix->rack_ten = calloc(ix->n_racks ? (size_t)ix->n_racks : 1, sizeof(*ix->rack_ten));
+	ix->rack_spread = calloc(ix->n_racks ? (size_t)ix->n_racks : 1, sizeof(uint32_t));
 	ix->scratch_occ = calloc(ix->gmax ? (size_t)ix->gmax : 1, sizeof(*ix->scratch_occ));
 	ix->pool_gpus = calloc(ix->n_pools ? (size_t)ix->n_pools : 1, sizeof(int32_t));
 	ix->pool_empty = calloc(ix->n_pools ? (size_t)ix->n_pools : 1, sizeof(int32_t));
@@ -440,7 +443,8 @@ int ix_build(struct iso_cluster_state *cs)
 	for (int i = 0; i < n; i++)
 		ix->pool_gpus[ix->nodes[i].pool] += inv->nodes[i].n_gpus;
 	if (!ix->scratch_occ || !ix->gbuckets || !ix->nbuckets || !ix->key_gpus ||
-	    !ix->rack_first || !ix->rack_next || !ix->rack_allow || !ix->rack_avoid)
+	    !ix->rack_first || !ix->rack_next || !ix->rack_allow || !ix->rack_avoid ||
+	    !ix->rack_ten || !ix->rack_spread)
 		goto oom;
 	/* Rack member lists in inventory order: fill backwards, prepending. */
 	for (int i = n - 1; i >= 0; i--) {

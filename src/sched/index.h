@@ -28,6 +28,15 @@ struct ix_tenant {
 	int members;
 };
 
+/* Tenants present on one GPU (counting slots) or one rack (counting
+ * members), and the tenant holding it exclusively (exclusive.c). */
+struct ix_tset {
+	int n, cap;
+	struct ix_tenant *t;
+	int64_t excl_owner;
+	bool excl;
+};
+
 struct ix_node {
 	int32_t gpu_base; /* global id of the node's first GPU */
 	int32_t pool, rack;
@@ -41,6 +50,9 @@ struct ix_node {
 	uint32_t seen;                       /* decision stamp: rejected in this decision */
 	uint32_t tried;                      /* candidate stamp: scored for this candidate */
 	uint32_t c_allow, c_avoid, c_hasgpu; /* constraint stamps */
+	int64_t excl_owner;                  /* exclusive-node holder when excl */
+	bool excl;
+	uint32_t spread; /* stamp: the current request has a member here */
 };
 
 struct ix_gpu {
@@ -51,6 +63,8 @@ struct ix_gpu {
 	int32_t next, prev; /* neighbours in the bucket's list, -1: none */
 	bool empty;
 	uint32_t c_allow, c_avoid; /* constraint stamps */
+	uint32_t spread;           /* stamp: the current request has a member here */
+	struct ix_tset ten;        /* tenants with slots here; exclusive-gpu holder */
 };
 
 /* The engine's per-model data (mix.c), built on first use. Scores are
@@ -104,6 +118,14 @@ struct iso_sched_index {
 	const struct iso_place_constraints *c_for;
 	uint32_t c_gen;
 	uint32_t *rack_allow, *rack_avoid;
+	/* Isolation and spreading (exclusive.c): tenants per rack, and the
+	 * request being placed (set by iso_sched_place). */
+	struct ix_tset *rack_ten;
+	uint32_t *rack_spread;
+	uint32_t spread_gen;
+	bool req_active;
+	int64_t req_tenant;
+	int req_excl, req_spread;
 	/* Engine state (mix.c, isostack.c). */
 	bool eng_ready;
 	uint64_t decisions, refreshes;
@@ -138,6 +160,27 @@ int ix_tenant_add(struct iso_cluster_state *cs, int ni, int64_t tenant);
 void ix_tenant_remove(struct iso_cluster_state *cs, int ni, int64_t tenant);
 /* Members of `tenant` on node `ni` (0 when absent). */
 int ix_tenant_members(const struct iso_sched_index *ix, int ni, int64_t tenant);
+
+/* Isolation classes and spreading (exclusive.c; docs/tenancy.md). take and
+ * give keep the tenants per GPU and rack and the exclusive marks; level is
+ * the exclusive level the allocation was taken with (0: shared). */
+int ix_excl_member_take(struct iso_cluster_state *cs, int ni, int64_t tenant, int level);
+void ix_excl_member_give(struct iso_cluster_state *cs, int ni, int64_t tenant);
+int ix_excl_slot_take(struct iso_cluster_state *cs, int ni, int pos, int64_t tenant, int level);
+void ix_excl_slot_give(struct iso_cluster_state *cs, int ni, int pos, int64_t tenant);
+/* May `tenant`, asking for exclusive level `level`, add a member to node ni
+ * / a slot to GPU gid? O(1). */
+bool ix_excl_node_allows(const struct iso_sched_index *ix, int ni, int64_t tenant, int level);
+bool ix_excl_gpu_allows(const struct iso_sched_index *ix, int gid, int64_t tenant, int level);
+/* The request being placed: its isolation and spreading, checked by every
+ * policy through iso_place_node_allowed() / iso_place_gpu_allowed() and by
+ * the engine's node and GPU checks. */
+void ix_request_begin(struct iso_cluster_state *cs, const struct iso_allocation *a);
+void ix_request_member_placed(struct iso_cluster_state *cs, const struct iso_allocation *a, int k);
+void ix_request_end(struct iso_cluster_state *cs);
+bool ix_request_node_ok(const struct iso_sched_index *ix, int ni);
+bool ix_request_gpu_ok(const struct iso_sched_index *ix, int gid);
+void ix_excl_free(struct iso_sched_index *ix);
 
 /* Constraints (constraints.c). Resolves cs->constraints into stamps;
  * returns 0 or -EINVAL naming the culprit. */

@@ -74,13 +74,15 @@ static bool node_ok(const struct req *q, int ni)
 	if ((int64_t)u->cpus_used + q->shape->cpus > node->cpus ||
 	    u->memory_mib_used + q->shape->memory_mib > node->memory_mib)
 		return false;
-	if (!ix_fabric_allows(q->ix, ni, q->a->tenant_id))
+	if (!ix_fabric_allows(q->ix, ni, q->a->tenant_id) || !ix_request_node_ok(q->ix, ni))
 		return false;
 	return !q->constrained || iso_place_node_allowed(cs, ni);
 }
 
 static bool gpu_ok(const struct req *q, int ni, int pos)
 {
+	if (!ix_request_gpu_ok(q->ix, q->ix->nodes[ni].gpu_base + pos))
+		return false;
 	return !q->constrained || iso_place_gpu_allowed(q->cs, ni, pos);
 }
 

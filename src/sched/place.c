@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "sched/internal.h"
+#include "sched/index.h"
 
 #define PLACE_GPU_COUNT_MAX 64
 
@@ -30,8 +30,8 @@ static int no_fit(const struct iso_allocation *a, int k, int want, struct iso_er
 	                     k, want, pool, s->cpus, (long long)s->memory_mib, gpus);
 }
 
-int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
-                    iso_sched_choose_fn choose, void *ctx, struct iso_error *err)
+static int place_members(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
+                         iso_sched_choose_fn choose, void *ctx, struct iso_error *err)
 {
 	const struct iso_shape *shape = &a->shape;
 	const int old_members = a->n_members, old_slots = a->n_slots;
@@ -84,6 +84,7 @@ int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int 
 			        cs->inv->nodes[ni].name);
 			goto fail;
 		}
+		ix_request_member_placed(cs, &tmp, k);
 	}
 
 	free(a->placed);
@@ -99,5 +100,18 @@ fail:
 		iso_cluster_state_give_members(cs, &tmp, old_members);
 	free(tmp.placed);
 	free(tmp.slots);
+	return r;
+}
+
+/* The request's isolation and spreading hold for the whole placement
+ * (index.h: ix_request_*). */
+int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
+                    iso_sched_choose_fn choose, void *ctx, struct iso_error *err)
+{
+	int r;
+
+	ix_request_begin(cs, a);
+	r = place_members(cs, a, want, choose, ctx, err);
+	ix_request_end(cs);
 	return r;
 }

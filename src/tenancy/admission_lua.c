@@ -162,7 +162,7 @@ static void push_request(lua_State *L, const struct iso_admission_request *r)
 static void open_libs(lua_State *L)
 {
 	static const char *const unsafe[] = {"dofile", "loadfile", "print", "collectgarbage",
-	                                     "require"};
+	                                     "require", "rawset", "rawget", "rawequal", "rawlen"};
 
 	luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
 	luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);

@@ -248,65 +248,85 @@ static int64_t cohort_available(const struct iso_tenancy *t, int x, int kind, in
 	return tn_add_sat(tn_add_sat(lend, unassigned), upward);
 }
 
-static int admit_one(const struct iso_tenancy *t, int x, int kind, int64_t r,
-                     struct iso_error *err)
+/* The hard limit of account x for one kind. */
+static int hard_limit(const struct iso_tenancy *t, int x, int kind, int64_t r,
+                      struct iso_error *err)
 {
 	const struct iso_account *a = &t->acct[x];
 	const struct iso_quota *q = &a->q[kind];
-	int64_t used = a->used.v[kind], after = used + r, over;
+	int64_t used = a->used.v[kind];
 	char field[ISO_ERR_FIELD_MAX], kf[ISO_RES_MODEL_MAX], label[64];
 
+	if (q->guaranteed == ISO_QUOTA_NONE || q->borrow_limit == ISO_QUOTA_NONE ||
+	    used + r <= tn_add_sat(q->guaranteed, q->borrow_limit))
+		return 0;
 	kind_field(t, kind, kf, sizeof(kf));
 	iso_tenancy_kind_label(t, kind, label, sizeof(label));
 	snprintf(field, sizeof(field), "quota.%s.%s", a->name, kf);
-	if (q->guaranteed != ISO_QUOTA_NONE && q->borrow_limit != ISO_QUOTA_NONE &&
-	    after > tn_add_sat(q->guaranteed, q->borrow_limit))
-		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
-		                     "%s %s: %s: request %lld + in use %lld exceeds guaranteed "
-		                     "%lld + borrowing limit %lld",
-		                     iso_acct_level_name(a->level), a->name, label, (long long)r,
-		                     (long long)used, (long long)q->guaranteed,
-		                     (long long)q->borrow_limit);
-	if (q->guaranteed == ISO_QUOTA_NONE)
-		return 0;
-	over = tn_max0(after - q->guaranteed) - tn_max0(used - q->guaranteed);
-	if (over > 0) {
-		int64_t lendable, borrowed;
-		int64_t avail = cohort_available(t, x, kind, &lendable, &borrowed);
+	return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+	                     "%s %s: %s: request %lld + in use %lld exceeds guaranteed %lld + "
+	                     "borrowing limit %lld",
+	                     iso_acct_level_name(a->level), a->name, label, (long long)r,
+	                     (long long)used, (long long)q->guaranteed, (long long)q->borrow_limit);
+}
 
-		/* Only the new borrowing must be idle: what x already borrows
-		 * was admitted and is accounted in the cohort. */
-		if (avail != ISO_QUOTA_NONE &&
-		    tn_max0(after - q->guaranteed) + borrowed > avail)
-			return iso_error_set(
-			    err, ISO_E_NO_CAPACITY, field,
-			    "%s %s: %s: request %lld + in use %lld exceeds guaranteed %lld and "
-			    "its cohort has only %lld idle to lend (%lld already borrowed)",
-			    iso_acct_level_name(a->level), a->name, label, (long long)r,
-			    (long long)used, (long long)q->guaranteed,
-			    (long long)tn_max0(avail - borrowed), (long long)borrowed);
-	}
-	return 0;
+/* Is what x would borrow idle in its cohort? */
+static int cohort_check(const struct iso_tenancy *t, int x, int kind, int64_t r,
+                        struct iso_error *err)
+{
+	const struct iso_account *a = &t->acct[x];
+	const struct iso_quota *q = &a->q[kind];
+	int64_t used = a->used.v[kind], after = used + r, lendable, borrowed, avail;
+	char field[ISO_ERR_FIELD_MAX], kf[ISO_RES_MODEL_MAX], label[64];
+
+	/* Only new borrowing must be idle: what x already borrows was admitted. */
+	if (tn_max0(after - q->guaranteed) <= tn_max0(used - q->guaranteed))
+		return 0;
+	avail = cohort_available(t, x, kind, &lendable, &borrowed);
+	if (avail == ISO_QUOTA_NONE || tn_max0(after - q->guaranteed) + borrowed <= avail)
+		return 0;
+	kind_field(t, kind, kf, sizeof(kf));
+	iso_tenancy_kind_label(t, kind, label, sizeof(label));
+	snprintf(field, sizeof(field), "quota.%s.%s", a->name, kf);
+	return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+	                     "%s %s: %s: request %lld + in use %lld exceeds guaranteed %lld and "
+	                     "its cohort has only %lld idle to lend (%lld already borrowed)",
+	                     iso_acct_level_name(a->level), a->name, label, (long long)r,
+	                     (long long)used, (long long)q->guaranteed,
+	                     (long long)tn_max0(avail - borrowed), (long long)borrowed);
 }
 
 int iso_tenancy_admit(const struct iso_tenancy *t, int acct, const struct iso_resvec *req,
                       struct iso_error *err)
 {
+	int (*const pass[2])(const struct iso_tenancy *, int, int, int64_t, struct iso_error *) = {
+	    hard_limit, cohort_check};
+
 	if (acct <= 0 || acct >= t->n_accounts)
 		return iso_error_set(err, ISO_E_INVALID, "account", "no account %d", acct);
 	for (int k = 0; k < ISO_RES_MAX; k++)
 		if (req->v[k] < 0 || (req->v[k] > 0 && k >= t->n_kinds))
 			return iso_error_set(err, ISO_E_INVALID, "request",
 			                     "invalid amount of resource kind %d", k);
-	/* Bottom up: the most specific limit is the one named. */
-	for (int x = acct; x > 0; x = t->acct[x].parent)
+	/* Hard limits first, at every level, then borrowing; bottom up, so
+	 * the most specific limit is the one named. Once the request fits in
+	 * an account's guarantee, the levels above need no check for that
+	 * kind: guarantees nest, so what the ancestors lack there is lent to
+	 * others and comes back by reclaim. */
+	for (int p = 0; p < 2; p++)
 		for (int k = 0; k < t->n_kinds; k++) {
-			int r;
 			if (req->v[k] == 0)
 				continue;
-			r = admit_one(t, x, k, req->v[k], err);
-			if (r < 0)
-				return r;
+			for (int x = acct; x > 0; x = t->acct[x].parent) {
+				const struct iso_account *a = &t->acct[x];
+				int r = pass[p](t, x, k, req->v[k], err);
+
+				if (r < 0)
+					return r;
+				if (a->q[k].guaranteed == ISO_QUOTA_NONE ||
+				    a->used.v[k] + req->v[k] <= a->q[k].guaranteed)
+					break;
+			}
 		}
 	return 0;
 }

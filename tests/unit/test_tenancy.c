@@ -118,18 +118,26 @@ static void test_quota_table(void **state)
 	    {0, 0, 32, 0, 0, "beta", 8, NULL, NULL},
 	    {0, 0, 32, 0, 0, "beta", 9, "request 9 + in use 32 exceeds guaranteed 32 + borrowing limit 8",
 	     "quota.beta.h100-80gb"},
-	    /* acme lends at most 8 of its unused guarantee: the 9th comes from org2 */
-	    {0, 0, 32, 0, 0, "beta", 8, NULL, NULL},
+	    /* acme lends only 2 idle: org1 borrows the other 6 from org2 */
+	    {30, 0, 32, 0, 0, "beta", 8, NULL, NULL},
 	    /* org2 does not borrow: delta lends gamma at most 4 */
 	    {0, 0, 0, 18, 0, "gamma", 4, NULL, NULL},
 	    {0, 0, 0, 18, 0, "gamma", 5, "tenant gamma: h100-80gb compute slices: request 5 + in use 18 "
 	     "exceeds guaranteed 18 and its cohort has only 4 idle to lend", "quota.gamma.h100-80gb"},
-	    /* a lender that uses its guarantee lends nothing */
-	    {0, 0, 0, 18, 18, "gamma", 1, "only 0 idle to lend", "quota.gamma.h100-80gb"},
+	    /* a guarantee its owner uses is not lent: org2's total is the limit */
+	    {0, 0, 0, 18, 16, "gamma", 2, NULL, NULL},
+	    {0, 0, 0, 18, 16, "gamma", 3, "organisation org2: h100-80gb compute slices: request 3 + "
+	     "in use 34 exceeds guaranteed 36 + borrowing limit 0", "quota.org2.h100-80gb"},
 	    /* gamma borrows from idle delta, up to delta's lending limit */
 	    {0, 0, 0, 0, 0, "delta", 18, NULL, NULL},
-	    {0, 0, 0, 0, 0, "delta", 28, "tenant delta: h100-80gb compute slices: request 28 + in use 0 "
-	     "exceeds guaranteed 18 and its cohort has only 18 idle to lend", NULL},
+	    {0, 0, 0, 0, 0, "delta", 28, NULL, NULL},
+	    {0, 0, 0, 0, 0, "delta", 29, "tenant delta: h100-80gb compute slices: request 29 + in use 0 "
+	     "exceeds guaranteed 18 + borrowing limit 10", NULL},
+	    /* gamma's lending limit is unset, delta's is 4: delta may take all of gamma's idle 18 */
+	    {0, 0, 0, 8, 0, "delta", 28, NULL, NULL},
+	    /* ... within org2's own hard limit (it does not borrow) */
+	    {0, 0, 0, 9, 0, "delta", 28, "organisation org2: h100-80gb compute slices: request 28 + "
+	     "in use 9 exceeds guaranteed 36 + borrowing limit 0", "quota.org2.h100-80gb"},
 	    /* a guarantee is always admitted, even when lent out (reclaim preempts) */
 	    {0, 0, 0, 22, 0, "delta", 18, NULL, NULL},
 	    /* projects: p2's own hard limit, then the tenant's above an unlimited p1 */
@@ -214,7 +222,14 @@ static void test_quota_nesting(void **state)
 	/* other kinds */
 	{
 		struct iso_resvec r = {0};
-		quota(&x, x.beta, 32, 8, ISO_QUOTA_NONE);
+		/* org1 has no cpu guarantee: beta cannot have one either */
+		assert_int_equal(iso_tenancy_set_quota(&x.t, x.beta, ISO_RES_CPUS,
+		                                       (struct iso_quota){64, 0, 0}, &err),
+		                 -EINVAL);
+		assert_string_equal(err.field, "quota.beta.cpus");
+		assert_int_equal(iso_tenancy_set_quota(&x.t, x.org1, ISO_RES_CPUS,
+		                                       (struct iso_quota){128, 0, 0}, &err),
+		                 0);
 		assert_int_equal(iso_tenancy_set_quota(&x.t, x.beta, ISO_RES_CPUS,
 		                                       (struct iso_quota){64, 0, 0}, &err),
 		                 0);
@@ -858,7 +873,7 @@ static void test_lua_examples(void **state)
 	(void)state;
 	assert_int_equal(eval("cap_request_size", cap, &r, &err), 0);
 	r.members = 5; /* 20 GPUs */
-	assert_int_equal(eval("cap_request_size", cap, &r, &err), -EACCES);
+	assert_int_equal(eval("cap_request_size", cap, &r, &err), -EPERM);
 	assert_int_equal(err.code, ISO_E_FORBIDDEN);
 	assert_string_equal(err.field, "policy.cap_request_size");
 	assert_string_equal(err.message, "policy cap_request_size: at most 16 GPUs or MIG "
@@ -867,18 +882,18 @@ static void test_lua_examples(void **state)
 	r.n_tags = 1;
 	assert_int_equal(eval("cap_request_size", cap, &r, &err), 0);
 	r.members = 9;
-	assert_int_equal(eval("cap_request_size", cap, &r, &err), -EACCES);
+	assert_int_equal(eval("cap_request_size", cap, &r, &err), -EPERM);
 	assert_non_null(strstr(err.message, "at most 8 members per request, asked for 9"));
 
 	r.members = 1;
 	r.tags = tags;
 	r.n_tags = 2;
-	assert_int_equal(eval("hipaa_exclusive_node", hipaa, &r, &err), -EACCES);
+	assert_int_equal(eval("hipaa_exclusive_node", hipaa, &r, &err), -EPERM);
 	assert_string_equal(err.message,
 	                    "policy hipaa_exclusive_node: tenant acme is tagged hipaa: requests "
 	                    "need isolation exclusive-node or exclusive-rack, not shared");
 	r.isolation = ISO_ISOLATION_EXCLUSIVE_GPU;
-	assert_int_equal(eval("hipaa_exclusive_node", hipaa, &r, &err), -EACCES);
+	assert_int_equal(eval("hipaa_exclusive_node", hipaa, &r, &err), -EPERM);
 	r.isolation = ISO_ISOLATION_EXCLUSIVE_NODE;
 	assert_int_equal(eval("hipaa_exclusive_node", hipaa, &r, &err), 0);
 	r.isolation = ISO_ISOLATION_SHARED;
@@ -895,7 +910,7 @@ static void test_lua_hostile(void **state)
 	} rows[] = {
 	    {"return true", NULL},
 	    {"return request.gpus.count == 4 and #request.tags == 1 and request.tags[1] == 'x'", NULL},
-	    {"local n = 0 for k in pairs(request) do n = n + 1 end return n == 8", NULL},
+	    {"local n = 0 for k in pairs(request) do n = n + 1 end return n == 7", NULL},
 	    {"return true,", "policy bad: error: bad:1: unexpected symbol near <eof>"},
 	    {"local x = 1\nlocal y = nil\nreturn y.z", "policy bad: error: bad:3: attempt to index a nil value (local 'y')"},
 	    {"error('no way')", "policy bad: error: bad:1: no way"},
@@ -920,8 +935,8 @@ static void test_lua_hostile(void **state)
 	    {"return string.dump(function() end)", "attempt to call a nil value (field 'dump')"},
 	    {"request.cpus = 0 return true", "bad:1: request is read-only"},
 	    {"request.gpus.count = 0 return true", "request is read-only"},
-	    {"rawset(request, 'cpus', 0) return request.cpus == 16", NULL},
-	    {"return getmetatable(request)", "must return true, or false and a reason"},
+	    {"rawset(request, 'cpus', 0) return true", "attempt to call a nil value (global 'rawset')"},
+	    {"return getmetatable(request)", "policy bad: denied (no reason given)"},
 	    {"return 1", "policy bad: must return true, or false and a reason"},
 	    {"return false", "policy bad: denied (no reason given)"},
 	    {"return false, 'too big'", "policy bad: too big"},
@@ -946,7 +961,7 @@ static void test_lua_hostile(void **state)
 				fail_msg("row %zu: denied: %s", i, err.message);
 			continue;
 		}
-		if (rc != -EACCES)
+		if (rc != -EPERM)
 			fail_msg("row %zu: allowed, expected '%s'", i, rows[i].msg);
 		assert_int_equal(err.code, ISO_E_FORBIDDEN);
 		assert_string_equal(err.field, "policy.bad");
@@ -958,7 +973,7 @@ static void test_lua_hostile(void **state)
 		struct iso_admission_limits lim = {.instructions = 5000};
 		const char *loop = "for i = 1, 100000 do end return true";
 		assert_int_equal(iso_admission_lua_eval("small", loop, strlen(loop), &r, &lim, &err),
-		                 -EACCES);
+		                 -EPERM);
 		assert_non_null(strstr(err.message, "instruction budget (5000)"));
 		assert_int_equal(iso_admission_lua_eval("", loop, strlen(loop), &r, NULL, &err),
 		                 -EINVAL);
