@@ -58,6 +58,8 @@ void iso_controller_tick(struct iso_controller *c);
  * intent as JSON text (iso_fabric_intent_json), and a live verification:
  * every reachable port's P_Key table read and judged against the intent. */
 struct iso_fabric_report;
+/* The tenant's P_Key (infiniband / omnipath), or -1 when it has none. */
+int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id);
 int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,

@@ -158,6 +158,12 @@ struct iso_fabric_snapshot {
 	int64_t read_ms;              /* how long reading took */
 };
 void iso_fabric_snapshot_clear(struct iso_fabric_snapshot *s);
+/* Reads the fabric from this host, as the diag tools do (libibnetdisc
+ * discovery, then every end port's NodeInfo and P_Key table over SMP through
+ * libibumad; under ibsim through umad2sim's LD_PRELOAD). Ports that did not
+ * answer are counted in *n_failed (may be NULL). ISO_E_UNAVAILABLE without an
+ * InfiniBand port. `isoctl fabric verify --live` uses it. */
+int iso_fabric_read_live(struct iso_fabric_snapshot *out, int *n_failed, struct iso_error *err);
 
 enum iso_violation_kind {
 	ISO_VIOL_CROSS_TENANT, /* two tenants' ports can reach each other */

@@ -17,7 +17,7 @@ int api_tenant_create(struct api_request *r)
 	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
 	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &t, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_CREATED, api_tenant_json(&t));
+	api_reply(r, MHD_HTTP_CREATED, api_tenant_json(r->ctl, &t));
 	return 0;
 }
 
@@ -32,7 +32,7 @@ int api_tenant_list(struct api_request *r)
 		return -1;
 	json_t *arr = json_array();
 	for (int i = 0; i < n && i < limit; i++)
-		json_array_append_new(arr, api_tenant_json(&items[i]));
+		json_array_append_new(arr, api_tenant_json(r->ctl, &items[i]));
 	api_reply(r, MHD_HTTP_OK, api_list(arr, n > limit ? items[limit - 1].name : NULL));
 	free(items);
 	return 0;
@@ -45,7 +45,7 @@ int api_tenant_get(struct api_request *r)
 	if (api_check_query(r, NULL) < 0 ||
 	    iso_controller_tenant_get(r->ctl, &r->who, r->seg[2], &t, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, api_tenant_json(&t));
+	api_reply(r, MHD_HTTP_OK, api_tenant_json(r->ctl, &t));
 	return 0;
 }
 
@@ -60,7 +60,7 @@ int api_tenant_update(struct api_request *r)
 	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
 	    iso_controller_tenant_update(r->ctl, &r->who, r->seg[2], description, &t, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, api_tenant_json(&t));
+	api_reply(r, MHD_HTTP_OK, api_tenant_json(r->ctl, &t));
 	return 0;
 }
 

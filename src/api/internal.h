@@ -60,7 +60,7 @@ void api_reply(struct api_request *r, int status, json_t *body);
 /* {"items": [...], "next": cursor|null}; steals items. */
 json_t *api_list(json_t *items, const char *next);
 json_t *api_time(int64_t ms); /* RFC 3339 string, or null for 0 */
-json_t *api_tenant_json(const struct iso_tenant *t);
+json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t);
 json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t);
 json_t *api_alloc_json(const struct iso_allocation *a);
 json_t *api_node_json(struct iso_controller *ctl, int node_index);

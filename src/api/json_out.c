@@ -33,9 +33,14 @@ static json_t *str_or_null(const char *s)
 	return s && s[0] ? json_string(s) : json_null();
 }
 
-json_t *api_tenant_json(const struct iso_tenant *t)
+json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 {
-	return json_pack("{s:s, s:s, s:o, s:o}", "name", t->name, "description", t->description,
+	int pkey = iso_controller_tenant_pkey(ctl, t->id);
+	char hex[8];
+
+	snprintf(hex, sizeof(hex), "0x%04x", pkey > 0 ? pkey : 0);
+	return json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", t->name, "description",
+	                 t->description, "pkey", pkey > 0 ? json_string(hex) : json_null(),
 	                 "created", api_time(t->created_ms), "updated", api_time(t->updated_ms));
 }
 

@@ -189,6 +189,11 @@ int ctl_fabric_tenant_pkey(const struct iso_controller *c, int64_t tenant_id)
 	return k ? k->pkey : -1;
 }
 
+int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id)
+{
+	return ctl_fabric_tenant_pkey(c, tenant_id);
+}
+
 /* ---- tenants: inside the tenant's transaction ---- */
 
 int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *t,

@@ -344,3 +344,14 @@ int iso_smp_read_guids(struct iso_smp *s, const uint64_t *guids, int n,
 	}
 	return read_refs(s, refs, k, out, NULL, err);
 }
+
+int iso_fabric_read_live(struct iso_fabric_snapshot *out, int *n_failed, struct iso_error *err)
+{
+	_cleanup_(iso_smp_freep) struct iso_smp *s = NULL;
+	int r = iso_smp_open(&(struct iso_smp_options){0}, &s, err);
+
+	memset(out, 0, sizeof(*out));
+	if (r < 0)
+		return r;
+	return iso_smp_discover(s, out, n_failed, err);
+}

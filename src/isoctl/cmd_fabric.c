@@ -1,4 +1,5 @@
-/* cmd_fabric.c: `isoctl fabric`, offline tools for the fabric (no server):
+/* cmd_fabric.c: `isoctl fabric`: `verify` (the isolation proof, by the
+ * controller or read from this host with --live), and offline tools:
  * `ibsim-net` writes an ibsim net file whose GUIDs are an inventory's (or a
  * synthetic cluster's), so that OpenSM and isostackd's opensm driver run
  * without hardware; `discover` turns ibnetdiscover's output into inventory
@@ -20,9 +21,12 @@ static const char usage_fabric[] =
     "Offline fabric tools (no server needed):\n"
     "  ibsim-net    an ibsim net file (fat tree) whose GUIDs are the inventory's\n"
     "  discover     inventory nodes: entries from ibnetdiscover output\n"
+    "Against the server:\n"
+    "  verify       prove that no cross-tenant path exists (--live: read the\n"
+    "               fabric from this host)\n"
     "Run 'isoctl fabric SUBCOMMAND --help' for details.\n"
     "Exit codes: 0 ok, 1 internal, 2 usage, 3 file not found, 6 invalid input,\n"
-    "7 ibnetdiscover failed.\n";
+    "7 ibnetdiscover failed or fabric unreachable, 8 verify found violations.\n";
 
 static const char usage_ibsim_net[] =
     "Usage: isoctl fabric ibsim-net --config FILE [FLAGS]\n"
@@ -231,11 +235,141 @@ static int cmd_discover(struct isoctl *ctx, int argc, char **argv)
 	return ISOCTL_EXIT_OK;
 }
 
+/* ---- verify ---- */
+
+static const char usage_verify[] =
+    "Usage: isoctl fabric verify [--live] [-o json]\n"
+    "\n"
+    "Proves that no two tenants can reach each other: every reachable port's\n"
+    "P_Key table is read and judged against the controller's intent (two ports\n"
+    "talk iff they share a P_Key base and one of them is a full member).\n"
+    "Reports cross-tenant paths, drift between intent and fabric, and tables\n"
+    "near capacity. Needs a cluster-admin or auditor token.\n"
+    "  (default)  the controller reads the fabric (GET /v1/fabric/verify)\n"
+    "  --live     this host reads the fabric itself through libibumad (under\n"
+    "             ibsim: LD_PRELOAD=.../libumad2sim.so) and asks the controller\n"
+    "             only for its intent (GET /v1/fabric/intent)\n"
+    "Exit codes: 0 clean, 8 violations found, 7 fabric or server unreachable,\n"
+    "4 not allowed.\n";
+
+static int print_report(const struct isoctl *ctx, json_t *rep)
+{
+	json_t *v, *viol = json_object_get(rep, "violations");
+	size_t i;
+	bool ok = json_is_true(json_object_get(rep, "ok"));
+
+	if (ctx->output == ISOCTL_OUT_JSON) {
+		isoctl_print_json(rep);
+	} else {
+		static const char *const headers[] = {"KIND", "PKEY", "PORTS", "TENANTS",
+		                                      "MESSAGE"};
+		struct isoctl_table t;
+
+		printf("%s: %lld ports, %lld partitions checked in %lld ms, %zu finding%s\n",
+		       ok ? "clean" : "VIOLATIONS",
+		       (long long)json_integer_value(json_object_get(rep, "ports_checked")),
+		       (long long)json_integer_value(json_object_get(rep, "partitions_checked")),
+		       (long long)json_integer_value(json_object_get(rep, "elapsed_ms")),
+		       json_array_size(viol), json_array_size(viol) == 1 ? "" : "s");
+		if (json_array_size(viol) > 0) {
+			isoctl_table_init(&t, ISO_ARRAY_SIZE(headers), headers);
+			json_array_foreach (viol, i, v) {
+				json_t *x;
+				size_t k;
+				char buf[256] = "";
+
+				isoctl_table_add_json(&t, json_object_get(v, "kind"));
+				isoctl_table_add_json(&t, json_object_get(v, "pkey"));
+				json_array_foreach (json_object_get(v, "ports"), k, x)
+					snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+					         "%s%s", k ? "," : "",
+					         json_string_value(x) ? json_string_value(x) : "");
+				isoctl_table_add(&t, buf);
+				buf[0] = '\0';
+				json_array_foreach (json_object_get(v, "tenants"), k, x)
+					snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+					         "%s%s", k ? "," : "",
+					         json_string_value(x) && *json_string_value(x)
+					             ? json_string_value(x)
+					             : "-");
+				isoctl_table_add(&t, buf);
+				isoctl_table_add_json(&t, json_object_get(v, "message"));
+			}
+			if (isoctl_table_print(&t))
+				return ISOCTL_EXIT_INTERNAL;
+			isoctl_table_clear(&t);
+		}
+	}
+	return ok ? ISOCTL_EXIT_OK : ISOCTL_EXIT_VERIFY;
+}
+
+static int verify_live(struct isoctl *ctx)
+{
+	_cleanup_response_ struct iso_response resp = {0};
+	struct iso_fabric_intent intent = {0};
+	struct iso_fabric_snapshot snap = {0};
+	struct iso_fabric_report rep = {0};
+	struct iso_error e = {0};
+	_cleanup_free_ char *intent_text = NULL, *text = NULL;
+	json_t *j;
+	int r, failed = 0;
+
+	r = isoctl_call(ctx, "GET", "/v1/fabric/intent", NULL, &resp);
+	if (r)
+		return r;
+	intent_text = json_dumps(resp.body, JSON_COMPACT);
+	if (!intent_text)
+		return isoctl_oom();
+	if (iso_fabric_intent_parse_json(intent_text, &intent, &e) < 0)
+		return fail(&e);
+	r = iso_fabric_read_live(&snap, &failed, &e);
+	if (r == 0)
+		r = iso_fabric_verify(&intent, &snap, &rep, &e);
+	iso_fabric_intent_clear(&intent);
+	iso_fabric_snapshot_clear(&snap);
+	if (r < 0)
+		return e.code == ISO_E_UNAVAILABLE
+		           ? (fprintf(stderr, "isoctl: %s\n", e.message), ISOCTL_EXIT_UNAVAILABLE)
+		           : fail(&e);
+	if (failed > 0)
+		fprintf(stderr, "isoctl: %d port%s did not answer and were not checked\n", failed,
+		        failed == 1 ? "" : "s");
+	text = iso_fabric_report_json(&rep);
+	iso_fabric_report_clear(&rep);
+	j = text ? json_loads(text, 0, NULL) : NULL;
+	if (!j)
+		return isoctl_oom();
+	r = print_report(ctx, j);
+	json_decref(j);
+	return r;
+}
+
+static int cmd_verify(struct isoctl *ctx, int argc, char **argv)
+{
+	enum { V_LIVE, V_COUNT };
+	static const struct option options[] = {ISOCTL_FLAG("live", no_argument, V_LIVE),
+	                                        ISOCTL_GLOBAL_OPTIONS};
+	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage_verify);
+	_cleanup_response_ struct iso_response resp = {0};
+	const char *v[V_COUNT] = {0};
+	int r;
+
+	if (isoctl_parse_line(ctx, &p, v, V_COUNT, 0, 0, NULL) < 0)
+		return p.exit_code;
+	if (v[V_LIVE])
+		return verify_live(ctx);
+	r = isoctl_call(ctx, "GET", "/v1/fabric/verify", NULL, &resp);
+	if (r)
+		return r;
+	return print_report(ctx, resp.body);
+}
+
 /* ---- the command ---- */
 
 static const struct isoctl_cmd fabric_verbs[] = {
     {"ibsim-net", .run = cmd_ibsim_net},
     {"discover", .run = cmd_discover},
+    {"verify", .run = cmd_verify},
 };
 
 int isoctl_cmd_fabric(struct isoctl *ctx, int argc, char **argv)

@@ -610,7 +610,7 @@ def check_error_shape(tc, r):
 
 # ---------------------------------------------------------------- objects
 
-TENANT_KEYS = {"name", "description", "created", "updated"}
+TENANT_KEYS = {"name", "description", "pkey", "created", "updated"}
 TOKEN_KEYS = {"id", "role", "tenant", "user", "description", "created", "expires", "revoked"}
 NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "memory_mib_used",
              "state", "gpus", "gpu_model", "members", "port"}

@@ -11,6 +11,7 @@ argv: isostackd isoctl"""
 import os
 import re
 import shutil
+import json
 import signal
 import subprocess
 import sys
@@ -95,10 +96,11 @@ class Fabric:
         if r.returncode != 0:
             raise AssertionError("ibsim-fabric start: " + r.stderr)
         self.env = {}
-        for line in open(os.path.join(self.dir, "env")):
-            m = re.match(r"^(IBSIM_SOCKNAME|LD_PRELOAD)=(.*)$", line.strip())
-            if m:
-                self.env[m.group(1)] = m.group(2)
+        with open(os.path.join(self.dir, "env")) as f:
+            for line in f:
+                m = re.match(r"^(IBSIM_SOCKNAME|LD_PRELOAD)=(.*)$", line.strip())
+                if m:
+                    self.env[m.group(1)] = m.group(2)
         # isostackd may be an ASan build: let it run under the preload.
         self.env["ASAN_OPTIONS"] = "verify_asan_link_order=0:replace_intrin=0:detect_leaks=0"
 
@@ -118,7 +120,8 @@ class Fabric:
         return keys
 
     def opensm(self, what):
-        pid = int(open(os.path.join(self.dir, "opensm.pid")).read())
+        with open(os.path.join(self.dir, "opensm.pid")) as f:
+            pid = int(f.read())
         if what == "stop":
             os.kill(pid, signal.SIGTERM)
             for _ in range(100):
@@ -169,6 +172,20 @@ class FabricApiTest(harness.ApiTestCase):
         self.daemon.start()
         self.admin = harness.Client(self.daemon, self.daemon.admin_token)
 
+    def isoctl_verify(self, *flags):
+        """`isoctl fabric verify FLAGS -o json` as an admin, on the fabric's
+        preload (for --live): (exit code, report)."""
+        env = dict(os.environ, **self.fab.env)
+        env["ISOSTACK_URL"] = "http://127.0.0.1:%d" % self.daemon.port
+        env["ISOSTACK_TOKEN"] = self.daemon.admin_token
+        r = subprocess.run([harness.Binaries.isoctl, "fabric", "verify"] + list(flags) +
+                           ["-o", "json"], capture_output=True, text=True, env=env, timeout=60)
+        try:
+            rep = json.loads(r.stdout)
+        except ValueError:
+            rep = {"stdout": r.stdout, "stderr": r.stderr}
+        return r.returncode, rep
+
     def tenant_key(self, name):
         intent = self.admin.get("/v1/fabric/intent").body
         for p in intent["partitions"]:
@@ -190,6 +207,7 @@ class FabricApiTest(harness.ApiTestCase):
             wait_state(self, self.admin, x["id"], "active")
         ka, kb = self.tenant_key(a), self.tenant_key(b)
         self.assertTrue(ka and kb and ka != kb)
+        self.assertEqual(self.admin.get("/v1/tenants/" + a).body["pkey"], "0x%04x" % ka)
         # Two tenants on one node through two VFs; the PF stays in Default
         # only; the exclusive node's PF joins its one tenant.
         wait_pkeys(self, self.fab, VF0, {0x7fff: False, 0x0010: False, ka: True})
@@ -200,6 +218,13 @@ class FabricApiTest(harness.ApiTestCase):
         v = self.admin.get("/v1/fabric/verify").body
         self.assertTrue(v["ok"], v)
         self.assertGreaterEqual(v["ports_checked"], 5)
+        # The same proof from the CLI: through the controller, and read from
+        # this host over SMP (--live).
+        for flags in ((), ("--live",)):
+            code, rep = self.isoctl_verify(*flags)
+            self.assertEqual(code, 0, rep)
+            self.assertTrue(rep["ok"], rep)
+            self.assertGreaterEqual(rep["ports_checked"], 5, rep)
 
         # Release removes the membership.
         self.admin.delete("/v1/allocations/" + excl["id"])
@@ -224,6 +249,9 @@ class FabricApiTest(harness.ApiTestCase):
         named = [t for x in v["violations"] if x["kind"] == "cross_tenant" for t in x["tenants"]]
         self.assertIn(a, named, v)
         self.assertIn(b, named, v)
+        code, rep = self.isoctl_verify("--live")
+        self.assertEqual(code, 8, rep)
+        self.assertIn("cross_tenant", {x["kind"] for x in rep["violations"]}, rep)
 
     def test_opensm_down_then_back(self):
         self.start()
@@ -250,7 +278,8 @@ class FabricApiTest(harness.ApiTestCase):
         self.assertIn("capacity", r.body["error"]["message"])
         self.assertEqual(self.admin.get("/v1/allocations").body["items"], [])
         # Nothing half-written: OpenSM's file never saw the tenant.
-        self.assertNotIn("t_", open(os.path.join(self.fab.dir, "partitions.conf")).read())
+        with open(os.path.join(self.fab.dir, "partitions.conf")) as f:
+            self.assertNotIn("t_", f.read())
 
 
 if __name__ == "__main__":
