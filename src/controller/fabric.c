@@ -589,6 +589,8 @@ int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_prin
 	r = d->ops->snapshot(d, &snap, err);
 	if (r == 0)
 		r = iso_fabric_verify(&c->fabric->intent, &snap, out, err);
+	if (r == 0)
+		out->elapsed_ms += snap.read_ms; /* the whole verification, reading included */
 	iso_fabric_snapshot_clear(&snap);
 	if (r < 0)
 		return r;

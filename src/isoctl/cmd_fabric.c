@@ -325,6 +325,8 @@ static int verify_live(struct isoctl *ctx)
 	r = iso_fabric_read_live(&snap, &failed, &e);
 	if (r == 0)
 		r = iso_fabric_verify(&intent, &snap, &rep, &e);
+	if (r == 0)
+		rep.elapsed_ms += snap.read_ms; /* reading the fabric included */
 	iso_fabric_intent_clear(&intent);
 	iso_fabric_snapshot_clear(&snap);
 	if (r < 0)
