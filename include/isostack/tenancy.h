@@ -142,7 +142,7 @@ struct iso_queue_entry {
 	int item;     /* index into the pending array */
 	int position; /* 1-based */
 	int ahead_other_accounts;
-	double level_fs;        /* the owner's level fair share at the level that decided */
+	double level_fs; /* the owner's level fair share at the level that decided */
 	char reason[ISO_DESC_MAX];
 };
 
@@ -154,8 +154,8 @@ int iso_fairshare_order(const struct iso_tenancy *t, const struct iso_pending *i
  * why it waits, never another tenant's name. -ENOENT (ISO_E_NOT_FOUND) when
  * `viewer` is not the item's account or one of its ancestors. */
 int iso_fairshare_explain(const struct iso_tenancy *t, const struct iso_pending *items,
-                          const struct iso_queue_entry *out, int n, int pos, int viewer,
-                          char *buf, size_t size, struct iso_error *err);
+                          const struct iso_queue_entry *out, int n, int pos, int viewer, char *buf,
+                          size_t size, struct iso_error *err);
 
 /* ---- backfill (backfill.c) ---- */
 struct iso_running {
@@ -215,9 +215,8 @@ struct iso_preempt_plan {
  * ISO_E_NO_CAPACITY when no eligible set covers. */
 int iso_preempt_choose(const struct iso_tenancy *t, enum iso_preempt_mode mode, int acct,
                        int priority, const struct iso_resvec *req, const struct iso_resvec *need,
-                       const struct iso_running *run, int n_run,
-                       const struct iso_preempt_params *p, struct iso_preempt_plan *plan,
-                       struct iso_error *err);
+                       const struct iso_running *run, int n_run, const struct iso_preempt_params *p,
+                       struct iso_preempt_plan *plan, struct iso_error *err);
 /* May running item `i` ever be a victim for this preemptor (the rules
  * above, without minimality)? For tests and explanations. */
 bool iso_preempt_eligible(const struct iso_tenancy *t, enum iso_preempt_mode mode, int acct,
@@ -264,8 +263,8 @@ struct iso_admission_request {
 };
 
 struct iso_admission_limits {
-	size_t memory_bytes;    /* 0: 4 MiB */
-	int64_t instructions;   /* 0: 1,000,000 VM instructions */
+	size_t memory_bytes;  /* 0: 4 MiB */
+	int64_t instructions; /* 0: 1,000,000 VM instructions */
 };
 
 /* Runs policy `name` (its source `src`) against the request in a fresh

@@ -110,8 +110,7 @@ bool ix_excl_node_allows(const struct iso_sched_index *ix, int ni, int64_t tenan
 
 	if ((x->excl && x->excl_owner != tenant) || (r->excl && r->excl_owner != tenant))
 		return false;
-	if (level >= 2 &&
-	    (x->n_tenants > 1 || (x->n_tenants == 1 && x->tenants[0].id != tenant)))
+	if (level >= 2 && (x->n_tenants > 1 || (x->n_tenants == 1 && x->tenants[0].id != tenant)))
 		return false;
 	return level < 3 || !tset_others(r, tenant);
 }

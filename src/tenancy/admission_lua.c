@@ -111,8 +111,8 @@ static int readonly_len(lua_State *L)
 /* Replaces the table on top of the stack by a read-only proxy of it. */
 static void make_readonly(lua_State *L)
 {
-	lua_newtable(L);              /* data proxy */
-	lua_createtable(L, 0, 5);     /* data proxy mt */
+	lua_newtable(L);          /* data proxy */
+	lua_createtable(L, 0, 5); /* data proxy mt */
 	lua_pushvalue(L, -3);
 	lua_setfield(L, -2, "__index");
 	lua_pushcfunction(L, readonly_newindex);
@@ -161,8 +161,9 @@ static void push_request(lua_State *L, const struct iso_admission_request *r)
 
 static void open_libs(lua_State *L)
 {
-	static const char *const unsafe[] = {"dofile", "loadfile", "print", "collectgarbage",
-	                                     "require", "rawset", "rawget", "rawequal", "rawlen"};
+	static const char *const unsafe[] = {"dofile",         "loadfile", "print",
+	                                     "collectgarbage", "require",  "rawset",
+	                                     "rawget",         "rawequal", "rawlen"};
 
 	luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
 	luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
@@ -193,8 +194,7 @@ static int run(lua_State *L)
 	lua_pushvalue(L, -1);
 	lua_setglobal(L, "request");
 	top = lua_gettop(L) - 1;
-	if (luaL_loadbufferx(L, s->src, s->len, lua_pushfstring(L, "=%s", s->name), "t") !=
-	    LUA_OK)
+	if (luaL_loadbufferx(L, s->src, s->len, lua_pushfstring(L, "=%s", s->name), "t") != LUA_OK)
 		return lua_error(L);
 	lua_remove(L, -2); /* the chunk name */
 	lua_insert(L, -2); /* chunk request */
@@ -229,7 +229,8 @@ int iso_admission_lua_eval(const char *name, const char *src, size_t len,
 	int r;
 
 	if (!name || !name[0] || !src || !req)
-		return iso_error_set(err, ISO_E_INVALID, "policy", "policy without a name or source");
+		return iso_error_set(err, ISO_E_INVALID, "policy",
+		                     "policy without a name or source");
 	snprintf(field, sizeof(field), "policy.%s", name);
 	L = lua_newstate(sandbox_alloc, &s);
 	if (!L)
@@ -256,7 +257,8 @@ int iso_admission_lua_eval(const char *name, const char *src, size_t len,
 		                     "policy %s: exceeded its memory limit (%zu bytes)", name,
 		                     s.limit);
 	if (r != LUA_OK)
-		return iso_error_set(err, ISO_E_FORBIDDEN, field, "policy %s: error: %s", name, msg);
+		return iso_error_set(err, ISO_E_FORBIDDEN, field, "policy %s: error: %s", name,
+		                     msg);
 	if (s.bad_return)
 		return iso_error_set(err, ISO_E_FORBIDDEN, field,
 		                     "policy %s: must return true, or false and a reason", name);

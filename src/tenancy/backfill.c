@@ -76,9 +76,10 @@ int iso_backfill_plan(const struct iso_resvec *capacity, const struct iso_runnin
 	for (int i = 0; i < n; i++)
 		start[i] = false;
 	for (int i = 0; i < n_run; i++) /* overdue work still holds its resources now */
-		spans[p.n++] = (struct span){.start = now_ms,
-		                             .end = run[i].end_ms > now_ms ? run[i].end_ms : now_ms + 1,
-		                             .use = &run[i].use};
+		spans[p.n++] =
+		    (struct span){.start = now_ms,
+		                  .end = run[i].end_ms > now_ms ? run[i].end_ms : now_ms + 1,
+		                  .use = &run[i].use};
 	for (int q = 0; q < n; q++) {
 		int it = order[q].item;
 		const struct iso_pending *x;
@@ -101,7 +102,8 @@ int iso_backfill_plan(const struct iso_resvec *capacity, const struct iso_runnin
 		int64_t best = -1;
 		for (int i = 0; i < p.n; i++) {
 			int64_t t = spans[i].end;
-			if (t > now_ms && (best < 0 || t < best) && fits_over(&p, t, t + dur, &x->req))
+			if (t > now_ms && (best < 0 || t < best) &&
+			    fits_over(&p, t, t + dur, &x->req))
 				best = t;
 		}
 		if (best < 0)

@@ -168,37 +168,39 @@ int iso_fairshare_order(const struct iso_tenancy *t, const struct iso_pending *i
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	o.rank = rank;
 	qsort_r(idx, (size_t)n, sizeof(int), item_cmp, &o);
+	/* rank is free now: reuse it to count each tenant's entries so far */
+	memset(rank, 0, (size_t)t->n_accounts * sizeof(int));
 	for (int p = 0; p < n; p++) {
 		const struct iso_pending *it = &items[idx[p]];
-		int owner = tn_tenant_of(t, it->acct), others = 0;
-
-		for (int q = 0; q < p; q++)
-			others += tn_tenant_of(t, items[idx[q]].acct) != owner;
-		out[p] = (struct iso_queue_entry){
-		    .item = idx[p], .position = p + 1, .ahead_other_accounts = others,
-		    .level_fs = lf[owner]};
+		int owner = tn_tenant_of(t, it->acct), others = p - rank[owner]++;
+		out[p] = (struct iso_queue_entry){.item = idx[p],
+		                                  .position = p + 1,
+		                                  .ahead_other_accounts = others,
+		                                  .level_fs = lf[owner]};
 		if (p == 0)
 			snprintf(out[p].reason, sizeof(out[p].reason),
 			         "position 1 of %d: next to start once capacity is free", n);
 		else if (others == 0)
-			snprintf(out[p].reason, sizeof(out[p].reason),
-			         "position %d of %d: behind %d of your own allocations (priority, then "
-			         "submit time)",
-			         p + 1, n, p);
+			snprintf(
+			    out[p].reason, sizeof(out[p].reason),
+			    "position %d of %d: behind %d of your own allocations (priority, then "
+			    "submit time)",
+			    p + 1, n, p);
 		else
-			snprintf(out[p].reason, sizeof(out[p].reason),
-			         "position %d of %d: %d allocations of other accounts rank ahead by "
-			         "fair share; %s %s has level fair share %.3g (shares over decayed "
-			         "usage among its siblings; higher ranks first)",
-			         p + 1, n, others, iso_acct_level_name(t->acct[owner].level),
-			         t->acct[owner].name, lf[owner]);
+			snprintf(
+			    out[p].reason, sizeof(out[p].reason),
+			    "position %d of %d: %d allocations of other accounts rank ahead by "
+			    "fair share; %s %s has level fair share %.3g (shares over decayed "
+			    "usage among its siblings; higher ranks first)",
+			    p + 1, n, others, iso_acct_level_name(t->acct[owner].level),
+			    t->acct[owner].name, lf[owner]);
 	}
 	return 0;
 }
 
 int iso_fairshare_explain(const struct iso_tenancy *t, const struct iso_pending *items,
-                          const struct iso_queue_entry *out, int n, int pos, int viewer,
-                          char *buf, size_t size, struct iso_error *err)
+                          const struct iso_queue_entry *out, int n, int pos, int viewer, char *buf,
+                          size_t size, struct iso_error *err)
 {
 	bool mine = false;
 

@@ -10,8 +10,8 @@
 
 #include "tenancy/internal.h"
 
-#define MAX_CANDIDATES  64
-#define DEFAULT_BUDGET  2000000
+#define MAX_CANDIDATES 64
+#define DEFAULT_BUDGET 2000000
 
 /* Is running item i borrowed work: does it push its tenant above its
  * guarantee when the tenant's work is counted oldest first? */
@@ -100,7 +100,8 @@ static void dfs(struct search *s, int from, int depth, int64_t *got, int64_t los
 			reach = got[k] + s->suffix[j][k] >= s->need[k];
 		if (!reach)
 			return;
-		if (s->found && lost + l + (int64_t)(left - 1) * s->min_lost_suffix[j] >= s->best_lost)
+		if (s->found &&
+		    lost + l + (int64_t)(left - 1) * s->min_lost_suffix[j] >= s->best_lost)
 			continue;
 		for (int k = 0; k < s->k_kinds; k++)
 			got[k] += r->use.v[k];
@@ -136,7 +137,8 @@ static int greedy(const struct search *s, int *out)
 			if (used[j])
 				continue;
 			for (int k = 0; k < s->k_kinds; k++)
-				gain += tn_min(s->run[s->cand[j]].use.v[k], tn_max0(s->need[k] - got[k]));
+				gain += tn_min(s->run[s->cand[j]].use.v[k],
+				               tn_max0(s->need[k] - got[k]));
 			if (gain > best_gain) {
 				best_gain = gain;
 				best = j;
@@ -170,9 +172,8 @@ static int no_cover(const struct iso_tenancy *t, const int64_t *need, const int6
 
 int iso_preempt_choose(const struct iso_tenancy *t, enum iso_preempt_mode mode, int acct,
                        int priority, const struct iso_resvec *req, const struct iso_resvec *need,
-                       const struct iso_running *run, int n_run,
-                       const struct iso_preempt_params *p, struct iso_preempt_plan *plan,
-                       struct iso_error *err)
+                       const struct iso_running *run, int n_run, const struct iso_preempt_params *p,
+                       struct iso_preempt_plan *plan, struct iso_error *err)
 {
 	int cand[MAX_CANDIDATES], n = 0, chosen[MAX_CANDIDATES], n_chosen = -1;
 	int64_t suffix[MAX_CANDIDATES + 1][ISO_RES_MAX], min_lost[MAX_CANDIDATES + 1];
@@ -193,13 +194,13 @@ int iso_preempt_choose(const struct iso_tenancy *t, enum iso_preempt_mode mode, 
 			if (req->v[k] > 0 && a->q[k].guaranteed != ISO_QUOTA_NONE &&
 			    a->used.v[k] + req->v[k] > a->q[k].guaranteed) {
 				iso_tenancy_kind_label(t, k, label, sizeof(label));
-				return iso_error_set(
-				    err, ISO_E_NO_CAPACITY, "preemption",
-				    "%s %s: %s: request %lld + in use %lld exceeds guaranteed %lld: "
-				    "reclaim only takes back lent capacity",
-				    iso_acct_level_name(a->level), a->name, label,
-				    (long long)req->v[k], (long long)a->used.v[k],
-				    (long long)a->q[k].guaranteed);
+				return iso_error_set(err, ISO_E_NO_CAPACITY, "preemption",
+				                     "%s %s: %s: request %lld + in use %lld "
+				                     "exceeds guaranteed %lld: "
+				                     "reclaim only takes back lent capacity",
+				                     iso_acct_level_name(a->level), a->name, label,
+				                     (long long)req->v[k], (long long)a->used.v[k],
+				                     (long long)a->q[k].guaranteed);
 			}
 	}
 	for (int i = 0; i < n_run; i++)

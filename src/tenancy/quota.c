@@ -115,12 +115,12 @@ int iso_tenancy_add(struct iso_tenancy *t, const char *name, enum iso_acct_level
 		                     name ? name : "(null)");
 	if (parent < 0 || parent >= t->n_accounts || level <= ISO_ACCT_ROOT ||
 	    level > ISO_ACCT_PROJECT || t->acct[parent].level != level - 1)
-		return iso_error_set(err, ISO_E_INVALID, "parent",
-		                     "a %s must sit below a %s", iso_acct_level_name(level),
+		return iso_error_set(err, ISO_E_INVALID, "parent", "a %s must sit below a %s",
+		                     iso_acct_level_name(level),
 		                     level > ISO_ACCT_ROOT ? iso_acct_level_name(level - 1) : "?");
 	if (!(shares > 0) || shares > 1e9)
-		return iso_error_set(err, ISO_E_INVALID, "shares",
-		                     "shares of %s must be positive", name);
+		return iso_error_set(err, ISO_E_INVALID, "shares", "shares of %s must be positive",
+		                     name);
 	if (iso_tenancy_find(t, name) >= 0)
 		return iso_error_set(err, ISO_E_CONFLICT, "name", "account %s exists", name);
 	if (t->n_accounts == t->cap_accounts) {
@@ -191,7 +191,8 @@ int iso_tenancy_set_quota(struct iso_tenancy *t, int acct, int kind, struct iso_
 	iso_tenancy_kind_label(t, kind, label, sizeof(label));
 	snprintf(field, sizeof(field), "quota.%s.%s", a->name, kf);
 	if (q.guaranteed < 0 || q.borrow_limit < 0 || q.lend_limit < 0)
-		return iso_error_set(err, ISO_E_INVALID, field, "%s %s: limits must not be negative",
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s %s: limits must not be negative",
 		                     iso_acct_level_name(a->level), a->name);
 	if (p >= 0 && t->acct[p].q[kind].guaranteed != ISO_QUOTA_NONE) {
 		int64_t pg = t->acct[p].q[kind].guaranteed;
@@ -299,8 +300,8 @@ static int cohort_check(const struct iso_tenancy *t, int x, int kind, int64_t r,
 int iso_tenancy_admit(const struct iso_tenancy *t, int acct, const struct iso_resvec *req,
                       struct iso_error *err)
 {
-	int (*const pass[2])(const struct iso_tenancy *, int, int, int64_t, struct iso_error *) = {
-	    hard_limit, cohort_check};
+	int (*const pass[2])(const struct iso_tenancy *, int, int, int64_t,
+	                     struct iso_error *) = {hard_limit, cohort_check};
 
 	if (acct <= 0 || acct >= t->n_accounts)
 		return iso_error_set(err, ISO_E_INVALID, "account", "no account %d", acct);

@@ -44,9 +44,9 @@ static void quota(struct tree *x, int acct, int64_t g, int64_t b, int64_t l)
 {
 	struct iso_error err = {0};
 
-	if (iso_tenancy_set_quota(&x->t, acct, x->h100,
-	                          (struct iso_quota){.guaranteed = g, .borrow_limit = b, .lend_limit = l},
-	                          &err) != 0)
+	if (iso_tenancy_set_quota(
+	        &x->t, acct, x->h100,
+	        (struct iso_quota){.guaranteed = g, .borrow_limit = b, .lend_limit = l}, &err) != 0)
 		fail_msg("set_quota: %s", err.message);
 }
 
@@ -103,7 +103,8 @@ static void test_quota_table(void **state)
 	    {0, 0, 0, 0, 0, "acme", 32, NULL, NULL},
 	    /* the example: the hard limit, named */
 	    {50, 0, 0, 0, 0, "acme", 14,
-	     "tenant acme: h100-80gb compute slices: request 14 + in use 50 exceeds guaranteed 32 + "
+	     "tenant acme: h100-80gb compute slices: request 14 + in use 50 exceeds guaranteed 32 "
+	     "+ "
 	     "borrowing limit 16",
 	     "quota.acme.h100-80gb"},
 	    /* borrowing from an idle sibling */
@@ -111,41 +112,56 @@ static void test_quota_table(void **state)
 	    /* beta lends only 2 idle, org1 borrows the rest from org2 (lends 10) */
 	    {16, 16, 30, 0, 0, "acme", 8, NULL, NULL},
 	    /* ... but org2's lending limit caps it: org1 needs 12, org2 lends 10 */
-	    {16, 16, 30, 0, 0, "acme", 14, "organisation org1: h100-80gb compute slices", "quota.org1.h100-80gb"},
+	    {16, 16, 30, 0, 0, "acme", 14, "organisation org1: h100-80gb compute slices",
+	     "quota.org1.h100-80gb"},
 	    /* ... and org2 lends only what it does not use: 2 idle under its limit of 10 */
 	    {16, 16, 30, 16, 18, "acme", 8, "only 2 idle to lend", "quota.org1.h100-80gb"},
 	    /* beta's borrowing limit 8 */
 	    {0, 0, 32, 0, 0, "beta", 8, NULL, NULL},
-	    {0, 0, 32, 0, 0, "beta", 9, "request 9 + in use 32 exceeds guaranteed 32 + borrowing limit 8",
+	    {0, 0, 32, 0, 0, "beta", 9,
+	     "request 9 + in use 32 exceeds guaranteed 32 + borrowing limit 8",
 	     "quota.beta.h100-80gb"},
 	    /* acme lends only 2 idle: org1 borrows the other 6 from org2 */
 	    {30, 0, 32, 0, 0, "beta", 8, NULL, NULL},
 	    /* org2 does not borrow: delta lends gamma at most 4 */
 	    {0, 0, 0, 18, 0, "gamma", 4, NULL, NULL},
-	    {0, 0, 0, 18, 0, "gamma", 5, "tenant gamma: h100-80gb compute slices: request 5 + in use 18 "
-	     "exceeds guaranteed 18 and its cohort has only 4 idle to lend", "quota.gamma.h100-80gb"},
+	    {0, 0, 0, 18, 0, "gamma", 5,
+	     "tenant gamma: h100-80gb compute slices: request 5 + in use 18 "
+	     "exceeds guaranteed 18 and its cohort has only 4 idle to lend",
+	     "quota.gamma.h100-80gb"},
 	    /* a guarantee its owner uses is not lent: org2's total is the limit */
 	    {0, 0, 0, 18, 16, "gamma", 2, NULL, NULL},
-	    {0, 0, 0, 18, 16, "gamma", 3, "organisation org2: h100-80gb compute slices: request 3 + "
-	     "in use 34 exceeds guaranteed 36 + borrowing limit 0", "quota.org2.h100-80gb"},
+	    {0, 0, 0, 18, 16, "gamma", 3,
+	     "organisation org2: h100-80gb compute slices: request 3 + "
+	     "in use 34 exceeds guaranteed 36 + borrowing limit 0",
+	     "quota.org2.h100-80gb"},
 	    /* gamma borrows from idle delta, up to delta's lending limit */
 	    {0, 0, 0, 0, 0, "delta", 18, NULL, NULL},
 	    {0, 0, 0, 0, 0, "delta", 28, NULL, NULL},
-	    {0, 0, 0, 0, 0, "delta", 29, "tenant delta: h100-80gb compute slices: request 29 + in use 0 "
-	     "exceeds guaranteed 18 + borrowing limit 10", NULL},
-	    /* gamma's lending limit is unset, delta's is 4: delta may take all of gamma's idle 18 */
+	    {0, 0, 0, 0, 0, "delta", 29,
+	     "tenant delta: h100-80gb compute slices: request 29 + in use 0 "
+	     "exceeds guaranteed 18 + borrowing limit 10",
+	     NULL},
+	    /* gamma's lending limit is unset, delta's is 4: delta may take all of gamma's idle 18
+	     */
 	    {0, 0, 0, 8, 0, "delta", 28, NULL, NULL},
 	    /* ... within org2's own hard limit (it does not borrow) */
-	    {0, 0, 0, 9, 0, "delta", 28, "organisation org2: h100-80gb compute slices: request 28 + "
-	     "in use 9 exceeds guaranteed 36 + borrowing limit 0", "quota.org2.h100-80gb"},
+	    {0, 0, 0, 9, 0, "delta", 28,
+	     "organisation org2: h100-80gb compute slices: request 28 + "
+	     "in use 9 exceeds guaranteed 36 + borrowing limit 0",
+	     "quota.org2.h100-80gb"},
 	    /* a guarantee is always admitted, even when lent out (reclaim preempts) */
 	    {0, 0, 0, 22, 0, "delta", 18, NULL, NULL},
 	    /* projects: p2's own hard limit, then the tenant's above an unlimited p1 */
-	    {0, 0, 0, 0, 0, "p2", 21, "project p2: h100-80gb compute slices: request 21 + in use 0 "
-	     "exceeds guaranteed 16 + borrowing limit 4", "quota.p2.h100-80gb"},
+	    {0, 0, 0, 0, 0, "p2", 21,
+	     "project p2: h100-80gb compute slices: request 21 + in use 0 "
+	     "exceeds guaranteed 16 + borrowing limit 4",
+	     "quota.p2.h100-80gb"},
 	    {0, 0, 0, 0, 0, "p1", 32, NULL, NULL},
-	    {0, 10, 0, 0, 0, "p1", 39, "tenant acme: h100-80gb compute slices: request 39 + in use 10 "
-	     "exceeds guaranteed 32 + borrowing limit 16", "quota.acme.h100-80gb"},
+	    {0, 10, 0, 0, 0, "p1", 39,
+	     "tenant acme: h100-80gb compute slices: request 39 + in use 10 "
+	     "exceeds guaranteed 32 + borrowing limit 16",
+	     "quota.acme.h100-80gb"},
 	    {0, 10, 0, 0, 0, "p1", 38, NULL, NULL},
 	};
 
@@ -171,7 +187,8 @@ static void test_quota_table(void **state)
 				fail_msg("row %zu: admitted, expected '%s'", i, rows[i].refused);
 			assert_int_equal(err.code, ISO_E_NO_CAPACITY);
 			if (!strstr(err.message, rows[i].refused))
-				fail_msg("row %zu: '%s' lacks '%s'", i, err.message, rows[i].refused);
+				fail_msg("row %zu: '%s' lacks '%s'", i, err.message,
+				         rows[i].refused);
 			if (rows[i].field)
 				assert_string_equal(err.field, rows[i].field);
 		}
@@ -187,19 +204,18 @@ static void test_quota_nesting(void **state)
 	(void)state;
 	tree_init(&x);
 	/* acme's projects hold 32 of its 32; p1 cannot grow its guarantee */
-	assert_int_equal(iso_tenancy_set_quota(&x.t, x.p1, x.h100,
-	                                       (struct iso_quota){17, 0, 0}, &err),
-	                 -EINVAL);
+	assert_int_equal(
+	    iso_tenancy_set_quota(&x.t, x.p1, x.h100, (struct iso_quota){17, 0, 0}, &err), -EINVAL);
 	assert_string_equal(err.field, "quota.p1.h100-80gb");
 	assert_non_null(strstr(err.message, "add up to 33, more than its guaranteed 32"));
 	/* acme cannot shrink below its projects' guarantees */
-	assert_int_equal(iso_tenancy_set_quota(&x.t, x.acme, x.h100,
-	                                       (struct iso_quota){31, 0, 0}, &err),
-	                 -EINVAL);
+	assert_int_equal(
+	    iso_tenancy_set_quota(&x.t, x.acme, x.h100, (struct iso_quota){31, 0, 0}, &err),
+	    -EINVAL);
 	assert_non_null(strstr(err.message, "less than its children's guarantees, 32"));
-	assert_int_equal(iso_tenancy_set_quota(&x.t, x.acme, x.h100,
-	                                       (struct iso_quota){-1, 0, 0}, &err),
-	                 -EINVAL);
+	assert_int_equal(
+	    iso_tenancy_set_quota(&x.t, x.acme, x.h100, (struct iso_quota){-1, 0, 0}, &err),
+	    -EINVAL);
 	/* bad tree shapes */
 	assert_true(iso_tenancy_add(&x.t, "px", ISO_ACCT_PROJECT, x.org1, 1, &err) < 0);
 	assert_string_equal(err.field, "parent");
@@ -327,7 +343,8 @@ static void random_tree(struct iso_tenancy *t, uint64_t *rng, int *leaves, int *
 		for (int n = 0, nt = 1 + rng_int(rng, 3); n < nt; n++) {
 			int ten;
 			snprintf(name, sizeof(name), "t%d-%d", o, n);
-			ten = iso_tenancy_add(t, name, ISO_ACCT_TENANT, org, 1 + rng_int(rng, 4), &err);
+			ten = iso_tenancy_add(t, name, ISO_ACCT_TENANT, org, 1 + rng_int(rng, 4),
+			                      &err);
 			for (int p = 0, np = rng_int(rng, 3); p <= np; p++) {
 				int pr;
 				struct iso_resvec r = {0};
@@ -369,14 +386,16 @@ static void test_fair_tree_guarantee(void **state)
 		 * and so does everything under it, at every level. */
 		for (int a = 1; a < t.n_accounts; a++)
 			for (int b = 1; b < t.n_accounts; b++) {
-				if (a == b || t.acct[a].parent != t.acct[b].parent || !(lf[a] > lf[b]))
+				if (a == b || t.acct[a].parent != t.acct[b].parent ||
+				    !(lf[a] > lf[b]))
 					continue;
 				assert_true(rank[a] < rank[b]);
 				for (int i = 0; i < n_leaves; i++)
 					for (int j = 0; j < n_leaves; j++)
 						if (is_ancestor(&t, a, leaves[i]) &&
 						    is_ancestor(&t, b, leaves[j]))
-							assert_true(rank[leaves[i]] < rank[leaves[j]]);
+							assert_true(rank[leaves[i]] <
+							            rank[leaves[j]]);
 			}
 		/* LF is S/U: check one sibling group by hand */
 		{
@@ -389,7 +408,8 @@ static void test_fair_tree_guarantee(void **state)
 			for (int c = t.acct[p].first_child; c >= 0; c = t.acct[c].next_sibling) {
 				double u = iso_fairshare_dominant(&t, t.acct[c].decayed) / usum;
 				if (u > 0)
-					assert_float_equal(lf[c], t.acct[c].shares / ssum / u, 1e-9);
+					assert_float_equal(lf[c], t.acct[c].shares / ssum / u,
+					                   1e-9);
 				else
 					assert_true(isinf(lf[c]));
 			}
@@ -450,7 +470,8 @@ static void test_order_determinism(void **state)
 				assert_true(rank[b->acct] < rank[a->acct] ||
 				            (rank[b->acct] == rank[a->acct] &&
 				             (b->priority > a->priority ||
-				              (b->priority == a->priority && b->submit_ms <= a->submit_ms))));
+				              (b->priority == a->priority &&
+				               b->submit_ms <= a->submit_ms))));
 			}
 		}
 		iso_tenancy_free(&t1);
@@ -485,22 +506,20 @@ static void test_queue_visibility(void **state)
 	for (int p = 0; p < 3; p++)
 		if (o[p].item == 0)
 			pos_beta = p;
-	assert_int_equal(iso_fairshare_explain(&x.t, items, o, 3, pos_beta, x.beta, buf,
-	                                       sizeof(buf), &err),
-	                 0);
+	assert_int_equal(
+	    iso_fairshare_explain(&x.t, items, o, 3, pos_beta, x.beta, buf, sizeof(buf), &err), 0);
 	assert_non_null(strstr(buf, "position 3 of 3"));
 	assert_non_null(strstr(buf, "tenant beta"));
 	/* never another tenant's name */
 	assert_null(strstr(buf, "acme"));
 	assert_null(strstr(buf, "gamma"));
 	/* another tenant cannot see it; its organisation can */
-	assert_int_equal(iso_fairshare_explain(&x.t, items, o, 3, pos_beta, x.acme, buf,
-	                                       sizeof(buf), &err),
-	                 -ENOENT);
+	assert_int_equal(
+	    iso_fairshare_explain(&x.t, items, o, 3, pos_beta, x.acme, buf, sizeof(buf), &err),
+	    -ENOENT);
 	assert_int_equal(err.code, ISO_E_NOT_FOUND);
-	assert_int_equal(iso_fairshare_explain(&x.t, items, o, 3, pos_beta, x.org1, buf,
-	                                       sizeof(buf), &err),
-	                 0);
+	assert_int_equal(
+	    iso_fairshare_explain(&x.t, items, o, 3, pos_beta, x.org1, buf, sizeof(buf), &err), 0);
 	items[1].acct = 999;
 	assert_int_equal(iso_fairshare_order(&x.t, items, 3, o, &err), -EINVAL);
 	assert_string_equal(err.field, "pending[1].acct");
@@ -555,19 +574,22 @@ static void test_backfill_basic(void **state)
 	items[2].duration_ms = 200;
 	for (int i = 0; i < 3; i++)
 		order[i] = (struct iso_queue_entry){.item = i, .position = i + 1};
-	assert_int_equal(iso_backfill_plan(&cap, run, 1, items, order, 3, 0, start, &head, &err), 0);
+	assert_int_equal(iso_backfill_plan(&cap, run, 1, items, order, 3, 0, start, &head, &err),
+	                 0);
 	assert_false(start[0]);
 	assert_true(start[1]);
 	assert_false(start[2]);
 	assert_int_equal(head, 100);
 	/* without an estimate a small item never backfills past a reservation */
 	items[1].duration_ms = 0;
-	assert_int_equal(iso_backfill_plan(&cap, run, 1, items, order, 3, 0, start, &head, &err), 0);
+	assert_int_equal(iso_backfill_plan(&cap, run, 1, items, order, 3, 0, start, &head, &err),
+	                 0);
 	assert_false(start[1]);
 	/* an item that can never fit does not hold up the queue */
 	items[0].req.v[ISO_RES_FIRST_MODEL] = 11;
 	items[1].duration_ms = 80;
-	assert_int_equal(iso_backfill_plan(&cap, run, 1, items, order, 3, 0, start, &head, &err), 0);
+	assert_int_equal(iso_backfill_plan(&cap, run, 1, items, order, 3, 0, start, &head, &err),
+	                 0);
 	assert_false(start[0]);
 	assert_true(start[1]);
 	order[0].item = 7;
@@ -602,9 +624,11 @@ static void test_backfill_never_delays_head(void **state)
 			order[i] = (struct iso_queue_entry){.item = i, .position = i + 1};
 		}
 		assert_int_equal(
-		    iso_backfill_plan(&cap, run, n_run, items, order, n, 0, start, &head_t, &err), 0);
+		    iso_backfill_plan(&cap, run, n_run, items, order, n, 0, start, &head_t, &err),
+		    0);
 		for (int i = 0; i < n_run; i++)
-			sp[ns++] = (struct bspan){0, run[i].end_ms, run[i].use.v[ISO_RES_FIRST_MODEL]};
+			sp[ns++] =
+			    (struct bspan){0, run[i].end_ms, run[i].use.v[ISO_RES_FIRST_MODEL]};
 		/* Items before the head that started, in order, must fit; the
 		 * head's reservation is its earliest start with only those. */
 		for (int i = 0; i < n; i++) {
@@ -622,11 +646,13 @@ static void test_backfill_never_delays_head(void **state)
 		{
 			/* With every backfilled item running too, the head can still
 			 * start at its reservation. */
-			int64_t v = items[head].req.v[ISO_RES_FIRST_MODEL], d = items[head].duration_ms;
+			int64_t v = items[head].req.v[ISO_RES_FIRST_MODEL],
+			        d = items[head].duration_ms;
 			for (int i = head + 1; i < n; i++)
 				if (start[i])
-					sp[ns++] = (struct bspan){0, items[i].duration_ms,
-					                          items[i].req.v[ISO_RES_FIRST_MODEL]};
+					sp[ns++] =
+					    (struct bspan){0, items[i].duration_ms,
+					                   items[i].req.v[ISO_RES_FIRST_MODEL]};
 			assert_int_equal(earliest(sp, ns, c, head_t, v, d, 200), head_t);
 		}
 	}
@@ -685,14 +711,16 @@ static int brute(const struct pcase *c, const bool *elig, const int64_t *need, i
 			continue;
 		/* sort ids by name */
 		for (int i = 1; i < n; i++)
-			for (int j = i; j > 0 && strcmp(c->run[ids[j - 1]].id, c->run[ids[j]].id) > 0;
-			     j--) {
+			for (int j = i;
+			     j > 0 && strcmp(c->run[ids[j - 1]].id, c->run[ids[j]].id) > 0; j--) {
 				int tmp = ids[j];
 				ids[j] = ids[j - 1];
 				ids[j - 1] = tmp;
 			}
 		if (best_n >= 0) {
-			int cmp = n != best_n ? n - best_n : lost != *best_lost ? (lost < *best_lost ? -1 : 1) : 0;
+			int cmp = n != best_n          ? n - best_n
+			          : lost != *best_lost ? (lost < *best_lost ? -1 : 1)
+			                               : 0;
 			for (int i = 0; cmp == 0 && i < n; i++)
 				cmp = strcmp(c->run[ids[i]].id, c->run[best[i]].id);
 			if (cmp >= 0)
@@ -713,9 +741,10 @@ static void test_preempt_vs_brute_force(void **state)
 	(void)state;
 	for (int round = 0; round < 400; round++) {
 		struct pcase c;
-		struct iso_preempt_params p = {.now_ms = 1000, .min_run_ms = rng_int(&rng, 300),
-		                               .grace_ms = 30000};
-		enum iso_preempt_mode mode = rng_int(&rng, 2) ? ISO_PREEMPT_RECLAIM : ISO_PREEMPT_PRIORITY;
+		struct iso_preempt_params p = {
+		    .now_ms = 1000, .min_run_ms = rng_int(&rng, 300), .grace_ms = 30000};
+		enum iso_preempt_mode mode =
+		    rng_int(&rng, 2) ? ISO_PREEMPT_RECLAIM : ISO_PREEMPT_PRIORITY;
 		int acct, prio = rng_int(&rng, 4);
 		struct iso_resvec req = {0}, need = {0};
 		struct iso_preempt_plan plan;
@@ -740,7 +769,8 @@ static void test_preempt_vs_brute_force(void **state)
 		need.v[c.x.h100] = 1 + rng_int(&rng, 20);
 		need.v[ISO_RES_CPUS] = rng_int(&rng, 2) ? rng_int(&rng, 20) : 0;
 		for (int i = 0; i < c.n_run; i++)
-			elig[i] = iso_preempt_eligible(&c.x.t, mode, acct, prio, c.run, c.n_run, i, &p);
+			elig[i] =
+			    iso_preempt_eligible(&c.x.t, mode, acct, prio, c.run, c.n_run, i, &p);
 		bn = brute(&c, elig, need.v, p.now_ms, best, &best_lost);
 		r = iso_preempt_choose(&c.x.t, mode, acct, prio, &req, &need, c.run, c.n_run, &p,
 		                       &plan, &err);
@@ -757,7 +787,8 @@ static void test_preempt_vs_brute_force(void **state)
 				assert_int_equal(plan.v[i].run, best[i]);
 				assert_int_equal(plan.v[i].signal_at_ms, 1000);
 				assert_int_equal(plan.v[i].kill_at_ms, 31000);
-				assert_int_equal(plan.v[i].requeue, !c.run[best[i]].fail_on_preempt);
+				assert_int_equal(plan.v[i].requeue,
+				                 !c.run[best[i]].fail_on_preempt);
 			}
 			solved++;
 		}
@@ -793,8 +824,10 @@ static void test_preempt_rules(void **state)
 	run[2].fail_on_preempt = true;
 	assert_false(iso_preempt_eligible(&x.t, ISO_PREEMPT_RECLAIM, x.gamma, 0, run, 4, 0, &p));
 	assert_true(iso_preempt_eligible(&x.t, ISO_PREEMPT_RECLAIM, x.gamma, 0, run, 4, 1, &p));
-	assert_false(iso_preempt_eligible(&x.t, ISO_PREEMPT_RECLAIM, x.gamma, 0, run, 4, 3, &p)); /* too young */
-	assert_false(iso_preempt_eligible(&x.t, ISO_PREEMPT_RECLAIM, x.delta, 0, run, 4, 1, &p)); /* own */
+	assert_false(iso_preempt_eligible(&x.t, ISO_PREEMPT_RECLAIM, x.gamma, 0, run, 4, 3,
+	                                  &p)); /* too young */
+	assert_false(
+	    iso_preempt_eligible(&x.t, ISO_PREEMPT_RECLAIM, x.delta, 0, run, 4, 1, &p)); /* own */
 	req.v[x.h100] = 10;
 	need.v[x.h100] = 10;
 	assert_int_equal(iso_preempt_choose(&x.t, ISO_PREEMPT_RECLAIM, x.gamma, 0, &req, &need, run,
@@ -825,11 +858,260 @@ static void test_preempt_rules(void **state)
 	assert_false(iso_preempt_eligible(&x.t, ISO_PREEMPT_PRIORITY, x.gamma, 5, run, 4, 0, &p));
 	/* nothing needed: no victims */
 	memset(&need, 0, sizeof(need));
-	assert_int_equal(iso_preempt_choose(&x.t, ISO_PREEMPT_PRIORITY, x.delta, 2, &req, &need, run,
-	                                    4, &p, &plan, &err),
+	assert_int_equal(iso_preempt_choose(&x.t, ISO_PREEMPT_PRIORITY, x.delta, 2, &req, &need,
+	                                    run, 4, &p, &plan, &err),
 	                 0);
 	assert_int_equal(plan.n, 0);
 	iso_tenancy_free(&x.t);
+}
+
+/* ---- isolation classes and spreading inside the placement engine ---- */
+
+#define SIM_NODES 12
+#define SIM_GPUS  2
+
+struct simc {
+	struct iso_inventory inv;
+	struct iso_node nodes[SIM_NODES];
+	struct iso_gpu gpus[SIM_NODES][SIM_GPUS];
+	struct iso_cluster_state cs;
+};
+
+/* 12 nodes of 2 MIG H100s in 3 racks, on Ethernet (no VF limit, so only
+ * isolation keeps tenants apart). */
+static struct simc *simc_new(void)
+{
+	struct simc *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	c->inv.fabric.type = ISO_FABRIC_ETHERNET;
+	for (int i = 0; i < SIM_NODES; i++) {
+		struct iso_node *n = &c->nodes[i];
+		snprintf(n->name, sizeof(n->name), "n%02d", i);
+		snprintf(n->rack, sizeof(n->rack), "rack-%c", 'a' + i / 4);
+		iso_strlcpy(n->pool, "gpu", sizeof(n->pool));
+		n->cpus = 64;
+		n->memory_mib = 1 << 20;
+		n->n_gpus = SIM_GPUS;
+		n->gpus = c->gpus[i];
+		for (int j = 0; j < SIM_GPUS; j++) {
+			c->gpus[i][j].index = j;
+			c->gpus[i][j].model = iso_gpu_model_find("h100-80gb");
+			c->gpus[i][j].mig_enabled = true;
+			assert_non_null(c->gpus[i][j].model);
+		}
+	}
+	c->inv.n_nodes = SIM_NODES;
+	c->inv.nodes = c->nodes;
+	assert_int_equal(iso_cluster_state_init(&c->cs, &c->inv), 0);
+	return c;
+}
+
+static void simc_free(struct simc *c)
+{
+	iso_cluster_state_free(&c->cs);
+	free(c);
+}
+
+struct live {
+	struct iso_allocation a;
+	int excl, spread;
+};
+
+static const char *rack_of(const struct simc *c, const char *node)
+{
+	for (int i = 0; i < SIM_NODES; i++)
+		if (strcmp(c->nodes[i].name, node) == 0)
+			return c->nodes[i].rack;
+	fail_msg("no node %s", node);
+	return NULL;
+}
+
+/* No other tenant on an exclusive allocation's GPUs, nodes or racks, and
+ * every spread allocation's members on distinct GPUs, nodes or racks. */
+static void check_isolation(const struct simc *c, const struct live *l, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct iso_allocation *a = &l[i].a;
+		for (int m = 0; m < a->n_members; m++)
+			for (int m2 = m + 1; m2 < a->n_members; m2++) {
+				if (l[i].spread >= 2)
+					assert_string_not_equal(a->placed[m].node,
+					                        a->placed[m2].node);
+				if (l[i].spread >= 3)
+					assert_string_not_equal(rack_of(c, a->placed[m].node),
+					                        rack_of(c, a->placed[m2].node));
+			}
+		if (l[i].spread == 1)
+			for (int s = 0; s < a->n_slots; s++)
+				for (int s2 = 0; s2 < a->n_slots; s2++)
+					if (a->slots[s].member != a->slots[s2].member &&
+					    strcmp(a->placed[a->slots[s].member].node,
+					           a->placed[a->slots[s2].member].node) == 0)
+						assert_int_not_equal(a->slots[s].gpu,
+						                     a->slots[s2].gpu);
+		if (l[i].excl == 0)
+			continue;
+		for (int j = 0; j < n; j++) {
+			const struct iso_allocation *b = &l[j].a;
+			if (b->tenant_id == a->tenant_id)
+				continue;
+			for (int m = 0; m < a->n_members; m++)
+				for (int m2 = 0; m2 < b->n_members; m2++) {
+					const char *na = a->placed[m].node,
+					           *nb = b->placed[m2].node;
+					if (l[i].excl >= 3)
+						assert_string_not_equal(rack_of(c, na),
+						                        rack_of(c, nb));
+					if (l[i].excl >= 2)
+						assert_string_not_equal(na, nb);
+				}
+			for (int s = 0; s < a->n_slots; s++)
+				for (int s2 = 0; s2 < b->n_slots; s2++)
+					if (strcmp(a->placed[a->slots[s].member].node,
+					           b->placed[b->slots[s2].member].node) == 0)
+						assert_int_not_equal(a->slots[s].gpu,
+						                     b->slots[s2].gpu);
+		}
+	}
+}
+
+static void test_isolation_basic(void **state)
+{
+	struct simc *c = simc_new();
+	const char *only[] = {"n00"};
+	struct iso_place_constraints ex = {0}, sh = {.nodes = only, .n_nodes = 1};
+	struct iso_allocation a = {.tenant_id = 1}, b = {.tenant_id = 2}, a2 = {.tenant_id = 1};
+	struct iso_error err = {0};
+
+	(void)state;
+	iso_isolation_constraints(ISO_ISOLATION_SHARED, ISO_ISOLATION_EXCLUSIVE_NODE,
+	                          ISO_SPREAD_NONE, &ex);
+	assert_int_equal(ex.exclusive, 2);
+	ex.nodes = only;
+	ex.n_nodes = 1;
+	a.shape = (struct iso_shape){.gpu_count = 1, .profile = "1g.10gb", .cpus = 1};
+	b.shape = a.shape;
+	a2.shape = a.shape;
+	iso_strlcpy(a.id, "a", sizeof(a.id));
+	iso_strlcpy(b.id, "b", sizeof(b.id));
+	iso_strlcpy(a2.id, "a2", sizeof(a2.id));
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &a, 1, &ex, &err), 0);
+	/* another tenant, shared, cannot join the exclusive node ... */
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &b, 1, &sh, &err),
+	                 -ENOSPC);
+	assert_int_equal(iso_placer_place_ex(&iso_placer_first_fit, &c->cs, &b, 1, &sh, &err),
+	                 -ENOSPC);
+	/* ... and a direct take is refused too */
+	b.n_members = 1;
+	b.placed = calloc(1, sizeof(*b.placed));
+	b.slots = calloc(1, sizeof(*b.slots));
+	iso_strlcpy(b.placed[0].node, "n00", sizeof(b.placed[0].node));
+	b.n_slots = 1;
+	b.slots[0] = (struct iso_slot){.gpu = 1, .start = 0, .width = 1};
+	iso_strlcpy(b.slots[0].profile, "1g.10gb", sizeof(b.slots[0].profile));
+	assert_int_equal(iso_cluster_state_take(&c->cs, &b, &err), -ENOSPC);
+	assert_non_null(strstr(err.message, "held exclusively by another tenant"));
+	iso_allocation_clear(&b);
+	b.tenant_id = 2;
+	b.shape = a.shape;
+	/* the owner may add shared work there */
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &a2, 1, &sh, &err), 0);
+	/* the mark goes when the owner's last member leaves */
+	iso_cluster_state_give(&c->cs, &a);
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &b, 1, &sh, &err),
+	                 -ENOSPC);
+	iso_cluster_state_give(&c->cs, &a2);
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &b, 1, &sh, &err), 0);
+	/* exclusive-node cannot go where another tenant is */
+	iso_allocation_clear(&a);
+	a.tenant_id = 1;
+	a.shape = b.shape;
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &a, 1, &ex, &err),
+	                 -ENOSPC);
+	ex.exclusive = 7;
+	assert_int_equal(iso_placer_place_ex(&iso_placer_isostack, &c->cs, &a, 1, &ex, &err),
+	                 -EINVAL);
+	iso_cluster_state_give(&c->cs, &b);
+	iso_allocation_clear(&a);
+	iso_allocation_clear(&a2);
+	iso_allocation_clear(&b);
+	simc_free(c);
+}
+
+static void test_isolation_random(void **state)
+{
+	static const char *const profiles[] = {"1g.10gb", "2g.20gb", "3g.40gb", "whole", NULL};
+	struct simc *c = simc_new();
+	struct live *l = calloc(64, sizeof(*l));
+	int n = 0, placed[4] = {0}, refused = 0, spread_placed = 0;
+	uint64_t rng = 99;
+
+	(void)state;
+	for (int step = 0; step < 1500; step++) {
+		struct iso_error err = {0};
+
+		if (n > 0 && (n == 64 || rng_int(&rng, 2) == 0)) {
+			int i = rng_int(&rng, n);
+			iso_cluster_state_give(&c->cs, &l[i].a);
+			iso_allocation_clear(&l[i].a);
+			l[i] = l[--n];
+		} else {
+			struct live *x = &l[n];
+			struct iso_place_constraints pc = {0};
+			const char *p = profiles[rng_int(&rng, 5)];
+			int64_t tenant = 1 + rng_int(&rng, 4);
+			const struct iso_placer *placer =
+			    rng_int(&rng, 2) ? &iso_placer_isostack : &iso_placer_first_fit;
+			/* tenant 4 is always exclusive-node; the rest mix classes */
+			enum iso_isolation tc =
+			    tenant == 4 ? ISO_ISOLATION_EXCLUSIVE_NODE : ISO_ISOLATION_SHARED;
+			enum iso_isolation rc =
+			    (enum iso_isolation)(rng_int(&rng, 3) ? 0 : rng_int(&rng, 4));
+			int want = 1 + rng_int(&rng, 3);
+
+			memset(x, 0, sizeof(*x));
+			snprintf(x->a.id, sizeof(x->a.id), "a-%d", step);
+			x->a.tenant_id = tenant;
+			x->a.shape.cpus = 1 + rng_int(&rng, 8);
+			x->a.shape.memory_mib = 1024;
+			if (p && strcmp(p, "whole") == 0) {
+				x->a.shape.whole = true;
+				x->a.shape.gpu_count = 1;
+			} else if (p) {
+				iso_strlcpy(x->a.shape.profile, p, sizeof(x->a.shape.profile));
+				x->a.shape.gpu_count = 1;
+			}
+			iso_isolation_constraints(tc, rc, (enum iso_spread)rng_int(&rng, 4), &pc);
+			x->excl = pc.exclusive;
+			x->spread = pc.spread;
+			if (iso_placer_place_ex(placer, &c->cs, &x->a, want, &pc, &err) == 0) {
+				placed[x->excl]++;
+				spread_placed += x->spread > 0 && want > 1;
+				n++;
+			} else {
+				assert_int_equal(err.code, ISO_E_NO_CAPACITY);
+				iso_allocation_clear(&x->a);
+				refused++;
+			}
+		}
+		if (iso_cluster_state_check(&c->cs, &err) != 0)
+			fail_msg("step %d: %s", step, err.message);
+		check_isolation(c, l, n);
+	}
+	/* every class was exercised, and some requests had to wait */
+	for (int k = 0; k < 4; k++)
+		if (placed[k] <= 10)
+			fail_msg("class %d placed %d times (%d %d %d %d, refused %d)", k, placed[k],
+			         placed[0], placed[1], placed[2], placed[3], refused);
+	assert_true(spread_placed > 10);
+	assert_true(refused > 10);
+	for (int i = 0; i < n; i++) {
+		iso_cluster_state_give(&c->cs, &l[i].a);
+		iso_allocation_clear(&l[i].a);
+	}
+	free(l);
+	simc_free(c);
 }
 
 /* ---- admission policies in Lua ---- */
@@ -909,10 +1191,12 @@ static void test_lua_hostile(void **state)
 		const char *src, *msg;
 	} rows[] = {
 	    {"return true", NULL},
-	    {"return request.gpus.count == 4 and #request.tags == 1 and request.tags[1] == 'x'", NULL},
+	    {"return request.gpus.count == 4 and #request.tags == 1 and request.tags[1] == 'x'",
+	     NULL},
 	    {"local n = 0 for k in pairs(request) do n = n + 1 end return n == 7", NULL},
 	    {"return true,", "policy bad: error: bad:1: unexpected symbol near <eof>"},
-	    {"local x = 1\nlocal y = nil\nreturn y.z", "policy bad: error: bad:3: attempt to index a nil value (local 'y')"},
+	    {"local x = 1\nlocal y = nil\nreturn y.z",
+	     "policy bad: error: bad:3: attempt to index a nil value (local 'y')"},
 	    {"error('no way')", "policy bad: error: bad:1: no way"},
 	    {"while true do end", "policy bad: exceeded its instruction budget (1000000)"},
 	    {"while true do pcall(function() while true do end end) end",
@@ -922,7 +1206,8 @@ static void test_lua_hostile(void **state)
 	    {"local s = string.rep('x', 64 * 1024 * 1024) return true",
 	     "policy bad: exceeded its memory limit (4194304 bytes)"},
 	    {"local t = {} for i = 1, 1e7 do t[i] = {i} end return true", "policy bad: exceeded"},
-	    {"local s = 'x' for i = 1, 40 do s = s .. s end return true", "policy bad: exceeded its memory limit"},
+	    {"local s = 'x' for i = 1, 40 do s = s .. s end return true",
+	     "policy bad: exceeded its memory limit"},
 	    {"io.open('/etc/passwd')", "bad:1: attempt to index a nil value (global 'io')"},
 	    {"os.exit(1)", "bad:1: attempt to index a nil value (global 'os')"},
 	    {"return require('io')", "attempt to call a nil value (global 'require')"},
@@ -935,7 +1220,8 @@ static void test_lua_hostile(void **state)
 	    {"return string.dump(function() end)", "attempt to call a nil value (field 'dump')"},
 	    {"request.cpus = 0 return true", "bad:1: request is read-only"},
 	    {"request.gpus.count = 0 return true", "request is read-only"},
-	    {"rawset(request, 'cpus', 0) return true", "attempt to call a nil value (global 'rawset')"},
+	    {"rawset(request, 'cpus', 0) return true",
+	     "attempt to call a nil value (global 'rawset')"},
 	    {"return getmetatable(request)", "policy bad: denied (no reason given)"},
 	    {"return 1", "policy bad: must return true, or false and a reason"},
 	    {"return false", "policy bad: denied (no reason given)"},
@@ -972,8 +1258,8 @@ static void test_lua_hostile(void **state)
 		struct iso_error err = {0};
 		struct iso_admission_limits lim = {.instructions = 5000};
 		const char *loop = "for i = 1, 100000 do end return true";
-		assert_int_equal(iso_admission_lua_eval("small", loop, strlen(loop), &r, &lim, &err),
-		                 -EPERM);
+		assert_int_equal(
+		    iso_admission_lua_eval("small", loop, strlen(loop), &r, &lim, &err), -EPERM);
 		assert_non_null(strstr(err.message, "instruction budget (5000)"));
 		assert_int_equal(iso_admission_lua_eval("", loop, strlen(loop), &r, NULL, &err),
 		                 -EINVAL);
@@ -994,6 +1280,8 @@ int main(void)
 	    cmocka_unit_test(test_backfill_never_delays_head),
 	    cmocka_unit_test(test_preempt_vs_brute_force),
 	    cmocka_unit_test(test_preempt_rules),
+	    cmocka_unit_test(test_isolation_basic),
+	    cmocka_unit_test(test_isolation_random),
 	    cmocka_unit_test(test_lua_examples),
 	    cmocka_unit_test(test_lua_hostile),
 	};
