@@ -31,6 +31,11 @@ struct iso_tenant {
 	char description[ISO_DESC_MAX];
 	int64_t created_ms;
 	int64_t updated_ms;
+	/* tenancy policy (docs/tenancy.md) */
+	char org[ISO_NAME_MAX]; /* its organisation, "" = none */
+	double shares;          /* fair-share weight among its siblings; 1 by default */
+	char isolation[24];     /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
+	char tags[ISO_DESC_MAX]; /* comma-separated labels ("hipaa"), for admission policies */
 };
 
 /* A bearer token is "iso_<id>_<secret>": the id finds the row, the secret is
@@ -151,6 +156,14 @@ struct iso_allocation {
 	struct iso_member *placed; /* owned, n_members entries */
 	int n_slots;
 	struct iso_slot *slots; /* owned */
+	/* tenancy (docs/tenancy.md) */
+	char project[ISO_NAME_MAX]; /* the tenant's project it is charged to, "" = none */
+	int priority;               /* within its tenant: higher first, may preempt lower */
+	char isolation[24];         /* "" = the tenant's class, or a stricter one */
+	char spread[8];             /* "" | gpu | node | rack: members on distinct ones */
+	bool fail_on_preempt;       /* a victim fails instead of going back to the queue */
+	int64_t duration_ms;        /* expected run time, for backfill (0: unknown) */
+	int64_t started_ms;         /* when it last became active; 0 = not running */
 };
 
 /* Frees placed/slots and zeroes the struct. */

@@ -45,6 +45,40 @@ struct iso_fabric_port_row {
 	int64_t tenant_id;
 };
 
+/* Tenancy (docs/tenancy.md). An account is "org:NAME", "tenant:NAME" or
+ * "project:TENANT/NAME"; a quota kind is a label ("h100-80gb", "gpus",
+ * "cpus", "memory_mib", "nodes"). Limits of INT64_MAX are stored as NULL:
+ * unlimited. */
+struct iso_org {
+	char name[ISO_NAME_MAX];
+	double shares;
+	int64_t created_ms;
+};
+struct iso_project {
+	int64_t tenant_id;
+	char name[ISO_NAME_MAX];
+	double shares;
+};
+#define ISO_ACCOUNT_MAX 160
+struct iso_quota_row {
+	char account[ISO_ACCOUNT_MAX];
+	char kind[ISO_NAME_MAX];
+	int64_t guaranteed, borrow_limit, lend_limit;
+};
+/* Work that ended: its account and usage vector (JSON text {kind: amount})
+ * over [start_ms, end_ms), so that fair share can be rebuilt at start. */
+struct iso_usage_row {
+	char account[ISO_ACCOUNT_MAX];
+	char usage[512];
+	int64_t start_ms, end_ms;
+};
+struct iso_gpu_fault {
+	char node[ISO_NAME_MAX];
+	int gpu;
+	int xid;
+	int64_t at_ms;
+};
+
 struct iso_alloc_filter {
 	int64_t tenant_id; /* 0: every tenant */
 	const char *owner; /* NULL: any owner */
@@ -109,6 +143,33 @@ struct iso_store_ops {
 	                          struct iso_error *err);
 	int (*fabric_port_list)(struct iso_store *s, struct iso_fabric_port_row **out, int *n,
 	                        struct iso_error *err);
+
+	/* tenancy: organisations, projects, quotas (upsert, delete, list all),
+	 * the usage log (append, list in order), GPU faults */
+	int (*org_put)(struct iso_store *s, const struct iso_org *o, struct iso_error *err);
+	int (*org_delete)(struct iso_store *s, const char *name, struct iso_error *err);
+	int (*org_list)(struct iso_store *s, struct iso_org **out, int *n, struct iso_error *err);
+	int (*project_put)(struct iso_store *s, const struct iso_project *p,
+	                   struct iso_error *err);
+	int (*project_delete)(struct iso_store *s, int64_t tenant_id, const char *name,
+	                      struct iso_error *err);
+	int (*project_list)(struct iso_store *s, struct iso_project **out, int *n,
+	                    struct iso_error *err);
+	int (*quota_put)(struct iso_store *s, const struct iso_quota_row *q, struct iso_error *err);
+	int (*quota_delete)(struct iso_store *s, const char *account, const char *kind,
+	                    struct iso_error *err);
+	int (*quota_list)(struct iso_store *s, struct iso_quota_row **out, int *n,
+	                  struct iso_error *err);
+	int (*usage_append)(struct iso_store *s, const struct iso_usage_row *u,
+	                    struct iso_error *err);
+	int (*usage_list)(struct iso_store *s, int64_t since_ms, struct iso_usage_row **out, int *n,
+	                  struct iso_error *err);
+	int (*gpu_fault_put)(struct iso_store *s, const struct iso_gpu_fault *f,
+	                     struct iso_error *err);
+	int (*gpu_fault_delete)(struct iso_store *s, const char *node, int gpu,
+	                        struct iso_error *err);
+	int (*gpu_fault_list)(struct iso_store *s, struct iso_gpu_fault **out, int *n,
+	                      struct iso_error *err);
 
 	/* allocations with their members and slots; ordered by (created_ms, id) */
 	int (*alloc_insert)(struct iso_store *s, const struct iso_allocation *a,

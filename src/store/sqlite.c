@@ -10,12 +10,13 @@
 
 #include "store/sqlite_int.h"
 
-#define TENANT_COLS "id, name, description, created_ms, updated_ms"
+#define TENANT_COLS "id, name, description, created_ms, updated_ms, org, shares, isolation, tags"
 #define TOKEN_COLS                                                                                 \
 	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms"
 #define ALLOC_COLS                                                                                 \
 	"id, tenant_id, tenant, name, state, reason, members, whole, gpu_count, profile, "         \
-	"gpu_model, cpus, memory_mib, pool, owner, created_ms, updated_ms"
+	"gpu_model, cpus, memory_mib, pool, owner, created_ms, updated_ms, project, priority, "    \
+	"isolation, spread, fail_on_preempt, duration_ms, started_ms"
 #define LIVE "state NOT IN ('released', 'failed')" /* as in the partial indexes */
 /* ?1, ?2: cursor (created_ms, id); ?3 owner or NULL; ?4 state or NULL;
  * ?5 tenant_id; ?6 limit (-1: none). */
@@ -34,10 +35,10 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES (?1, ?2)"
                     " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-    [ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms)"
-                         " VALUES (?1, ?2, ?3, ?4)",
-    [ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4"
-                         " WHERE id = ?1",
+    [ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms, org,"
+                         " shares, isolation, tags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4,"
+                         " org = ?5, shares = ?6, isolation = ?7, tags = ?8 WHERE id = ?1",
     [ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
     [ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
     [ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",
@@ -67,11 +68,14 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_FPORT_DELETE] = "DELETE FROM fabric_ports WHERE node = ?1 AND vf = ?2",
     [ST_FPORT_LIST] = "SELECT node, vf, tenant_id FROM fabric_ports ORDER BY node, vf",
     [ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
-                        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
+                        " ?20, ?21, ?22, ?23, ?24)",
     [ST_ALLOC_UPDATE] = "UPDATE allocations SET tenant_id = ?2, tenant = ?3, name = ?4,"
                         " state = ?5, reason = ?6, members = ?7, whole = ?8, gpu_count = ?9,"
                         " profile = ?10, gpu_model = ?11, cpus = ?12, memory_mib = ?13,"
-                        " pool = ?14, owner = ?15, created_ms = ?16, updated_ms = ?17"
+                        " pool = ?14, owner = ?15, created_ms = ?16, updated_ms = ?17,"
+                        " project = ?18, priority = ?19, isolation = ?20, spread = ?21,"
+                        " fail_on_preempt = ?22, duration_ms = ?23, started_ms = ?24"
                         " WHERE id = ?1",
     [ST_ALLOC_GET] = "SELECT " ALLOC_COLS " FROM allocations WHERE id = ?1",
     [ST_ALLOC_CURSOR] = "SELECT created_ms FROM allocations WHERE id = ?1"
@@ -373,6 +377,20 @@ static const struct iso_store_ops sqlite_ops = {
     .fabric_port_put = iso_sqlite_fabric_port_put,
     .fabric_port_delete = iso_sqlite_fabric_port_delete,
     .fabric_port_list = iso_sqlite_fabric_port_list,
+    .org_put = iso_sqlite_org_put,
+    .org_delete = iso_sqlite_org_delete,
+    .org_list = iso_sqlite_org_list,
+    .project_put = iso_sqlite_project_put,
+    .project_delete = iso_sqlite_project_delete,
+    .project_list = iso_sqlite_project_list,
+    .quota_put = iso_sqlite_quota_put,
+    .quota_delete = iso_sqlite_quota_delete,
+    .quota_list = iso_sqlite_quota_list,
+    .usage_append = iso_sqlite_usage_append,
+    .usage_list = iso_sqlite_usage_list,
+    .gpu_fault_put = iso_sqlite_gpu_fault_put,
+    .gpu_fault_delete = iso_sqlite_gpu_fault_delete,
+    .gpu_fault_list = iso_sqlite_gpu_fault_list,
     .alloc_insert = iso_sqlite_alloc_insert,
     .alloc_update = iso_sqlite_alloc_update,
     .alloc_get = iso_sqlite_alloc_get,

@@ -61,8 +61,21 @@ static int read_tenant(sqlite3_stmt *st, struct iso_tenant *t, struct iso_error 
 	RD_FIELD(&row, t->description);
 	t->created_ms = iso_sqlite_rd_i64(&row);
 	t->updated_ms = iso_sqlite_rd_i64(&row);
+	RD_FIELD(&row, t->org);
+	t->shares = iso_sqlite_rd_double(&row);
+	RD_FIELD(&row, t->isolation);
+	RD_FIELD(&row, t->tags);
 	snprintf(id, sizeof(id), "%" PRId64, t->id);
 	return iso_sqlite_row_check(&row, "tenants", id, err);
+}
+
+/* org, shares, isolation, tags at ?first.. (defaults for a zeroed struct). */
+static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tenant *t)
+{
+	return BIND_FIELD(st, first, t->org) ||
+	       sqlite3_bind_double(st, first + 1, t->shares > 0 ? t->shares : 1.0) ||
+	       BIND_STR(st, first + 2, t->isolation[0] ? t->isolation : "shared") ||
+	       BIND_FIELD(st, first + 3, t->tags);
 }
 
 /* Steps a single-row lookup; `what` names the object for not-found. */
@@ -84,7 +97,8 @@ int iso_sqlite_tenant_insert(struct iso_store *is, struct iso_tenant *t, struct 
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_INSERT];
 
 	if (BIND_FIELD(st, 1, t->name) || BIND_FIELD(st, 2, t->description) ||
-	    iso_sqlite_bind_i64(st, 3, t->created_ms) || iso_sqlite_bind_i64(st, 4, t->updated_ms))
+	    iso_sqlite_bind_i64(st, 3, t->created_ms) || iso_sqlite_bind_i64(st, 4, t->updated_ms) ||
+	    bind_tenant_policy(st, 5, t))
 		return iso_sqlite_fail(s->db, "tenant insert", err);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return iso_sqlite_insert_fail(s->db, "tenant insert", "tenant", t->name, err);
@@ -99,7 +113,8 @@ int iso_sqlite_tenant_update(struct iso_store *is, const struct iso_tenant *t,
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_UPDATE];
 
 	if (iso_sqlite_bind_i64(st, 1, t->id) || BIND_FIELD(st, 2, t->name) ||
-	    BIND_FIELD(st, 3, t->description) || iso_sqlite_bind_i64(st, 4, t->updated_ms))
+	    BIND_FIELD(st, 3, t->description) || iso_sqlite_bind_i64(st, 4, t->updated_ms) ||
+	    bind_tenant_policy(st, 5, t))
 		return iso_sqlite_fail(s->db, "tenant update", err);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return iso_sqlite_insert_fail(s->db, "tenant update", "tenant", t->name, err);

@@ -54,7 +54,11 @@ static int bind_alloc(sqlite3_stmt *st, const struct iso_allocation *a, const ch
 	       BIND_FIELD(st, 11, sh->gpu_model) || iso_sqlite_bind_i64(st, 12, sh->cpus) ||
 	       iso_sqlite_bind_i64(st, 13, sh->memory_mib) || BIND_FIELD(st, 14, sh->pool) ||
 	       BIND_FIELD(st, 15, a->owner) || iso_sqlite_bind_i64(st, 16, a->created_ms) ||
-	       iso_sqlite_bind_i64(st, 17, a->updated_ms);
+	       iso_sqlite_bind_i64(st, 17, a->updated_ms) || BIND_FIELD(st, 18, a->project) ||
+	       iso_sqlite_bind_i64(st, 19, a->priority) || BIND_FIELD(st, 20, a->isolation) ||
+	       BIND_FIELD(st, 21, a->spread) || iso_sqlite_bind_i64(st, 22, a->fail_on_preempt) ||
+	       iso_sqlite_bind_i64(st, 23, a->duration_ms) ||
+	       iso_sqlite_bind_i64(st, 24, a->started_ms);
 }
 
 static int insert_children(struct sqlite_store *s, const struct iso_allocation *a,
@@ -242,6 +246,13 @@ static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, struct iso_alloc
 	RD_FIELD(&row, a->owner);
 	a->created_ms = iso_sqlite_rd_i64(&row);
 	a->updated_ms = iso_sqlite_rd_i64(&row);
+	RD_FIELD(&row, a->project);
+	a->priority = iso_sqlite_rd_int(&row, INT_MIN, INT_MAX);
+	RD_FIELD(&row, a->isolation);
+	RD_FIELD(&row, a->spread);
+	a->fail_on_preempt = iso_sqlite_rd_bool(&row);
+	a->duration_ms = iso_sqlite_rd_i64(&row);
+	a->started_ms = iso_sqlite_rd_i64(&row);
 	r = iso_sqlite_row_check(&row, "allocations", a->id, err);
 	if (r == 0)
 		r = read_members(s, a, err);

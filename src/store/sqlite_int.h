@@ -129,6 +129,7 @@ struct iso_sqlite_row {
 void iso_sqlite_row_init(struct iso_sqlite_row *r, sqlite3_stmt *st);
 void iso_sqlite_rd_text(struct iso_sqlite_row *r, char *buf, size_t size);
 int64_t iso_sqlite_rd_i64(struct iso_sqlite_row *r);
+double iso_sqlite_rd_double(struct iso_sqlite_row *r); /* REAL or INTEGER */
 int64_t iso_sqlite_rd_i64_or_null(struct iso_sqlite_row *r); /* NULL -> 0 */
 int iso_sqlite_rd_int(struct iso_sqlite_row *r, int min, int max);
 bool iso_sqlite_rd_bool(struct iso_sqlite_row *r);
@@ -199,6 +200,29 @@ int iso_sqlite_token_revoke(struct iso_store *s, const char *id, int64_t when_ms
 int iso_sqlite_token_revoke_tenant(struct iso_store *s, int64_t tenant_id, int64_t when_ms,
                                    struct iso_error *err);
 int iso_sqlite_node_state_set(struct iso_store *s, const struct iso_node_state *ns,
+                              struct iso_error *err);
+int iso_sqlite_org_put(struct iso_store *s, const struct iso_org *o, struct iso_error *err);
+int iso_sqlite_org_delete(struct iso_store *s, const char *name, struct iso_error *err);
+int iso_sqlite_org_list(struct iso_store *s, struct iso_org **out, int *n, struct iso_error *err);
+int iso_sqlite_project_put(struct iso_store *s, const struct iso_project *p, struct iso_error *err);
+int iso_sqlite_project_delete(struct iso_store *s, int64_t tenant_id, const char *name,
+                              struct iso_error *err);
+int iso_sqlite_project_list(struct iso_store *s, struct iso_project **out, int *n,
+                            struct iso_error *err);
+int iso_sqlite_quota_put(struct iso_store *s, const struct iso_quota_row *q, struct iso_error *err);
+int iso_sqlite_quota_delete(struct iso_store *s, const char *account, const char *kind,
+                            struct iso_error *err);
+int iso_sqlite_quota_list(struct iso_store *s, struct iso_quota_row **out, int *n,
+                          struct iso_error *err);
+int iso_sqlite_usage_append(struct iso_store *s, const struct iso_usage_row *u,
+                            struct iso_error *err);
+int iso_sqlite_usage_list(struct iso_store *s, int64_t since_ms, struct iso_usage_row **out,
+                          int *n, struct iso_error *err);
+int iso_sqlite_gpu_fault_put(struct iso_store *s, const struct iso_gpu_fault *f,
+                             struct iso_error *err);
+int iso_sqlite_gpu_fault_delete(struct iso_store *s, const char *node, int gpu,
+                                struct iso_error *err);
+int iso_sqlite_gpu_fault_list(struct iso_store *s, struct iso_gpu_fault **out, int *n,
                               struct iso_error *err);
 int iso_sqlite_fabric_key_put(struct iso_store *s, const struct iso_fabric_key_row *k,
                               struct iso_error *err);

@@ -104,6 +104,15 @@ int64_t iso_sqlite_rd_i64(struct iso_sqlite_row *r)
 	return v;
 }
 
+double iso_sqlite_rd_double(struct iso_sqlite_row *r)
+{
+	bool ok = col_is(r, SQLITE_FLOAT) || col_is(r, SQLITE_INTEGER);
+	double v = ok ? sqlite3_column_double(r->st, r->col) : 0;
+
+	next_col(r, ok);
+	return v;
+}
+
 int64_t iso_sqlite_rd_i64_or_null(struct iso_sqlite_row *r)
 {
 	if (col_is(r, SQLITE_NULL)) {

@@ -129,6 +129,50 @@ static const char *const migrations[] = {
     "  vf INTEGER NOT NULL CHECK (vf >= -1),"
     "  tenant_id INTEGER NOT NULL,"
     "  PRIMARY KEY (node, vf)) WITHOUT ROWID;",
+
+    /* 4: tenancy. Organisations and projects around tenants, quotas per
+     * account and resource kind, the policy fields of tenants and
+     * allocations, the usage of work that ended (fair share is recomputed
+     * from it at start), and GPUs taken out of service by a fault. */
+    "CREATE TABLE orgs ("
+    "  name TEXT PRIMARY KEY,"
+    "  shares REAL NOT NULL DEFAULT 1,"
+    "  created_ms INTEGER NOT NULL);"
+    "CREATE TABLE projects ("
+    "  tenant_id INTEGER NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL,"
+    "  shares REAL NOT NULL DEFAULT 1,"
+    "  PRIMARY KEY (tenant_id, name)) WITHOUT ROWID;"
+    "ALTER TABLE tenants ADD COLUMN org TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE tenants ADD COLUMN shares REAL NOT NULL DEFAULT 1;"
+    "ALTER TABLE tenants ADD COLUMN isolation TEXT NOT NULL DEFAULT 'shared';"
+    "ALTER TABLE tenants ADD COLUMN tags TEXT NOT NULL DEFAULT '';"
+    "CREATE TABLE quotas ("
+    "  account TEXT NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  guaranteed INTEGER NOT NULL,"
+    "  borrow_limit INTEGER,"
+    "  lend_limit INTEGER,"
+    "  PRIMARY KEY (account, kind)) WITHOUT ROWID;"
+    "ALTER TABLE allocations ADD COLUMN project TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE allocations ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE allocations ADD COLUMN isolation TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE allocations ADD COLUMN spread TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE allocations ADD COLUMN fail_on_preempt INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE allocations ADD COLUMN duration_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE allocations ADD COLUMN started_ms INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE usage_log ("
+    "  id INTEGER PRIMARY KEY,"
+    "  account TEXT NOT NULL,"
+    "  usage TEXT NOT NULL,"
+    "  start_ms INTEGER NOT NULL,"
+    "  end_ms INTEGER NOT NULL);"
+    "CREATE TABLE gpu_faults ("
+    "  node TEXT NOT NULL,"
+    "  gpu INTEGER NOT NULL,"
+    "  xid INTEGER NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (node, gpu)) WITHOUT ROWID;",
 };
 
 int iso_sqlite_schema_version_known(void)
