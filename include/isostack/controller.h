@@ -36,6 +36,12 @@ struct iso_controller_params {
 	const struct iso_placer *placer;
 	const char *state_dir;   /* where the audit signing key lives */
 	bool accept_audit_break; /* start over a log that fails its check, recording that */
+	/* tenancy (docs/tenancy.md); zero values take the defaults */
+	int64_t fair_share_half_life_ms; /* decay of past usage; default 7 days */
+	int64_t preempt_min_run_ms;      /* never preempt younger work; default 0 */
+	int64_t preempt_grace_ms;        /* signal, then evict this much later; default 0 */
+	const char *const *admission_policies; /* Lua files, run in order on every request */
+	int n_admission_policies;
 };
 
 /* Opens the controller: checks the audit log against its last signed head
@@ -152,6 +158,13 @@ struct iso_alloc_request {
 	const char *name;   /* NULL: "" */
 	int members;
 	struct iso_shape shape;
+	/* tenancy (docs/tenancy.md); NULL / 0: defaults */
+	const char *project;   /* one of the tenant's projects */
+	int priority;          /* within the tenant; higher may preempt lower */
+	const char *isolation; /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
+	const char *spread;    /* gpu | node | rack */
+	bool fail_on_preempt;  /* a victim fails rather than going back to the queue */
+	int64_t duration_ms;   /* expected run time, for backfill */
 };
 int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
                                 const struct iso_alloc_request *req, struct iso_allocation *out,

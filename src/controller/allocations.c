@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "controller/internal.h"
+#include "isostack/tenancy.h"
 
 static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso_error *err)
 {
@@ -31,8 +32,10 @@ static int provision(struct iso_controller *c, struct iso_allocation *a, struct 
 	int r = advance(a, ISO_ALLOC_PLACED, err);
 	if (r == 0)
 		r = advance(a, ISO_ALLOC_PROVISIONING, err);
-	if (r == 0 && !c->fabric_async)
+	if (r == 0 && !c->fabric_async) {
 		r = advance(a, ISO_ALLOC_ACTIVE, err);
+		a->started_ms = a->updated_ms;
+	}
 	if (r == 0)
 		iso_strlcpy(a->reason, c->fabric_async ? WAIT_FABRIC : "", sizeof(a->reason));
 	return r;
@@ -101,8 +104,14 @@ static void emit_placed(struct iso_controller *c, const struct iso_principal *p,
  * cluster state changed (`fabric`), the fabric's new port assignments. The
  * intent goes to the driver only after the commit; an allocation left in
  * provisioning waits for its generation to be confirmed. */
-static int store_write(struct iso_controller *c, const struct iso_allocation *a, bool insert,
-                       bool fabric, struct iso_error *err)
+struct ended {
+	const struct iso_allocation *a; /* as it ran (started_ms, shape) */
+	int members;                    /* how many of its members stopped */
+};
+
+static int store_write_ended(struct iso_controller *c, const struct iso_allocation *a,
+                             bool insert, bool fabric, const struct ended *ended,
+                             struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	uint64_t generation;
@@ -111,6 +120,8 @@ static int store_write(struct iso_controller *c, const struct iso_allocation *a,
 	if (r == 0)
 		r = insert ? ops->alloc_insert(c->store, a, err)
 		           : ops->alloc_update(c->store, a, err);
+	if (r == 0 && ended && ended->members > 0)
+		r = ctl_tenancy_log(c, ended->a, ended->members, iso_now_ms(), err);
 	if (r == 0 && fabric)
 		r = ctl_fabric_stage(c, err);
 	r = ctl_tx_end(c, r, err);
@@ -126,6 +137,24 @@ static int store_write(struct iso_controller *c, const struct iso_allocation *a,
 	return 0;
 }
 
+static int store_write(struct iso_controller *c, const struct iso_allocation *a, bool insert,
+                       bool fabric, struct iso_error *err)
+{
+	return store_write_ended(c, a, insert, fabric, NULL, err);
+}
+
+/* Places `want` members of `a` under its isolation class and spreading. */
+static int place(struct iso_controller *c, struct iso_allocation *a, int want,
+                 struct iso_error *err)
+{
+	struct iso_place_constraints pc;
+	int r = ctl_tenancy_constraints(c, a, &pc, err);
+
+	if (r < 0)
+		return r;
+	return iso_placer_place_ex(c->placer, &c->cs, a, want, &pc, err);
+}
+
 int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
                        struct iso_error *err)
 {
@@ -134,6 +163,7 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 	if (r < 0)
 		return r;
 	a->reason[0] = '\0';
+	a->started_ms = iso_now_ms();
 	emit_alloc(c, NULL, a, "allocation.active",
 	           json_pack("{s:s, s:I}", "fabric", "confirmed", "generation",
 	                     (json_int_t)generation));
@@ -142,6 +172,45 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 		iso_log(ISO_LOG_INFO, "allocation_active", "id=%s tenant=%s generation=%llu", a->id,
 		        a->tenant, (unsigned long long)generation);
 	return r;
+}
+
+/* The request's tenancy fields, checked. */
+static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
+                       const struct iso_alloc_request *req, struct iso_allocation *a,
+                       struct iso_error *err)
+{
+	enum iso_isolation iso;
+	enum iso_spread sp;
+
+	if (req->project && req->project[0]) {
+		if (!iso_name_valid(req->project))
+			return iso_error_set(err, ISO_E_INVALID, "project",
+			                     "project: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
+		iso_strlcpy(a->project, req->project, sizeof(a->project));
+	}
+	if (req->isolation && req->isolation[0]) {
+		if (iso_isolation_parse(req->isolation, &iso) < 0)
+			return iso_error_set(err, ISO_E_INVALID, "isolation",
+			                     "isolation: want shared, exclusive-gpu, exclusive-node "
+			                     "or exclusive-rack");
+		iso_strlcpy(a->isolation, req->isolation, sizeof(a->isolation));
+	}
+	if (req->spread && req->spread[0]) {
+		if (iso_spread_parse(req->spread, &sp) < 0 || sp == ISO_SPREAD_NONE)
+			return iso_error_set(err, ISO_E_INVALID, "spread",
+			                     "spread: want gpu, node or rack");
+		iso_strlcpy(a->spread, req->spread, sizeof(a->spread));
+	}
+	if (req->priority < -1000 || req->priority > 1000)
+		return iso_error_set(err, ISO_E_INVALID, "priority", "priority: must be -1000..1000");
+	if (req->duration_ms < 0)
+		return iso_error_set(err, ISO_E_INVALID, "duration_s", "duration_s: must be >= 0");
+	a->priority = req->priority;
+	a->fail_on_preempt = req->fail_on_preempt;
+	a->duration_ms = req->duration_ms;
+	(void)c;
+	(void)tn;
+	return 0;
 }
 
 int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
@@ -193,8 +262,17 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	a.shape = req->shape;
 	a.state = ISO_ALLOC_PENDING;
 	a.created_ms = a.updated_ms = iso_now_ms();
+	r = fill_policy(c, &tn, req, &a, err);
+	if (r < 0)
+		return r;
+	r = ctl_tenancy_check_request(c, &tn, &a, err);
+	if (r < 0)
+		return r;
 
-	r = iso_placer_place(c->placer, &c->cs, &a, a.members, &perr);
+	/* Quota first: a request over what its tenant may hold now waits. */
+	r = ctl_tenancy_admit(c, &a, a.members, &perr);
+	if (r == 0)
+		r = place(c, &a, a.members, &perr);
 	bool placed = r == 0;
 	if (placed) {
 		r = provision(c, &a, err);
@@ -203,7 +281,10 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			return r;
 		}
 	} else if (r == -ENOSPC) {
-		snprintf(a.reason, sizeof(a.reason), "waiting for capacity: %s", perr.message);
+		snprintf(a.reason, sizeof(a.reason), "%s: %s",
+		         perr.field[0] && strncmp(perr.field, "quota.", 6) == 0 ? "waiting for quota"
+		                                                                : "waiting for capacity",
+		         perr.message);
 	} else {
 		if (err)
 			*err = perr;
@@ -222,6 +303,8 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			iso_cluster_state_give(&c->cs, &a);
 		return r;
 	}
+	if (placed)
+		ctl_tenancy_charge(c, &a, a.members);
 	iso_log(ISO_LOG_INFO, "allocation_created",
 	        "request_id=%s by=%s id=%s tenant=%s state=%s members=%d", p->request_id,
 	        p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
@@ -324,20 +407,27 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		                     "allocation %s is %s; only active allocations can be resized",
 		                     a.id, iso_alloc_state_name(a.state));
 	old = a.members;
+	struct iso_allocation ran = a; /* shallow: the segment that ends here, for the usage log */
+	struct ended seg = {.a = &ran, .members = old};
 	if (members > old) {
-		r = iso_placer_place(c->placer, &c->cs, &a, members, err);
+		r = ctl_tenancy_admit(c, &a, members - old, err);
+		if (r < 0)
+			return r;
+		r = place(c, &a, members, err);
 		if (r < 0)
 			return r;
 		a.members = members;
 		a.updated_ms = iso_now_ms();
+		a.started_ms = a.updated_ms; /* a new usage segment */
 		emit_alloc(c, p, &a, "allocation.resize",
 		           json_pack("{s:i, s:i}", "from", old, "to", members));
 		emit_placed(c, p, &a, old);
-		r = store_write(c, &a, false, true, err);
+		r = store_write_ended(c, &a, false, true, &seg, err);
 		if (r < 0) {
 			iso_cluster_state_give_members(&c->cs, &a, old);
 			return r;
 		}
+		ctl_tenancy_charge(c, &a, members - old);
 	} else if (members < old) {
 		int all_members = a.n_members, all_slots = a.n_slots;
 
@@ -347,13 +437,14 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		int keep = slots_of_first(&a, members);
 
 		a.updated_ms = iso_now_ms();
+		a.started_ms = a.updated_ms; /* a new usage segment */
 		iso_cluster_state_give_members(&c->cs, &a, members);
 		a.members = members;
 		a.n_members = members;
 		a.n_slots = keep;
 		emit_alloc(c, p, &a, "allocation.resize",
 		           json_pack("{s:i, s:i}", "from", old, "to", members));
-		r = store_write(c, &a, false, true, err);
+		r = store_write_ended(c, &a, false, true, &seg, err);
 		if (r < 0) {
 			a.n_members = all_members;
 			a.n_slots = all_slots;
@@ -361,6 +452,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 				iso_log(ISO_LOG_ERR, "resize_undo_failed", "id=%s", a.id);
 			return r;
 		}
+		ctl_tenancy_uncharge(c, &ran, old - members);
 		ctl_place_pending(c);
 	}
 	iso_log(ISO_LOG_INFO, "allocation_resized", "request_id=%s by=%s id=%s members=%d->%d",
@@ -402,12 +494,15 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 		 * a failed write takes it again. */
 		if (held)
 			iso_cluster_state_give(&c->cs, &a);
-		r = store_write(c, &a, false, held, err);
+		struct ended seg = {.a = &a, .members = held ? a.members : 0};
+		r = store_write_ended(c, &a, false, held, &seg, err);
 		if (r < 0) {
 			if (held && iso_cluster_state_take(&c->cs, &a, NULL) < 0)
 				iso_log(ISO_LOG_ERR, "release_undo_failed", "id=%s", a.id);
 			return r;
 		}
+		if (held)
+			ctl_tenancy_uncharge(c, &a, a.members);
 		iso_log(ISO_LOG_INFO, "allocation_released", "request_id=%s by=%s id=%s tenant=%s",
 		        p->request_id, p->token_id, a.id, a.tenant);
 		if (held)
@@ -420,31 +515,125 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 
 void ctl_place_pending(struct iso_controller *c)
 {
-	struct iso_alloc_filter f = {.state = ISO_ALLOC_PENDING};
-	struct iso_allocation *pending = NULL;
-	struct iso_error err = {0};
-	int n = 0;
+	ctl_tenancy_place_pending(c);
+}
 
-	if (c->store->ops->alloc_list(c->store, &f, &pending, &n, &err) < 0) {
-		iso_log(ISO_LOG_ERR, "pending_scan_failed", "error=\"%s\"", err.message);
+int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, bool *blocked)
+{
+	struct iso_error err = {0};
+	int r;
+
+	*blocked = false;
+	r = ctl_tenancy_admit(c, a, a->members, &err);
+	if (r == 0) {
+		r = place(c, a, a->members, &err);
+		*blocked = r == -ENOSPC;
+	}
+	if (r < 0) {
+		/* Still waiting: say why, where it is seen (GET /v1/queue). */
+		char why[ISO_DESC_MAX];
+		snprintf(why, sizeof(why), "%s: %s",
+		         *blocked ? "waiting for capacity" : "waiting for quota", err.message);
+		if (strcmp(why, a->reason) != 0) {
+			iso_strlcpy(a->reason, why, sizeof(a->reason));
+			store_write(c, a, false, false, &err);
+		}
+		return r;
+	}
+	r = provision(c, a, &err);
+	if (r == 0) {
+		emit_placed(c, NULL, a, 0);
+		r = store_write(c, a, false, true, &err);
+	}
+	if (r < 0) {
+		iso_cluster_state_give(&c->cs, a);
+		iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
+		        err.message);
+		return r;
+	}
+	ctl_tenancy_charge(c, a, a->members);
+	iso_log(ISO_LOG_INFO, "allocation_placed", "id=%s tenant=%s", a->id, a->tenant);
+	return 0;
+}
+
+int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
+                    const char *action, const char *reason, struct iso_error *err)
+{
+	struct iso_allocation ran = *a; /* shallow: as it ran, for undo and the usage log */
+	struct ended seg = {.a = &ran, .members = a->members};
+	bool held = a->state != ISO_ALLOC_PENDING && !iso_alloc_state_terminal(a->state);
+	const char *from_state = iso_alloc_state_name(a->state);
+	int r;
+
+	if (!held)
+		return iso_error_set(err, ISO_E_CONFLICT, NULL, "allocation %s holds nothing", a->id);
+	if (a->state != ISO_ALLOC_RELEASING) {
+		r = advance(a, ISO_ALLOC_RELEASING, err);
+		if (r < 0)
+			return r;
+	}
+	r = advance(a, requeue ? ISO_ALLOC_PENDING : ISO_ALLOC_FAILED, err);
+	if (r < 0) {
+		*a = ran;
+		return r;
+	}
+	snprintf(a->reason, sizeof(a->reason), "%s: %s", requeue ? "requeued" : "failed", reason);
+	a->started_ms = 0;
+	iso_cluster_state_give(&c->cs, &ran);
+	if (requeue) {
+		a->n_members = 0;
+		a->n_slots = 0; /* the arrays stay with `ran`, freed by the caller's a */
+	}
+	emit_alloc(c, NULL, a, action,
+	           json_pack("{s:s, s:s, s:s}", "from", from_state, "to",
+	                     iso_alloc_state_name(a->state), "reason", reason));
+	r = store_write_ended(c, a, false, true, &seg, err);
+	if (r < 0) {
+		if (iso_cluster_state_take(&c->cs, &ran, NULL) < 0)
+			iso_log(ISO_LOG_ERR, "evict_undo_failed", "id=%s", ran.id);
+		*a = ran;
+		return r;
+	}
+	ctl_tenancy_uncharge(c, &ran, ran.members);
+	iso_log(ISO_LOG_WARN, "allocation_evicted", "id=%s tenant=%s to=%s reason=\"%s\"", a->id,
+	        a->tenant, iso_alloc_state_name(a->state), reason);
+	if (requeue) {
+		a->n_members = ran.n_members;
+		a->n_slots = ran.n_slots; /* so that clearing `a` frees them */
+	}
+	return 0;
+}
+
+int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue,
+                       const char *action, const char *reason, struct iso_error *err)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	int r = c->store->ops->alloc_get(c->store, id, &a, err);
+
+	if (r < 0)
+		return r;
+	if (a.state == ISO_ALLOC_PENDING || iso_alloc_state_terminal(a.state))
+		return 0; /* gone already: nothing to take */
+	return ctl_alloc_evict(c, &a, requeue, action, reason, err);
+}
+
+void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const char *by,
+                              const char *mode, int64_t kill_at_ms)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	struct iso_error err = {0};
+	char when[40];
+
+	if (c->store->ops->alloc_get(c->store, id, &a, &err) < 0)
 		return;
-	}
-	for (int i = 0; i < n; i++) {
-		struct iso_allocation *a = &pending[i];
-		if (iso_placer_place(c->placer, &c->cs, a, a->members, &err) < 0)
-			continue; /* still waiting; later ones may fit where it does not */
-		int r = provision(c, a, &err);
-		if (r == 0) {
-			emit_placed(c, NULL, a, 0);
-			r = store_write(c, a, false, true, &err);
-		}
-		if (r < 0) {
-			iso_cluster_state_give(&c->cs, a);
-			iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
-			        err.message);
-			continue;
-		}
-		iso_log(ISO_LOG_INFO, "allocation_placed", "id=%s tenant=%s", a->id, a->tenant);
-	}
-	iso_allocations_free(pending, n);
+	iso_format_time(kill_at_ms, when, sizeof(when));
+	snprintf(a.reason, sizeof(a.reason), "preempted (%s): stop by %s", mode, when);
+	a.updated_ms = iso_now_ms();
+	emit_alloc(c, NULL, &a, "allocation.preempt_signal",
+	           json_pack("{s:s, s:s, s:s}", "mode", mode, "kill_at", when, "for", by));
+	if (store_write(c, &a, false, false, &err) < 0)
+		iso_log(ISO_LOG_ERR, "preempt_signal_failed", "id=%s error=\"%s\"", id, err.message);
+	else
+		iso_log(ISO_LOG_WARN, "allocation_preempt_signal", "id=%s for=%s mode=%s kill_at=%s",
+		        id, by, mode, when);
 }

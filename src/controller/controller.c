@@ -214,6 +214,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	c->fabric_async = ctl_fabric_partitioned(c) && !ctl_fabric_driver_sync(c);
 	r = rebuild_state(c, err);
 	if (r == 0)
+		r = ctl_tenancy_open(c, params, err);
+	if (r == 0)
 		r = ctl_fabric_resync(c, err);
 	if (r == 0)
 		r = ctl_audit_sign_now(c, err); /* the start and any reconciling, signed */
@@ -237,6 +239,7 @@ void iso_controller_unlock(struct iso_controller *c)
 void iso_controller_tick(struct iso_controller *c)
 {
 	ctl_fabric_tick(c);
+	ctl_tenancy_tick(c);
 }
 
 void iso_controller_shutdown(struct iso_controller *c)
@@ -260,6 +263,7 @@ void iso_controller_free(struct iso_controller *c)
 	if (!c)
 		return;
 	ctl_fabric_close(c);
+	ctl_tenancy_close(c);
 	pthread_mutex_destroy(&c->lock);
 	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);

@@ -10,6 +10,9 @@
 #include "isostack/fabric.h"
 
 struct ctl_fabric;
+struct ctl_tenancy;
+struct iso_tenancy;
+struct iso_running;
 
 struct iso_controller {
 	const struct iso_inventory *inv; /* borrowed */
@@ -27,6 +30,7 @@ struct iso_controller {
 	int n_queue, cap_queue;
 
 	struct ctl_fabric *fabric; /* fabric.c */
+	struct ctl_tenancy *tenancy; /* tenancy.c */
 	bool fabric_async;         /* allocations wait in provisioning for the fabric */
 	pthread_mutex_t lock;      /* the API thread and the daemon's ticks take turns */
 };
@@ -119,6 +123,57 @@ bool ctl_fabric_driver_sync(const struct iso_controller *c);
 /* At start: stages and applies the whole intent from the allocations held,
  * and makes every provisioning allocation wait for it. */
 int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err);
+
+/* ---- tenancy.c: quotas, the fair-share queue, preemption ---- */
+int ctl_tenancy_open(struct iso_controller *c, const struct iso_controller_params *params,
+                     struct iso_error *err);
+void ctl_tenancy_close(struct iso_controller *c);
+/* Refuses what can never run: an admission policy says no, or the request
+ * alone is above a hard limit (ISO_E_CAPACITY naming it). */
+int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant *tenant,
+                              const struct iso_allocation *a, struct iso_error *err);
+/* May `members` members of `a` start now under the quotas? */
+int ctl_tenancy_admit(struct iso_controller *c, const struct iso_allocation *a, int members,
+                      struct iso_error *err);
+/* In memory, after the commit that placed or freed them. */
+void ctl_tenancy_charge(struct iso_controller *c, const struct iso_allocation *a, int members);
+void ctl_tenancy_uncharge(struct iso_controller *c, const struct iso_allocation *a, int members);
+/* Inside the transaction that stops `members` members of `a` running: their
+ * usage since a->started_ms goes to the usage log. */
+int ctl_tenancy_log(struct iso_controller *c, const struct iso_allocation *a, int members,
+                    int64_t now, struct iso_error *err);
+int ctl_tenancy_constraints(struct iso_controller *c, const struct iso_allocation *a,
+                            struct iso_place_constraints *pc, struct iso_error *err);
+/* Places what the fair-share queue lets start now (ctl_place_pending). */
+void ctl_tenancy_place_pending(struct iso_controller *c);
+void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocation *a,
+                             const struct iso_running *run, int n_run);
+void ctl_tenancy_tick(struct iso_controller *c);
+int ctl_tenancy_tenant_added(struct iso_controller *c, const struct iso_tenant *t,
+                             struct iso_error *err);
+int ctl_tenancy_queue_json(struct iso_controller *c, const struct iso_principal *p, json_t **out,
+                           struct iso_error *err);
+const struct iso_tenancy *ctl_tenancy_tree(const struct iso_controller *c);
+/* Quota kinds by API name: "gpus", "cpus", "memory_mib", "nodes", a GPU model. */
+void ctl_tenancy_kind_name(const struct iso_tenancy *t, int k, char *buf, size_t size);
+int ctl_tenancy_kind_parse(const struct iso_tenancy *t, const char *name);
+
+/* allocations.c: tries one pending allocation (admission, placement, one
+ * transaction); 0 when it started, else *blocked says it lacked capacity
+ * (rather than quota). */
+int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, bool *blocked);
+/* Takes a live allocation off its nodes (preemption, a fault, a node going
+ * down): capacity, fabric ports and quota go back, its usage is logged, and
+ * it is requeued (pending again) or failed, in one transaction audited as
+ * `action` with `reason`. */
+int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
+                    const char *action, const char *reason, struct iso_error *err);
+int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue,
+                       const char *action, const char *reason, struct iso_error *err);
+/* Tells a victim it will be preempted at kill_at_ms (audited; the reason
+ * shows it). */
+void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const char *by,
+                              const char *mode, int64_t kill_at_ms);
 
 /* allocations.c: provisioning -> active once the fabric confirmed. */
 int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,

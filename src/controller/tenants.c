@@ -57,6 +57,9 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 			                     "tenant \"%s\" already exists", name);
 		return r;
 	}
+	if (ctl_tenancy_tenant_added(c, &t, err) < 0)
+		iso_log(ISO_LOG_ERR, "tenancy_account_failed", "tenant=%s error=\"%s\"", t.name,
+		        err ? err->message : "");
 	iso_log(ISO_LOG_INFO, "tenant_created", "request_id=%s by=%s tenant=%s", p->request_id,
 	        p->token_id, t.name);
 	*out = t;

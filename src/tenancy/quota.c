@@ -104,13 +104,28 @@ int iso_tenancy_find(const struct iso_tenancy *t, const char *name)
 	return -1;
 }
 
+/* Account names: object names, and the controller's own forms ("-" for
+ * the implicit organisation, "tenant/project" for projects). */
+static bool account_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n >= ISO_NAME_MAX)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+		      *p == '_' || *p == '-' || *p == '/'))
+			return false;
+	return true;
+}
+
 int iso_tenancy_add(struct iso_tenancy *t, const char *name, enum iso_acct_level level, int parent,
                     double shares, struct iso_error *err)
 {
 	struct iso_account *a;
 	int i;
 
-	if (!name || !iso_name_valid(name))
+	if (!name || !account_name_valid(name))
 		return iso_error_set(err, ISO_E_INVALID, "name", "invalid account name '%s'",
 		                     name ? name : "(null)");
 	if (parent < 0 || parent >= t->n_accounts || level <= ISO_ACCT_ROOT ||

@@ -59,7 +59,7 @@ static void test_transitions(void **state)
 	};
 	static const int legal[][2] = {
 	    {P, PL},  {P, RD}, {PL, PR}, {PL, RG}, {PL, F},  {PR, A},
-	    {PR, RG}, {PR, F}, {A, RG},  {A, F},   {RG, RD}, {RG, F},
+	    {PR, RG}, {PR, F}, {A, RG},  {A, F},   {RG, RD}, {RG, F}, {RG, P},
 	};
 	(void)state;
 
