@@ -8,7 +8,9 @@
  * cluster between 70% and 90% of its memory slices. Reports decisions/s and
  * latency percentiles per policy and size, and, on a fill without releases,
  * the share of the cluster each policy allocates before it saturates (the
- * FGD paper's measure). Single-threaded. docs/benchmarks.md has numbers. */
+ * FGD paper's measure). With --tenancy, the same decisions once more with
+ * quotas, fair share and isolation classes in the path (the tenancy issue's
+ * throughput goal). Single-threaded. docs/benchmarks.md has numbers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 
 #include "isostack/sched.h"
+#include "isostack/tenancy.h"
 
 #define GPUS_PER_NODE 8
 #define N_POOLS       4
@@ -31,6 +34,14 @@ struct bench {
 	int64_t used_slices, total_slices;
 	uint64_t rng;
 	uint64_t next_id;
+	/* --tenancy: quotas, fair share and isolation classes in the path */
+	bool tenancy;
+	struct iso_tenancy ten;
+	int acct[N_TENANTS + 1];
+	enum iso_isolation tclass[N_TENANTS + 1];
+	int h100_kind;
+	int64_t clock_ms;
+	int *rank;
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -85,8 +96,110 @@ static int bench_init(struct bench *b, int n_nodes, uint64_t seed)
 	return iso_cluster_state_init(&b->cs, &b->inv);
 }
 
+/* Four organisations (shares 1:1:2:4) of 16 tenants each; every
+ * organisation guaranteed a quarter of the cluster, tenants nothing of
+ * their own, so every admission walks the cohort's borrowing arithmetic.
+ * Tenants 1-4 are exclusive-gpu, 5-6 exclusive-node, the rest shared. */
+static int tenancy_init(struct bench *b)
+{
+	static const double org_shares[4] = {1, 1, 2, 4};
+	struct iso_tenancy *t = &b->ten;
+	int orgs[4], n = b->inv.n_nodes;
+
+	if (iso_tenancy_init(t, 48LL * 3600 * 1000) < 0)
+		return -ENOMEM;
+	b->h100_kind = iso_tenancy_kind(t, "h100-80gb", NULL);
+	t->capacity.v[b->h100_kind] = (int64_t)n * GPUS_PER_NODE * 7;
+	t->capacity.v[ISO_RES_GPUS] = (int64_t)n * GPUS_PER_NODE;
+	t->capacity.v[ISO_RES_CPUS] = (int64_t)n * 128;
+	t->capacity.v[ISO_RES_MEMORY] = (int64_t)n * 2048 * 1024;
+	t->capacity.v[ISO_RES_NODES] = n;
+	for (int o = 0; o < 4; o++) {
+		char name[16];
+		snprintf(name, sizeof(name), "org%d", o);
+		orgs[o] = iso_tenancy_add(t, name, ISO_ACCT_ORG, 0, org_shares[o], NULL);
+		if (orgs[o] < 0)
+			return -ENOMEM;
+		for (int k = 0; k < t->n_kinds; k++)
+			iso_tenancy_set_quota(t, orgs[o], k,
+			                      (struct iso_quota){t->capacity.v[k] / 4, ISO_QUOTA_NONE,
+			                                         ISO_QUOTA_NONE},
+			                      NULL);
+	}
+	for (int i = 1; i <= N_TENANTS; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "t%d", i);
+		b->acct[i] = iso_tenancy_add(t, name, ISO_ACCT_TENANT, orgs[i % 4], 1.0, NULL);
+		if (b->acct[i] < 0)
+			return -ENOMEM;
+		b->tclass[i] = i <= 4 ? ISO_ISOLATION_EXCLUSIVE_GPU
+		               : i <= 6 ? ISO_ISOLATION_EXCLUSIVE_NODE
+		                        : ISO_ISOLATION_SHARED;
+	}
+	b->rank = calloc((size_t)t->n_accounts, sizeof(*b->rank));
+	b->tenancy = true;
+	return b->rank ? 0 : -ENOMEM;
+}
+
+static void demand(const struct bench *b, const struct iso_allocation *a, int members,
+                   struct iso_resvec *v)
+{
+	const struct iso_gpu_model *h100 = iso_gpu_model_find("h100-80gb");
+	const struct iso_mig_profile *p =
+	    a->shape.whole ? NULL : iso_mig_profile_find(h100, a->shape.profile);
+
+	memset(v, 0, sizeof(*v));
+	v->v[ISO_RES_CPUS] = (int64_t)a->shape.cpus * members;
+	v->v[ISO_RES_MEMORY] = a->shape.memory_mib * members;
+	if (a->shape.whole)
+		v->v[ISO_RES_GPUS] = (int64_t)a->shape.gpu_count * members;
+	else if (p)
+		v->v[b->h100_kind] = (int64_t)p->compute * a->shape.gpu_count * members;
+}
+
+/* One decision with the tenancy policy in the path: fair-share standing
+ * brought up to date and ranked (what ordering the queue costs), quota
+ * admission, the isolation class and spreading as placement constraints,
+ * then the charge. */
+static int place_tenancy(struct bench *b, const struct iso_placer *p, struct iso_allocation *a,
+                         int members)
+{
+	struct iso_place_constraints pc;
+	struct iso_resvec v;
+	int acct = b->acct[a->tenant_id];
+	int r;
+
+	b->clock_ms += 10;
+	iso_fairshare_accrue(&b->ten, b->clock_ms);
+	iso_fairshare_rank(&b->ten, b->rank, NULL);
+	demand(b, a, members, &v);
+	if (iso_tenancy_admit(&b->ten, acct, &v, NULL) < 0)
+		return -ENOSPC;
+	memset(&pc, 0, sizeof(pc));
+	iso_isolation_constraints(b->tclass[a->tenant_id], ISO_ISOLATION_SHARED,
+	                          members > 1 && b->next_id % 5 == 0 ? ISO_SPREAD_NODE
+	                                                             : ISO_SPREAD_NONE,
+	                          &pc);
+	r = iso_placer_place_ex(p, &b->cs, a, members, &pc, NULL);
+	if (r == 0)
+		iso_tenancy_charge(&b->ten, acct, &v);
+	return r;
+}
+
+static int place(struct bench *b, const struct iso_placer *p, struct iso_allocation *a,
+                 int members)
+{
+	if (b->tenancy)
+		return place_tenancy(b, p, a, members);
+	return iso_placer_place(p, &b->cs, a, members, NULL);
+}
+
 static void bench_free(struct bench *b)
 {
+	if (b->tenancy) {
+		iso_tenancy_free(&b->ten);
+		free(b->rank);
+	}
 	for (int i = 0; i < b->n_live; i++)
 		iso_allocation_clear(&b->live[i]);
 	free(b->live);
@@ -163,6 +276,11 @@ static double release_one(struct bench *b)
 	double t0 = now_s(), dt;
 
 	iso_cluster_state_give(&b->cs, &b->live[i]);
+	if (b->tenancy) {
+		struct iso_resvec v;
+		demand(b, &b->live[i], b->live[i].n_members, &v);
+		iso_tenancy_release(&b->ten, b->acct[b->live[i].tenant_id], &v);
+	}
 	dt = now_s() - t0;
 	b->used_slices -= slices_of(&b->live[i]);
 	iso_allocation_clear(&b->live[i]);
@@ -217,14 +335,14 @@ static void quality(const struct bench *b, struct result *res)
 /* One policy on one cluster size: warm to 80% full, then `decisions`
  * timed placement calls in the 70-90% band. */
 static int run_steady(const struct iso_placer *p, int n_nodes, int decisions, uint64_t seed,
-                      struct result *res)
+                      bool tenancy, struct result *res)
 {
 	struct bench b;
 	double *lat = calloc((size_t)decisions, sizeof(*lat)), total = 0, rel = 0;
 	int n_rel = 0, d = 0, r;
 
 	memset(res, 0, sizeof(*res));
-	if (!lat || bench_init(&b, n_nodes, seed) < 0) {
+	if (!lat || bench_init(&b, n_nodes, seed) < 0 || (tenancy && tenancy_init(&b) < 0)) {
 		free(lat);
 		return -ENOMEM;
 	}
@@ -234,7 +352,7 @@ static int run_steady(const struct iso_placer *p, int n_nodes, int decisions, ui
 		int members;
 
 		next_request(&b, &a, &members);
-		if (iso_placer_place(p, &b.cs, &a, members, NULL) == 0) {
+		if (place(&b, p, &a, members) == 0) {
 			if (keep(&b, &a) < 0)
 				goto oom;
 		} else {
@@ -255,7 +373,7 @@ static int run_steady(const struct iso_placer *p, int n_nodes, int decisions, ui
 
 		next_request(&b, &a, &members);
 		t0 = now_s();
-		r = iso_placer_place(p, &b.cs, &a, members, NULL);
+		r = place(&b, p, &a, members);
 		lat[d] = now_s() - t0;
 		total += lat[d++];
 		if (r == 0) {
@@ -301,7 +419,7 @@ static int run_fill(const struct iso_placer *p, int n_nodes, uint64_t seed, doub
 		int members;
 
 		next_request(&b, &a, &members);
-		if (iso_placer_place(p, &b.cs, &a, members, NULL) == 0) {
+		if (place(&b, p, &a, members) == 0) {
 			if (keep(&b, &a) < 0) {
 				bench_free(&b);
 				return -ENOMEM;
@@ -331,12 +449,13 @@ static void print_row(const char *policy, int nodes, const struct result *r)
 static int usage(void)
 {
 	fputs("Usage: placement [--nodes N] [--decisions D] [--ff-decisions D] [--seed S] "
-	      "[--quick]\n"
+	      "[--quick] [--tenancy]\n"
 	      "  --nodes N         the large cluster (default 10000 nodes x 8 GPUs)\n"
 	      "  --decisions D     timed isostack decisions per size (default 200000)\n"
 	      "  --ff-decisions D  timed first-fit decisions per size (default 20000)\n"
 	      "  --seed S          request-mix seed (default 42)\n"
-	      "  --quick           1,000 nodes, fewer decisions (a smoke run)\n",
+	      "  --quick           1,000 nodes, fewer decisions (a smoke run)\n"
+	      "  --tenancy         also isostack with quotas, fair share and isolation on\n",
 	      stderr);
 	return 2;
 }
@@ -344,6 +463,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	int big = 10000, dec = 200000, ff_dec = 20000;
+	bool with_tenancy = false;
 	uint64_t seed = 42;
 	struct result en_small, ff_small, en_big, ff_big;
 	double share_en, share_ff, first_en, first_ff;
@@ -353,6 +473,10 @@ int main(int argc, char **argv)
 		char *end = NULL;
 		long long v = 0;
 
+		if (strcmp(argv[i], "--tenancy") == 0) {
+			with_tenancy = true;
+			continue;
+		}
 		if (strcmp(argv[i], "--quick") == 0) {
 			big = 1000;
 			dec = 20000;
@@ -381,14 +505,14 @@ int main(int argc, char **argv)
 	printf("| policy    |  nodes |   GPUs | decisions/s | p50 us | p99 us |  max us | "
 	       "release us | util | ENOSPC |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
-	if (run_steady(&iso_placer_isostack, 1000, dec, seed, &en_small) < 0 ||
-	    run_steady(&iso_placer_first_fit, 1000, ff_dec, seed, &ff_small) < 0)
+	if (run_steady(&iso_placer_isostack, 1000, dec, seed, false, &en_small) < 0 ||
+	    run_steady(&iso_placer_first_fit, 1000, ff_dec, seed, false, &ff_small) < 0)
 		return 1;
 	print_row("isostack", 1000, &en_small);
 	print_row("first-fit", 1000, &ff_small);
 	if (big != 1000) {
-		if (run_steady(&iso_placer_isostack, big, dec, seed, &en_big) < 0 ||
-		    run_steady(&iso_placer_first_fit, big, ff_dec, seed, &ff_big) < 0)
+		if (run_steady(&iso_placer_isostack, big, dec, seed, false, &en_big) < 0 ||
+		    run_steady(&iso_placer_first_fit, big, ff_dec, seed, false, &ff_big) < 0)
 			return 1;
 		print_row("isostack", big, &en_big);
 		print_row("first-fit", big, &ff_big);
@@ -405,6 +529,20 @@ int main(int argc, char **argv)
 	       ff_small.decisions_per_s / ff_big.decisions_per_s);
 	printf("goal (>= 20000 decisions/s and p99 < 1000 us at %d nodes): %s\n", big,
 	       en_big.decisions_per_s >= 20000 && en_big.p99_us < 1000 ? "met" : "NOT met");
+	if (with_tenancy) {
+		struct result ten;
+		if (run_steady(&iso_placer_isostack, big, dec, seed, true, &ten) < 0)
+			return 1;
+		printf("\nwith quotas (4 organisations x 16 tenants, cohort borrowing), fair share "
+		       "(decay and Fair Tree ranking every decision) and isolation classes (tenants "
+		       "1-4 exclusive-gpu, 5-6 exclusive-node; every fifth multi-member request "
+		       "spread by node):\n");
+		print_row("+tenancy", big, &ten);
+		printf("ratio with/without tenancy decisions/s at %d nodes: %.2f\n", big,
+		       ten.decisions_per_s / en_big.decisions_per_s);
+		printf("goal (>= 10000 decisions/s at %d nodes with tenancy): %s\n", big,
+		       ten.decisions_per_s >= 10000 ? "met" : "NOT met");
+	}
 
 	printf("\nat the end of the steady state (1000 nodes): empty nodes / partly used GPUs / "
 	       "stranded slices (free, usable by no profile)\n");
