@@ -12,6 +12,9 @@
 # DIR gets ibsim.pid, opensm.pid, opensm.log, partitions.conf (created with
 # just the Default rule when absent) and env (IBSIM_SOCKNAME, LD_PRELOAD).
 # Exit 77 when ibsim or opensm is not installed (the tests then skip).
+# IBSIM_ARGS (optional) goes to ibsim as extra arguments, for fabrics past its
+# default limits: e.g. IBSIM_ARGS="-N 2192 -S 256 -P 13312", the counts that
+# `isoctl fabric ibsim-net` prints on its `# isostack-ibsim:` line.
 set -eu
 
 PRELOAD=${UMAD2SIM:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
@@ -74,7 +77,8 @@ start)
 	sock="isostack-$$-$(date +%s%N)"
 	printf 'IBSIM_SOCKNAME=%s\nLD_PRELOAD=%s\nexport IBSIM_SOCKNAME LD_PRELOAD\n' "$sock" "$PRELOAD" >"$dir/env"
 	# </dev/null and -n: without them ibsim spins a core on its console.
-	IBSIM_SOCKNAME=$sock "$IBSIM" -n -s "$net" </dev/null >"$dir/ibsim.log" 2>&1 &
+	# shellcheck disable=SC2086 # IBSIM_ARGS is a list of words
+	IBSIM_SOCKNAME=$sock "$IBSIM" -n -s ${IBSIM_ARGS:-} "$net" </dev/null >"$dir/ibsim.log" 2>&1 &
 	echo $! >"$dir/ibsim.pid"
 	wait_for 10 sh -c "IBSIM_SOCKNAME=$sock LD_PRELOAD=$PRELOAD smpquery nodeinfo -D 0 >/dev/null 2>&1" || {
 		echo "ibsim-fabric: ibsim did not come up (see $dir/ibsim.log)" >&2

@@ -95,8 +95,17 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
                                 struct iso_principal *out, struct iso_error *err);
 
 /* ---- tenants ---- */
+/* A tenant's tenancy policy as a request gives it (docs/tenancy.md); NULL /
+ * 0 fields: unchanged on update, defaults on create. Cluster-admin only. */
+struct iso_tenant_policy {
+	const char *org;       /* its organisation; "" = none */
+	double shares;         /* fair-share weight among its siblings, > 0 */
+	const char *isolation; /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
+	const char *tags;      /* comma-separated [a-z0-9-] labels, "" = none */
+};
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
-                                 const char *name, const char *description, struct iso_tenant *out,
+                                 const char *name, const char *description,
+                                 const struct iso_tenant_policy *pol, struct iso_tenant *out,
                                  struct iso_error *err);
 int iso_controller_tenant_get(struct iso_controller *c, const struct iso_principal *p,
                               const char *name, struct iso_tenant *out, struct iso_error *err);
@@ -104,7 +113,8 @@ int iso_controller_tenant_list(struct iso_controller *c, const struct iso_princi
                                const char *after, int limit, struct iso_tenant **out, int *n,
                                struct iso_error *err);
 int iso_controller_tenant_update(struct iso_controller *c, const struct iso_principal *p,
-                                 const char *name, const char *description, struct iso_tenant *out,
+                                 const char *name, const char *description,
+                                 const struct iso_tenant_policy *pol, struct iso_tenant *out,
                                  struct iso_error *err);
 int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_principal *p,
                                  const char *name, struct iso_error *err);
@@ -141,6 +151,42 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 /* Live allocations, for the GPU view (cluster-wide roles only). */
 int iso_controller_live_allocations(struct iso_controller *c, const struct iso_principal *p,
                                     struct iso_allocation **out, int *n, struct iso_error *err);
+
+/* ---- faults and maintenance (docs/tenancy.md "Faults and maintenance") ----
+ * cluster-admin (later also the node agents); unknown nodes, GPUs (by device
+ * index) and pools are ISO_E_NOT_FOUND. */
+#define ISO_XID_MAX 1000
+/* Does this XID take the whole GPU out of service (79, 48, 94, 95, 119, 120)? */
+bool iso_xid_takes_gpu(int xid);
+/* Reports XID `xid` on GPU `gpu` of `node`. An XID that takes the GPU: the
+ * fault is stored, every allocation with a slot there is evicted (requeued,
+ * or failed when it asked to fail on preemption) and the GPU is quarantined
+ * until iso_controller_gpu_restore. Other XIDs are audited only. A report
+ * for a quarantined GPU changes nothing. *out: {"node","gpu","xid",
+ * "quarantined","effect":"quarantined|already_quarantined|recorded",
+ * "evicted":[ids]}. */
+int iso_controller_gpu_fault(struct iso_controller *c, const struct iso_principal *p,
+                             const char *node, int gpu, int xid, json_t **out,
+                             struct iso_error *err);
+/* Clears a stored fault and puts the GPU back in service (ISO_E_NOT_FOUND
+ * when it has none). */
+int iso_controller_gpu_restore(struct iso_controller *c, const struct iso_principal *p,
+                               const char *node, int gpu, struct iso_error *err);
+/* The stored faults (cluster-wide roles), ordered by node and GPU. */
+int iso_controller_gpu_fault_list(struct iso_controller *c, const struct iso_principal *p,
+                                  struct iso_gpu_fault **out, int *n, struct iso_error *err);
+/* The node is down (ISO_NODE_DOWN, stored): every allocation with a member
+ * there is evicted; *evicted (owned by the caller) lists their ids. Up
+ * makes a down node schedulable; on any other node it changes nothing. */
+int iso_controller_node_down(struct iso_controller *c, const struct iso_principal *p,
+                             const char *node, json_t **evicted, struct iso_error *err);
+int iso_controller_node_up(struct iso_controller *c, const struct iso_principal *p,
+                           const char *node, struct iso_error *err);
+/* Cordon, drain or uncordon every node of a pool (one transaction per
+ * node; down nodes are skipped). *out: {"pool","state","nodes","skipped"}. */
+int iso_controller_pool_set_sched(struct iso_controller *c, const struct iso_principal *p,
+                                  const char *pool, enum iso_node_sched sched, json_t **out,
+                                  struct iso_error *err);
 
 struct iso_capacity {
 	int nodes, schedulable_nodes;
@@ -185,6 +231,46 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
                                 struct iso_error *err);
 int iso_controller_alloc_release(struct iso_controller *c, const struct iso_principal *p,
                                  const char *id, struct iso_allocation *out, struct iso_error *err);
+
+/* ---- tenancy accounts: organisations, projects, quotas, the queue,
+ * fair-share standing (accounts.c; docs/tenancy.md "The API") ----
+ * Organisations and tenants share one namespace. Quota accounts are an
+ * organisation's name, a tenant's name, or "tenant/project". */
+int iso_controller_org_create(struct iso_controller *c, const struct iso_principal *p,
+                              const char *name, double shares, struct iso_org *out,
+                              struct iso_error *err);
+int iso_controller_org_list(struct iso_controller *c, const struct iso_principal *p,
+                            struct iso_org **out, int *n, struct iso_error *err);
+int iso_controller_org_delete(struct iso_controller *c, const struct iso_principal *p,
+                              const char *name, struct iso_error *err);
+int iso_controller_project_create(struct iso_controller *c, const struct iso_principal *p,
+                                  const char *tenant, const char *name, double shares,
+                                  struct iso_project *out, struct iso_error *err);
+int iso_controller_project_list(struct iso_controller *c, const struct iso_principal *p,
+                                const char *tenant, struct iso_project **out, int *n,
+                                struct iso_error *err);
+int iso_controller_project_delete(struct iso_controller *c, const struct iso_principal *p,
+                                  const char *tenant, const char *name, struct iso_error *err);
+/* {"account", "level", "parent", "quotas": {kind: {guaranteed, borrow_limit,
+ * lend_limit}}, "used": {kind: n}}; null limits are unlimited. */
+int iso_controller_quota_get(struct iso_controller *c, const struct iso_principal *p,
+                             const char *account, json_t **out, struct iso_error *err);
+/* One kind's new quota; limits of INT64_MAX are unlimited. */
+struct iso_quota_change {
+	const char *kind; /* "gpus", "cpus", "memory_mib", "nodes" or a GPU model */
+	int64_t guaranteed, borrow_limit, lend_limit;
+};
+/* Sets n kinds in one transaction (all or none); nesting errors are
+ * ISO_E_INVALID "quota.ACCOUNT.KIND". *out as iso_controller_quota_get. */
+int iso_controller_quota_set(struct iso_controller *c, const struct iso_principal *p,
+                             const char *account, const struct iso_quota_change *ch, int n,
+                             json_t **out, struct iso_error *err);
+/* The pending queue in fair-share order; a tenant sees only its own items. */
+int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p, json_t **out,
+                         struct iso_error *err);
+/* Fair-share standing of every account the caller may see. */
+int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p, json_t **out,
+                         struct iso_error *err);
 
 /* ---- audit log (docs/audit.md) ---- */
 /* One event as the API hands it out: canonical bytes, leaf, and optionally

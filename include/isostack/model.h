@@ -80,6 +80,7 @@ enum iso_node_sched {
 	ISO_NODE_SCHEDULABLE,
 	ISO_NODE_CORDONED, /* no new work; running work stays */
 	ISO_NODE_DRAINING, /* cordoned, and its work is being released */
+	ISO_NODE_DOWN,     /* reported down: no work; its work was evicted */
 };
 const char *iso_node_sched_name(enum iso_node_sched s);
 

@@ -37,6 +37,10 @@ struct iso_cluster_state {
 	 * index, kept current by take/give. Change usage only through
 	 * take/give (or call iso_cluster_state_reindex() after writing it). */
 	struct iso_sched_index *index;
+	/* GPUs out of service after a fault (iso_cluster_state_gpu_quarantine),
+	 * one flag per GPU numbered node by node in inventory order; NULL until
+	 * the first quarantine. */
+	bool *quarantined;
 };
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv);
@@ -75,6 +79,16 @@ int iso_cluster_state_take_members(struct iso_cluster_state *cs, const struct is
                                    int from, struct iso_error *err);
 void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct iso_allocation *a,
                                     int from);
+
+/* Faults (docs/tenancy.md "Faults and maintenance"). Quarantine takes GPU
+ * position `pos` of node `node` (an index into inv->nodes) out of service:
+ * it must be empty (-EBUSY otherwise; -EINVAL for a position that does not
+ * exist, -ENOMEM), and then looks fully used to every policy and to take,
+ * so nothing is placed there until restore gives it back empty. Both are
+ * O(GPUs of the node) and idempotent. */
+int iso_cluster_state_gpu_quarantine(struct iso_cluster_state *cs, int node, int pos);
+void iso_cluster_state_gpu_restore(struct iso_cluster_state *cs, int node, int pos);
+bool iso_cluster_state_gpu_quarantined(const struct iso_cluster_state *cs, int node, int pos);
 
 /* Validates a shape against the built-in MIG tables (profile exists on some
  * model of the inventory, counts in range). Errors name the request field. */

@@ -4,8 +4,9 @@
 
 #include "api/internal.h"
 
-static const char *const create_keys[] = {"tenant", "name",       "members", "gpus",
-                                          "cpus",   "memory_mib", "pool",    NULL};
+static const char *const create_keys[] = {
+    "tenant",   "name",      "members", "gpus",       "cpus",       "memory_mib", "pool",
+    "project",  "priority",  "isolation", "spread",   "on_preempt", "duration_s", NULL};
 static const char *const gpus_keys[] = {"count", "profile", "whole", "model", NULL};
 static const char *const resize_keys[] = {"members", NULL};
 static const char *const list_keys[] = {"limit", "after", "tenant", "state", NULL};
@@ -45,6 +46,29 @@ static int decode_gpus(json_t *gpus, struct iso_shape *s, struct iso_error *err)
 	return 0;
 }
 
+/* The tenancy fields: the controller checks the values, this the types. */
+static int decode_policy(json_t *body, struct iso_alloc_request *req, struct iso_error *err)
+{
+	const char *on_preempt = NULL;
+	int64_t priority = 0, duration_s = 0;
+
+	if (api_get_string(body, "project", NULL, false, &req->project, err) < 0 ||
+	    api_get_int(body, "priority", NULL, false, -1000, 1000, &priority, err) < 0 ||
+	    api_get_string(body, "isolation", NULL, false, &req->isolation, err) < 0 ||
+	    api_get_string(body, "spread", NULL, false, &req->spread, err) < 0 ||
+	    api_get_string(body, "on_preempt", NULL, false, &on_preempt, err) < 0 ||
+	    api_get_int(body, "duration_s", NULL, false, 0, INT64_C(10) * 365 * 86400, &duration_s,
+	                err) < 0)
+		return -1;
+	if (on_preempt && strcmp(on_preempt, "requeue") != 0 && strcmp(on_preempt, "fail") != 0)
+		return iso_error_set(err, ISO_E_INVALID, "on_preempt",
+		                     "on_preempt: want requeue or fail");
+	req->fail_on_preempt = on_preempt && strcmp(on_preempt, "fail") == 0;
+	req->priority = (int)priority;
+	req->duration_ms = duration_s * 1000;
+	return 0;
+}
+
 int api_alloc_create(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
@@ -63,6 +87,8 @@ int api_alloc_create(struct api_request *r)
 	    api_get_int(body, "memory_mib", NULL, false, 0, INT64_C(1) << 40, &memory, &r->err) <
 	        0 ||
 	    api_get_string(body, "pool", NULL, false, &pool, &r->err) < 0)
+		return -1;
+	if (decode_policy(body, &req, &r->err) < 0)
 		return -1;
 	gpus = json_object_get(body, "gpus");
 	if (gpus && !json_is_null(gpus) && decode_gpus(gpus, &req.shape, &r->err) < 0)

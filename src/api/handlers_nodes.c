@@ -119,8 +119,10 @@ int api_node_drain(struct api_request *r)
 }
 
 static json_t *gpu_json(const struct iso_node *n, int g, const struct iso_gpu_occupancy *o,
-                        const struct iso_allocation *live, int n_live)
+                        const struct iso_allocation *live, int n_live,
+                        const struct iso_gpu_fault *faults, int n_faults)
 {
+	json_t *fault = json_null();
 	const struct iso_gpu *gpu = &n->gpus[g];
 	json_t *instances = json_array();
 	char mask[16];
@@ -129,6 +131,12 @@ static json_t *gpu_json(const struct iso_node *n, int g, const struct iso_gpu_oc
 	for (int b = gpu->model->memory_slices - 1; b >= 0; b--)
 		mask[k++] = (o->free_mask >> b) & 1 ? '1' : '0';
 	mask[k] = '\0';
+	/* A faulted GPU is out of service: nothing free, no instances, and not
+	 * "whole_used" (quarantine only borrows that occupancy). */
+	for (int i = 0; i < n_faults; i++)
+		if (faults[i].gpu == gpu->index && strcmp(faults[i].node, n->name) == 0)
+			fault = json_pack("{s:i, s:o}", "xid", faults[i].xid, "at",
+			                  api_time(faults[i].at_ms));
 	for (int i = 0; i < n_live; i++) {
 		const struct iso_allocation *a = &live[i];
 		for (int s = 0; s < a->n_slots; s++) {
@@ -145,12 +153,13 @@ static json_t *gpu_json(const struct iso_node *n, int g, const struct iso_gpu_oc
 			              "start", sl->start, "width", sl->width, "whole", sl->whole));
 		}
 	}
-	return json_pack(
-	    "{s:s, s:i, s:s, s:b, s:b, s:i, s:i, s:i, s:i, s:s+, s:o}", "node", n->name, "index",
-	    gpu->index, "model", gpu->model->name, "mig_enabled", gpu->mig_enabled, "whole_used",
-	    o->whole, "free_slices", __builtin_popcount(o->free_mask), "memory_slices",
-	    gpu->model->memory_slices, "compute_used", o->compute_used, "compute_slices",
-	    gpu->model->compute_slices, "free_mask", "0b", mask, "instances", instances);
+	return json_pack("{s:s, s:i, s:s, s:b, s:b, s:i, s:i, s:i, s:i, s:s+, s:o, s:o}", "node",
+	                 n->name, "index", gpu->index, "model", gpu->model->name, "mig_enabled",
+	                 gpu->mig_enabled, "whole_used", o->whole && json_is_null(fault),
+	                 "free_slices", __builtin_popcount(o->free_mask), "memory_slices",
+	                 gpu->model->memory_slices, "compute_used", o->compute_used,
+	                 "compute_slices", gpu->model->compute_slices, "free_mask", "0b", mask,
+	                 "instances", instances, "fault", fault);
 }
 
 int api_gpu_list(struct api_request *r)
@@ -159,14 +168,20 @@ int api_gpu_list(struct api_request *r)
 	const struct iso_cluster_state *cs = iso_controller_state(r->ctl);
 	const char *node = api_query(r, "node");
 	struct iso_allocation *live = NULL;
+	_cleanup_free_ struct iso_gpu_fault *faults = NULL;
 	const char *after;
 	char next[ISO_NAME_MAX + 16] = "";
-	int n_live = 0, limit, first_node, first_gpu, n = 0, last_node = -1, last_gpu = -1;
+	int n_faults = 0, n_live = 0, limit, first_node, first_gpu, n = 0, last_node = -1,
+	    last_gpu = -1;
 
 	if (api_check_query(r, gpu_list_keys) < 0 || api_page(r, &limit, &after) < 0 ||
 	    page_start(r, after, &first_node, &first_gpu) < 0 ||
 	    iso_controller_live_allocations(r->ctl, &r->who, &live, &n_live, &r->err) < 0)
 		return -1;
+	if (iso_controller_gpu_fault_list(r->ctl, &r->who, &faults, &n_faults, &r->err) < 0) {
+		iso_allocations_free(live, n_live);
+		return -1;
+	}
 	if (node && iso_cluster_state_node_index(cs, node) < 0) {
 		iso_allocations_free(live, n_live);
 		return iso_error_set(&r->err, ISO_E_NOT_FOUND, "node", "node \"%s\" not found",
@@ -183,8 +198,8 @@ int api_gpu_list(struct api_request *r)
 				         last_gpu);
 				break;
 			}
-			json_array_append_new(arr,
-			                      gpu_json(nd, g, &cs->usage[i].gpus[g], live, n_live));
+			json_array_append_new(arr, gpu_json(nd, g, &cs->usage[i].gpus[g], live,
+			                                    n_live, faults, n_faults));
 			last_node = i;
 			last_gpu = g;
 			n++;

@@ -1,21 +1,37 @@
 /* handlers_tenants.c: /v1/tenants. */
 #include "api/internal.h"
 
-static const char *const tenant_create_keys[] = {"name", "description", NULL};
-static const char *const tenant_update_keys[] = {"description", NULL};
+static const char *const tenant_create_keys[] = {"name",      "description", "org", "shares",
+                                                 "isolation", "tags",        NULL};
+static const char *const tenant_update_keys[] = {"description", "org", "shares", "isolation",
+                                                 "tags",        NULL};
+
+/* The tenancy policy fields of a create or update body. */
+static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
+{
+	return api_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
+	               api_get_number(body, "shares", NULL, 1e-6, 1e6, &pol->shares, err) < 0 ||
+	               api_get_string(body, "isolation", NULL, false, &pol->isolation, err) < 0 ||
+	               api_get_string(body, "tags", NULL, false, &pol->tags, err) < 0
+	           ? -1
+	           : 0;
+}
 static const char *const page_keys[] = {"limit", "after", NULL};
 
 int api_tenant_create(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	const char *name = NULL, *description = NULL;
+	struct iso_tenant_policy pol = {0};
 	struct iso_tenant t;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
 	    api_check_keys(body, NULL, tenant_create_keys, &r->err) < 0 ||
 	    api_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
 	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
-	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &t, &r->err) < 0)
+	    get_policy(body, &pol, &r->err) < 0 ||
+	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &pol, &t, &r->err) <
+	        0)
 		return -1;
 	api_reply(r, MHD_HTTP_CREATED, api_tenant_json(r->ctl, &t));
 	return 0;
@@ -53,12 +69,15 @@ int api_tenant_update(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	const char *description = NULL;
+	struct iso_tenant_policy pol = {0};
 	struct iso_tenant t;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
 	    api_check_keys(body, NULL, tenant_update_keys, &r->err) < 0 ||
 	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
-	    iso_controller_tenant_update(r->ctl, &r->who, r->seg[2], description, &t, &r->err) < 0)
+	    get_policy(body, &pol, &r->err) < 0 ||
+	    iso_controller_tenant_update(r->ctl, &r->who, r->seg[2], description, &pol, &t,
+	                                 &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK, api_tenant_json(r->ctl, &t));
 	return 0;

@@ -50,6 +50,8 @@ int api_get_int(json_t *obj, const char *key, const char *prefix, bool required,
                 int64_t max, int64_t *out, struct iso_error *err);
 int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out,
                  struct iso_error *err);
+int api_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
+                   double *out, struct iso_error *err);
 /* Query parameters: refuses any not in `allowed`, parses limit/after. */
 int api_check_query(struct api_request *r, const char *const *allowed);
 const char *api_query(struct api_request *r, const char *key);
@@ -89,6 +91,13 @@ int api_node_cordon(struct api_request *r);
 int api_node_uncordon(struct api_request *r);
 int api_node_drain(struct api_request *r);
 int api_gpu_list(struct api_request *r);
+int api_gpu_fault(struct api_request *r);
+int api_gpu_restore(struct api_request *r);
+int api_node_down(struct api_request *r);
+int api_node_up(struct api_request *r);
+int api_pool_cordon(struct api_request *r);
+int api_pool_drain(struct api_request *r);
+int api_pool_uncordon(struct api_request *r);
 int api_alloc_create(struct api_request *r);
 int api_alloc_list(struct api_request *r);
 int api_alloc_get(struct api_request *r);
@@ -99,5 +108,15 @@ int api_audit_head(struct api_request *r);
 int api_audit_pubkey(struct api_request *r);
 int api_audit_inclusion(struct api_request *r);
 int api_audit_consistency(struct api_request *r);
+int api_org_create(struct api_request *r);
+int api_org_list(struct api_request *r);
+int api_org_delete(struct api_request *r);
+int api_project_create(struct api_request *r);
+int api_project_list(struct api_request *r);
+int api_project_delete(struct api_request *r);
+int api_quota_get(struct api_request *r);
+int api_quota_set(struct api_request *r);
+int api_queue(struct api_request *r);
+int api_usage(struct api_request *r);
 
 #endif

@@ -128,6 +128,25 @@ int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out, st
 	return 0;
 }
 
+int api_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
+                   double *out, struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+	int r;
+	json_t *v = lookup(obj, key, prefix, false, field, sizeof(field), &r, err);
+
+	if (!v)
+		return r;
+	if (!json_is_number(v))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be a number", field);
+	double x = json_number_value(v);
+	if (!(x >= min && x <= max))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %g..%g", field, min,
+		                     max);
+	*out = x;
+	return 0;
+}
+
 struct query_check {
 	const char *const *allowed;
 	const char *bad;

@@ -39,9 +39,13 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 	char hex[8];
 
 	snprintf(hex, sizeof(hex), "0x%04x", pkey > 0 ? pkey : 0);
-	return json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", t->name, "description",
-	                 t->description, "pkey", pkey > 0 ? json_string(hex) : json_null(),
-	                 "created", api_time(t->created_ms), "updated", api_time(t->updated_ms));
+	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:f, s:s, s:s}", "name", t->name,
+	                 "description", t->description, "pkey",
+	                 pkey > 0 ? json_string(hex) : json_null(), "created",
+	                 api_time(t->created_ms), "updated", api_time(t->updated_ms), "org",
+	                 str_or_null(t->org), "shares", t->shares > 0 ? t->shares : 1.0,
+	                 "isolation", t->isolation[0] ? t->isolation : "shared", "tags",
+	                 t->tags);
 }
 
 json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t)
@@ -87,14 +91,21 @@ json_t *api_alloc_json(const struct iso_allocation *a)
 		                 str_or_null(s->gpu_model));
 	else
 		gpus = json_null();
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:i, s:I, s:o, s:s, s:o, s:o, s:o, "
-	                 "s:o}",
-	                 "id", a->id, "tenant", a->tenant, "name", a->name, "state",
-	                 iso_alloc_state_name(a->state), "reason", a->reason, "members", a->members,
-	                 "gpus", gpus, "cpus", s->cpus, "memory_mib", (json_int_t)s->memory_mib,
-	                 "pool", str_or_null(s->pool), "owner", a->owner, "created",
-	                 api_time(a->created_ms), "updated", api_time(a->updated_ms), "nodes",
-	                 nodes, "placement", placement);
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:i, s:I, s:o, s:s, s:o, s:o, s:o, s:o}", "id",
+	    a->id, "tenant", a->tenant, "name", a->name, "state", iso_alloc_state_name(a->state),
+	    "reason", a->reason, "members", a->members, "gpus", gpus, "cpus", s->cpus, "memory_mib",
+	    (json_int_t)s->memory_mib, "pool", str_or_null(s->pool), "owner", a->owner, "created",
+	    api_time(a->created_ms), "updated", api_time(a->updated_ms), "nodes", nodes, "placement",
+	    placement);
+	/* tenancy (docs/tenancy.md) */
+	json_object_update_new(
+	    o, json_pack("{s:o, s:i, s:o, s:o, s:s, s:o}", "project", str_or_null(a->project),
+	                 "priority", a->priority, "isolation", str_or_null(a->isolation), "spread",
+	                 str_or_null(a->spread), "on_preempt",
+	                 a->fail_on_preempt ? "fail" : "requeue", "duration_s",
+	                 a->duration_ms > 0 ? json_integer(a->duration_ms / 1000) : json_null()));
+	return o;
 }
 
 static const char *node_state_name(enum iso_node_sched sched, const struct iso_node_usage *u)

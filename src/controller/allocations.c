@@ -186,6 +186,11 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 		if (!iso_name_valid(req->project))
 			return iso_error_set(err, ISO_E_INVALID, "project",
 			                     "project: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
+		/* Else the tree would charge the tenant instead, silently. */
+		if (!ctl_project_exists(c, tn->id, req->project))
+			return iso_error_set(err, ISO_E_INVALID, "project",
+			                     "project: tenant %s has no project \"%s\"", tn->name,
+			                     req->project);
 		iso_strlcpy(a->project, req->project, sizeof(a->project));
 	}
 	if (req->isolation && req->isolation[0]) {
@@ -208,8 +213,6 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 	a->priority = req->priority;
 	a->fail_on_preempt = req->fail_on_preempt;
 	a->duration_ms = req->duration_ms;
-	(void)c;
-	(void)tn;
 	return 0;
 }
 
@@ -305,6 +308,8 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	}
 	if (placed)
 		ctl_tenancy_charge(c, &a, a.members);
+	else
+		ctl_place_pending(c); /* a head that waits may reclaim lent capacity */
 	iso_log(ISO_LOG_INFO, "allocation_created",
 	        "request_id=%s by=%s id=%s tenant=%s state=%s members=%d", p->request_id,
 	        p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);

@@ -218,6 +218,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	if (r == 0)
 		r = ctl_fabric_resync(c, err);
 	if (r == 0)
+		r = ctl_faults_reapply(c, err);
+	if (r == 0)
 		r = ctl_audit_sign_now(c, err); /* the start and any reconciling, signed */
 	if (r < 0)
 		return r;

@@ -157,6 +157,27 @@ const struct iso_tenancy *ctl_tenancy_tree(const struct iso_controller *c);
 /* Quota kinds by API name: "gpus", "cpus", "memory_mib", "nodes", a GPU model. */
 void ctl_tenancy_kind_name(const struct iso_tenancy *t, int k, char *buf, size_t size);
 int ctl_tenancy_kind_parse(const struct iso_tenancy *t, const char *name);
+/* Tree changes (accounts.c, tenants.c): after the commit, or dry_run inside
+ * the transaction (checked, then undone). put_account adds an account (level:
+ * enum iso_acct_level; parent "" for a tenant = no organisation) or updates
+ * its shares; an account is never removed from the tree (fair share keeps
+ * its history), only emptied. */
+struct iso_quota;
+int ctl_tenancy_put_account(struct iso_controller *c, const char *name, int level,
+                            const char *parent, double shares, struct iso_error *err);
+int ctl_tenancy_set_quotas(struct iso_controller *c, const char *account, const int *kinds,
+                           const struct iso_quota *q, int n, bool dry_run, struct iso_error *err);
+void ctl_tenancy_clear_quotas(struct iso_controller *c, const char *account);
+int ctl_tenancy_move_tenant(struct iso_controller *c, const char *tenant, const char *org,
+                            bool dry_run, struct iso_error *err);
+void ctl_tenancy_accrue(struct iso_controller *c);
+int ctl_tenancy_default_org(const struct iso_controller *c);
+/* accounts.c: lookups and the tenant policy fields, shared with tenants.c
+ * and allocations.c. */
+bool ctl_org_exists(struct iso_controller *c, const char *name);
+bool ctl_project_exists(struct iso_controller *c, int64_t tenant_id, const char *name);
+int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_policy *pol,
+                            struct iso_tenant *t, struct iso_error *err);
 
 /* allocations.c: tries one pending allocation (admission, placement, one
  * transaction); 0 when it started, else *blocked says it lacked capacity
@@ -178,6 +199,11 @@ void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const ch
 /* allocations.c: provisioning -> active once the fabric confirmed. */
 int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
                        struct iso_error *err);
+
+/* faults.c: at start, after the allocations are rebuilt: stored GPU faults
+ * are quarantined again and whatever is still on faulted GPUs or down nodes
+ * is evicted. */
+int ctl_faults_reapply(struct iso_controller *c, struct iso_error *err);
 
 /* Token generation, shared by bootstrap and issuance. */
 int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_error *err);

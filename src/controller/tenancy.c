@@ -168,10 +168,12 @@ void ctl_tenancy_kind_name(const struct iso_tenancy *t, int k, char *buf, size_t
 {
 	static const char *const fixed[] = {"gpus", "cpus", "memory_mib", "nodes"};
 
-	if (k < ISO_RES_FIRST_MODEL)
+	if (k >= 0 && k < ISO_RES_FIRST_MODEL)
 		iso_strlcpy(buf, fixed[k], size);
-	else
+	else if (k < t->n_kinds && k < ISO_RES_MAX)
 		iso_strlcpy(buf, t->model[k], size);
+	else
+		snprintf(buf, size, "kind%d", k);
 }
 
 int ctl_tenancy_kind_parse(const struct iso_tenancy *t, const char *name)
@@ -437,8 +439,10 @@ int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant 
 			hard = q->guaranteed + q->borrow_limit;
 			if (v.v[k] <= hard)
 				continue;
+			char field[ISO_ERR_FIELD_MAX];
 			ctl_tenancy_kind_name(&tn->t, k, label, sizeof(label));
-			return iso_error_set(err, ISO_E_CAPACITY, "members",
+			snprintf(field, sizeof(field), "quota.%s.%s", ac->name, label);
+			return iso_error_set(err, ISO_E_CAPACITY, field,
 			                     "%s %s: the request needs %lld %s, above its hard limit "
 			                     "%lld (guaranteed %lld + borrowing limit %lld)",
 			                     iso_acct_level_name(ac->level), ac->name,
@@ -643,8 +647,14 @@ void ctl_tenancy_place_pending(struct iso_controller *c)
 		struct iso_allocation *a = &q.pending[idx];
 		bool blocked_head = false;
 
-		if (!start || !start[idx])
+		if (!start || !start[idx]) {
+			/* A head the plan cannot start now may still reclaim what
+			 * its tenant lent (the planner counts borrowed work as
+			 * running on). */
+			if (i == 0 && start)
+				ctl_tenancy_preempt_for(c, a, run, n_run);
 			continue;
+		}
 		if (ctl_alloc_place_pending(c, a, &blocked_head) == 0)
 			continue;
 		/* A head that cannot start may reclaim what its tenant lent. */
@@ -797,4 +807,143 @@ int ctl_tenancy_tenant_added(struct iso_controller *c, const struct iso_tenant *
 const struct iso_tenancy *ctl_tenancy_tree(const struct iso_controller *c)
 {
 	return &c->tenancy->t;
+}
+
+/* ---- account changes for accounts.c and tenants.c: called after the
+ * commit that made them durable, or as a dry run (applied, checked, undone)
+ * inside the transaction so that a refused change is never written ---- */
+
+int ctl_tenancy_put_account(struct iso_controller *c, const char *name, int level,
+                            const char *parent, double shares, struct iso_error *err)
+{
+	struct ctl_tenancy *tn = c->tenancy;
+	int i = iso_tenancy_find(&tn->t, name), p;
+
+	if (i >= 0) {
+		if (shares > 0)
+			tn->t.acct[i].shares = shares;
+		return i;
+	}
+	if (level == ISO_ACCT_ORG)
+		p = 0;
+	else if (level == ISO_ACCT_TENANT && (!parent || !parent[0]))
+		p = tn->org_default;
+	else
+		p = iso_tenancy_find(&tn->t, parent);
+	if (p < 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, "parent", "no account %s", parent);
+	return iso_tenancy_add(&tn->t, name, (enum iso_acct_level)level, p,
+	                       shares > 0 ? shares : 1.0, err);
+}
+
+int ctl_tenancy_set_quotas(struct iso_controller *c, const char *account, const int *kinds,
+                           const struct iso_quota *q, int n, bool dry_run, struct iso_error *err)
+{
+	struct iso_tenancy *t = &c->tenancy->t;
+	struct iso_quota old[ISO_RES_MAX];
+	int acct = iso_tenancy_find(t, account), done = 0, r = 0;
+
+	if (acct < 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such account");
+	for (; done < n && done < ISO_RES_MAX; done++) {
+		old[done] = t->acct[acct].q[kinds[done]];
+		r = iso_tenancy_set_quota(t, acct, kinds[done], q[done], err);
+		if (r < 0)
+			break;
+	}
+	if (r < 0 || dry_run)
+		while (done-- > 0)
+			t->acct[acct].q[kinds[done]] = old[done];
+	return r;
+}
+
+void ctl_tenancy_clear_quotas(struct iso_controller *c, const char *account)
+{
+	struct iso_tenancy *t = &c->tenancy->t;
+	int acct = iso_tenancy_find(t, account);
+
+	/* Direct: an empty account's unset quota nests by definition. */
+	for (int k = 0; acct > 0 && k < ISO_RES_MAX; k++)
+		t->acct[acct].q[k] = (struct iso_quota){0, ISO_QUOTA_NONE, ISO_QUOTA_NONE};
+}
+
+/* Takes x out of its parent's children; returns the sibling before it (-1
+ * when it was first), so that it can go back where it was. */
+static int unlink_child(struct iso_tenancy *t, int x)
+{
+	struct iso_account *pa = &t->acct[t->acct[x].parent];
+	int prev = -1;
+
+	for (int ch = pa->first_child; ch >= 0 && ch != x; ch = t->acct[ch].next_sibling)
+		prev = ch;
+	if (prev < 0)
+		pa->first_child = t->acct[x].next_sibling;
+	else
+		t->acct[prev].next_sibling = t->acct[x].next_sibling;
+	t->acct[x].next_sibling = -1;
+	return prev;
+}
+
+/* Puts x under p after `prev` (-2: last, -1: first). */
+static void link_child(struct iso_tenancy *t, int x, int p, int prev)
+{
+	struct iso_account *pa = &t->acct[p];
+
+	t->acct[x].parent = p;
+	if (prev == -2) {
+		prev = -1;
+		for (int ch = pa->first_child; ch >= 0; ch = t->acct[ch].next_sibling)
+			prev = ch;
+	}
+	if (prev < 0) {
+		t->acct[x].next_sibling = pa->first_child;
+		pa->first_child = x;
+	} else {
+		t->acct[x].next_sibling = t->acct[prev].next_sibling;
+		t->acct[prev].next_sibling = x;
+	}
+}
+
+/* Re-parents a tenant that holds nothing (its decayed usage stays counted in
+ * the organisation it leaves until it decays). Its guarantees must nest under
+ * the new organisation (ISO_E_INVALID "quota.TENANT.KIND"). */
+int ctl_tenancy_move_tenant(struct iso_controller *c, const char *tenant, const char *org,
+                            bool dry_run, struct iso_error *err)
+{
+	struct ctl_tenancy *tn = c->tenancy;
+	struct iso_tenancy *t = &tn->t;
+	int x = iso_tenancy_find(t, tenant), np = org && org[0] ? iso_tenancy_find(t, org)
+	                                                       : tn->org_default;
+	int op, prev, r = 0;
+
+	if (x < 0 || np < 0 || t->acct[np].level != ISO_ACCT_ORG)
+		return iso_error_set(err, ISO_E_NOT_FOUND, "org", "org: no such organisation");
+	op = t->acct[x].parent;
+	if (op == np)
+		return 0;
+	for (int k = 0; k < ISO_RES_MAX; k++)
+		if (t->acct[x].used.v[k] != 0)
+			return iso_error_set(err, ISO_E_CONFLICT, "org",
+			                     "org: tenant %s holds resources; release them before "
+			                     "moving it to another organisation",
+			                     tenant);
+	prev = unlink_child(t, x);
+	link_child(t, x, np, -2);
+	for (int k = 0; r == 0 && k < t->n_kinds; k++)
+		r = iso_tenancy_set_quota(t, x, k, t->acct[x].q[k], err);
+	if (r < 0 || dry_run) {
+		unlink_child(t, x);
+		link_child(t, x, op, prev);
+	}
+	return r;
+}
+
+void ctl_tenancy_accrue(struct iso_controller *c)
+{
+	iso_fairshare_accrue(&c->tenancy->t, iso_now_ms());
+}
+
+int ctl_tenancy_default_org(const struct iso_controller *c)
+{
+	return c->tenancy->org_default;
 }

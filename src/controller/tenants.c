@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/internal.h"
+#include "isostack/tenancy.h"
 
 
 static int check_description(const char *description, struct iso_error *err)
@@ -15,8 +16,20 @@ static int check_description(const char *description, struct iso_error *err)
 	return 0;
 }
 
+/* Shares go as text: audit details hold integers only. */
+static json_t *policy_json(const struct iso_tenant *t)
+{
+	char shares[32];
+
+	snprintf(shares, sizeof(shares), "%g", t->shares > 0 ? t->shares : 1.0);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "description", t->description, "org", t->org,
+	                 "shares", shares, "isolation", t->isolation[0] ? t->isolation : "shared",
+	                 "tags", t->tags);
+}
+
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
-                                 const char *name, const char *description, struct iso_tenant *out,
+                                 const char *name, const char *description,
+                                 const struct iso_tenant_policy *pol, struct iso_tenant *out,
                                  struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
@@ -36,6 +49,23 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 		return r;
 	iso_strlcpy(t.name, name, sizeof(t.name));
 	iso_strlcpy(t.description, description ? description : "", sizeof(t.description));
+	t.shares = 1.0;
+	iso_strlcpy(t.isolation, "shared", sizeof(t.isolation));
+	r = ctl_tenant_policy_apply(c, pol, &t, err);
+	if (r < 0)
+		return r;
+	if (ctl_org_exists(c, name))
+		return iso_error_set(err, ISO_E_CONFLICT, "name",
+		                     "name: an organisation is named \"%s\"; organisations and "
+		                     "tenants share one namespace",
+		                     name);
+	/* A tenant deleted and created again keeps its account in the tree:
+	 * it may have to change organisation (checked now, done after). */
+	if (iso_tenancy_find(ctl_tenancy_tree(c), name) >= 0) {
+		r = ctl_tenancy_move_tenant(c, name, t.org, true, err);
+		if (r < 0)
+			return r;
+	}
 	t.created_ms = t.updated_ms = iso_now_ms();
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
@@ -46,8 +76,7 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 		ctl_emit(c, p,
 		         &(struct ctl_event){.action = "tenant.create", .kind = "tenant", .id = t.name,
 		                             .tenant = t.name, .tenant_id = t.id,
-		                             .details = json_pack("{s:s}", "description",
-		                                                  t.description)});
+		                             .details = policy_json(&t)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
 		if (t.id > 0)
@@ -57,7 +86,9 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 			                     "tenant \"%s\" already exists", name);
 		return r;
 	}
-	if (ctl_tenancy_tenant_added(c, &t, err) < 0)
+	if (ctl_tenancy_tenant_added(c, &t, err) < 0 ||
+	    ctl_tenancy_put_account(c, t.name, ISO_ACCT_TENANT, t.org, t.shares, err) < 0 ||
+	    ctl_tenancy_move_tenant(c, t.name, t.org, false, err) < 0)
 		iso_log(ISO_LOG_ERR, "tenancy_account_failed", "tenant=%s error=\"%s\"", t.name,
 		        err ? err->message : "");
 	iso_log(ISO_LOG_INFO, "tenant_created", "request_id=%s by=%s tenant=%s", p->request_id,
@@ -95,7 +126,8 @@ int iso_controller_tenant_list(struct iso_controller *c, const struct iso_princi
 }
 
 int iso_controller_tenant_update(struct iso_controller *c, const struct iso_principal *p,
-                                 const char *name, const char *description, struct iso_tenant *out,
+                                 const char *name, const char *description,
+                                 const struct iso_tenant_policy *pol, struct iso_tenant *out,
                                  struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
@@ -113,6 +145,14 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		return r;
 	if (description)
 		iso_strlcpy(t.description, description, sizeof(t.description));
+	r = ctl_tenant_policy_apply(c, pol, &t, err);
+	if (r < 0)
+		return r;
+	/* Moving between organisations: only while it holds nothing, and its
+	 * guarantees must nest under the new one (checked on the tree, undone). */
+	r = ctl_tenancy_move_tenant(c, t.name, t.org, true, err);
+	if (r < 0)
+		return r;
 	t.updated_ms = iso_now_ms();
 	r = ctl_tx_begin(c, err);
 	if (r == 0)
@@ -121,11 +161,14 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		ctl_emit(c, p,
 		         &(struct ctl_event){.action = "tenant.update", .kind = "tenant", .id = t.name,
 		                             .tenant = t.name, .tenant_id = t.id,
-		                             .details = json_pack("{s:s}", "description",
-		                                                  t.description)});
+		                             .details = policy_json(&t)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
+	if (ctl_tenancy_put_account(c, t.name, ISO_ACCT_TENANT, t.org, t.shares, err) < 0 ||
+	    ctl_tenancy_move_tenant(c, t.name, t.org, false, err) < 0)
+		iso_log(ISO_LOG_ERR, "tenancy_update_failed", "tenant=%s error=\"%s\"", t.name,
+		        err ? err->message : "");
 	*out = t;
 	return 0;
 }

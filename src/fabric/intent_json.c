@@ -38,9 +38,10 @@ char *iso_fabric_intent_json(const struct iso_fabric_intent *in)
 		                     "tenant_id", (json_int_t)p->tenant_id, "ipoib", p->ipoib,
 		                     "indx0", p->indx0, "members", members));
 	}
-	text = json_dumps(
-	    json_pack("{s:I, s:o}", "generation", (json_int_t)in->generation, "partitions", parts),
-	    JSON_COMPACT | JSON_SORT_KEYS);
+	json_t *root =
+	    json_pack("{s:I, s:o}", "generation", (json_int_t)in->generation, "partitions", parts);
+	text = root ? json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(root);
 	return text;
 }
 

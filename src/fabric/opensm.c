@@ -70,8 +70,7 @@ struct osm_driver {
 	uint64_t *dirty; /* GUIDs changed since the last confirmation */
 	int n_dirty, cap_dirty;
 
-	pthread_mutex_t snap_mu;
-	struct iso_smp *snap_smp;
+	pthread_mutex_t snap_mu; /* serialises every use of smp (worker and snapshot) */
 };
 
 static uint64_t ms_ns(int64_t ms)
@@ -161,7 +160,7 @@ int iso_fabric_expected_keys(const struct iso_fabric_intent *in, uint64_t guid, 
 				hi = mid - 1;
 		}
 	}
-	if (n <= max)
+	if (n > 1 && n <= max)
 		qsort(keys, (size_t)n, sizeof(*keys), cmp_u16);
 	return n;
 }
@@ -419,7 +418,7 @@ static int confirm(struct osm_driver *d, struct work *w)
 		struct iso_fabric_snapshot snap = {0};
 		struct iso_error e = {0};
 		bool all = true;
-		int found = 0;
+		int found = 0, r_read;
 
 		for (int i = 0; i < d->n_sms; i++) {
 			if (log_scan(&d->sms[i], line, sizeof(line))) {
@@ -429,7 +428,10 @@ static int confirm(struct osm_driver *d, struct work *w)
 				return DONE;
 			}
 		}
-		if (iso_smp_read_guids(d->smp, d->dirty, d->n_dirty, &snap, &e) < 0) {
+		pthread_mutex_lock(&d->snap_mu);
+		r_read = iso_smp_read_guids(d->smp, d->dirty, d->n_dirty, &snap, &e);
+		pthread_mutex_unlock(&d->snap_mu);
+		if (r_read < 0) {
 			all = false;
 			iso_strlcpy(why, e.message, sizeof(why));
 		} else {
@@ -612,8 +614,10 @@ static int osm_snapshot(struct iso_fabric_driver *base, struct iso_fabric_snapsh
 	struct osm_driver *d = (struct osm_driver *)base;
 	int r;
 
+	/* One reader, one MAD port, one thread at a time: umad2sim crashes when
+	 * two threads hold ports, and real HCAs need no more. */
 	pthread_mutex_lock(&d->snap_mu);
-	r = iso_smp_discover(d->snap_smp, out, NULL, err);
+	r = iso_smp_discover(d->smp, out, NULL, err);
 	pthread_mutex_unlock(&d->snap_mu);
 	return r;
 }
@@ -635,8 +639,6 @@ static void osm_free(struct iso_fabric_driver *base)
 	free(d->dirty);
 	if (d->smp)
 		iso_smp_free(d->smp);
-	if (d->snap_smp)
-		iso_smp_free(d->snap_smp);
 	pthread_mutex_destroy(&d->mu);
 	pthread_mutex_destroy(&d->snap_mu);
 	pthread_cond_destroy(&d->cv);
@@ -711,8 +713,6 @@ int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fab
 	d->good_text = read_good_file(fc->sm.partitions_file);
 
 	r = iso_smp_open(NULL, &d->smp, err);
-	if (r == 0)
-		r = iso_smp_open(NULL, &d->snap_smp, err);
 	if (r == 0 && pthread_create(&d->thread, NULL, worker, d) != 0)
 		r = iso_error_set(err, ISO_E_INTERNAL, "", "cannot start the opensm worker");
 	if (r < 0) {

@@ -15,6 +15,7 @@
 
 #include <infiniband/ibnetdisc.h>
 #include <infiniband/mad.h>
+#include <infiniband/umad.h>
 
 #include "internal.h"
 
@@ -210,6 +211,21 @@ static int read_table(struct ibmad_port *mp, const struct smp_ref *r, struct iso
 	return 0;
 }
 
+/* Closes a MAD port after unregistering its agents. The kernel frees them
+ * on close anyway; umad2sim (ibsim) does not, and its table fills after
+ * about 30 opens, after which every read fails. */
+static void close_mad_port(struct ibmad_port *mp)
+{
+	static const int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS};
+
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(classes); i++) {
+		int agent = mad_rpc_class_agent(mp, classes[i]);
+		if (agent >= 0)
+			umad_unregister(mad_rpc_portid(mp), agent);
+	}
+	mad_rpc_close_port(mp);
+}
+
 static void *read_worker(void *arg)
 {
 	struct read_job *j = arg;
@@ -221,7 +237,7 @@ static void *read_worker(void *arg)
 	}
 	for (int i = j->from; i < j->to; i++)
 		j->ok[i] = read_table(mp, j->refs[i], &j->out[i]) == 0;
-	mad_rpc_close_port(mp);
+	close_mad_port(mp);
 	return NULL;
 }
 

@@ -71,6 +71,7 @@ int isoctl_cmd_tenant(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_token(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_node(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_gpu(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_pool(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_alloc(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* offline */
 int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv);

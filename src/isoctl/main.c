@@ -18,8 +18,9 @@ static const char usage[] =
     "  capacity                     cluster capacity, used and free\n"
     "  tenant create|list|get|update|delete\n"
     "  token issue|list|get|revoke\n"
-    "  node list|get|cordon|uncordon|drain\n"
-    "  gpu list\n"
+    "  node list|get|cordon|uncordon|drain|down|up\n"
+    "  gpu list|fault|restore\n"
+    "  pool cordon|drain|uncordon   every node of a pool at once\n"
     "  mig layout                   the MIG layout of every GPU; -o mig-parted for mig-parted\n"
     "  alloc create|list|get|resize|release\n"
     "  audit events|head|pubkey|export|verify\n"
@@ -69,6 +70,7 @@ static const struct isoctl_cmd commands[] = {
     {"token", .run = isoctl_cmd_token},
     {"node", .run = isoctl_cmd_node},
     {"gpu", .run = isoctl_cmd_gpu},
+    {"pool", .run = isoctl_cmd_pool},
     {"mig", .run = isoctl_cmd_mig},
     {"alloc", .run = isoctl_cmd_alloc},
     {"audit", .run = isoctl_cmd_audit},

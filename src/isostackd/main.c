@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -29,6 +30,10 @@ struct options {
 	bool new_admin_token;
 	bool check_config;
 	bool accept_audit_break;
+	/* tenancy (docs/tenancy.md) */
+	const char *admission_policies[16];
+	int n_admission_policies;
+	int64_t half_life_ms, preempt_grace_ms, preempt_min_run_ms;
 };
 
 static void usage(FILE *out)
@@ -36,7 +41,9 @@ static void usage(FILE *out)
 	fprintf(out, "usage: isostackd --config FILE [--state-dir DIR] [--listen HOST:PORT]\n"
 	             "                 [--tls-cert PEM --tls-key PEM] [--allow-remote-http]\n"
 	             "                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
-	             "                 [--audit-accept-break]\n"
+	             "                 [--audit-accept-break] [--admission-policy FILE]...\n"
+	             "                 [--fair-share-half-life HOURS] [--preempt-grace SECONDS]\n"
+	             "                 [--preempt-min-run SECONDS]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -47,8 +54,30 @@ static void usage(FILE *out)
 	             "  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
 	             "  --audit-accept-break start although the audit log fails its check,\n"
 	             "                       recording the break in the log (docs/audit.md)\n"
+	             "  --admission-policy FILE  a Lua admission policy run on every request\n"
+	             "                       (repeatable, run in order; docs/tenancy.md)\n"
+	             "  --fair-share-half-life HOURS  decay of past usage (default 168)\n"
+	             "  --preempt-grace SECONDS  signal, then evict this much later (default 0)\n"
+	             "  --preempt-min-run SECONDS never preempt younger work (default 0)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
+}
+
+/* A non-negative number of `unit` seconds (at least `min`), in ms. */
+static int parse_duration(const char *s, const char *flag, double unit, double min, int64_t *ms)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min) || v * unit > 10.0 * 365 * 86400) {
+		fprintf(stderr, "isostackd: %s: \"%s\" is not a number >= %g (at most 10 years)\n",
+		        flag, s, min);
+		return -1;
+	}
+	*ms = (int64_t)(v * unit * 1000.0 + 0.5);
+	return 0;
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -62,6 +91,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_CHECK,
 		O_VERSION,
 		O_AUDIT_BREAK,
+		O_POLICY,
+		O_HALF_LIFE,
+		O_GRACE,
+		O_MIN_RUN,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -73,6 +106,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"placement", required_argument, NULL, O_PLACEMENT},
 	    {"new-admin-token", no_argument, NULL, O_NEW_TOKEN},
 	    {"audit-accept-break", no_argument, NULL, O_AUDIT_BREAK},
+	    {"admission-policy", required_argument, NULL, O_POLICY},
+	    {"fair-share-half-life", required_argument, NULL, O_HALF_LIFE},
+	    {"preempt-grace", required_argument, NULL, O_GRACE},
+	    {"preempt-min-run", required_argument, NULL, O_MIN_RUN},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -106,6 +143,28 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case O_AUDIT_BREAK:
 			o->accept_audit_break = true;
+			break;
+		case O_POLICY:
+			if (o->n_admission_policies == (int)ISO_ARRAY_SIZE(o->admission_policies)) {
+				fprintf(stderr, "isostackd: at most %d --admission-policy files\n",
+				        (int)ISO_ARRAY_SIZE(o->admission_policies));
+				return -1;
+			}
+			o->admission_policies[o->n_admission_policies++] = optarg;
+			break;
+		case O_HALF_LIFE:
+			if (parse_duration(optarg, "--fair-share-half-life", 3600.0, 1e-3,
+			                   &o->half_life_ms) < 0)
+				return -1;
+			break;
+		case O_GRACE:
+			if (parse_duration(optarg, "--preempt-grace", 1.0, 0, &o->preempt_grace_ms) < 0)
+				return -1;
+			break;
+		case O_MIN_RUN:
+			if (parse_duration(optarg, "--preempt-min-run", 1.0, 0,
+			                   &o->preempt_min_run_ms) < 0)
+				return -1;
 			break;
 		case O_NEW_TOKEN:
 			o->new_admin_token = true;
@@ -229,6 +288,11 @@ int main(int argc, char **argv)
 	    .placer = placer,
 	    .state_dir = o.state_dir,
 	    .accept_audit_break = o.accept_audit_break,
+	    .fair_share_half_life_ms = o.half_life_ms,
+	    .preempt_grace_ms = o.preempt_grace_ms,
+	    .preempt_min_run_ms = o.preempt_min_run_ms,
+	    .admission_policies = o.admission_policies,
+	    .n_admission_policies = o.n_admission_policies,
 	};
 	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);

@@ -55,6 +55,8 @@ const char *iso_node_sched_name(enum iso_node_sched s)
 		return "cordoned";
 	case ISO_NODE_DRAINING:
 		return "draining";
+	case ISO_NODE_DOWN:
+		return "down";
 	}
 	return "unknown";
 }

@@ -65,6 +65,7 @@ void iso_cluster_state_free(struct iso_cluster_state *cs)
 			free(cs->usage[i].gpus);
 	free(cs->usage);
 	free(cs->sched);
+	free(cs->quarantined);
 	ix_free(cs->index);
 	memset(cs, 0, sizeof(*cs));
 }
@@ -88,6 +89,73 @@ static int gpu_position(const struct iso_node *node, int index)
 		if (node->gpus[j].index == index)
 			return j;
 	return -1;
+}
+
+/* ---- faults: GPUs out of service ---- */
+
+/* The GPU's number in cs->quarantined, or -1 when there is no such GPU. */
+static int gpu_id(const struct iso_cluster_state *cs, int node, int pos)
+{
+	int base = 0;
+
+	if (!cs->inv || node < 0 || node >= cs->inv->n_nodes || pos < 0 ||
+	    pos >= cs->inv->nodes[node].n_gpus)
+		return -1;
+	if (cs->index)
+		return cs->index->nodes[node].gpu_base + pos;
+	for (int i = 0; i < node; i++)
+		base += cs->inv->nodes[i].n_gpus;
+	return base + pos;
+}
+
+bool iso_cluster_state_gpu_quarantined(const struct iso_cluster_state *cs, int node, int pos)
+{
+	int id = gpu_id(cs, node, pos);
+
+	return id >= 0 && cs->quarantined && cs->quarantined[id];
+}
+
+int iso_cluster_state_gpu_quarantine(struct iso_cluster_state *cs, int node, int pos)
+{
+	int id = gpu_id(cs, node, pos);
+	const struct iso_gpu *gpu;
+	struct iso_gpu_occupancy *o;
+
+	if (id < 0)
+		return -EINVAL;
+	if (cs->quarantined && cs->quarantined[id])
+		return 0;
+	gpu = &cs->inv->nodes[node].gpus[pos];
+	o = &cs->usage[node].gpus[pos];
+	if (!iso_gpu_occupancy_empty(gpu->model, o))
+		return -EBUSY;
+	if (!cs->quarantined) {
+		int n = 0;
+		for (int i = 0; i < cs->inv->n_nodes; i++)
+			n += cs->inv->nodes[i].n_gpus;
+		cs->quarantined = calloc((size_t)n, sizeof(*cs->quarantined));
+		if (!cs->quarantined)
+			return -ENOMEM;
+	}
+	/* Fully used is a state every policy and take already refuse, and the
+	 * index files it like a busy whole GPU, so no search changes. */
+	o->whole = true;
+	o->free_mask = 0;
+	o->compute_used = gpu->model->compute_slices;
+	cs->quarantined[id] = true;
+	ix_gpu_changed(cs, node, pos);
+	return 0;
+}
+
+void iso_cluster_state_gpu_restore(struct iso_cluster_state *cs, int node, int pos)
+{
+	int id = gpu_id(cs, node, pos);
+
+	if (id < 0 || !cs->quarantined || !cs->quarantined[id])
+		return;
+	cs->quarantined[id] = false;
+	iso_gpu_occupancy_init(&cs->usage[node].gpus[pos], cs->inv->nodes[node].gpus[pos].model);
+	ix_gpu_changed(cs, node, pos);
 }
 
 /* ---- one member ---- */
@@ -275,7 +343,9 @@ static bool slot_give_geometry(struct iso_cluster_state *cs, int ni, const struc
 	if (slot_resolve(cs, ni, s, si, &gpu, &o, NULL) < 0)
 		goto inconsistent;
 	if (s->whole) {
-		if (!o->whole)
+		/* A quarantined GPU looks whole but holds nobody's slot. */
+		if (!o->whole ||
+		    iso_cluster_state_gpu_quarantined(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus)))
 			goto inconsistent;
 		iso_gpu_occupancy_init(o, gpu->model);
 		ix_gpu_changed(cs, ni, (int)(gpu - cs->inv->nodes[ni].gpus));

@@ -62,6 +62,12 @@ static bool ever_fits(const struct iso_resvec *cap, const struct iso_resvec *req
 	return true;
 }
 
+/* a + b, saturating: "forever" is INT64_MAX for callers and FOREVER here. */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 int iso_backfill_plan(const struct iso_resvec *capacity, const struct iso_running *run, int n_run,
                       const struct iso_pending *items, const struct iso_queue_entry *order, int n,
                       int64_t now_ms, bool *start, int64_t *head_start_ms, struct iso_error *err)
@@ -91,9 +97,9 @@ int iso_backfill_plan(const struct iso_resvec *capacity, const struct iso_runnin
 		dur = x->duration_ms > 0 ? x->duration_ms : FOREVER;
 		if (!ever_fits(capacity, &x->req))
 			continue; /* can never run: must not hold up the queue */
-		if (fits_over(&p, now_ms, now_ms + dur, &x->req)) {
+		if (fits_over(&p, now_ms, add_sat(now_ms, dur), &x->req)) {
 			start[it] = true;
-			spans[p.n++] = (struct span){now_ms, now_ms + dur, &x->req};
+			spans[p.n++] = (struct span){now_ms, add_sat(now_ms, dur), &x->req};
 			continue;
 		}
 		if (head >= 0)
@@ -102,15 +108,15 @@ int iso_backfill_plan(const struct iso_resvec *capacity, const struct iso_runnin
 		int64_t best = -1;
 		for (int i = 0; i < p.n; i++) {
 			int64_t t = spans[i].end;
-			if (t > now_ms && (best < 0 || t < best) &&
-			    fits_over(&p, t, t + dur, &x->req))
+			if (t > now_ms && t < INT64_MAX && (best < 0 || t < best) &&
+			    fits_over(&p, t, add_sat(t, dur), &x->req))
 				best = t;
 		}
 		if (best < 0)
 			continue;
 		head = it;
 		*head_start_ms = best;
-		spans[p.n++] = (struct span){best, best + dur, &x->req};
+		spans[p.n++] = (struct span){best, add_sat(best, dur), &x->req};
 	}
 	return 0;
 }

@@ -93,7 +93,12 @@ static void kind_field(const struct iso_tenancy *t, int kind, char *buf, size_t 
 {
 	static const char *const fixed[] = {"gpus", "cpus", "memory_mib", "nodes"};
 
-	snprintf(buf, size, "%s", kind < ISO_RES_FIRST_MODEL ? fixed[kind] : t->model[kind]);
+	if (kind >= 0 && kind < ISO_RES_FIRST_MODEL)
+		snprintf(buf, size, "%s", fixed[kind]);
+	else if (kind < t->n_kinds && kind < ISO_RES_MAX)
+		snprintf(buf, size, "%s", t->model[kind]);
+	else
+		snprintf(buf, size, "kind%d", kind);
 }
 
 int iso_tenancy_find(const struct iso_tenancy *t, const char *name)

@@ -610,19 +610,21 @@ def check_error_shape(tc, r):
 
 # ---------------------------------------------------------------- objects
 
-TENANT_KEYS = {"name", "description", "pkey", "created", "updated"}
+TENANT_KEYS = {"name", "description", "pkey", "created", "updated", "org", "shares", "isolation",
+               "tags"}
 TOKEN_KEYS = {"id", "role", "tenant", "user", "description", "created", "expires", "revoked"}
 NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "memory_mib_used",
              "state", "gpus", "gpu_model", "members", "port"}
 PORT_KEYS = {"device", "port", "guid", "pkey_capacity", "vfs"}
 GPU_KEYS = {"node", "index", "model", "mig_enabled", "whole_used", "free_slices", "memory_slices",
-            "compute_used", "compute_slices", "free_mask", "instances"}
+            "compute_used", "compute_slices", "free_mask", "instances", "fault"}
 INSTANCE_KEYS = {"allocation", "profile", "start", "width", "whole"}
 CAPACITY_KEYS = {"nodes", "schedulable_nodes", "gpus", "gpus_free", "memory_slices",
                  "memory_slices_free", "compute_slices", "compute_slices_free", "cpus", "cpus_free",
                  "memory_mib", "memory_mib_free"}
 ALLOC_KEYS = {"id", "tenant", "name", "state", "reason", "members", "gpus", "cpus", "memory_mib",
-              "pool", "owner", "created", "updated", "nodes", "placement"}
+              "pool", "owner", "created", "updated", "nodes", "placement",
+              "project", "priority", "isolation", "spread", "on_preempt", "duration_s"}
 ALLOC_GPUS_KEYS = {"count", "whole", "profile", "model"}
 PLACEMENT_KEYS = {"member", "node", "gpu", "whole", "profile", "start", "width"}
 VERSION_KEYS = {"version", "api", "store", "placement", "fabric"}
@@ -750,6 +752,11 @@ def check_gpu_view(tc, gpus, allocations, memory_slices=8, compute_slices=7):
     shown = set()
     for g in gpus:
         tc.assertEqual(set(g.keys()), GPU_KEYS, "gpu keys: %r" % (g,))
+        if g["fault"] is not None:
+            # Out of service (docs/tenancy.md): nothing on it, nothing free.
+            tc.assertEqual(g["instances"], [], "instances on a faulted GPU: %r" % (g,))
+            tc.assertEqual((g["free_slices"], g["whole_used"]), (0, False), repr(g))
+            continue
         used = 0
         compute = 0
         whole = False

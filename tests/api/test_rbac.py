@@ -148,7 +148,35 @@ EXPECT = {
     ("GET /v1/audit/proof/inclusion", "other"): (401, 200, 200, 404, 403),
     ("GET /v1/audit/proof/inclusion", "missing"): (401, 400, 400, 400, 403),
     ("GET /v1/audit/proof/consistency", "-"): (401, 200, 200, 200, 403),
+
+    # tenancy (docs/tenancy.md "The API"); "own"/"other" as for tenants
+    ("GET /v1/orgs", "-"):             (401, 200, 200, 403, 403),
+    ("POST /v1/orgs", "-"):            (401, 201, 403, 403, 403),
+    ("DELETE /v1/orgs/X", "-"):        (401, 204, 403, 403, 403),
+    ("GET /v1/orgs/X/quota", "-"):     (401, 200, 200, 404, 404),
+    ("PUT /v1/orgs/X/quota", "-"):     (401, 200, 403, 404, 404),
+    ("GET /v1/tenants/X/projects", "own"):     (401, 200, 200, 200, 200),
+    ("GET /v1/tenants/X/projects", "other"):   (401, 200, 200, 404, 404),
+    ("GET /v1/tenants/X/projects", "missing"): (401, 404, 404, 404, 404),
+    ("POST /v1/tenants/X/projects", "own"):    (401, 201, 403, 201, 403),
+    ("POST /v1/tenants/X/projects", "other"):  (401, 201, 403, 404, 404),
+    ("DELETE /v1/tenants/X/projects/P", "own"):   (401, 204, 403, 204, 403),
+    ("DELETE /v1/tenants/X/projects/P", "other"): (401, 204, 403, 404, 404),
+    ("GET /v1/tenants/X/quota", "own"):        (401, 200, 200, 200, 200),
+    ("GET /v1/tenants/X/quota", "other"):      (401, 200, 200, 404, 404),
+    ("GET /v1/tenants/X/quota", "missing"):    (401, 404, 404, 404, 404),
+    ("PUT /v1/tenants/X/quota", "own"):        (401, 200, 403, 403, 403),
+    ("PUT /v1/tenants/X/quota", "other"):      (401, 200, 403, 404, 404),
+    ("GET /v1/tenants/X/projects/P/quota", "own"):   (401, 200, 200, 200, 200),
+    ("GET /v1/tenants/X/projects/P/quota", "other"): (401, 200, 200, 404, 404),
+    ("PUT /v1/tenants/X/projects/P/quota", "own"):   (401, 200, 403, 200, 403),
+    ("PUT /v1/tenants/X/projects/P/quota", "other"): (401, 200, 403, 404, 404),
+    ("GET /v1/queue", "-"):            (401, 200, 200, 200, 200),
+    ("GET /v1/usage", "-"):            (401, 200, 200, 200, 200),
 }
+ORG = "rbac-org-hush"
+PROJECT = {"A": "alpha-proj-hush", "B": "bravo-proj-hush"}
+GPU_QUOTA = {"gpus": {"guaranteed": 0}}
 
 # Every endpoint of docs/api.md must appear in the table.
 DOC_ENDPOINTS = [
@@ -160,6 +188,11 @@ DOC_ENDPOINTS = [
     "POST /v1/allocations", "GET /v1/allocations/X", "PATCH /v1/allocations/X",
     "DELETE /v1/allocations/X", "GET /v1/audit/events", "GET /v1/audit/head",
     "GET /v1/audit/pubkey", "GET /v1/audit/proof/inclusion", "GET /v1/audit/proof/consistency",
+    "GET /v1/orgs", "POST /v1/orgs", "DELETE /v1/orgs/X", "GET /v1/orgs/X/quota",
+    "PUT /v1/orgs/X/quota", "GET /v1/tenants/X/projects", "POST /v1/tenants/X/projects",
+    "DELETE /v1/tenants/X/projects/P", "GET /v1/tenants/X/quota", "PUT /v1/tenants/X/quota",
+    "GET /v1/tenants/X/projects/P/quota", "PUT /v1/tenants/X/projects/P/quota", "GET /v1/queue",
+    "GET /v1/usage",
 ]
 
 def missing_like(real_id):
@@ -207,6 +240,10 @@ class TestRbac(ApiTestCase):
         for t in ("A", "B"):
             cls._must(cls.admin.post("/v1/tenants", {"name": TENANT[t], "description": DESC[t]}), 201)
             cls.secrets[t].update([TENANT[t], DESC[t], "%s-tokdesc" % TENANT[t][:5]] + POOL_NODES[t])
+        cls._must(cls.admin.post("/v1/orgs", {"name": ORG}), 201)
+        for t in ("A", "B"):
+            cls._must(cls.admin.post("/v1/tenants/%s/projects" % TENANT[t], {"name": PROJECT[t]}), 201)
+            cls.secrets[t].add(PROJECT[t])
         for role in ("auditor", "A-admin", "A-user", "A-user2", "B-admin", "B-user", "B-user2"):
             obj, sec = cls._issue(role)
             cls.tok[role], cls.secret[role] = obj, sec
@@ -756,6 +793,82 @@ class TestRbac(ApiTestCase):
 
     def test_allocations_release(self):
         self._alloc_cases("DELETE /v1/allocations/X", "DELETE", None, fresh=True)
+
+    # ------------------------------------------------------------ tenancy
+
+    def test_tenancy_routes(self):
+        for role in CALLERS:
+            with self.subTest(role=role, area="orgs"):
+                r = self.call(role, "GET", "/v1/orgs")
+                self.check("GET /v1/orgs", "-", role, r)
+                if r.status == 200:
+                    self.assertIn(ORG, [o["name"] for o in r.body["items"]])
+                name = harness.uniq("rbac-org")
+                r = self.call(role, "POST", "/v1/orgs", {"name": name})
+                after = name in [o["name"] for o in self.admin.get("/v1/orgs").body["items"]]
+                self.check("POST /v1/orgs", "-", role, r, False, after)
+                if not after:
+                    self.assertStatus(self.admin.post("/v1/orgs", {"name": name}), 201)
+                r = self.call(role, "DELETE", "/v1/orgs/" + name)
+                self.check("DELETE /v1/orgs/X", "-", role, r)
+                r = self.call(role, "GET", "/v1/orgs/%s/quota" % ORG)
+                self.check("GET /v1/orgs/X/quota", "-", role, r)
+                before = self.state_of("/v1/orgs/%s/quota" % ORG)
+                r = self.call(role, "PUT", "/v1/orgs/%s/quota" % ORG, GPU_QUOTA)
+                self.check("PUT /v1/orgs/X/quota", "-", role, r, before,
+                           self.state_of("/v1/orgs/%s/quota" % ORG))
+            for target in ("own", "other", "missing"):
+                with self.subTest(role=role, target=target, area="projects"):
+                    name = self._tenant_target(role, target)
+                    t = "A" if name == TENANT["A"] else "B"
+                    base = "/v1/tenants/" + name
+                    r = self.call(role, "GET", base + "/projects")
+                    self.check("GET /v1/tenants/X/projects", target, role, r)
+                    if r.status == 200:
+                        self.assertEqual([p["name"] for p in r.body["items"]], [PROJECT[t]])
+                    r = self.call(role, "GET", base + "/quota")
+                    self.check("GET /v1/tenants/X/quota", target, role, r)
+                    if target == "missing":
+                        continue
+                    before = self.state_of(base + "/quota")
+                    r = self.call(role, "PUT", base + "/quota", GPU_QUOTA)
+                    self.check("PUT /v1/tenants/X/quota", target, role, r, before,
+                               self.state_of(base + "/quota"))
+                    pq = "%s/projects/%s/quota" % (base, PROJECT[t])
+                    r = self.call(role, "GET", pq)
+                    self.check("GET /v1/tenants/X/projects/P/quota", target, role, r)
+                    before = self.state_of(pq)
+                    r = self.call(role, "PUT", pq, GPU_QUOTA)
+                    self.check("PUT /v1/tenants/X/projects/P/quota", target, role, r, before,
+                               self.state_of(pq))
+                    pname = "%s-p%d" % (t.lower(), harness._uniq_counter[0])
+                    harness.uniq("p")
+                    r = self.call(role, "POST", base + "/projects", {"name": pname})
+                    created = pname in [p["name"] for p in
+                                        self.admin.get(base + "/projects").body["items"]]
+                    self.check("POST /v1/tenants/X/projects", target, role, r, False, created)
+                    if not created:
+                        self.assertStatus(self.admin.post(base + "/projects", {"name": pname}), 201)
+                    self.secrets[t].add(pname)
+                    r = self.call(role, "DELETE", "%s/projects/%s" % (base, pname))
+                    self.check("DELETE /v1/tenants/X/projects/P", target, role, r)
+                    if r.status != 204:
+                        self.assertStatus(self.admin.delete("%s/projects/%s" % (base, pname)), 204)
+            with self.subTest(role=role, area="queue"):
+                for ep in ("GET /v1/queue", "GET /v1/usage"):
+                    r = self.call(role, "GET", ep.split(" ")[1])
+                    self.check(ep, "-", role, r)
+                    t = tenant_of(role)
+                    if r.status == 200 and t and ep == "GET /v1/usage":
+                        self.assertEqual({x["account"] for x in r.body["items"]},
+                                         {TENANT[t], "%s/%s" % (TENANT[t], PROJECT[t])})
+        for role in ("A-admin", "A-user", "B-admin", "B-user"):
+            with self.subTest(role=role, check="same-as-missing"):
+                o = self._tenant_target(role, "other")
+                for suffix in ("/quota", "/projects"):
+                    self.assert_same_as_missing(role, "GET", "/v1/tenants/" + o + suffix, None, o,
+                                                "/v1/tenants/" + MISSING_TENANT + suffix, None,
+                                                MISSING_TENANT)
 
     # ------------------------------------------------------------ auditor
 

@@ -1,0 +1,671 @@
+/* accounts.c: the use cases around the tenancy policy core (tenancy.c):
+ * organisations and projects, quotas per account and kind, tenants' policy
+ * fields, the queue and fair-share standing as a caller may see them. Every
+ * change is one transaction with its audit event, checked against the
+ * account tree first (a dry run) and applied to the tree only after the
+ * commit, so the tree never holds what the store does not. A tenant-scoped
+ * caller sees its own tenant and projects only: anything else is "no such
+ * account", exactly like a missing one. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "controller/internal.h"
+#include "isostack/tenancy.h"
+
+#define NO_ACCOUNT "no such account"
+
+static bool tags_valid(const char *tags)
+{
+	bool empty_label = true;
+
+	for (const char *s = tags; *s; s++) {
+		if (*s == ',') {
+			if (empty_label)
+				return false;
+			empty_label = true;
+		} else if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-') {
+			empty_label = false;
+		} else {
+			return false;
+		}
+	}
+	return !tags[0] || !empty_label;
+}
+
+static int org_find(struct iso_controller *c, const char *name, struct iso_org *out,
+                    struct iso_error *err)
+{
+	_cleanup_free_ struct iso_org *orgs = NULL;
+	int n = 0, r = c->store->ops->org_list(c->store, &orgs, &n, err);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++)
+		if (strcmp(orgs[i].name, name) == 0) {
+			if (out)
+				*out = orgs[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int project_find(struct iso_controller *c, int64_t tenant_id, const char *name,
+                        struct iso_project *out, struct iso_error *err)
+{
+	_cleanup_free_ struct iso_project *all = NULL;
+	int n = 0, r = c->store->ops->project_list(c->store, &all, &n, err);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++)
+		if (all[i].tenant_id == tenant_id && strcmp(all[i].name, name) == 0) {
+			if (out)
+				*out = all[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Audit details hold integers only (an unambiguous encoding): shares,
+ * a real, go as text. */
+static json_t *shares_json(double shares)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%g", shares);
+	return json_pack("{s:s}", "shares", buf);
+}
+
+bool ctl_org_exists(struct iso_controller *c, const char *name)
+{
+	return org_find(c, name, NULL, NULL) == 0;
+}
+
+bool ctl_project_exists(struct iso_controller *c, int64_t tenant_id, const char *name)
+{
+	return project_find(c, tenant_id, name, NULL, NULL) == 0;
+}
+
+int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_policy *pol,
+                            struct iso_tenant *t, struct iso_error *err)
+{
+	enum iso_isolation iso;
+
+	if (!pol)
+		return 0;
+	if (pol->org) {
+		if (pol->org[0] && (!iso_name_valid(pol->org) || !ctl_org_exists(c, pol->org)))
+			return iso_error_set(err, ISO_E_INVALID, "org",
+			                     "org: no organisation named \"%.64s\"", pol->org);
+		iso_strlcpy(t->org, pol->org, sizeof(t->org));
+	}
+	if (pol->shares != 0) {
+		if (!(pol->shares > 0) || pol->shares > 1e6)
+			return iso_error_set(err, ISO_E_INVALID, "shares",
+			                     "shares: must be > 0 and at most 1000000");
+		t->shares = pol->shares;
+	}
+	if (pol->isolation) {
+		if (iso_isolation_parse(pol->isolation, &iso) < 0)
+			return iso_error_set(err, ISO_E_INVALID, "isolation",
+			                     "isolation: want shared, exclusive-gpu, exclusive-node "
+			                     "or exclusive-rack");
+		iso_strlcpy(t->isolation, iso_isolation_name(iso), sizeof(t->isolation));
+	}
+	if (pol->tags) {
+		if (!tags_valid(pol->tags) || strlen(pol->tags) >= sizeof(t->tags))
+			return iso_error_set(err, ISO_E_INVALID, "tags",
+			                     "tags: want comma-separated labels of [a-z0-9-], "
+			                     "at most %zu bytes",
+			                     sizeof(t->tags) - 1);
+		iso_strlcpy(t->tags, pol->tags, sizeof(t->tags));
+	}
+	return 0;
+}
+
+/* ---- organisations ---- */
+
+int iso_controller_org_create(struct iso_controller *c, const struct iso_principal *p,
+                              const char *name, double shares, struct iso_org *out,
+                              struct iso_error *err)
+{
+	struct iso_tenant t;
+	struct iso_org o = {0};
+	int r = ctl_require_admin(p, err);
+
+	if (r < 0)
+		return r;
+	if (!name)
+		return iso_error_set(err, ISO_E_INVALID, "name", "name: required");
+	if (!iso_name_valid(name))
+		return iso_error_set(err, ISO_E_INVALID, "name",
+		                     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
+	if (shares == 0)
+		shares = 1.0;
+	if (!(shares > 0) || shares > 1e6)
+		return iso_error_set(err, ISO_E_INVALID, "shares",
+		                     "shares: must be > 0 and at most 1000000");
+	if (c->store->ops->tenant_get_by_name(c->store, name, &t, NULL) == 0)
+		return iso_error_set(err, ISO_E_CONFLICT, "name",
+		                     "name: a tenant is named \"%s\"; organisations and tenants "
+		                     "share one namespace",
+		                     name);
+	r = org_find(c, name, NULL, err);
+	if (r == 0)
+		return iso_error_set(err, ISO_E_CONFLICT, "name",
+		                     "organisation \"%s\" already exists", name);
+	if (r != -ENOENT)
+		return r;
+	iso_strlcpy(o.name, name, sizeof(o.name));
+	o.shares = shares;
+	o.created_ms = iso_now_ms();
+	r = ctl_tx_begin(c, err);
+	if (r == 0)
+		r = c->store->ops->org_put(c->store, &o, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "org.create", .kind = "org", .id = o.name,
+		                             .details = shares_json(o.shares)});
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
+		return r;
+	/* A name that was an organisation before keeps its account (and its
+	 * past usage); its quotas were cleared when it was deleted. */
+	if (ctl_tenancy_put_account(c, o.name, ISO_ACCT_ORG, NULL, o.shares, err) < 0)
+		iso_log(ISO_LOG_ERR, "tenancy_account_failed", "org=%s error=\"%s\"", o.name,
+		        err ? err->message : "");
+	*out = o;
+	return 0;
+}
+
+int iso_controller_org_list(struct iso_controller *c, const struct iso_principal *p,
+                            struct iso_org **out, int *n, struct iso_error *err)
+{
+	if (!ctl_is_cluster_role(p))
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
+		                     "organisations are visible to cluster roles only");
+	return c->store->ops->org_list(c->store, out, n, err);
+}
+
+/* Deletes the stored quotas of an account (inside the transaction). */
+static int quota_rows_delete(struct iso_controller *c, const char *account, struct iso_error *err)
+{
+	const struct iso_tenancy *t = ctl_tenancy_tree(c);
+	int r = 0;
+
+	for (int k = 0; r == 0 && k < t->n_kinds; k++) {
+		char kind[ISO_NAME_MAX];
+		ctl_tenancy_kind_name(t, k, kind, sizeof(kind));
+		r = c->store->ops->quota_delete(c->store, account, kind, err);
+	}
+	return r;
+}
+
+int iso_controller_org_delete(struct iso_controller *c, const struct iso_principal *p,
+                              const char *name, struct iso_error *err)
+{
+	struct iso_tenant *tenants = NULL;
+	int n = 0, members = 0, r = ctl_require_admin(p, err);
+
+	if (r < 0)
+		return r;
+	r = org_find(c, name, NULL, err);
+	if (r == -ENOENT)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such organisation");
+	if (r < 0)
+		return r;
+	r = ctl_tx_begin(c, err);
+	if (r < 0)
+		return r;
+	/* Counted inside the transaction so no tenant can join in between. */
+	r = c->store->ops->tenant_list(c->store, "", 0, &tenants, &n, err);
+	for (int i = 0; r == 0 && i < n; i++)
+		members += strcmp(tenants[i].org, name) == 0;
+	free(tenants);
+	if (r == 0 && members > 0)
+		r = iso_error_set(err, ISO_E_CONFLICT, NULL,
+		                  "organisation \"%s\" has %d tenant%s; move or delete them first",
+		                  name, members, members == 1 ? "" : "s");
+	if (r == 0)
+		r = quota_rows_delete(c, name, err);
+	if (r == 0)
+		r = c->store->ops->org_delete(c->store, name, err);
+	if (r == 0)
+		ctl_emit(c, p, &(struct ctl_event){.action = "org.delete", .kind = "org", .id = name});
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
+		return r;
+	ctl_tenancy_clear_quotas(c, name);
+	return 0;
+}
+
+/* ---- projects ---- */
+
+/* The tenant of a project route: visible to the caller, and for changes
+ * the caller must be its tenant-admin or the cluster-admin. */
+static int project_tenant(struct iso_controller *c, const struct iso_principal *p,
+                          const char *tenant, bool write, struct iso_tenant *out,
+                          struct iso_error *err)
+{
+	int r = ctl_resolve_tenant(c, p, tenant, "tenant", out, err);
+
+	if (r < 0) {
+		if (err)
+			err->field[0] = '\0'; /* from the path */
+		return r;
+	}
+	if (write && p->role != ISO_ROLE_CLUSTER_ADMIN && p->role != ISO_ROLE_TENANT_ADMIN)
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do this",
+		                     iso_role_name(p->role));
+	return 0;
+}
+
+static int project_name_check(const char *tenant, const char *name, char *account, size_t size,
+                              struct iso_error *err)
+{
+	if (!name)
+		return iso_error_set(err, ISO_E_INVALID, "name", "name: required");
+	if (!iso_name_valid(name))
+		return iso_error_set(err, ISO_E_INVALID, "name",
+		                     "name: invalid (want [a-z0-9][a-z0-9._-]{0,62})");
+	if (snprintf(account, size, "%s/%s", tenant, name) >= (int)size)
+		return iso_error_set(err, ISO_E_INVALID, "name",
+		                     "name: \"%s/%s\" must be shorter than %d characters", tenant,
+		                     name, ISO_NAME_MAX);
+	return 0;
+}
+
+int iso_controller_project_create(struct iso_controller *c, const struct iso_principal *p,
+                                  const char *tenant, const char *name, double shares,
+                                  struct iso_project *out, struct iso_error *err)
+{
+	struct iso_project pr = {0};
+	struct iso_tenant t;
+	char account[ISO_NAME_MAX];
+	int r = project_tenant(c, p, tenant, true, &t, err);
+
+	if (r < 0)
+		return r;
+	r = project_name_check(t.name, name, account, sizeof(account), err);
+	if (r < 0)
+		return r;
+	if (shares == 0)
+		shares = 1.0;
+	if (!(shares > 0) || shares > 1e6)
+		return iso_error_set(err, ISO_E_INVALID, "shares",
+		                     "shares: must be > 0 and at most 1000000");
+	if (ctl_project_exists(c, t.id, name))
+		return iso_error_set(err, ISO_E_CONFLICT, "name", "project \"%s\" already exists",
+		                     name);
+	pr.tenant_id = t.id;
+	iso_strlcpy(pr.name, name, sizeof(pr.name));
+	pr.shares = shares;
+	r = ctl_tx_begin(c, err);
+	if (r == 0)
+		r = c->store->ops->project_put(c->store, &pr, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "project.create", .kind = "project",
+		                             .id = account, .tenant = t.name, .tenant_id = t.id,
+		                             .details = shares_json(pr.shares)});
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
+		return r;
+	if (ctl_tenancy_put_account(c, account, ISO_ACCT_PROJECT, t.name, pr.shares, err) < 0)
+		iso_log(ISO_LOG_ERR, "tenancy_account_failed", "project=%s error=\"%s\"", account,
+		        err ? err->message : "");
+	*out = pr;
+	return 0;
+}
+
+int iso_controller_project_list(struct iso_controller *c, const struct iso_principal *p,
+                                const char *tenant, struct iso_project **out, int *n,
+                                struct iso_error *err)
+{
+	_cleanup_free_ struct iso_project *all = NULL;
+	struct iso_tenant t;
+	int count = 0, r = project_tenant(c, p, tenant, false, &t, err);
+
+	if (r < 0)
+		return r;
+	r = c->store->ops->project_list(c->store, &all, &count, err);
+	if (r < 0)
+		return r;
+	*n = 0;
+	for (int i = 0; i < count; i++)
+		if (all[i].tenant_id == t.id)
+			all[(*n)++] = all[i];
+	*out = ISO_TAKE(all);
+	return 0;
+}
+
+int iso_controller_project_delete(struct iso_controller *c, const struct iso_principal *p,
+                                  const char *tenant, const char *name, struct iso_error *err)
+{
+	struct iso_alloc_filter f = {.live_only = true, .state = -1};
+	struct iso_allocation *live = NULL;
+	struct iso_tenant t;
+	char account[ISO_NAME_MAX];
+	int n = 0, using = 0, r = project_tenant(c, p, tenant, true, &t, err);
+
+	if (r < 0)
+		return r;
+	if (!iso_name_valid(name) || !ctl_project_exists(c, t.id, name) ||
+	    snprintf(account, sizeof(account), "%s/%s", t.name, name) >= (int)sizeof(account))
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such project");
+	r = ctl_tx_begin(c, err);
+	if (r < 0)
+		return r;
+	f.tenant_id = t.id;
+	r = c->store->ops->alloc_list(c->store, &f, &live, &n, err);
+	for (int i = 0; r == 0 && i < n; i++)
+		using += strcmp(live[i].project, name) == 0;
+	iso_allocations_free(live, n);
+	if (r == 0 && using > 0)
+		r = iso_error_set(err, ISO_E_CONFLICT, NULL,
+		                  "project \"%s\" has %d live allocation%s; release them first", name,
+		                  using, using == 1 ? "" : "s");
+	if (r == 0)
+		r = quota_rows_delete(c, account, err);
+	if (r == 0)
+		r = c->store->ops->project_delete(c->store, t.id, name, err);
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "project.delete", .kind = "project",
+		                             .id = account, .tenant = t.name, .tenant_id = t.id});
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
+		return r;
+	ctl_tenancy_clear_quotas(c, account);
+	return 0;
+}
+
+/* ---- quotas ---- */
+
+struct account_ref {
+	int acct;                    /* in the tree */
+	enum iso_acct_level level;   /* ISO_ACCT_ORG, _TENANT or _PROJECT */
+	struct iso_tenant tenant;    /* for tenants and projects */
+	char name[ISO_NAME_MAX];     /* as in the tree and the store */
+};
+
+/* Resolves an account the caller may see; anything else, missing or not
+ * visible, is the same 404. */
+static int account_resolve(struct iso_controller *c, const struct iso_principal *p,
+                           const char *account, struct account_ref *out, struct iso_error *err)
+{
+	const char *slash = account ? strchr(account, '/') : NULL;
+	char tenant[ISO_NAME_MAX];
+
+	memset(out, 0, sizeof(*out));
+	if (!account || iso_strlcpy(out->name, account, sizeof(out->name)) < 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, NO_ACCOUNT);
+	if (slash) {
+		size_t n = (size_t)(slash - account);
+		if (n >= sizeof(tenant))
+			return iso_error_set(err, ISO_E_NOT_FOUND, NULL, NO_ACCOUNT);
+		memcpy(tenant, account, n);
+		tenant[n] = '\0';
+		if (!iso_name_valid(tenant) || !iso_name_valid(slash + 1) ||
+		    ctl_resolve_tenant(c, p, tenant, NULL, &out->tenant, NULL) < 0 ||
+		    !ctl_project_exists(c, out->tenant.id, slash + 1))
+			return iso_error_set(err, ISO_E_NOT_FOUND, NULL, NO_ACCOUNT);
+		out->level = ISO_ACCT_PROJECT;
+	} else if (iso_name_valid(account) &&
+	           ctl_resolve_tenant(c, p, account, NULL, &out->tenant, NULL) == 0) {
+		out->level = ISO_ACCT_TENANT;
+	} else if (ctl_is_cluster_role(p) && iso_name_valid(account) && ctl_org_exists(c, account)) {
+		out->level = ISO_ACCT_ORG;
+	} else {
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, NO_ACCOUNT);
+	}
+	out->acct = iso_tenancy_find(ctl_tenancy_tree(c), account);
+	if (out->acct < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "account %s is not in the tree",
+		                     account);
+	return 0;
+}
+
+static json_t *limit_json(int64_t v)
+{
+	return v == ISO_QUOTA_NONE ? json_null() : json_integer(v);
+}
+
+static json_t *account_quota_json(struct iso_controller *c, const struct account_ref *ref)
+{
+	const struct iso_tenancy *t = ctl_tenancy_tree(c);
+	const struct iso_account *a = &t->acct[ref->acct];
+	const struct iso_account *pa = &t->acct[a->parent];
+	json_t *quotas = json_object(), *used = json_object();
+	bool implicit = a->parent == ctl_tenancy_default_org(c) || a->parent == 0;
+
+	for (int k = 0; k < t->n_kinds; k++) {
+		char kind[ISO_NAME_MAX];
+		const struct iso_quota *q = &a->q[k];
+		ctl_tenancy_kind_name(t, k, kind, sizeof(kind));
+		json_object_set_new(quotas, kind,
+		                    json_pack("{s:o, s:o, s:o}", "guaranteed",
+		                              limit_json(q->guaranteed), "borrow_limit",
+		                              limit_json(q->borrow_limit), "lend_limit",
+		                              limit_json(q->lend_limit)));
+		json_object_set_new(used, kind, json_integer(a->used.v[k]));
+	}
+	return json_pack("{s:s, s:s, s:o, s:f, s:o, s:o}", "account", a->name, "level",
+	                 iso_acct_level_name(a->level), "parent",
+	                 implicit ? json_null() : json_string(pa->name), "shares", a->shares,
+	                 "quotas", quotas, "used", used);
+}
+
+int iso_controller_quota_get(struct iso_controller *c, const struct iso_principal *p,
+                             const char *account, json_t **out, struct iso_error *err)
+{
+	struct account_ref ref;
+	int r = account_resolve(c, p, account, &ref, err);
+
+	if (r < 0)
+		return r;
+	*out = account_quota_json(c, &ref);
+	return 0;
+}
+
+int iso_controller_quota_set(struct iso_controller *c, const struct iso_principal *p,
+                             const char *account, const struct iso_quota_change *ch, int n,
+                             json_t **out, struct iso_error *err)
+{
+	const struct iso_tenancy *t = ctl_tenancy_tree(c);
+	struct iso_quota q[ISO_RES_MAX];
+	int kinds[ISO_RES_MAX];
+	struct account_ref ref;
+	json_t *details;
+	int r = account_resolve(c, p, account, &ref, err);
+
+	if (r < 0)
+		return r;
+	if (p->role == ISO_ROLE_TENANT_ADMIN ? ref.level != ISO_ACCT_PROJECT
+	                                     : p->role != ISO_ROLE_CLUSTER_ADMIN)
+		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
+		                     "role %s may not set the quotas of %s %s",
+		                     iso_role_name(p->role), iso_acct_level_name(ref.level), ref.name);
+	if (n < 1 || n > t->n_kinds)
+		return iso_error_set(err, ISO_E_INVALID, NULL,
+		                     "give at least one resource kind, each once");
+	for (int i = 0; i < n; i++) {
+		kinds[i] = ctl_tenancy_kind_parse(t, ch[i].kind);
+		if (kinds[i] < 0)
+			return iso_error_set(err, ISO_E_INVALID, ch[i].kind,
+			                     "%.64s: unknown resource kind (want gpus, cpus, "
+			                     "memory_mib, nodes or a GPU model of this cluster)",
+			                     ch[i].kind);
+		for (int j = 0; j < i; j++)
+			if (kinds[j] == kinds[i])
+				return iso_error_set(err, ISO_E_INVALID, ch[i].kind,
+				                     "%s: given twice", ch[i].kind);
+		q[i] = (struct iso_quota){ch[i].guaranteed, ch[i].borrow_limit, ch[i].lend_limit};
+		if (q[i].guaranteed == ISO_QUOTA_NONE && ref.level != ISO_ACCT_ORG)
+			return iso_error_set(err, ISO_E_INVALID, ch[i].kind,
+			                     "%s.guaranteed: required", ch[i].kind);
+	}
+	/* The nesting is checked on the tree as it is, then undone: the tree
+	 * changes only once the store has it. */
+	r = ctl_tenancy_set_quotas(c, ref.name, kinds, q, n, true, err);
+	if (r < 0)
+		return r;
+	details = json_object();
+	r = ctl_tx_begin(c, err);
+	for (int i = 0; r == 0 && i < n; i++) {
+		struct iso_quota_row row = {.guaranteed = q[i].guaranteed,
+		                            .borrow_limit = q[i].borrow_limit,
+		                            .lend_limit = q[i].lend_limit};
+		iso_strlcpy(row.account, ref.name, sizeof(row.account));
+		ctl_tenancy_kind_name(t, kinds[i], row.kind, sizeof(row.kind));
+		r = c->store->ops->quota_put(c->store, &row, err);
+		json_object_set_new(details, row.kind,
+		                    json_pack("{s:o, s:o, s:o}", "guaranteed",
+		                              limit_json(q[i].guaranteed), "borrow_limit",
+		                              limit_json(q[i].borrow_limit), "lend_limit",
+		                              limit_json(q[i].lend_limit)));
+	}
+	if (r == 0)
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "quota.set", .kind = "quota", .id = ref.name,
+		                             .tenant = ref.level == ISO_ACCT_ORG ? "" : ref.tenant.name,
+		                             .tenant_id = ref.level == ISO_ACCT_ORG ? 0 : ref.tenant.id,
+		                             .details = json_incref(details)});
+	json_decref(details);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
+		return r;
+	r = ctl_tenancy_set_quotas(c, ref.name, kinds, q, n, false, err);
+	if (r < 0) /* cannot happen: checked above under the same lock */
+		iso_log(ISO_LOG_ERR, "quota_apply_failed", "account=%s error=\"%s\"", ref.name,
+		        err ? err->message : "");
+	ctl_place_pending(c); /* a larger quota may let waiting work start */
+	*out = account_quota_json(c, &ref);
+	return 0;
+}
+
+/* ---- the queue and fair-share standing ---- */
+
+int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p, json_t **out,
+                         struct iso_error *err)
+{
+	return ctl_tenancy_queue_json(c, p, out, err);
+}
+
+static json_t *vec_json(const struct iso_tenancy *t, const double *v, double scale)
+{
+	json_t *o = json_object();
+
+	for (int k = 0; k < t->n_kinds; k++) {
+		char kind[ISO_NAME_MAX];
+		ctl_tenancy_kind_name(t, k, kind, sizeof(kind));
+		json_object_set_new(o, kind, json_real(v[k] / scale));
+	}
+	return o;
+}
+
+static bool usage_visible(struct iso_controller *c, const struct iso_principal *p,
+                          const struct iso_tenancy *t, int i)
+{
+	int tenant = i;
+
+	if (i == 0)
+		return false;
+	if (ctl_is_cluster_role(p))
+		return true;
+	while (tenant > 0 && t->acct[tenant].level > ISO_ACCT_TENANT)
+		tenant = t->acct[tenant].parent;
+	(void)c;
+	return t->acct[tenant].level == ISO_ACCT_TENANT && strcmp(t->acct[tenant].name, p->tenant) == 0;
+}
+
+/* The names of the accounts that exist now (the tree keeps deleted ones
+ * for their history), as the keys of an object. */
+static int existing_accounts(struct iso_controller *c, json_t **out, struct iso_error *err)
+{
+	const struct iso_store_ops *ops = c->store->ops;
+	_cleanup_free_ struct iso_org *orgs = NULL;
+	_cleanup_free_ struct iso_project *projects = NULL;
+	_cleanup_free_ struct iso_tenant *tenants = NULL;
+	int n_orgs = 0, n_projects = 0, n_tenants = 0;
+	json_t *set;
+	int r = ops->org_list(c->store, &orgs, &n_orgs, err);
+
+	if (r == 0)
+		r = ops->tenant_list(c->store, "", 0, &tenants, &n_tenants, err);
+	if (r == 0)
+		r = ops->project_list(c->store, &projects, &n_projects, err);
+	if (r < 0)
+		return r;
+	set = json_object();
+	for (int i = 0; i < n_orgs; i++)
+		json_object_set_new(set, orgs[i].name, json_true());
+	for (int i = 0; i < n_tenants; i++)
+		json_object_set_new(set, tenants[i].name, json_true());
+	for (int i = 0; i < n_projects; i++) {
+		char tenant[ISO_NAME_MAX], name[ISO_NAME_MAX * 2 + 2];
+		iso_controller_tenant_name(c, projects[i].tenant_id, tenant, sizeof(tenant));
+		snprintf(name, sizeof(name), "%s/%s", tenant, projects[i].name);
+		json_object_set_new(set, name, json_true());
+	}
+	*out = set;
+	return 0;
+}
+
+int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p, json_t **out,
+                         struct iso_error *err)
+{
+	_cleanup_(json_decrefp) json_t *exists = NULL;
+	const struct iso_tenancy *t;
+	_cleanup_free_ int *rank = NULL;
+	_cleanup_free_ double *lf = NULL;
+	json_t *items;
+
+	int r = existing_accounts(c, &exists, err);
+
+	if (r < 0)
+		return r;
+	ctl_tenancy_accrue(c);
+	t = ctl_tenancy_tree(c);
+	rank = calloc((size_t)t->n_accounts, sizeof(*rank));
+	lf = calloc((size_t)t->n_accounts, sizeof(*lf));
+	if (!rank || !lf)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < t->n_accounts; i++)
+		rank[i] = -1;
+	if (iso_fairshare_rank(t, rank, lf) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "fair-share ranking failed");
+	items = json_array();
+	for (int i = 1; i < t->n_accounts; i++) {
+		const struct iso_account *a = &t->acct[i];
+		double used[ISO_RES_MAX], shares = 0, dom = 0, sib_dom = 0;
+		bool implicit = a->parent == ctl_tenancy_default_org(c) || a->parent == 0;
+
+		if (!usage_visible(c, p, t, i) || !json_object_get(exists, a->name))
+			continue;
+		for (int k = 0; k < ISO_RES_MAX; k++)
+			used[k] = (double)a->used.v[k];
+		/* S and U of the level fair share LF = S / U among its siblings */
+		for (int s = t->acct[a->parent].first_child; s >= 0; s = t->acct[s].next_sibling) {
+			shares += t->acct[s].shares;
+			sib_dom += iso_fairshare_dominant(t, t->acct[s].decayed);
+		}
+		dom = iso_fairshare_dominant(t, a->decayed);
+		json_array_append_new(
+		    items,
+		    json_pack("{s:s, s:s, s:o, s:f, s:f, s:f, s:o, s:o, s:f, s:o, s:o}", "account",
+		              a->name, "level", iso_acct_level_name(a->level), "parent",
+		              implicit ? json_null() : json_string(t->acct[a->parent].name), "shares",
+		              a->shares, "share", shares > 0 ? a->shares / shares : 0.0, "usage_share",
+		              sib_dom > 0 ? dom / sib_dom : 0.0, "level_fair_share",
+		              isfinite(lf[i]) ? json_real(lf[i]) : json_null(), "rank",
+		              a->first_child < 0 && rank[i] >= 0 ? json_integer(rank[i] + 1)
+		                                                 : json_null(),
+		              "dominant_share", iso_fairshare_dominant(t, used), "decayed_hours",
+		              vec_json(t, a->decayed, 3600.0 * 1000.0), "used",
+		              vec_json(t, used, 1.0)));
+	}
+	*out = json_pack("{s:o}", "items", items);
+	return 0;
+}
