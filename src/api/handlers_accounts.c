@@ -163,8 +163,7 @@ int api_quota_set(struct api_request *r)
 		return -1;
 	if (quota_account(r, account, sizeof(account), &level) < 0)
 		return iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such account");
-	json_object_foreach(body, kind, v)
-	{
+	json_object_foreach (body, kind, v) {
 		struct iso_quota_change *c = &ch[n];
 
 		if (n == (int)ISO_ARRAY_SIZE(ch))

@@ -108,9 +108,10 @@ int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_po
 	}
 	if (pol->isolation) {
 		if (iso_isolation_parse(pol->isolation, &iso) < 0)
-			return iso_error_set(err, ISO_E_INVALID, "isolation",
-			                     "isolation: want shared, exclusive-gpu, exclusive-node "
-			                     "or exclusive-rack");
+			return iso_error_set(
+			    err, ISO_E_INVALID, "isolation",
+			    "isolation: want shared, exclusive-gpu, exclusive-node "
+			    "or exclusive-rack");
 		iso_strlcpy(t->isolation, iso_isolation_name(iso), sizeof(t->isolation));
 	}
 	if (pol->tags) {
@@ -165,7 +166,9 @@ int iso_controller_org_create(struct iso_controller *c, const struct iso_princip
 		r = c->store->ops->org_put(c->store, &o, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "org.create", .kind = "org", .id = o.name,
+		         &(struct ctl_event){.action = "org.create",
+		                             .kind = "org",
+		                             .id = o.name,
 		                             .details = shares_json(o.shares)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
@@ -232,7 +235,8 @@ int iso_controller_org_delete(struct iso_controller *c, const struct iso_princip
 	if (r == 0)
 		r = c->store->ops->org_delete(c->store, name, err);
 	if (r == 0)
-		ctl_emit(c, p, &(struct ctl_event){.action = "org.delete", .kind = "org", .id = name});
+		ctl_emit(c, p,
+		         &(struct ctl_event){.action = "org.delete", .kind = "org", .id = name});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
@@ -306,8 +310,11 @@ int iso_controller_project_create(struct iso_controller *c, const struct iso_pri
 		r = c->store->ops->project_put(c->store, &pr, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "project.create", .kind = "project",
-		                             .id = account, .tenant = t.name, .tenant_id = t.id,
+		         &(struct ctl_event){.action = "project.create",
+		                             .kind = "project",
+		                             .id = account,
+		                             .tenant = t.name,
+		                             .tenant_id = t.id,
 		                             .details = shares_json(pr.shares)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
@@ -364,16 +371,19 @@ int iso_controller_project_delete(struct iso_controller *c, const struct iso_pri
 	iso_allocations_free(live, n);
 	if (r == 0 && using > 0)
 		r = iso_error_set(err, ISO_E_CONFLICT, NULL,
-		                  "project \"%s\" has %d live allocation%s; release them first", name,
-		                  using, using == 1 ? "" : "s");
+		                  "project \"%s\" has %d live allocation%s; release them first",
+		                  name, using, using == 1 ? "" : "s");
 	if (r == 0)
 		r = quota_rows_delete(c, account, err);
 	if (r == 0)
 		r = c->store->ops->project_delete(c->store, t.id, name, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "project.delete", .kind = "project",
-		                             .id = account, .tenant = t.name, .tenant_id = t.id});
+		         &(struct ctl_event){.action = "project.delete",
+		                             .kind = "project",
+		                             .id = account,
+		                             .tenant = t.name,
+		                             .tenant_id = t.id});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
@@ -384,10 +394,10 @@ int iso_controller_project_delete(struct iso_controller *c, const struct iso_pri
 /* ---- quotas ---- */
 
 struct account_ref {
-	int acct;                    /* in the tree */
-	enum iso_acct_level level;   /* ISO_ACCT_ORG, _TENANT or _PROJECT */
-	struct iso_tenant tenant;    /* for tenants and projects */
-	char name[ISO_NAME_MAX];     /* as in the tree and the store */
+	int acct;                  /* in the tree */
+	enum iso_acct_level level; /* ISO_ACCT_ORG, _TENANT or _PROJECT */
+	struct iso_tenant tenant;  /* for tenants and projects */
+	char name[ISO_NAME_MAX];   /* as in the tree and the store */
 };
 
 /* Resolves an account the caller may see; anything else, missing or not
@@ -415,7 +425,8 @@ static int account_resolve(struct iso_controller *c, const struct iso_principal 
 	} else if (iso_name_valid(account) &&
 	           ctl_resolve_tenant(c, p, account, NULL, &out->tenant, NULL) == 0) {
 		out->level = ISO_ACCT_TENANT;
-	} else if (ctl_is_cluster_role(p) && iso_name_valid(account) && ctl_org_exists(c, account)) {
+	} else if (ctl_is_cluster_role(p) && iso_name_valid(account) &&
+	           ctl_org_exists(c, account)) {
 		out->level = ISO_ACCT_ORG;
 	} else {
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, NO_ACCOUNT);
@@ -484,9 +495,9 @@ int iso_controller_quota_set(struct iso_controller *c, const struct iso_principa
 		return r;
 	if (p->role == ISO_ROLE_TENANT_ADMIN ? ref.level != ISO_ACCT_PROJECT
 	                                     : p->role != ISO_ROLE_CLUSTER_ADMIN)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "role %s may not set the quotas of %s %s",
-		                     iso_role_name(p->role), iso_acct_level_name(ref.level), ref.name);
+		return iso_error_set(
+		    err, ISO_E_FORBIDDEN, NULL, "role %s may not set the quotas of %s %s",
+		    iso_role_name(p->role), iso_acct_level_name(ref.level), ref.name);
 	if (n < 1 || n > t->n_kinds)
 		return iso_error_set(err, ISO_E_INVALID, NULL,
 		                     "give at least one resource kind, each once");
@@ -527,11 +538,14 @@ int iso_controller_quota_set(struct iso_controller *c, const struct iso_principa
 		                              limit_json(q[i].lend_limit)));
 	}
 	if (r == 0)
-		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "quota.set", .kind = "quota", .id = ref.name,
-		                             .tenant = ref.level == ISO_ACCT_ORG ? "" : ref.tenant.name,
-		                             .tenant_id = ref.level == ISO_ACCT_ORG ? 0 : ref.tenant.id,
-		                             .details = json_incref(details)});
+		ctl_emit(
+		    c, p,
+		    &(struct ctl_event){.action = "quota.set",
+		                        .kind = "quota",
+		                        .id = ref.name,
+		                        .tenant = ref.level == ISO_ACCT_ORG ? "" : ref.tenant.name,
+		                        .tenant_id = ref.level == ISO_ACCT_ORG ? 0 : ref.tenant.id,
+		                        .details = json_incref(details)});
 	json_decref(details);
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
@@ -577,7 +591,8 @@ static bool usage_visible(struct iso_controller *c, const struct iso_principal *
 	while (tenant > 0 && t->acct[tenant].level > ISO_ACCT_TENANT)
 		tenant = t->acct[tenant].parent;
 	(void)c;
-	return t->acct[tenant].level == ISO_ACCT_TENANT && strcmp(t->acct[tenant].name, p->tenant) == 0;
+	return t->acct[tenant].level == ISO_ACCT_TENANT &&
+	       strcmp(t->acct[tenant].name, p->tenant) == 0;
 }
 
 /* The names of the accounts that exist now (the tree keeps deleted ones
@@ -656,9 +671,9 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 		    items,
 		    json_pack("{s:s, s:s, s:o, s:f, s:f, s:f, s:o, s:o, s:f, s:o, s:o}", "account",
 		              a->name, "level", iso_acct_level_name(a->level), "parent",
-		              implicit ? json_null() : json_string(t->acct[a->parent].name), "shares",
-		              a->shares, "share", shares > 0 ? a->shares / shares : 0.0, "usage_share",
-		              sib_dom > 0 ? dom / sib_dom : 0.0, "level_fair_share",
+		              implicit ? json_null() : json_string(t->acct[a->parent].name),
+		              "shares", a->shares, "share", shares > 0 ? a->shares / shares : 0.0,
+		              "usage_share", sib_dom > 0 ? dom / sib_dom : 0.0, "level_fair_share",
 		              isfinite(lf[i]) ? json_real(lf[i]) : json_null(), "rank",
 		              a->first_child < 0 && rank[i] >= 0 ? json_integer(rank[i] + 1)
 		                                                 : json_null(),

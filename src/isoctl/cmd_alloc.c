@@ -17,6 +17,12 @@ enum {
 	OPT_CPUS,
 	OPT_MEMORY,
 	OPT_POOL,
+	OPT_PROJECT,
+	OPT_PRIORITY,
+	OPT_ISOLATION,
+	OPT_SPREAD,
+	OPT_ON_PREEMPT,
+	OPT_DURATION,
 	NUM_FLAGS
 };
 
@@ -248,6 +254,25 @@ static int create_body(struct isoctl *ctx, const char *const *flag, json_t *body
 	}
 	if (!r && flag[OPT_POOL])
 		r = isoctl_set_string(ctx, body, "pool", "--pool", flag[OPT_POOL]);
+	/* tenancy (docs/tenancy.md) */
+	if (!r && flag[OPT_PROJECT])
+		r = isoctl_set_string(ctx, body, "project", "--project", flag[OPT_PROJECT]);
+	if (!r && flag[OPT_PRIORITY]) {
+		if (isoctl_parse_int(ctx, "--priority", flag[OPT_PRIORITY], LLONG_MIN, LLONG_MAX, &v))
+			return ISOCTL_EXIT_USAGE;
+		r = isoctl_set_int(body, "priority", v);
+	}
+	if (!r && flag[OPT_ISOLATION])
+		r = isoctl_set_string(ctx, body, "isolation", "--isolation", flag[OPT_ISOLATION]);
+	if (!r && flag[OPT_SPREAD])
+		r = isoctl_set_string(ctx, body, "spread", "--spread", flag[OPT_SPREAD]);
+	if (!r && flag[OPT_ON_PREEMPT])
+		r = isoctl_set_string(ctx, body, "on_preempt", "--on-preempt", flag[OPT_ON_PREEMPT]);
+	if (!r && flag[OPT_DURATION]) {
+		if (isoctl_parse_int(ctx, "--duration", flag[OPT_DURATION], LLONG_MIN, LLONG_MAX, &v))
+			return ISOCTL_EXIT_USAGE;
+		r = isoctl_set_int(body, "duration_s", v);
+	}
 	return r;
 }
 
@@ -257,6 +282,8 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    "Usage: isoctl alloc create [--tenant T] [--name N] [--members N]\n"
 	    "                           [--profile P [--count N] | --whole [--count N]]\n"
 	    "                           [--model M] [--cpus C] [--memory-mib M] [--pool P]\n"
+	    "                           [--project P] [--priority N] [--isolation C]\n"
+	    "                           [--spread L] [--on-preempt requeue|fail] [--duration S]\n"
 	    "\n"
 	    "Creates an allocation (POST /v1/allocations) and prints it. It is placed at\n"
 	    "once when it fits, stays 'pending' when it fits only an emptier cluster, and\n"
@@ -274,6 +301,14 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    "  --cpus C          CPU cores per member (default 0)\n"
 	    "  --memory-mib M    memory per member in MiB (default 0)\n"
 	    "  --pool P          only nodes of pool P\n"
+	    "  --project P       charge it to the tenant's project P (its quota)\n"
+	    "  --priority N      -1000..1000 within the tenant (default 0); higher may\n"
+	    "                    preempt the tenant's own lower-priority work\n"
+	    "  --isolation C     shared, exclusive-gpu, exclusive-node or exclusive-rack\n"
+	    "                    (the stricter of this and the tenant's class applies)\n"
+	    "  --spread L        members on distinct gpu, node or rack\n"
+	    "  --on-preempt A    requeue (default) or fail when preempted\n"
+	    "  --duration S      expected run time in seconds (for backfill)\n"
 	    "Without --profile or --whole the members get no GPU (CPU-only).\n";
 	static const struct option options[] = {
 	    ISOCTL_FLAG("tenant", required_argument, OPT_TENANT),
@@ -286,6 +321,12 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("cpus", required_argument, OPT_CPUS),
 	    ISOCTL_FLAG("memory-mib", required_argument, OPT_MEMORY),
 	    ISOCTL_FLAG("pool", required_argument, OPT_POOL),
+	    ISOCTL_FLAG("project", required_argument, OPT_PROJECT),
+	    ISOCTL_FLAG("priority", required_argument, OPT_PRIORITY),
+	    ISOCTL_FLAG("isolation", required_argument, OPT_ISOLATION),
+	    ISOCTL_FLAG("spread", required_argument, OPT_SPREAD),
+	    ISOCTL_FLAG("on-preempt", required_argument, OPT_ON_PREEMPT),
+	    ISOCTL_FLAG("duration", required_argument, OPT_DURATION),
 	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *body = json_object();

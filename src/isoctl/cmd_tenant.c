@@ -1,8 +1,45 @@
 /* cmd_tenant.c: `isoctl tenant ...`: create, list, show, describe and delete
  * tenants (/v1/tenants). */
+#include <stdlib.h>
+
 #include "isoctl/isoctl.h"
 
-enum { OPT_DESCRIPTION, NUM_FLAGS }; /* indexes of the flags' values */
+/* indexes of the flags' values */
+enum { OPT_DESCRIPTION, OPT_ORG, OPT_SHARES, OPT_ISOLATION, OPT_TAGS, NUM_FLAGS };
+
+#define POLICY_FLAGS                                                                               \
+	ISOCTL_FLAG("org", required_argument, OPT_ORG),                                            \
+	    ISOCTL_FLAG("shares", required_argument, OPT_SHARES),                                  \
+	    ISOCTL_FLAG("isolation", required_argument, OPT_ISOLATION),                            \
+	    ISOCTL_FLAG("tags", required_argument, OPT_TAGS)
+
+#define POLICY_HELP                                                                                \
+	"  --org O        its organisation (\"\" for none; move only while it holds nothing)\n"  \
+	"  --shares S     fair-share weight among its siblings (default 1)\n"                     \
+	"  --isolation C  shared, exclusive-gpu, exclusive-node or exclusive-rack\n"             \
+	"  --tags T       comma-separated labels of [a-z0-9-] for admission policies\n"
+
+/* The tenancy policy flags into the body. Returns 0 or an exit code. */
+static int policy_body(struct isoctl *ctx, const char *const *flag, json_t *body)
+{
+	int r = 0;
+
+	if (flag[OPT_ORG])
+		r = isoctl_set_string(ctx, body, "org", "--org", flag[OPT_ORG]);
+	if (!r && flag[OPT_SHARES]) {
+		char *end = NULL;
+		double v = strtod(flag[OPT_SHARES], &end);
+		if (end == flag[OPT_SHARES] || *end)
+			return isoctl_usage_error(ctx, "--shares: \"%s\" is not a number",
+			                          flag[OPT_SHARES]);
+		r = json_object_set_new(body, "shares", json_real(v)) < 0 ? isoctl_oom() : 0;
+	}
+	if (!r && flag[OPT_ISOLATION])
+		r = isoctl_set_string(ctx, body, "isolation", "--isolation", flag[OPT_ISOLATION]);
+	if (!r && flag[OPT_TAGS])
+		r = isoctl_set_string(ctx, body, "tags", "--tags", flag[OPT_TAGS]);
+	return r;
+}
 
 static const char *const name_arg[] = {"NAME"};
 
@@ -34,12 +71,14 @@ static int print_tenants(const json_t *body)
 
 static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl tenant create NAME [--description D]\n"
+	static const char usage[] = "Usage: isoctl tenant create NAME [--description D] [--org O]\n"
+	                            "           [--shares S] [--isolation C] [--tags T]\n"
 	                            "\n"
 	                            "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
-	                            "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n";
+	                            "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n" POLICY_HELP;
 	static const struct option options[] = {
-	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), ISOCTL_GLOBAL_OPTIONS};
+	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), POLICY_FLAGS,
+	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *body = NULL;
 	const char *flag[NUM_FLAGS] = {0};
@@ -54,6 +93,8 @@ static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 	if (!r && flag[OPT_DESCRIPTION])
 		r = isoctl_set_string(ctx, body, "description", "--description",
 		                      flag[OPT_DESCRIPTION]);
+	if (!r)
+		r = policy_body(ctx, flag, body);
 	return r ? r : isoctl_call_render(ctx, "POST", "/v1/tenants", body, print_tenants);
 }
 
@@ -93,12 +134,13 @@ static const struct isoctl_simple_cmd tenant_delete = {
 
 static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl tenant update NAME --description D\n"
+	static const char usage[] = "Usage: isoctl tenant update NAME [--description D] [--org O]\n"
+	                            "           [--shares S] [--isolation C] [--tags T]\n"
 	                            "\n"
-	                            "Changes a tenant's description (PATCH /v1/tenants/NAME;\n"
-	                            "cluster-admin).\n";
+	                            "Changes a tenant (PATCH /v1/tenants/NAME; cluster-admin).\n" POLICY_HELP;
 	static const struct option options[] = {
-	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), ISOCTL_GLOBAL_OPTIONS};
+	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), POLICY_FLAGS,
+	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_free_ char *path = NULL;
 	_cleanup_json_ json_t *body = NULL;
@@ -107,13 +149,18 @@ static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 
 	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 1, 1, name_arg) < 0)
 		return p.exit_code;
-	if (!flag[OPT_DESCRIPTION])
-		return isoctl_usage_error(ctx, "missing --description");
+	if (!flag[OPT_DESCRIPTION] && !flag[OPT_ORG] && !flag[OPT_SHARES] && !flag[OPT_ISOLATION] &&
+	    !flag[OPT_TAGS])
+		return isoctl_usage_error(ctx, "nothing to change: give --description or a policy flag");
 	path = isoctl_path("/v1/tenants/", p.args[0], "");
 	body = json_object();
 	if (!path || !body)
 		return isoctl_oom();
-	r = isoctl_set_string(ctx, body, "description", "--description", flag[OPT_DESCRIPTION]);
+	r = flag[OPT_DESCRIPTION] ? isoctl_set_string(ctx, body, "description", "--description",
+	                                              flag[OPT_DESCRIPTION])
+	                          : 0;
+	if (!r)
+		r = policy_body(ctx, flag, body);
 	return r ? r : isoctl_call_render(ctx, "PATCH", path, body, print_tenants);
 }
 

@@ -64,6 +64,7 @@ int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n,
                     int argc, char **argv);
 
 extern const struct isoctl_simple_cmd isoctl_cmd_health;
+extern const struct isoctl_simple_cmd isoctl_cmd_queue, isoctl_cmd_usage; /* cmd_tenancy.c */
 extern const struct isoctl_simple_cmd isoctl_cmd_version;
 extern const struct isoctl_simple_cmd isoctl_cmd_whoami;
 extern const struct isoctl_simple_cmd isoctl_cmd_capacity;
@@ -77,6 +78,9 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* offline */
 int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_audit(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_fabric(struct isoctl *ctx, int argc, char **argv); /* offline */
+int isoctl_cmd_org(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_project(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_quota(struct isoctl *ctx, int argc, char **argv);
 
 /* ---- option parsing ---- */
 enum {

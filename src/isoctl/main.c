@@ -22,6 +22,11 @@ static const char usage[] =
     "  gpu list|fault|restore\n"
     "  pool cordon|drain|uncordon   every node of a pool at once\n"
     "  mig layout                   the MIG layout of every GPU; -o mig-parted for mig-parted\n"
+    "  org create|list|delete       organisations: groups of tenants\n"
+    "  project create|list|delete   a tenant's projects (--tenant T)\n"
+    "  quota get|set ACCOUNT        quotas of a tenant, TENANT/PROJECT or --org O\n"
+    "  queue                        pending allocations in fair-share order\n"
+    "  usage                        fair-share standing of the accounts you see\n"
     "  alloc create|list|get|resize|release\n"
     "  audit events|head|pubkey|export|verify\n"
     "  sim                          offline MIG placement benchmark on trace CSVs (no server)\n"
@@ -72,6 +77,11 @@ static const struct isoctl_cmd commands[] = {
     {"gpu", .run = isoctl_cmd_gpu},
     {"pool", .run = isoctl_cmd_pool},
     {"mig", .run = isoctl_cmd_mig},
+    {"org", .run = isoctl_cmd_org},
+    {"project", .run = isoctl_cmd_project},
+    {"quota", .run = isoctl_cmd_quota},
+    {"queue", .simple = &isoctl_cmd_queue},
+    {"usage", .simple = &isoctl_cmd_usage},
     {"alloc", .run = isoctl_cmd_alloc},
     {"audit", .run = isoctl_cmd_audit},
     {"sim", .run = isoctl_cmd_sim},

@@ -143,7 +143,7 @@ class TestBadRequests(ApiTestCase):
             ("POST", "/v1/tenants", {"name": uniq("unk"), "bogus": 1}, "bogus"),
             ("POST", "/v1/tokens", {"role": "auditor", "scope": "all"}, "scope"),
             ("POST", "/v1/allocations", {"tenant": "badin", "gpus": {"count": 1, "profile": "1g.10gb"},
-                                         "priority": 9}, "priority"),
+                                         "urgency": 9}, "urgency"),
             ("POST", "/v1/allocations", {"tenant": "badin",
                                          "gpus": {"count": 1, "profile": "1g.10gb", "colour": "red"}},
              "gpus.colour"),

@@ -15,6 +15,7 @@ Run: python3 tests/api/test_tenancy.py PATH/TO/isostackd PATH/TO/isoctl
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -437,6 +438,61 @@ class TestPreemption(TenancyCase):
         a = self.alloc(lender, 1, gpus=FULL_GPU)
         self.wait_state(a["id"], "active")
         self.assertEqual(self.state(b["id"])["state"], "failed")
+
+
+class TestCli(TenancyCase):
+    def cli(self, *argv, token=None, status=0):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")}
+        e.update(ISOSTACK_URL=self.d.url(), ISOSTACK_TOKEN=token or self.d.admin_token)
+        p = subprocess.run([harness.Binaries.isoctl] + list(argv), env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=T(60))
+        self.assertEqual(p.returncode, status, "isoctl %s: %s%s" % (" ".join(argv), p.stdout, p.stderr))
+        for m in harness.SANITIZER_MARKERS:
+            self.assertNotIn(m, p.stderr)
+        return p
+
+    def test_cli(self):
+        if not harness.Binaries.isoctl:
+            self.skipTest("no isoctl")
+        self.cli("org", "create", "acme", "--shares", "2")
+        self.assertIn("acme", self.cli("org", "list").stdout)
+        self.cli("tenant", "create", "ta", "--org", "acme", "--isolation", "exclusive-gpu",
+                 "--tags", "hipaa")
+        t = json.loads(self.cli("-o", "json", "tenant", "get", "ta").stdout)
+        self.assertEqual((t["org"], t["isolation"], t["tags"]), ("acme", "exclusive-gpu", "hipaa"))
+        self.cli("tenant", "update", "ta", "--shares", "3")
+        self.assertEqual(self.admin.get("/v1/tenants/ta").body["shares"], 3)
+        self.cli("quota", "set", "acme", "--org", "--kind", KIND, "--guaranteed", "14",
+                 "--borrow-limit", "0")
+        self.cli("quota", "set", "ta", "--kind", KIND, "--guaranteed", "7", "--borrow-limit", "0",
+                 "--lend-limit", "none")
+        p = self.cli("quota", "set", "ta", "--kind", KIND, "--guaranteed", "15", status=6)
+        self.assertIn("quota.ta.%s" % KIND, p.stderr)
+        self.cli("project", "create", "train", "--tenant", "ta")
+        self.assertIn("train", self.cli("project", "list", "--tenant", "ta").stdout)
+        self.cli("quota", "set", "ta/train", "--kind", KIND, "--guaranteed", "3")
+        self.cli("project", "create", "eval", "--tenant", "ta")
+        self.cli("quota", "set", "ta/eval", "--kind", KIND, "--guaranteed", "4", "--lend-limit", "0")
+        q = json.loads(self.cli("-o", "json", "quota", "get", "ta/train").stdout)
+        self.assertEqual(q["quotas"][KIND]["guaranteed"], 3)
+        out = self.cli("quota", "get", "ta").stdout
+        self.assertRegex(out, r"%s\s+7\s+0\s+none\s+0" % KIND)
+        a = json.loads(self.cli("-o", "json", "alloc", "create", "--tenant", "ta", "--project", "train",
+                                "--profile", "1g.10gb", "--members", "4", "--priority", "3",
+                                "--on-preempt", "fail", "--duration", "60").stdout)
+        self.assertEqual((a["project"], a["priority"], a["on_preempt"], a["duration_s"]),
+                         ("train", 3, "fail", 60))
+        # 4 > the project's 3, and its cohort lends nothing
+        self.assertEqual(a["state"], "pending", a["reason"])
+        self.assertIn("waiting for quota", a["reason"])
+        self.assertIn(a["id"], self.cli("queue").stdout)
+        self.assertIn("ta/train", self.cli("usage").stdout)
+        self.cli("alloc", "release", a["id"])
+        self.cli("project", "delete", "train", "--tenant", "ta")
+        self.cli("org", "delete", "acme", status=5)  # ta still belongs to it
+        for cmd in (("org", "--help"), ("project", "create", "--help"), ("quota", "set", "--help"),
+                    ("queue", "--help"), ("usage", "--help")):
+            self.assertIn("Usage:", self.cli(*cmd).stdout)
 
 
 if __name__ == "__main__":
