@@ -143,6 +143,23 @@ static int store_write(struct iso_controller *c, const struct iso_allocation *a,
 	return store_write_ended(c, a, insert, fabric, NULL, err);
 }
 
+int ctl_take(struct iso_controller *c, const struct iso_allocation *a, int from,
+             struct iso_error *err)
+{
+	struct iso_place_constraints pc;
+	int r;
+
+	/* The exclusive level of what is taken is read from the constraints:
+	 * without them a restored exclusive allocation would stop excluding. */
+	if (ctl_tenancy_constraints(c, a, &pc, NULL) < 0)
+		memset(&pc, 0, sizeof(pc));
+	c->cs.constraints = &pc;
+	r = from > 0 ? iso_cluster_state_take_members(&c->cs, a, from, err)
+	             : iso_cluster_state_take(&c->cs, a, err);
+	c->cs.constraints = NULL;
+	return r;
+}
+
 /* Places `want` members of `a` under its isolation class and spreading. */
 static int place(struct iso_controller *c, struct iso_allocation *a, int want,
                  struct iso_error *err)
@@ -453,7 +470,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		if (r < 0) {
 			a.n_members = all_members;
 			a.n_slots = all_slots;
-			if (iso_cluster_state_take_members(&c->cs, &a, members, NULL) < 0)
+			if (ctl_take(c, &a, members, NULL) < 0)
 				iso_log(ISO_LOG_ERR, "resize_undo_failed", "id=%s", a.id);
 			return r;
 		}
@@ -502,7 +519,7 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 		struct ended seg = {.a = &a, .members = held ? a.members : 0};
 		r = store_write_ended(c, &a, false, held, &seg, err);
 		if (r < 0) {
-			if (held && iso_cluster_state_take(&c->cs, &a, NULL) < 0)
+			if (held && ctl_take(c, &a, 0, NULL) < 0)
 				iso_log(ISO_LOG_ERR, "release_undo_failed", "id=%s", a.id);
 			return r;
 		}
@@ -594,7 +611,7 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 	                     iso_alloc_state_name(a->state), "reason", reason));
 	r = store_write_ended(c, a, false, true, &seg, err);
 	if (r < 0) {
-		if (iso_cluster_state_take(&c->cs, &ran, NULL) < 0)
+		if (ctl_take(c, &ran, 0, NULL) < 0)
 			iso_log(ISO_LOG_ERR, "evict_undo_failed", "id=%s", ran.id);
 		*a = ran;
 		return r;

@@ -113,7 +113,7 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 		want = ISO_ALLOC_RELEASED;
 
 	if (want != ISO_ALLOC_RELEASED && a->state != ISO_ALLOC_PENDING) {
-		if (iso_cluster_state_take(&c->cs, a, &err) < 0) {
+		if (ctl_take(c, a, 0, &err) < 0) {
 			/* The inventory no longer has what this allocation holds. */
 			iso_log(ISO_LOG_ERR, "allocation_lost", "id=%s tenant=%s reason=\"%s\"",
 			        a->id, a->tenant, err.message);

@@ -179,6 +179,11 @@ bool ctl_project_exists(struct iso_controller *c, int64_t tenant_id, const char 
 int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_policy *pol,
                             struct iso_tenant *t, struct iso_error *err);
 
+/* Takes what `a` holds (members >= from) into the cluster state with its
+ * isolation class in force, as at placement: restores and undos. */
+int ctl_take(struct iso_controller *c, const struct iso_allocation *a, int from,
+             struct iso_error *err);
+
 /* allocations.c: tries one pending allocation (admission, placement, one
  * transaction); 0 when it started, else *blocked says it lacked capacity
  * (rather than quota). */

@@ -366,6 +366,30 @@ class TestIsolation(TenancyCase):
         self.assertEqual(sp4["state"], "pending")
 
 
+    def test_exclusive_survives_restart(self):
+        # The exclusive marks are rebuilt with the allocations after a restart:
+        # another tenant's work still never lands on that node or GPU.
+        self.tenant("rx")
+        self.tenant("ry")
+        self.tenant("rz")
+        x, y = (self.d.client(self.token(n)) for n in ("rx", "ry"))
+        ax = self.alloc(x, 1, isolation="exclusive-node")
+        ay = self.alloc(y, 1, isolation="exclusive-gpu")
+        xnode, ygpu = self.nodes_of(ax), self.gpus_of(ay)
+        self.d.restart()
+        self.admin = self.d.client()
+        z = self.d.client(self.token("rz"))
+        placed = 0
+        while True:
+            a = self.alloc(z, 1)
+            if a["state"] != "active":
+                break
+            placed += 1
+            self.assertFalse(self.nodes_of(a) & xnode, "after a restart: on exclusive node")
+            self.assertFalse(self.gpus_of(a) & ygpu, "after a restart: on exclusive GPU")
+        self.assertGreater(placed, 10)
+
+
 class TestAdmissionPolicy(TenancyCase):
     extra_args = ("--admission-policy", POLICY)
 
