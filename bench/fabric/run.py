@@ -10,7 +10,7 @@ run, and times the full-fabric verifier.
 
     python3 bench/fabric/run.py [--build build] [--hcas 1000] [--vfs 1]
                                 [--tenants 100] [--baseline-runs 10]
-                                [--verify-runs 5] [--keep] [--no-shim]
+                                [--verify-runs 5] [--keep]
 
 Steps (everything in one temp dir, removed at the end unless --keep):
   1. `isoctl fabric ibsim-net --synthetic N --vfs K --inventory-out` gives the
@@ -23,12 +23,9 @@ Steps (everything in one temp dir, removed at the end unless --keep):
      partitions.conf with one more partition (one VF full), SIGHUPs OpenSM and
      polls `smpquery -G pkeys` every 5 ms until that VF holds the key.
   4. isostackd (the plain build, under the env file's LD_PRELOAD) starts;
-     2 x TENANTS tenants are created. A small shim is preloaded after
-     umad2sim (compiled into the temp dir): it unregisters a MAD port's
-     agents before libibmad closes it, as the kernel does on close. Without
-     it (--no-shim) umad2sim runs out of agents after ~31 MAD port opens in
-     one process and isostackd's read-back fails from the second or third
-     reload on (docs/benchmarks.md).
+     2 x TENANTS tenants are created. (isostackd unregisters its MAD agents
+     before closing a port, so umad2sim, which never frees them itself, does
+     not run out: docs/benchmarks.md.)
   5. Sequential: for each of the first TENANTS tenants, POST one allocation
      (1 member, 1 whole GPU) and poll GET /v1/allocations/ID every 5 ms until
      it is active.
@@ -68,37 +65,6 @@ POLL_S = 0.005
 # only ~31 times under umad2sim (libibmad's mad_rpc_close_port closes the fd
 # without umad_unregister, and umad2sim never frees the agents), and
 # isostackd opens one per read-back poll: see docs/benchmarks.md.
-SHIM_C = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-struct ibmad_port;
-int mad_rpc_portid(struct ibmad_port *p);
-int mad_rpc_class_agent(struct ibmad_port *p, int cls);
-int umad_unregister(int portid, int agentid);
-void mad_rpc_close_port(struct ibmad_port *p)
-{
-	void (*real)(struct ibmad_port *) =
-	    (void (*)(struct ibmad_port *))dlsym(RTLD_NEXT, "mad_rpc_close_port");
-	int id = mad_rpc_portid(p);
-	for (int c = 1; c < 256; c++) {
-		int a = mad_rpc_class_agent(p, c);
-		if (a >= 0)
-			umad_unregister(id, a);
-	}
-	real(p);
-}
-"""
-
-
-def build_shim(d):
-    src, so = os.path.join(d, "unregister_shim.c"), os.path.join(d, "unregister_shim.so")
-    with open(src, "w") as f:
-        f.write(SHIM_C)
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, src, "-libmad", "-libumad",
-                    "-ldl"], check=True)
-    return so
-
-
 def pct(xs, p):
     """Nearest-rank percentile."""
     s = sorted(xs)
@@ -327,8 +293,6 @@ def main():
     ap.add_argument("--baseline-runs", type=int, default=10)
     ap.add_argument("--verify-runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
-    ap.add_argument("--no-shim", action="store_true",
-                    help="run isostackd without the umad2sim unregister shim")
     args = ap.parse_args()
     if args.vfs < 1:
         ap.error("--vfs must be at least 1 (tenants get VFs)")
@@ -376,8 +340,6 @@ def main():
         print("# baseline (OpenSM alone) s: %s" % " ".join("%.3f" % x for x in base), flush=True)
 
         env = dict(fab.env)
-        if not args.no_shim:
-            env["LD_PRELOAD"] = env["LD_PRELOAD"] + " " + build_shim(d)
         daemon = harness.Daemon(cfg, binary=isostackd, env=env)
         daemon.start(timeout=60)
         c = harness.Client(daemon, daemon.admin_token)
