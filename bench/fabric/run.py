@@ -294,8 +294,8 @@ def main():
     ap.add_argument("--verify-runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
     args = ap.parse_args()
-    if args.vfs < 1:
-        ap.error("--vfs must be at least 1 (tenants get VFs)")
+    if args.vfs < 0:
+        ap.error("--vfs must be 0 or more (0: every node fabric-exclusive, its PF a tenant's)")
     build = os.path.join(ROOT, args.build) if not os.path.isabs(args.build) else args.build
     isoctl, isostackd = os.path.join(build, "isoctl"), os.path.join(build, "isostackd")
     if harness.is_sanitized(isostackd):
@@ -328,8 +328,12 @@ def main():
         cfg = os.path.join(d, "cluster.yaml")
         with open(cfg, "w") as f:
             f.write(inv)
-        # VF 0 of the last HCAs: ports no tenant will get in this run.
-        vf_guids = [int(g, 16) for g in re.findall(r"vfs: \{guid_base: (0x[0-9a-f]+)\}", inv)]
+        # VF 0 (or, without VFs, the PF) of the last HCAs: ports no tenant
+        # will get in this run.
+        if args.vfs > 0:
+            vf_guids = [int(g, 16) for g in re.findall(r"vfs: \{guid_base: (0x[0-9a-f]+)\}", inv)]
+        else:
+            vf_guids = [int(g, 16) for g in re.findall(r"port: \{guid: (0x[0-9a-f]+)\}", inv)]
         print("# %d HCAs x %d VFs: %d CAs, %d switches; ibsim %s" %
               (args.hcas, args.vfs, cas, switches, ibsim_args), flush=True)
 
