@@ -238,7 +238,7 @@ static int cmd_discover(struct isoctl *ctx, int argc, char **argv)
 /* ---- verify ---- */
 
 static const char usage_verify[] =
-    "Usage: isoctl fabric verify [--live] [-o json]\n"
+    "Usage: isoctl fabric verify [--live] [--json | -o json]\n"
     "\n"
     "Proves that no two tenants can reach each other: every reachable port's\n"
     "P_Key table is read and judged against the controller's intent (two ports\n"
@@ -348,8 +348,9 @@ static int verify_live(struct isoctl *ctx)
 
 static int cmd_verify(struct isoctl *ctx, int argc, char **argv)
 {
-	enum { V_LIVE, V_COUNT };
+	enum { V_LIVE, V_JSON, V_COUNT };
 	static const struct option options[] = {ISOCTL_FLAG("live", no_argument, V_LIVE),
+	                                        ISOCTL_FLAG("json", no_argument, V_JSON),
 	                                        ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage_verify);
 	_cleanup_response_ struct iso_response resp = {0};
@@ -358,6 +359,8 @@ static int cmd_verify(struct isoctl *ctx, int argc, char **argv)
 
 	if (isoctl_parse_line(ctx, &p, v, V_COUNT, 0, 0, NULL) < 0)
 		return p.exit_code;
+	if (v[V_JSON])
+		ctx->output = ISOCTL_OUT_JSON; /* --json: the same as -o json */
 	if (v[V_LIVE])
 		return verify_live(ctx);
 	r = isoctl_call(ctx, "GET", "/v1/fabric/verify", NULL, &resp);

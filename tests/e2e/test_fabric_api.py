@@ -249,7 +249,7 @@ class FabricApiTest(harness.ApiTestCase):
         named = [t for x in v["violations"] if x["kind"] == "cross_tenant" for t in x["tenants"]]
         self.assertIn(a, named, v)
         self.assertIn(b, named, v)
-        code, rep = self.isoctl_verify("--live")
+        code, rep = self.isoctl_verify("--live", "--json")
         self.assertEqual(code, 8, rep)
         self.assertIn("cross_tenant", {x["kind"] for x in rep["violations"]}, rep)
 

@@ -332,6 +332,28 @@ static int child(void)
 	}
 	free(before);
 
+	/* 5. a broken file is never written: an intent whose file OpenSM would
+	 * refuse (a duplicate P_Key, a partition without a name) is refused by
+	 * apply, and the file on disk stays byte for byte what it was. */
+	before = read_file(path);
+	for (int bad = 0; bad < 2; bad++) {
+		intent(&in, 7 + (uint64_t)bad);
+		p = part(&in, ISO_PART_TENANT, bad ? "" : "t_x", 0x0101);
+		member(p, G1);
+		p = part(&in, ISO_PART_TENANT, "t_y", bad ? 0x0102 : 0x0101);
+		member(p, G2);
+		CHECK(d->ops->apply(d, &in, &e) < 0, "a broken intent (%d) was accepted", bad);
+		printf("refused: %s\n", e.message);
+		iso_fabric_intent_clear(&in);
+	}
+	usleep(300000); /* past the coalesce window: nothing may have been written */
+	{
+		char *after = read_file(path);
+		CHECK(strcmp(after, before) == 0, "partitions.conf changed after refused intents");
+		free(after);
+	}
+	free(before);
+
 	d->ops->free(d);
 	iso_inventory_free(inv);
 	printf("ok\n");
