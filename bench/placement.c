@@ -122,8 +122,8 @@ static int tenancy_init(struct bench *b)
 			return -ENOMEM;
 		for (int k = 0; k < t->n_kinds; k++)
 			iso_tenancy_set_quota(t, orgs[o], k,
-			                      (struct iso_quota){t->capacity.v[k] / 4, ISO_QUOTA_NONE,
-			                                         ISO_QUOTA_NONE},
+			                      (struct iso_quota){t->capacity.v[k] / 4,
+			                                         ISO_QUOTA_NONE, ISO_QUOTA_NONE},
 			                      NULL);
 	}
 	for (int i = 1; i <= N_TENANTS; i++) {
@@ -132,7 +132,7 @@ static int tenancy_init(struct bench *b)
 		b->acct[i] = iso_tenancy_add(t, name, ISO_ACCT_TENANT, orgs[i % 4], 1.0, NULL);
 		if (b->acct[i] < 0)
 			return -ENOMEM;
-		b->tclass[i] = i <= 4 ? ISO_ISOLATION_EXCLUSIVE_GPU
+		b->tclass[i] = i <= 4   ? ISO_ISOLATION_EXCLUSIVE_GPU
 		               : i <= 6 ? ISO_ISOLATION_EXCLUSIVE_NODE
 		                        : ISO_ISOLATION_SHARED;
 	}
@@ -176,18 +176,16 @@ static int place_tenancy(struct bench *b, const struct iso_placer *p, struct iso
 	if (iso_tenancy_admit(&b->ten, acct, &v, NULL) < 0)
 		return -ENOSPC;
 	memset(&pc, 0, sizeof(pc));
-	iso_isolation_constraints(b->tclass[a->tenant_id], ISO_ISOLATION_SHARED,
-	                          members > 1 && b->next_id % 5 == 0 ? ISO_SPREAD_NODE
-	                                                             : ISO_SPREAD_NONE,
-	                          &pc);
+	iso_isolation_constraints(
+	    b->tclass[a->tenant_id], ISO_ISOLATION_SHARED,
+	    members > 1 && b->next_id % 5 == 0 ? ISO_SPREAD_NODE : ISO_SPREAD_NONE, &pc);
 	r = iso_placer_place_ex(p, &b->cs, a, members, &pc, NULL);
 	if (r == 0)
 		iso_tenancy_charge(&b->ten, acct, &v);
 	return r;
 }
 
-static int place(struct bench *b, const struct iso_placer *p, struct iso_allocation *a,
-                 int members)
+static int place(struct bench *b, const struct iso_placer *p, struct iso_allocation *a, int members)
 {
 	if (b->tenancy)
 		return place_tenancy(b, p, a, members);
@@ -533,10 +531,11 @@ int main(int argc, char **argv)
 		struct result ten;
 		if (run_steady(&iso_placer_isostack, big, dec, seed, true, &ten) < 0)
 			return 1;
-		printf("\nwith quotas (4 organisations x 16 tenants, cohort borrowing), fair share "
-		       "(decay and Fair Tree ranking every decision) and isolation classes (tenants "
-		       "1-4 exclusive-gpu, 5-6 exclusive-node; every fifth multi-member request "
-		       "spread by node):\n");
+		printf(
+		    "\nwith quotas (4 organisations x 16 tenants, cohort borrowing), fair share "
+		    "(decay and Fair Tree ranking every decision) and isolation classes (tenants "
+		    "1-4 exclusive-gpu, 5-6 exclusive-node; every fifth multi-member request "
+		    "spread by node):\n");
 		print_row("+tenancy", big, &ten);
 		printf("ratio with/without tenancy decisions/s at %d nodes: %.2f\n", big,
 		       ten.decisions_per_s / en_big.decisions_per_s);

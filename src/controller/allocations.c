@@ -67,10 +67,9 @@ static json_t *placement_json(const struct iso_allocation *a, int from)
 		const struct iso_slot *s = &a->slots[i];
 		if (s->member < from || s->member >= a->n_members)
 			continue;
-		json_array_append_new(arr, json_pack("[i, s, i, s, i, i]", s->member,
-		                                     a->placed[s->member].node, s->gpu,
-		                                     s->whole ? "whole" : s->profile, s->start,
-		                                     s->width));
+		json_array_append_new(
+		    arr, json_pack("[i, s, i, s, i, i]", s->member, a->placed[s->member].node,
+		                   s->gpu, s->whole ? "whole" : s->profile, s->start, s->width));
 	}
 	for (int m = from; m < a->n_members; m++)
 		if (a->shape.gpu_count == 0)
@@ -82,8 +81,11 @@ static void emit_alloc(struct iso_controller *c, const struct iso_principal *p,
                        const struct iso_allocation *a, const char *action, json_t *details)
 {
 	ctl_emit(c, p,
-	         &(struct ctl_event){.action = action, .kind = "allocation", .id = a->id,
-	                             .tenant = a->tenant, .tenant_id = a->tenant_id,
+	         &(struct ctl_event){.action = action,
+	                             .kind = "allocation",
+	                             .id = a->id,
+	                             .tenant = a->tenant,
+	                             .tenant_id = a->tenant_id,
 	                             .details = details});
 }
 
@@ -96,8 +98,8 @@ static void emit_placed(struct iso_controller *c, const struct iso_principal *p,
 	                     placement_json(a, from)));
 	emit_alloc(c, p, a, "allocation.provision",
 	           json_pack("{s:s, s:s}", "driver",
-	                     ctl_fabric_driver(c) ? ctl_fabric_driver(c)->ops->name : "sim", "state",
-	                     iso_alloc_state_name(a->state)));
+	                     ctl_fabric_driver(c) ? ctl_fabric_driver(c)->ops->name : "sim",
+	                     "state", iso_alloc_state_name(a->state)));
 }
 
 /* One transaction: the allocation record, its audit events and, when the
@@ -109,9 +111,8 @@ struct ended {
 	int members;                    /* how many of its members stopped */
 };
 
-static int store_write_ended(struct iso_controller *c, const struct iso_allocation *a,
-                             bool insert, bool fabric, const struct ended *ended,
-                             struct iso_error *err)
+static int store_write_ended(struct iso_controller *c, const struct iso_allocation *a, bool insert,
+                             bool fabric, const struct ended *ended, struct iso_error *err)
 {
 	const struct iso_store_ops *ops = c->store->ops;
 	uint64_t generation;
@@ -181,9 +182,9 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 		return r;
 	a->reason[0] = '\0';
 	a->started_ms = iso_now_ms();
-	emit_alloc(c, NULL, a, "allocation.active",
-	           json_pack("{s:s, s:I}", "fabric", "confirmed", "generation",
-	                     (json_int_t)generation));
+	emit_alloc(
+	    c, NULL, a, "allocation.active",
+	    json_pack("{s:s, s:I}", "fabric", "confirmed", "generation", (json_int_t)generation));
 	r = store_write(c, a, false, false, err);
 	if (r == 0)
 		iso_log(ISO_LOG_INFO, "allocation_active", "id=%s tenant=%s generation=%llu", a->id,
@@ -201,8 +202,9 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 
 	if (req->project && req->project[0]) {
 		if (!iso_name_valid(req->project))
-			return iso_error_set(err, ISO_E_INVALID, "project",
-			                     "project: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
+			return iso_error_set(
+			    err, ISO_E_INVALID, "project",
+			    "project: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
 		/* Else the tree would charge the tenant instead, silently. */
 		if (!ctl_project_exists(c, tn->id, req->project))
 			return iso_error_set(err, ISO_E_INVALID, "project",
@@ -212,9 +214,10 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 	}
 	if (req->isolation && req->isolation[0]) {
 		if (iso_isolation_parse(req->isolation, &iso) < 0)
-			return iso_error_set(err, ISO_E_INVALID, "isolation",
-			                     "isolation: want shared, exclusive-gpu, exclusive-node "
-			                     "or exclusive-rack");
+			return iso_error_set(
+			    err, ISO_E_INVALID, "isolation",
+			    "isolation: want shared, exclusive-gpu, exclusive-node "
+			    "or exclusive-rack");
 		iso_strlcpy(a->isolation, req->isolation, sizeof(a->isolation));
 	}
 	if (req->spread && req->spread[0]) {
@@ -224,7 +227,8 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 		iso_strlcpy(a->spread, req->spread, sizeof(a->spread));
 	}
 	if (req->priority < -1000 || req->priority > 1000)
-		return iso_error_set(err, ISO_E_INVALID, "priority", "priority: must be -1000..1000");
+		return iso_error_set(err, ISO_E_INVALID, "priority",
+		                     "priority: must be -1000..1000");
 	if (req->duration_ms < 0)
 		return iso_error_set(err, ISO_E_INVALID, "duration_s", "duration_s: must be >= 0");
 	a->priority = req->priority;
@@ -302,8 +306,9 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 		}
 	} else if (r == -ENOSPC) {
 		snprintf(a.reason, sizeof(a.reason), "%s: %s",
-		         perr.field[0] && strncmp(perr.field, "quota.", 6) == 0 ? "waiting for quota"
-		                                                                : "waiting for capacity",
+		         perr.field[0] && strncmp(perr.field, "quota.", 6) == 0
+		             ? "waiting for quota"
+		             : "waiting for capacity",
 		         perr.message);
 	} else {
 		if (err)
@@ -510,8 +515,7 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 		if (r < 0)
 			return r;
 		a.reason[0] = '\0';
-		emit_alloc(c, p, &a, "allocation.release",
-		           json_pack("{s:s}", "from", from_state));
+		emit_alloc(c, p, &a, "allocation.release", json_pack("{s:s}", "from", from_state));
 		/* Capacity back first so that the staged intent drops the ports;
 		 * a failed write takes it again. */
 		if (held)
@@ -588,7 +592,8 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 	int r;
 
 	if (!held)
-		return iso_error_set(err, ISO_E_CONFLICT, NULL, "allocation %s holds nothing", a->id);
+		return iso_error_set(err, ISO_E_CONFLICT, NULL, "allocation %s holds nothing",
+		                     a->id);
 	if (a->state != ISO_ALLOC_RELEASING) {
 		r = advance(a, ISO_ALLOC_RELEASING, err);
 		if (r < 0)
@@ -626,8 +631,8 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 	return 0;
 }
 
-int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue,
-                       const char *action, const char *reason, struct iso_error *err)
+int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, const char *action,
+                       const char *reason, struct iso_error *err)
 {
 	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 	int r = c->store->ops->alloc_get(c->store, id, &a, err);
@@ -654,8 +659,9 @@ void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const ch
 	emit_alloc(c, NULL, &a, "allocation.preempt_signal",
 	           json_pack("{s:s, s:s, s:s}", "mode", mode, "kill_at", when, "for", by));
 	if (store_write(c, &a, false, false, &err) < 0)
-		iso_log(ISO_LOG_ERR, "preempt_signal_failed", "id=%s error=\"%s\"", id, err.message);
+		iso_log(ISO_LOG_ERR, "preempt_signal_failed", "id=%s error=\"%s\"", id,
+		        err.message);
 	else
-		iso_log(ISO_LOG_WARN, "allocation_preempt_signal", "id=%s for=%s mode=%s kill_at=%s",
-		        id, by, mode, when);
+		iso_log(ISO_LOG_WARN, "allocation_preempt_signal",
+		        "id=%s for=%s mode=%s kill_at=%s", id, by, mode, when);
 }

@@ -12,7 +12,7 @@
 #include "controller/internal.h"
 
 #define HEAD_INTERVAL_MS 1000
-#define BREAK_META "audit_break_accepted_ms"
+#define BREAK_META       "audit_break_accepted_ms"
 
 void ctl_audit_drop_queue(struct iso_controller *c)
 {
@@ -183,8 +183,8 @@ void ctl_record(struct iso_controller *c, const struct iso_principal *p, const s
 struct check {
 	struct iso_controller *c;
 	int64_t checked_from_ms; /* heads signed earlier were judged when a break was accepted */
-	int64_t expect;    /* next seq */
-	int64_t first_bad; /* -1 when none */
+	int64_t expect;          /* next seq */
+	int64_t first_bad;       /* -1 when none */
 	char problem[ISO_ERR_MSG_MAX];
 };
 
@@ -249,8 +249,9 @@ static int check_head(void *arg, const struct iso_audit_head *h)
 		return 0; /* evidence of an accepted break: kept, exported, not re-judged */
 	iso_format_time(h->time_ms, when, sizeof(when));
 	if (!iso_audit_head_verify(h, k->c->key.pk)) {
-		problem(k, -1, "the head of size %llu signed at %s has a bad signature "
-		               "(forged or altered)",
+		problem(k, -1,
+		        "the head of size %llu signed at %s has a bad signature "
+		        "(forged or altered)",
 		        (unsigned long long)h->size, when);
 		return 0;
 	}
@@ -290,11 +291,13 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 	if (r == 0)
 		r = c->store->ops->audit_head_scan(c->store, check_head, &k, err);
 	if (r < 0)
-		return r == -ENOMEM ? iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: out of memory")
-		                    : r;
+		return r == -ENOMEM
+		           ? iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: out of memory")
+		           : r;
 	if (created && iso_merkle_size(c->tree) > 0)
-		problem(&k, -1, "the signing key was missing and a new one was made, so no head "
-		                "can be checked");
+		problem(&k, -1,
+		        "the signing key was missing and a new one was made, so no head "
+		        "can be checked");
 	if (!k.problem[0]) {
 		iso_log(ISO_LOG_INFO, "audit_checked", "events=%llu head_size=%llu",
 		        (unsigned long long)iso_merkle_size(c->tree),
@@ -302,12 +305,13 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 		return 0;
 	}
 	if (!accept_break)
-		return iso_error_set(err, ISO_E_CONFLICT, "audit",
-		                     "audit log check failed: %s. Inspect: isoctl audit export "
-		                     "--state-dir DIR --out F; isoctl audit verify --pubkey "
-		                     "DIR/audit.pub F. To run anyway, recording the break in the log "
-		                     "for good: --audit-accept-break",
-		                     k.problem);
+		return iso_error_set(
+		    err, ISO_E_CONFLICT, "audit",
+		    "audit log check failed: %s. Inspect: isoctl audit export "
+		    "--state-dir DIR --out F; isoctl audit verify --pubkey "
+		    "DIR/audit.pub F. To run anyway, recording the break in the log "
+		    "for good: --audit-accept-break",
+		    k.problem);
 	iso_log(ISO_LOG_ERR, "audit_break_accepted", "problem=\"%s\"", k.problem);
 	/* The break is signed over from here on: a head over the log as it now
 	 * is, in the same transaction as the event saying so and the marker that
@@ -319,8 +323,8 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 	struct ctl_event ev = {
 	    .action = "audit.break_accepted",
 	    .kind = "audit",
-	    .details = json_pack("{s:s, s:I}", "problem", k.problem, "first_bad",
-	                         (json_int_t)k.first_bad),
+	    .details =
+	        json_pack("{s:s, s:I}", "problem", k.problem, "first_bad", (json_int_t)k.first_bad),
 	};
 	c->have_head = false;
 	r = ctl_tx_begin(c, err);
@@ -355,16 +359,20 @@ void ctl_audit_close(struct iso_controller *c)
 static int require_reader(const struct iso_principal *p, struct iso_error *err)
 {
 	if (p->role == ISO_ROLE_TENANT_USER)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "the audit log is for cluster-admins, auditors and tenant-admins");
+		return iso_error_set(
+		    err, ISO_E_FORBIDDEN, NULL,
+		    "the audit log is for cluster-admins, auditors and tenant-admins");
 	return 0;
 }
 
 static void record_read(struct iso_controller *c, const struct iso_principal *p, const char *what,
                         int64_t tenant_id, const char *tenant)
 {
-	struct ctl_event ev = {.action = "audit.read", .kind = "audit", .id = what,
-	                       .tenant = tenant, .tenant_id = tenant_id};
+	struct ctl_event ev = {.action = "audit.read",
+	                       .kind = "audit",
+	                       .id = what,
+	                       .tenant = tenant,
+	                       .tenant_id = tenant_id};
 	ctl_record(c, p, &ev, ISO_AUDIT_SUCCESS, NULL);
 }
 
@@ -422,9 +430,9 @@ static int page_item(void *arg, const struct iso_audit_record *rec)
 }
 
 int iso_controller_audit_events(struct iso_controller *c, const struct iso_principal *p,
-                                const char *tenant, int64_t after, int limit,
-                                uint64_t proof_size, iso_audit_item_fn fn, void *arg,
-                                int64_t *next, struct iso_error *err)
+                                const char *tenant, int64_t after, int limit, uint64_t proof_size,
+                                iso_audit_item_fn fn, void *arg, int64_t *next,
+                                struct iso_error *err)
 {
 	struct page pg = {.c = c, .proof_size = proof_size, .fn = fn, .arg = arg, .last = -1};
 	int64_t tenant_id = 0;
@@ -441,13 +449,15 @@ int iso_controller_audit_events(struct iso_controller *c, const struct iso_princ
 		tenant_id = tn.id;
 	}
 	if (proof_size > 0 && (!c->have_head || proof_size > c->head.size))
-		return iso_error_set(err, ISO_E_INVALID, "size",
-		                     "size: proofs are against a signed head; the latest covers %llu "
-		                     "events (GET /v1/audit/head signs a newer one)",
-		                     (unsigned long long)(c->have_head ? c->head.size : 0));
+		return iso_error_set(
+		    err, ISO_E_INVALID, "size",
+		    "size: proofs are against a signed head; the latest covers %llu "
+		    "events (GET /v1/audit/head signs a newer one)",
+		    (unsigned long long)(c->have_head ? c->head.size : 0));
 	r = c->store->ops->audit_scan(c->store, after, tenant_id, limit, page_item, &pg, err);
 	if (r < 0)
-		return r == -EIO ? iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: proof failed") : r;
+		return r == -EIO ? iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: proof failed")
+		                 : r;
 	*next = pg.count >= limit && limit > 0 ? pg.last : -1;
 	record_read(c, p, "events", tenant_id, tenant_id ? tn.name : NULL);
 	return 0;
@@ -510,8 +520,7 @@ int iso_controller_audit_consistency(struct iso_controller *c, const struct iso_
 	if (r < 0)
 		return r;
 	if (from == 0 || from > to || to > iso_merkle_size(c->tree))
-		return iso_error_set(err, ISO_E_INVALID, "from",
-		                     "need 0 < from <= to <= %llu",
+		return iso_error_set(err, ISO_E_INVALID, "from", "need 0 < from <= to <= %llu",
 		                     (unsigned long long)iso_merkle_size(c->tree));
 	if (iso_merkle_consistency(c->tree, from, to, proof, n) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: proof failed");
@@ -519,4 +528,7 @@ int iso_controller_audit_consistency(struct iso_controller *c, const struct iso_
 	return 0;
 }
 
-const uint8_t *iso_controller_audit_pubkey(const struct iso_controller *c) { return c->key.pk; }
+const uint8_t *iso_controller_audit_pubkey(const struct iso_controller *c)
+{
+	return c->key.pk;
+}

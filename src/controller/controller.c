@@ -247,8 +247,8 @@ void iso_controller_tick(struct iso_controller *c)
 void iso_controller_shutdown(struct iso_controller *c)
 {
 	struct iso_error err = {0};
-	struct ctl_event stop = {.action = "daemon.stop", .kind = "daemon",
-	                         .id = c->inv->cluster_name};
+	struct ctl_event stop = {
+	    .action = "daemon.stop", .kind = "daemon", .id = c->inv->cluster_name};
 	int r = ctl_tx_begin(c, &err);
 
 	if (r == 0) {

@@ -119,10 +119,11 @@ static int load(struct iso_controller *c, struct iso_error *err)
 	for (int i = 0; i < n_keys; i++) {
 		struct iso_tenant t;
 		if (keys[i].pkey < f->pool.min || keys[i].pkey > f->pool.max)
-			return iso_error_set(err, ISO_E_INVALID, "fabric.pkey_range",
-			                     "the store holds P_Key 0x%04x outside fabric.pkey_range "
-			                     "0x%04x-0x%04x: widen the range again",
-			                     keys[i].pkey, f->pool.min, f->pool.max);
+			return iso_error_set(
+			    err, ISO_E_INVALID, "fabric.pkey_range",
+			    "the store holds P_Key 0x%04x outside fabric.pkey_range "
+			    "0x%04x-0x%04x: widen the range again",
+			    keys[i].pkey, f->pool.min, f->pool.max);
 		if (keys[i].tenant_id == 0) {
 			iso_pkey_pool_mark_quarantined(&f->pool, (uint16_t)keys[i].pkey,
 			                               keys[i].released_ms);
@@ -145,11 +146,11 @@ static int load(struct iso_controller *c, struct iso_error *err)
 		if (!n || !n->has_port || ports[i].vf >= n->port.n_vfs ||
 		    (ports[i].vf < 0 && n->port.n_vfs > 0))
 			continue; /* the inventory changed: the next sync drops it */
-		f->ports[f->n_ports++] = (struct iso_port_assignment){
-		    .node = ni,
-		    .tenant_id = ports[i].tenant_id,
-		    .vf = ports[i].vf,
-		    .guid = port_guid(n, ports[i].vf)};
+		f->ports[f->n_ports++] =
+		    (struct iso_port_assignment){.node = ni,
+		                                 .tenant_id = ports[i].tenant_id,
+		                                 .vf = ports[i].vf,
+		                                 .guid = port_guid(n, ports[i].vf)};
 	}
 	return 0;
 }
@@ -337,11 +338,14 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 				                     node->name);
 			if (!key_of(f, here[t]))
 				return iso_error_set(err, ISO_E_INTERNAL, "fabric",
-				                     "tenant %lld has no P_Key", (long long)here[t]);
+				                     "tenant %lld has no P_Key",
+				                     (long long)here[t]);
 			struct iso_fabric_port_row row = {.vf = vf, .tenant_id = here[t]};
 			iso_strlcpy(row.node, node->name, sizeof(row.node));
-			next[n_next++] = (struct iso_port_assignment){
-			    .node = ni, .tenant_id = here[t], .vf = vf, .guid = port_guid(node, vf)};
+			next[n_next++] = (struct iso_port_assignment){.node = ni,
+			                                              .tenant_id = here[t],
+			                                              .vf = vf,
+			                                              .guid = port_guid(node, vf)};
 			r = ops->fabric_port_put(c->store, &row, err);
 			if (r < 0)
 				return r;
@@ -464,13 +468,12 @@ void ctl_fabric_tick(struct iso_controller *c)
 		        f->drv->ops->name, (unsigned long long)f->generation,
 		        f->status.incident_msg);
 		ctl_record(c, NULL,
-		           &(struct ctl_event){.action = "fabric.incident",
-		                               .kind = "fabric",
-		                               .id = f->drv->ops->name,
-		                               .details = json_pack("{s:s, s:I}", "message",
-		                                                    f->status.incident_msg,
-		                                                    "generation",
-		                                                    (json_int_t)f->generation)},
+		           &(struct ctl_event){
+		               .action = "fabric.incident",
+		               .kind = "fabric",
+		               .id = f->drv->ops->name,
+		               .details = json_pack("{s:s, s:I}", "message", f->status.incident_msg,
+		                                    "generation", (json_int_t)f->generation)},
 		           ISO_AUDIT_ERROR, f->status.incident_msg);
 	} else if (!f->status.incident) {
 		f->last_incident[0] = '\0';
@@ -492,8 +495,8 @@ json_t *ctl_fabric_status_json(const struct iso_controller *c)
 	                 "partitioned", f->partitioned, "generation", (json_int_t)f->generation,
 	                 "applied", (json_int_t)f->status.applied, "confirmed",
 	                 (json_int_t)f->status.confirmed, "incident", f->status.incident,
-	                 "incident_message", f->status.incident_msg, "tenants", f->n_keys,
-	                 "ports", f->n_ports, "waiting", f->n_waiters);
+	                 "incident_message", f->status.incident_msg, "tenants", f->n_keys, "ports",
+	                 f->n_ports, "waiting", f->n_waiters);
 }
 
 const struct iso_fabric_intent *ctl_fabric_intent(const struct iso_controller *c)
@@ -595,14 +598,13 @@ int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_prin
 	if (r < 0)
 		return r;
 	ctl_record(c, p,
-	           &(struct ctl_event){.action = "fabric.verify",
-	                               .kind = "fabric",
-	                               .id = d->ops->name,
-	                               .details = json_pack("{s:b, s:i, s:i, s:i}", "ok", out->ok,
-	                                                    "ports_checked", out->ports_checked,
-	                                                    "violations", out->n_violations,
-	                                                    "generation",
-	                                                    (int)c->fabric->generation)},
+	           &(struct ctl_event){
+	               .action = "fabric.verify",
+	               .kind = "fabric",
+	               .id = d->ops->name,
+	               .details = json_pack("{s:b, s:i, s:i, s:i}", "ok", out->ok, "ports_checked",
+	                                    out->ports_checked, "violations", out->n_violations,
+	                                    "generation", (int)c->fabric->generation)},
 	           ISO_AUDIT_SUCCESS, NULL);
 	return 0;
 }

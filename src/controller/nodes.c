@@ -33,11 +33,14 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 		    [ISO_NODE_CORDONED] = "node.cordon",
 		    [ISO_NODE_DRAINING] = "node.drain",
 		};
-		ctl_emit(c, p,
-		         &(struct ctl_event){.action = actions[sched], .kind = "node", .id = node,
-		                             .details = json_pack("{s:s, s:s}", "from",
-		                                                  iso_node_sched_name(c->cs.sched[idx]),
-		                                                  "to", iso_node_sched_name(sched))});
+		ctl_emit(
+		    c, p,
+		    &(struct ctl_event){.action = actions[sched],
+		                        .kind = "node",
+		                        .id = node,
+		                        .details = json_pack("{s:s, s:s}", "from",
+		                                             iso_node_sched_name(c->cs.sched[idx]),
+		                                             "to", iso_node_sched_name(sched))});
 	}
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)

@@ -73,11 +73,11 @@ static const struct iso_gpu_model *shape_model(const struct iso_controller *c,
 	for (int n = 0; n < c->inv->n_nodes; n++)
 		for (int g = 0; g < c->inv->nodes[n].n_gpus; g++) {
 			const struct iso_gpu *gpu = &c->inv->nodes[n].gpus[g];
-			if (!gpu->model || (sh->gpu_model[0] && strcasecmp(sh->gpu_model,
-			                                                   gpu->model->name) != 0))
+			if (!gpu->model ||
+			    (sh->gpu_model[0] && strcasecmp(sh->gpu_model, gpu->model->name) != 0))
 				continue;
-			if (sh->whole || (gpu->mig_enabled && iso_mig_profile_find(gpu->model,
-			                                                            sh->profile)))
+			if (sh->whole ||
+			    (gpu->mig_enabled && iso_mig_profile_find(gpu->model, sh->profile)))
 				return gpu->model;
 		}
 	return NULL;
@@ -152,8 +152,7 @@ static int usage_parse(const struct iso_tenancy *t, const char *text, struct iso
 		json_decref(o);
 		return -EINVAL;
 	}
-	json_object_foreach(o, key, v)
-	{
+	json_object_foreach (o, key, v) {
 		int k = ctl_tenancy_kind_parse(t, key);
 		if (k >= 0 && json_is_integer(v))
 			r->v[k] = json_integer_value(v);
@@ -278,7 +277,8 @@ static int load(struct iso_controller *c, struct iso_error *err)
 		int parent = iso_tenancy_find(&tn->t, tname);
 		if (parent < 0 || project_account(tname, projects[i].name, name, sizeof(name)) < 0)
 			continue;
-		r = iso_tenancy_add(&tn->t, name, ISO_ACCT_PROJECT, parent, projects[i].shares, err);
+		r = iso_tenancy_add(&tn->t, name, ISO_ACCT_PROJECT, parent, projects[i].shares,
+		                    err);
 	}
 	free(tenants);
 	if (r >= 0)
@@ -319,7 +319,8 @@ static int load(struct iso_controller *c, struct iso_error *err)
 		demand(c, a, a->members, &v);
 		iso_tenancy_charge(&tn->t, acct, &v);
 		if (a->started_ms > 0)
-			iso_fairshare_add(&tn->t, acct, &v, decayed_ms(&tn->t, a->started_ms, now, now));
+			iso_fairshare_add(&tn->t, acct, &v,
+			                  decayed_ms(&tn->t, a->started_ms, now, now));
 	}
 	iso_allocations_free(live, n_live);
 	for (int i = 0; i < tn->t.n_accounts; i++)
@@ -442,12 +443,12 @@ int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant 
 			char field[ISO_ERR_FIELD_MAX];
 			ctl_tenancy_kind_name(&tn->t, k, label, sizeof(label));
 			snprintf(field, sizeof(field), "quota.%s.%s", ac->name, label);
-			return iso_error_set(err, ISO_E_CAPACITY, field,
-			                     "%s %s: the request needs %lld %s, above its hard limit "
-			                     "%lld (guaranteed %lld + borrowing limit %lld)",
-			                     iso_acct_level_name(ac->level), ac->name,
-			                     (long long)v.v[k], label, (long long)hard,
-			                     (long long)q->guaranteed, (long long)q->borrow_limit);
+			return iso_error_set(
+			    err, ISO_E_CAPACITY, field,
+			    "%s %s: the request needs %lld %s, above its hard limit "
+			    "%lld (guaranteed %lld + borrowing limit %lld)",
+			    iso_acct_level_name(ac->level), ac->name, (long long)v.v[k], label,
+			    (long long)hard, (long long)q->guaranteed, (long long)q->borrow_limit);
 		}
 	}
 	return 0;
@@ -688,11 +689,11 @@ int ctl_tenancy_queue_json(struct iso_controller *c, const struct iso_principal 
 		if (iso_fairshare_explain(&c->tenancy->t, q.items, q.order, q.n, i, viewer, reason,
 		                          sizeof(reason), NULL) < 0)
 			iso_strlcpy(reason, e->reason, sizeof(reason));
-		json_array_append_new(
-		    items, json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s}", "position", e->position,
-		                     "id", a->id, "tenant", a->tenant, "project", a->project,
-		                     "priority", a->priority, "reason", reason, "waiting",
-		                     a->reason));
+		json_array_append_new(items,
+		                      json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s}", "position",
+		                                e->position, "id", a->id, "tenant", a->tenant,
+		                                "project", a->project, "priority", a->priority,
+		                                "reason", reason, "waiting", a->reason));
 	}
 	queue_free(&q);
 	if (r < 0) {
@@ -717,9 +718,8 @@ void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocati
                              const struct iso_running *run, int n_run)
 {
 	struct ctl_tenancy *tn = c->tenancy;
-	struct iso_preempt_params pp = {.now_ms = iso_now_ms(),
-	                                .min_run_ms = tn->min_run_ms,
-	                                .grace_ms = tn->grace_ms};
+	struct iso_preempt_params pp = {
+	    .now_ms = iso_now_ms(), .min_run_ms = tn->min_run_ms, .grace_ms = tn->grace_ms};
 	struct iso_preempt_plan plan;
 	struct iso_resvec req;
 	struct iso_error err = {0};
@@ -755,7 +755,8 @@ void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocati
 			nv->kill_at_ms = plan.v[v].kill_at_ms;
 			nv->requeue = plan.v[v].requeue;
 			ctl_alloc_signal_preempt(c, x->id, a->id,
-			                         modes[m] == ISO_PREEMPT_RECLAIM ? "reclaim" : "priority",
+			                         modes[m] == ISO_PREEMPT_RECLAIM ? "reclaim"
+			                                                         : "priority",
 			                         nv->kill_at_ms);
 		}
 		return;
@@ -912,8 +913,8 @@ int ctl_tenancy_move_tenant(struct iso_controller *c, const char *tenant, const 
 {
 	struct ctl_tenancy *tn = c->tenancy;
 	struct iso_tenancy *t = &tn->t;
-	int x = iso_tenancy_find(t, tenant), np = org && org[0] ? iso_tenancy_find(t, org)
-	                                                       : tn->org_default;
+	int x = iso_tenancy_find(t, tenant),
+	    np = org && org[0] ? iso_tenancy_find(t, org) : tn->org_default;
 	int op, prev, r = 0;
 
 	if (x < 0 || np < 0 || t->acct[np].level != ISO_ACCT_ORG)

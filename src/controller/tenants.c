@@ -7,7 +7,6 @@
 #include "controller/internal.h"
 #include "isostack/tenancy.h"
 
-
 static int check_description(const char *description, struct iso_error *err)
 {
 	if (description && strlen(description) >= ISO_DESC_MAX)
@@ -74,8 +73,11 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 		r = ctl_fabric_tenant_create(c, &t, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "tenant.create", .kind = "tenant", .id = t.name,
-		                             .tenant = t.name, .tenant_id = t.id,
+		         &(struct ctl_event){.action = "tenant.create",
+		                             .kind = "tenant",
+		                             .id = t.name,
+		                             .tenant = t.name,
+		                             .tenant_id = t.id,
 		                             .details = policy_json(&t)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
@@ -159,8 +161,11 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		r = ops->tenant_update(c->store, &t, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "tenant.update", .kind = "tenant", .id = t.name,
-		                             .tenant = t.name, .tenant_id = t.id,
+		         &(struct ctl_event){.action = "tenant.update",
+		                             .kind = "tenant",
+		                             .id = t.name,
+		                             .tenant = t.name,
+		                             .tenant_id = t.id,
 		                             .details = policy_json(&t)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
@@ -204,8 +209,11 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 		r = ctl_fabric_tenant_delete(c, t.id, now, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "tenant.delete", .kind = "tenant", .id = t.name,
-		                             .tenant = t.name, .tenant_id = t.id});
+		         &(struct ctl_event){.action = "tenant.delete",
+		                             .kind = "tenant",
+		                             .id = t.name,
+		                             .tenant = t.name,
+		                             .tenant_id = t.id});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;

@@ -189,10 +189,12 @@ int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_d
 		r = ops->meta_set(c->store, "bootstrap_token", t.id, err);
 	if (r == 0)
 		ctl_emit(c, NULL,
-		         &(struct ctl_event){.action = "token.issue", .kind = "token", .id = t.id,
+		         &(struct ctl_event){.action = "token.issue",
+		                             .kind = "token",
+		                             .id = t.id,
 		                             .details = json_pack("{s:s, s:s, s:b}", "role",
-		                                                  iso_role_name(t.role), "user", t.user,
-		                                                  "bootstrap", 1)});
+		                                                  iso_role_name(t.role), "user",
+		                                                  t.user, "bootstrap", 1)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
@@ -261,12 +263,14 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 		r = ops->token_insert(c->store, &t, err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "token.issue", .kind = "token", .id = t.id,
+		         &(struct ctl_event){.action = "token.issue",
+		                             .kind = "token",
+		                             .id = t.id,
 		                             .tenant = t.tenant_id ? tn.name : NULL,
 		                             .tenant_id = t.tenant_id,
 		                             .details = json_pack("{s:s, s:s, s:I}", "role",
-		                                                  iso_role_name(t.role), "user", t.user,
-		                                                  "expires_ms",
+		                                                  iso_role_name(t.role), "user",
+		                                                  t.user, "expires_ms",
 		                                                  (json_int_t)t.expires_ms)});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0) {
@@ -340,8 +344,11 @@ int iso_controller_token_revoke(struct iso_controller *c, const struct iso_princ
 		r = ops->token_revoke(c->store, id, iso_now_ms(), err);
 	if (r == 0)
 		ctl_emit(c, p,
-		         &(struct ctl_event){.action = "token.revoke", .kind = "token", .id = t.id,
-		                             .tenant = tenant, .tenant_id = t.tenant_id});
+		         &(struct ctl_event){.action = "token.revoke",
+		                             .kind = "token",
+		                             .id = t.id,
+		                             .tenant = tenant,
+		                             .tenant_id = t.tenant_id});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;

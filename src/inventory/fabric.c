@@ -298,12 +298,13 @@ static int parse_standby(struct inv_ctx *c, const struct inv_field *f)
 		if (r < 0)
 			return r;
 		if (strcmp(fc->standby[i].partitions_file, fc->sm.partitions_file) == 0)
-			return inv_fail(c, path, line,
-			                "partitions_file '%s' is the primary's fabric.partitions_file",
-			                fc->sm.partitions_file);
+			return inv_fail(
+			    c, path, line,
+			    "partitions_file '%s' is the primary's fabric.partitions_file",
+			    fc->sm.partitions_file);
 		for (int k = 0; k < i; k++)
-			if (strcmp(fc->standby[k].partitions_file, fc->standby[i].partitions_file) ==
-			    0)
+			if (strcmp(fc->standby[k].partitions_file,
+			           fc->standby[i].partitions_file) == 0)
 				return inv_fail(c, path, line,
 				                "partitions_file '%s' is already "
 				                "fabric.standby_sms[%d]'s",
@@ -313,18 +314,7 @@ static int parse_standby(struct inv_ctx *c, const struct inv_field *f)
 }
 
 /* The driver that programs the fabric and its knobs (docs/inventory.md). */
-enum {
-	D_DRIVER,
-	D_PARTS,
-	D_PID,
-	D_LOG,
-	D_STANDBY,
-	D_OPAFM,
-	D_QUAR,
-	D_COAL,
-	D_CONFIRM,
-	D_N
-};
+enum { D_DRIVER, D_PARTS, D_PID, D_LOG, D_STANDBY, D_OPAFM, D_QUAR, D_COAL, D_CONFIRM, D_N };
 
 static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
 {
@@ -345,7 +335,8 @@ static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
 			return r;
 		if (strcmp(name, "sim") && strcmp(name, "opensm") && strcmp(name, "opafm"))
 			return inv_fail(c, "fabric.driver", line,
-			                "unknown driver '%s' (expected sim, opensm or opafm)", name);
+			                "unknown driver '%s' (expected sim, opensm or opafm)",
+			                name);
 		if (strcmp(name, "opensm") == 0 && fc->type != ISO_FABRIC_INFINIBAND)
 			return inv_fail(c, "fabric.driver", line,
 			                "opensm programs infiniband fabrics, not %s",
@@ -371,8 +362,9 @@ static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
 		                "only used by fabric.driver opafm (the driver is %s)", fc->driver);
 	if (opensm) {
 		if (!fs[D_PARTS].present)
-			return inv_missing(c, "fabric", fs[D_DRIVER].line, "partitions_file",
-			                   "fabric.driver opensm writes OpenSM's partitions.conf there");
+			return inv_missing(
+			    c, "fabric", fs[D_DRIVER].line, "partitions_file",
+			    "fabric.driver opensm writes OpenSM's partitions.conf there");
 		r = get_sm_files(c, "fabric", &fs[D_PARTS], &fc->sm);
 		if (r < 0)
 			return r;
@@ -426,25 +418,27 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	struct iso_fabric_config *fc = &c->inv->fabric;
 	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_SVC, F_DRV, F_N = F_DRV + D_N };
 	struct inv_field fs[F_N] = {
-	    [F_TYPE] = {.key = "type"},
-	    [F_NAME] = {.key = "name"},
-	    [F_SM] = {.key = "sm_nodes"},
-	    [F_PKEY] = {.key = "pkey_range"},
-	    [F_VNI] = {.key = "vni_range"},
-	    [F_SVC] = {.key = "shared_services"},
-	    [F_DRV + D_DRIVER] = {.key = "driver"},
-	    [F_DRV + D_PARTS] = {.key = "partitions_file"},
-	    [F_DRV + D_PID] = {.key = "pid_file"},
-	    [F_DRV + D_LOG] = {.key = "log_file"},
-	    [F_DRV + D_STANDBY] = {.key = "standby_sms"},
-	    [F_DRV + D_OPAFM] = {.key = "opafm_file"},
-	    [F_DRV + D_QUAR] = {.key = "pkey_quarantine_s"},
-	    [F_DRV + D_COAL] = {.key = "coalesce_ms"},
-	    [F_DRV + D_CONFIRM] = {.key = "confirm_timeout_ms"},
+	    [F_TYPE] = {.key = "type"},     [F_NAME] = {.key = "name"},
+	    [F_SM] = {.key = "sm_nodes"},   [F_PKEY] = {.key = "pkey_range"},
+	    [F_VNI] = {.key = "vni_range"}, [F_SVC] = {.key = "shared_services"},
+	};
+	static const char *const driver_keys[D_N] = {
+	    [D_DRIVER] = "driver",
+	    [D_PARTS] = "partitions_file",
+	    [D_PID] = "pid_file",
+	    [D_LOG] = "log_file",
+	    [D_STANDBY] = "standby_sms",
+	    [D_OPAFM] = "opafm_file",
+	    [D_QUAR] = "pkey_quarantine_s",
+	    [D_COAL] = "coalesce_ms",
+	    [D_CONFIRM] = "confirm_timeout_ms",
 	};
 	char type[32];
 	uint32_t lo = 0, hi = 0;
 	int r;
+
+	for (int i = 0; i < D_N; i++)
+		fs[F_DRV + i].key = driver_keys[i];
 
 	r = inv_map_match(c, f->val, "fabric", f->line, fs, F_N, NULL);
 	if (r < 0)

@@ -280,18 +280,20 @@ static int print_report(const struct isoctl *ctx, json_t *rep)
 
 				isoctl_table_add_json(&t, json_object_get(v, "kind"));
 				isoctl_table_add_json(&t, json_object_get(v, "pkey"));
-				json_array_foreach (json_object_get(v, "ports"), k, x)
+				x = json_object_get(v, "ports");
+				for (k = 0; k < json_array_size(x); k++) {
+					const char *g = json_string_value(json_array_get(x, k));
 					snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
-					         "%s%s", k ? "," : "",
-					         json_string_value(x) ? json_string_value(x) : "");
+					         "%s%s", k ? "," : "", g ? g : "");
+				}
 				isoctl_table_add(&t, buf);
 				buf[0] = '\0';
-				json_array_foreach (json_object_get(v, "tenants"), k, x)
+				x = json_object_get(v, "tenants");
+				for (k = 0; k < json_array_size(x); k++) {
+					const char *tn = json_string_value(json_array_get(x, k));
 					snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
-					         "%s%s", k ? "," : "",
-					         json_string_value(x) && *json_string_value(x)
-					             ? json_string_value(x)
-					             : "-");
+					         "%s%s", k ? "," : "", tn && *tn ? tn : "-");
+				}
 				isoctl_table_add(&t, buf);
 				isoctl_table_add_json(&t, json_object_get(v, "message"));
 			}

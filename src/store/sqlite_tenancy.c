@@ -107,8 +107,7 @@ int iso_sqlite_org_put(struct iso_store *is, const struct iso_org *o, struct iso
 
 int iso_sqlite_org_delete(struct iso_store *is, const char *name, struct iso_error *err)
 {
-	WRITE(is, "DELETE FROM orgs WHERE name = ?1", "organisation delete",
-	      BIND_STR(st, 1, name));
+	WRITE(is, "DELETE FROM orgs WHERE name = ?1", "organisation delete", BIND_STR(st, 1, name));
 }
 
 static int read_org(struct iso_sqlite_row *row, void *item)
@@ -129,8 +128,7 @@ int iso_sqlite_org_list(struct iso_store *is, struct iso_org **out, int *n, stru
 
 /* ---- projects ---- */
 
-int iso_sqlite_project_put(struct iso_store *is, const struct iso_project *p,
-                           struct iso_error *err)
+int iso_sqlite_project_put(struct iso_store *is, const struct iso_project *p, struct iso_error *err)
 {
 	WRITE(is,
 	      "INSERT INTO projects(tenant_id, name, shares) VALUES (?1, ?2, ?3)"
@@ -167,8 +165,7 @@ int iso_sqlite_project_list(struct iso_store *is, struct iso_project **out, int 
 
 /* ---- quotas ---- */
 
-int iso_sqlite_quota_put(struct iso_store *is, const struct iso_quota_row *q,
-                         struct iso_error *err)
+int iso_sqlite_quota_put(struct iso_store *is, const struct iso_quota_row *q, struct iso_error *err)
 {
 	WRITE(is,
 	      "INSERT INTO quotas(account, kind, guaranteed, borrow_limit, lend_limit)"
@@ -186,7 +183,8 @@ int iso_sqlite_quota_delete(struct iso_store *is, const char *account, const cha
 {
 	WRITE(is, "DELETE FROM quotas WHERE account = ?1 AND (?2 IS NULL OR kind = ?2)",
 	      "quota delete",
-	      BIND_STR(st, 1, account) || (kind ? BIND_STR(st, 2, kind) : sqlite3_bind_null(st, 2)));
+	      BIND_STR(st, 1, account) ||
+	          (kind ? BIND_STR(st, 2, kind) : sqlite3_bind_null(st, 2)));
 }
 
 static int read_quota(struct iso_sqlite_row *row, void *item)
