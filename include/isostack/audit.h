@@ -16,10 +16,10 @@
 #include "isostack/model.h"
 #include "isostack/util.h"
 
-#define ISO_AUDIT_HASH_LEN 32
-#define ISO_AUDIT_SIG_LEN 64
-#define ISO_AUDIT_PK_LEN 32
-#define ISO_AUDIT_SK_LEN 64
+#define ISO_AUDIT_HASH_LEN  32
+#define ISO_AUDIT_SIG_LEN   64
+#define ISO_AUDIT_PK_LEN    32
+#define ISO_AUDIT_SK_LEN    64
 #define ISO_AUDIT_MAX_PROOF 64 /* hashes in any proof of a tree of < 2^63 leaves */
 
 enum iso_audit_outcome { ISO_AUDIT_SUCCESS, ISO_AUDIT_DENIED, ISO_AUDIT_ERROR };
@@ -33,17 +33,17 @@ struct iso_audit_event {
 	char actor_token[ISO_TOKEN_ID_LEN + 1];
 	char actor_role[24];
 	char actor_tenant[ISO_NAME_MAX];
-	char source[64];     /* client address, "" for the system */
-	char request_id[72]; /* "" for the system */
-	char action[48];     /* "tenant.create", "allocation.place", "auth.login", "audit.read" */
+	char source[64];      /* client address, "" for the system */
+	char request_id[72];  /* "" for the system */
+	char action[48];      /* "tenant.create", "allocation.place", "auth.login", "audit.read" */
 	char object_kind[24]; /* "tenant", "token", "allocation", "node", "audit", "daemon" */
 	char object_id[ISO_ID_MAX + ISO_NAME_MAX];
 	char object_tenant[ISO_NAME_MAX]; /* owning tenant, "" when none */
-	int64_t object_tenant_id; /* its id, for scoping lists (names can be reused
-				   * after a delete); NOT part of the encoding */
+	int64_t object_tenant_id;         /* its id, for scoping lists (names can be reused
+	                                   * after a delete); NOT part of the encoding */
 	enum iso_audit_outcome outcome;
 	char reason[ISO_ERR_MSG_MAX]; /* why denied/failed, "" on success */
-	char *details; /* a JSON object as text (any key order), owned; NULL = {} */
+	char *details;                /* a JSON object as text (any key order), owned; NULL = {} */
 };
 
 void iso_audit_event_clear(struct iso_audit_event *e); /* frees details */
@@ -52,16 +52,16 @@ void iso_audit_event_clear(struct iso_audit_event *e); /* frees details */
  * (\uXXXX escapes), integers in decimal; the exact rules are in
  * docs/audit.md so that other verifiers can reproduce it. *out is malloc'd. */
 int iso_audit_event_encode(const struct iso_audit_event *e, char **out, size_t *len,
-			   struct iso_error *err);
+                           struct iso_error *err);
 /* Strict: refuses anything that is not exactly canonical (so one event has one
  * byte string), unknown or missing keys, wrong types. */
 int iso_audit_event_decode(const char *bytes, size_t len, struct iso_audit_event *e,
-			   struct iso_error *err);
+                           struct iso_error *err);
 
 /* RFC 6962 hashing. */
 void iso_audit_leaf_hash(const void *bytes, size_t len, uint8_t out[ISO_AUDIT_HASH_LEN]);
 void iso_audit_node_hash(const uint8_t left[ISO_AUDIT_HASH_LEN],
-			 const uint8_t right[ISO_AUDIT_HASH_LEN], uint8_t out[ISO_AUDIT_HASH_LEN]);
+                         const uint8_t right[ISO_AUDIT_HASH_LEN], uint8_t out[ISO_AUDIT_HASH_LEN]);
 
 /* Append-only Merkle tree over leaf hashes, all in memory (about 64 bytes a
  * leaf). Proof and root queries cost O(log n) whatever the size. */
@@ -82,18 +82,18 @@ int iso_merkle_leaf(const struct iso_merkle *m, uint64_t index, uint8_t out[ISO_
 int iso_merkle_root(const struct iso_merkle *m, uint64_t size, uint8_t out[ISO_AUDIT_HASH_LEN]);
 /* RFC 6962 2.1.1 PATH(index, D[0:size]) and 2.1.2 PROOF(from, D[0:to]); *n hashes. */
 int iso_merkle_inclusion(const struct iso_merkle *m, uint64_t index, uint64_t size,
-			 uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n);
+                         uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n);
 int iso_merkle_consistency(const struct iso_merkle *m, uint64_t from, uint64_t to,
-			   uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n);
+                           uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n);
 /* Verification needs no tree (RFC 9162 2.1.3.2 and 2.1.4.2 algorithms). */
 bool iso_merkle_verify_inclusion(uint64_t index, uint64_t size,
-				 const uint8_t leaf[ISO_AUDIT_HASH_LEN],
-				 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n,
-				 const uint8_t root[ISO_AUDIT_HASH_LEN]);
+                                 const uint8_t leaf[ISO_AUDIT_HASH_LEN],
+                                 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n,
+                                 const uint8_t root[ISO_AUDIT_HASH_LEN]);
 bool iso_merkle_verify_consistency(uint64_t from, uint64_t to,
-				   const uint8_t from_root[ISO_AUDIT_HASH_LEN],
-				   const uint8_t to_root[ISO_AUDIT_HASH_LEN],
-				   const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n);
+                                   const uint8_t from_root[ISO_AUDIT_HASH_LEN],
+                                   const uint8_t to_root[ISO_AUDIT_HASH_LEN],
+                                   const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n);
 
 /* Signed tree head. The signed message is the fixed text
  * "isostack-audit-head-v1\n<size>\n<root hex>\n<time_ms>\n". */
@@ -112,7 +112,7 @@ struct iso_audit_key {
 /* DIR/audit.key (secret, 0600) and DIR/audit.pub (public, text): loads them,
  * creating both on first use. Refuses a key file readable by others. */
 int iso_audit_key_load_or_create(const char *dir, struct iso_audit_key *k, bool *created,
-				 struct iso_error *err);
+                                 struct iso_error *err);
 /* Reads a public key file written by the above ("ed25519:<base64>\n"). */
 int iso_audit_pubkey_read(const char *path, uint8_t pk[ISO_AUDIT_PK_LEN], struct iso_error *err);
 void iso_audit_pubkey_format(const uint8_t pk[ISO_AUDIT_PK_LEN], char *buf, size_t size);
@@ -129,18 +129,18 @@ bool iso_audit_head_verify(const struct iso_audit_head *h, const uint8_t pk[ISO_
  * (a tenant's) holds some events, each with an inclusion proof. */
 int iso_audit_export_head(FILE *f, const struct iso_audit_head *h);
 int iso_audit_export_event(FILE *f, int64_t seq, const uint8_t leaf[ISO_AUDIT_HASH_LEN],
-			   const char *canonical, size_t len);
+                           const char *canonical, size_t len);
 int iso_audit_export_inclusion(FILE *f, uint64_t seq, uint64_t size,
-			       const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n);
+                               const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n);
 int iso_audit_export_consistency(FILE *f, uint64_t from, uint64_t to,
-				 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n);
+                                 const uint8_t proof[][ISO_AUDIT_HASH_LEN], int n);
 
 struct iso_audit_verdict {
 	bool ok;
-	uint64_t events;    /* event lines checked */
-	uint64_t heads;     /* heads whose signature verified */
-	int64_t first_bad;  /* first bad sequence number, -1 when none can be named */
-	long bad_line;      /* line of the export where it went wrong, 0 when none */
+	uint64_t events;   /* event lines checked */
+	uint64_t heads;    /* heads whose signature verified */
+	int64_t first_bad; /* first bad sequence number, -1 when none can be named */
+	long bad_line;     /* line of the export where it went wrong, 0 when none */
 	char message[ISO_ERR_MSG_MAX];
 };
 /* Verifies one export stream with the public key: every head's signature;
@@ -150,6 +150,6 @@ struct iso_audit_verdict {
  * proof; each consistency proof. Names the first bad seq. `name` labels
  * messages. Returns 0 when the stream could be read (verdict says ok or not). */
 int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDIT_PK_LEN],
-			    struct iso_audit_verdict *v, struct iso_error *err);
+                            struct iso_audit_verdict *v, struct iso_error *err);
 
 #endif

@@ -37,9 +37,9 @@ struct iso_controller_params {
 	const char *state_dir;   /* where the audit signing key lives */
 	bool accept_audit_break; /* start over a log that fails its check, recording that */
 	/* tenancy (docs/tenancy.md); zero values take the defaults */
-	int64_t fair_share_half_life_ms; /* decay of past usage; default 7 days */
-	int64_t preempt_min_run_ms;      /* never preempt younger work; default 0 */
-	int64_t preempt_grace_ms;        /* signal, then evict this much later; default 0 */
+	int64_t fair_share_half_life_ms;       /* decay of past usage; default 7 days */
+	int64_t preempt_min_run_ms;            /* never preempt younger work; default 0 */
+	int64_t preempt_grace_ms;              /* signal, then evict this much later; default 0 */
 	const char *const *admission_policies; /* Lua files, run in order on every request */
 	int n_admission_policies;
 };
@@ -301,9 +301,9 @@ int iso_controller_audit_head(struct iso_controller *c, const struct iso_princip
  * latest head's size) each event carries its inclusion proof. *next is the
  * seq to pass as `after` for the next page, or -1 at the end. */
 int iso_controller_audit_events(struct iso_controller *c, const struct iso_principal *p,
-                                const char *tenant, int64_t after, int limit,
-                                uint64_t proof_size, iso_audit_item_fn fn, void *arg,
-                                int64_t *next, struct iso_error *err);
+                                const char *tenant, int64_t after, int limit, uint64_t proof_size,
+                                iso_audit_item_fn fn, void *arg, int64_t *next,
+                                struct iso_error *err);
 int iso_controller_audit_inclusion(struct iso_controller *c, const struct iso_principal *p,
                                    uint64_t seq, uint64_t size, struct iso_audit_item *out,
                                    struct iso_error *err);

@@ -63,12 +63,12 @@ enum iso_partition_kind {
 
 struct iso_partition {
 	enum iso_partition_kind kind;
-	char name[64];      /* OpenSM partition name: "Default", "svc_storage", "t_acme" */
-	uint16_t pkey;      /* 15-bit base */
-	int64_t tenant_id;  /* ISO_PART_TENANT only */
-	char tenant[64];    /* ISO_PART_TENANT only */
-	bool ipoib, indx0;  /* flags rendered on the definition */
-	int n_members;      /* sorted by guid, unique */
+	char name[64];     /* OpenSM partition name: "Default", "svc_storage", "t_acme" */
+	uint16_t pkey;     /* 15-bit base */
+	int64_t tenant_id; /* ISO_PART_TENANT only */
+	char tenant[64];   /* ISO_PART_TENANT only */
+	bool ipoib, indx0; /* flags rendered on the definition */
+	int n_members;     /* sorted by guid, unique */
 	struct iso_fabric_member *members; /* owned */
 };
 
@@ -85,9 +85,9 @@ void iso_fabric_intent_clear(struct iso_fabric_intent *in);
  * use. On a node with VFs: VF `vf` of the node's port; fabric-exclusive
  * nodes (no VFs): the PF itself (vf = -1). */
 struct iso_port_assignment {
-	int node;          /* inventory index */
+	int node; /* inventory index */
 	int64_t tenant_id;
-	int vf;            /* VF index, -1 = the PF (fabric-exclusive node) */
+	int vf; /* VF index, -1 = the PF (fabric-exclusive node) */
 	uint64_t guid;
 };
 
@@ -105,8 +105,9 @@ struct iso_fabric_tenant {
  * partitions, and with ISO_E_NO_CAPACITY naming the port an intent that puts
  * more P_Keys on a port than its pkey_capacity (counting Default and the
  * services). The PF of a node with VFs stays a limited member of Default only. */
-int iso_fabric_intent_build(const struct iso_inventory *inv, const struct iso_fabric_tenant *tenants,
-                            int n_tenants, const struct iso_port_assignment *assign, int n_assign,
+int iso_fabric_intent_build(const struct iso_inventory *inv,
+                            const struct iso_fabric_tenant *tenants, int n_tenants,
+                            const struct iso_port_assignment *assign, int n_assign,
                             struct iso_fabric_intent *out, struct iso_error *err);
 
 /* ---- the intent as JSON (intent_json.c): GET /v1/fabric/intent ---- */
@@ -143,14 +144,14 @@ int iso_opafm_render(const struct iso_fabric_intent *in, char **out, struct iso_
 
 /* ---- what the fabric holds, and the verifier (verify.c) ---- */
 struct iso_port_table {
-	uint64_t guid;     /* port GUID */
+	uint64_t guid; /* port GUID */
 	uint16_t lid;
 	int port_num;
-	bool is_switch;    /* switch port 0 (switch external ports are not end ports) */
+	bool is_switch; /* switch port 0 (switch external ports are not end ports) */
 	char node_desc[64];
-	int capacity;      /* NodeInfo.PartitionCap (0: unknown) */
-	int n_pkeys;       /* non-zero entries */
-	uint16_t *pkeys;   /* owned; raw entries with the membership bit */
+	int capacity;    /* NodeInfo.PartitionCap (0: unknown) */
+	int n_pkeys;     /* non-zero entries */
+	uint16_t *pkeys; /* owned; raw entries with the membership bit */
 };
 struct iso_fabric_snapshot {
 	int n_ports;
@@ -166,21 +167,21 @@ void iso_fabric_snapshot_clear(struct iso_fabric_snapshot *s);
 int iso_fabric_read_live(struct iso_fabric_snapshot *out, int *n_failed, struct iso_error *err);
 
 enum iso_violation_kind {
-	ISO_VIOL_CROSS_TENANT, /* two tenants' ports can reach each other */
-	ISO_VIOL_UNKNOWN_FULL, /* a port full in a tenant key that the intent does not give it */
-	ISO_VIOL_MISSING,      /* intent says member, fabric says not (drift) */
-	ISO_VIOL_EXTRA,        /* fabric holds a key the intent does not (drift) */
-	ISO_VIOL_NEAR_CAPACITY,/* table at >= 90% of capacity */
-	ISO_VIOL_UNREACHABLE,  /* an intended member port was not found on the fabric */
+	ISO_VIOL_CROSS_TENANT,  /* two tenants' ports can reach each other */
+	ISO_VIOL_UNKNOWN_FULL,  /* a port full in a tenant key that the intent does not give it */
+	ISO_VIOL_MISSING,       /* intent says member, fabric says not (drift) */
+	ISO_VIOL_EXTRA,         /* fabric holds a key the intent does not (drift) */
+	ISO_VIOL_NEAR_CAPACITY, /* table at >= 90% of capacity */
+	ISO_VIOL_UNREACHABLE,   /* an intended member port was not found on the fabric */
 };
 const char *iso_violation_kind_name(enum iso_violation_kind k);
 
 struct iso_violation {
 	enum iso_violation_kind kind;
-	uint16_t pkey;        /* base */
+	uint16_t pkey; /* base */
 	int n_ports;
-	uint64_t ports[2];    /* the ports involved (1 or 2) */
-	char tenants[2][64];  /* owning tenants as the intent knows them, "" when none */
+	uint64_t ports[2];   /* the ports involved (1 or 2) */
+	char tenants[2][64]; /* owning tenants as the intent knows them, "" when none */
 	char message[256];
 };
 struct iso_fabric_report {
@@ -198,8 +199,9 @@ void iso_fabric_report_clear(struct iso_fabric_report *r);
  * and an unknown full member of its key) is a violation, except through a
  * shared service key where the tenant side is limited. Cost: O(ports x
  * pkeys) with a hash per key, no pairwise scan. */
-int iso_fabric_verify(const struct iso_fabric_intent *intent, const struct iso_fabric_snapshot *snap,
-                      struct iso_fabric_report *out, struct iso_error *err);
+int iso_fabric_verify(const struct iso_fabric_intent *intent,
+                      const struct iso_fabric_snapshot *snap, struct iso_fabric_report *out,
+                      struct iso_error *err);
 /* JSON text of a report ({ok, ports_checked, partitions_checked,
  * violations[{kind, pkey, ports, tenants, message}], elapsed_ms}); malloc'd. */
 char *iso_fabric_report_json(const struct iso_fabric_report *r);
@@ -214,11 +216,11 @@ char *iso_fabric_report_json(const struct iso_fabric_report *r);
 /* What a net file holds, for ibsim's limits (-N nodes, -S switches, -P
  * ports; defaults 2048, 256, 13312). */
 struct iso_ibsim_net_stats {
-	int n_cas;     /* single-port CAs: the SM, every PF, VF and service port */
-	int n_leaves;  /* leaf switches */
-	int n_spines;  /* spine switches */
-	int n_nodes;   /* CAs + switches (ibsim -N) */
-	int n_ports;   /* ibsim's port count: 1 per CA, ports + 1 per switch (-P) */
+	int n_cas;    /* single-port CAs: the SM, every PF, VF and service port */
+	int n_leaves; /* leaf switches */
+	int n_spines; /* spine switches */
+	int n_nodes;  /* CAs + switches (ibsim -N) */
+	int n_ports;  /* ibsim's port count: 1 per CA, ports + 1 per switch (-P) */
 };
 
 struct iso_ibsim_net_opts {

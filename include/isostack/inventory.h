@@ -40,13 +40,13 @@ struct iso_fabric_config {
 	/* The driver that programs partitions: "sim" (default: the in-process
 	 * model), "opensm" (infiniband), "opafm" (omnipath). */
 	char driver[16];
-	struct iso_sm_files sm;  /* opensm: the primary SM's files */
-	int n_standby;           /* opensm: further SMs, the same file on each */
+	struct iso_sm_files sm;       /* opensm: the primary SM's files */
+	int n_standby;                /* opensm: further SMs, the same file on each */
 	struct iso_sm_files *standby; /* owned */
-	char opafm_file[512];    /* opafm: where opafm.xml is written */
-	int64_t pkey_quarantine_ms; /* a released P_Key waits this long; default 300000 */
-	int coalesce_ms;            /* changes within this window share one reload; default 50 */
-	int confirm_timeout_ms;     /* read-back must confirm within this; default 10000 */
+	char opafm_file[512];         /* opafm: where opafm.xml is written */
+	int64_t pkey_quarantine_ms;   /* a released P_Key waits this long; default 300000 */
+	int coalesce_ms;              /* changes within this window share one reload; default 50 */
+	int confirm_timeout_ms;       /* read-back must confirm within this; default 10000 */
 	char name[ISO_NAME_MAX];
 	int n_sm_nodes;                 /* infiniband / omnipath */
 	char (*sm_nodes)[ISO_NAME_MAX]; /* owned; hostnames of subnet managers */

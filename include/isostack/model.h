@@ -32,9 +32,9 @@ struct iso_tenant {
 	int64_t created_ms;
 	int64_t updated_ms;
 	/* tenancy policy (docs/tenancy.md) */
-	char org[ISO_NAME_MAX]; /* its organisation, "" = none */
-	double shares;          /* fair-share weight among its siblings; 1 by default */
-	char isolation[24];     /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
+	char org[ISO_NAME_MAX];  /* its organisation, "" = none */
+	double shares;           /* fair-share weight among its siblings; 1 by default */
+	char isolation[24];      /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
 	char tags[ISO_DESC_MAX]; /* comma-separated labels ("hipaa"), for admission policies */
 };
 

@@ -184,7 +184,8 @@ int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_
 void iso_fgd_free(struct iso_fgd *f);
 /* (The registered iso_placer_fgd in sched.h is stateless: its mix is every
  * plain profile of the inventory's GPU models and one whole GPU, equally
- * weighted, needing no cpus or memory.) FGD against `f` (borrowed; outlives the placer; its caches change). */
+ * weighted, needing no cpus or memory.) FGD against `f` (borrowed; outlives the placer; its caches
+ * change). */
 void iso_placer_fgd_init(struct iso_placer *p, struct iso_fgd *f);
 /* F_n(M): the expected fragmentation of node `node` in compute slices (f
  * NULL: the stateless default mix). */

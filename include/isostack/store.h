@@ -149,8 +149,7 @@ struct iso_store_ops {
 	int (*org_put)(struct iso_store *s, const struct iso_org *o, struct iso_error *err);
 	int (*org_delete)(struct iso_store *s, const char *name, struct iso_error *err);
 	int (*org_list)(struct iso_store *s, struct iso_org **out, int *n, struct iso_error *err);
-	int (*project_put)(struct iso_store *s, const struct iso_project *p,
-	                   struct iso_error *err);
+	int (*project_put)(struct iso_store *s, const struct iso_project *p, struct iso_error *err);
 	int (*project_delete)(struct iso_store *s, int64_t tenant_id, const char *name,
 	                      struct iso_error *err);
 	int (*project_list)(struct iso_store *s, struct iso_project **out, int *n,

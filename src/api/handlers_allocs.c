@@ -5,8 +5,8 @@
 #include "api/internal.h"
 
 static const char *const create_keys[] = {
-    "tenant",   "name",      "members", "gpus",       "cpus",       "memory_mib", "pool",
-    "project",  "priority",  "isolation", "spread",   "on_preempt", "duration_s", NULL};
+    "tenant",  "name",     "members",   "gpus",   "cpus",       "memory_mib", "pool",
+    "project", "priority", "isolation", "spread", "on_preempt", "duration_s", NULL};
 static const char *const gpus_keys[] = {"count", "profile", "whole", "model", NULL};
 static const char *const resize_keys[] = {"members", NULL};
 static const char *const list_keys[] = {"limit", "after", "tenant", "state", NULL};

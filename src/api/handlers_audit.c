@@ -41,8 +41,8 @@ static int query_u64(struct api_request *r, const char *key, bool required, uint
 	errno = 0;
 	unsigned long long x = strtoull(v, &end, 10);
 	if (errno || !v[0] || *end || v[0] == '-' || x > (unsigned long long)INT64_MAX)
-		return iso_error_set(&r->err, ISO_E_INVALID, key, "%s: must be a non-negative integer",
-		                     key);
+		return iso_error_set(&r->err, ISO_E_INVALID, key,
+		                     "%s: must be a non-negative integer", key);
 	*out = x;
 	return 0;
 }
@@ -63,8 +63,8 @@ static int add_item(void *arg, const struct iso_audit_item *it)
 		return -ENOMEM;
 	if (it->proof_size > 0)
 		json_object_set_new(item, "inclusion",
-		                    json_pack("{s:I, s:o}", "size", (json_int_t)it->proof_size, "proof",
-		                              proof_json(it->proof, it->n_proof)));
+		                    json_pack("{s:I, s:o}", "size", (json_int_t)it->proof_size,
+		                              "proof", proof_json(it->proof, it->n_proof)));
 	json_array_append_new(o->items, item);
 	return 0;
 }
@@ -97,7 +97,8 @@ int api_audit_head(struct api_request *r)
 	struct iso_audit_head h;
 	char sig[sodium_base64_ENCODED_LEN(ISO_AUDIT_SIG_LEN, sodium_base64_VARIANT_ORIGINAL)];
 
-	if (api_check_query(r, NULL) < 0 || iso_controller_audit_head(r->ctl, &r->who, &h, &r->err) < 0)
+	if (api_check_query(r, NULL) < 0 ||
+	    iso_controller_audit_head(r->ctl, &r->who, &h, &r->err) < 0)
 		return -1;
 	sodium_bin2base64(sig, sizeof(sig), h.sig, sizeof(h.sig), sodium_base64_VARIANT_ORIGINAL);
 	api_reply(r, MHD_HTTP_OK,
@@ -129,8 +130,8 @@ int api_audit_inclusion(struct api_request *r)
 	    iso_controller_audit_inclusion(r->ctl, &r->who, seq, size, &it, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK,
-	          json_pack("{s:I, s:I, s:o, s:o}", "seq", (json_int_t)seq, "size", (json_int_t)size,
-	                    "leaf", hex_json(it.leaf, sizeof(it.leaf)), "proof",
+	          json_pack("{s:I, s:I, s:o, s:o}", "seq", (json_int_t)seq, "size",
+	                    (json_int_t)size, "leaf", hex_json(it.leaf, sizeof(it.leaf)), "proof",
 	                    proof_json(it.proof, it.n_proof)));
 	return 0;
 }

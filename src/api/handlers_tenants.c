@@ -3,8 +3,8 @@
 
 static const char *const tenant_create_keys[] = {"name",      "description", "org", "shares",
                                                  "isolation", "tags",        NULL};
-static const char *const tenant_update_keys[] = {"description", "org", "shares", "isolation",
-                                                 "tags",        NULL};
+static const char *const tenant_update_keys[] = {"description", "org",  "shares",
+                                                 "isolation",   "tags", NULL};
 
 /* The tenancy policy fields of a create or update body. */
 static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
@@ -30,8 +30,7 @@ int api_tenant_create(struct api_request *r)
 	    api_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
 	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
 	    get_policy(body, &pol, &r->err) < 0 ||
-	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &pol, &t, &r->err) <
-	        0)
+	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &pol, &t, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_CREATED, api_tenant_json(r->ctl, &t));
 	return 0;

@@ -44,8 +44,7 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 	                 pkey > 0 ? json_string(hex) : json_null(), "created",
 	                 api_time(t->created_ms), "updated", api_time(t->updated_ms), "org",
 	                 str_or_null(t->org), "shares", t->shares > 0 ? t->shares : 1.0,
-	                 "isolation", t->isolation[0] ? t->isolation : "shared", "tags",
-	                 t->tags);
+	                 "isolation", t->isolation[0] ? t->isolation : "shared", "tags", t->tags);
 }
 
 json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t)
@@ -96,8 +95,8 @@ json_t *api_alloc_json(const struct iso_allocation *a)
 	    a->id, "tenant", a->tenant, "name", a->name, "state", iso_alloc_state_name(a->state),
 	    "reason", a->reason, "members", a->members, "gpus", gpus, "cpus", s->cpus, "memory_mib",
 	    (json_int_t)s->memory_mib, "pool", str_or_null(s->pool), "owner", a->owner, "created",
-	    api_time(a->created_ms), "updated", api_time(a->updated_ms), "nodes", nodes, "placement",
-	    placement);
+	    api_time(a->created_ms), "updated", api_time(a->updated_ms), "nodes", nodes,
+	    "placement", placement);
 	/* tenancy (docs/tenancy.md) */
 	json_object_update_new(
 	    o, json_pack("{s:o, s:i, s:o, s:o, s:s, s:o}", "project", str_or_null(a->project),

@@ -50,8 +50,7 @@ static const struct route routes[] = {
     {"DELETE", "v1/orgs/*", api_org_delete, ROUTE_AUTH, "org.delete", "org"},
     {"GET", "v1/orgs/*/quota", api_quota_get, ROUTE_AUTH, "quota.read", "quota"},
     {"PUT", "v1/orgs/*/quota", api_quota_set, ROUTE_AUTH, "quota.set", "quota"},
-    {"POST", "v1/tenants/*/projects", api_project_create, ROUTE_AUTH, "project.create",
-     "project"},
+    {"POST", "v1/tenants/*/projects", api_project_create, ROUTE_AUTH, "project.create", "project"},
     {"GET", "v1/tenants/*/projects", api_project_list, ROUTE_AUTH, "project.list", "project"},
     {"DELETE", "v1/tenants/*/projects/*", api_project_delete, ROUTE_AUTH, "project.delete",
      "project"},
@@ -81,8 +80,7 @@ static const struct route routes[] = {
     {"POST", "v1/allocations", api_alloc_create, ROUTE_AUTH, "allocation.create", "allocation"},
     {"GET", "v1/allocations", api_alloc_list, ROUTE_AUTH, "allocation.list", "allocation"},
     {"GET", "v1/allocations/*", api_alloc_get, ROUTE_AUTH, "allocation.read", "allocation"},
-    {"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH, "allocation.resize",
-     "allocation"},
+    {"PATCH", "v1/allocations/*", api_alloc_resize, ROUTE_AUTH, "allocation.resize", "allocation"},
     {"DELETE", "v1/allocations/*", api_alloc_release, ROUTE_AUTH, "allocation.release",
      "allocation"},
     {"GET", "v1/fabric", api_fabric_status, ROUTE_AUTH, "fabric.read", "fabric"},
@@ -92,8 +90,7 @@ static const struct route routes[] = {
     {"GET", "v1/audit/head", api_audit_head, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/proof/inclusion", api_audit_inclusion, ROUTE_AUTH, "audit.read", "audit"},
-    {"GET", "v1/audit/proof/consistency", api_audit_consistency, ROUTE_AUTH, "audit.read",
-     "audit"},
+    {"GET", "v1/audit/proof/consistency", api_audit_consistency, ROUTE_AUTH, "audit.read", "audit"},
 };
 
 static bool pattern_matches(const char *pattern, struct api_request *r)

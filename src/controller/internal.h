@@ -29,10 +29,10 @@ struct iso_controller {
 	struct iso_audit_event *queue;
 	int n_queue, cap_queue;
 
-	struct ctl_fabric *fabric; /* fabric.c */
+	struct ctl_fabric *fabric;   /* fabric.c */
 	struct ctl_tenancy *tenancy; /* tenancy.c */
-	bool fabric_async;         /* allocations wait in provisioning for the fabric */
-	pthread_mutex_t lock;      /* the API thread and the daemon's ticks take turns */
+	bool fabric_async;           /* allocations wait in provisioning for the fabric */
+	pthread_mutex_t lock;        /* the API thread and the daemon's ticks take turns */
 };
 
 /* An audit event as a use case describes it; the actor comes from the
@@ -194,8 +194,8 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
  * `action` with `reason`. */
 int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
                     const char *action, const char *reason, struct iso_error *err);
-int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue,
-                       const char *action, const char *reason, struct iso_error *err);
+int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, const char *action,
+                       const char *reason, struct iso_error *err);
 /* Tells a victim it will be preempted at kill_at_ms (audited; the reason
  * shows it). */
 void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const char *by,

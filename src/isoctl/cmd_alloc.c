@@ -258,7 +258,8 @@ static int create_body(struct isoctl *ctx, const char *const *flag, json_t *body
 	if (!r && flag[OPT_PROJECT])
 		r = isoctl_set_string(ctx, body, "project", "--project", flag[OPT_PROJECT]);
 	if (!r && flag[OPT_PRIORITY]) {
-		if (isoctl_parse_int(ctx, "--priority", flag[OPT_PRIORITY], LLONG_MIN, LLONG_MAX, &v))
+		if (isoctl_parse_int(ctx, "--priority", flag[OPT_PRIORITY], LLONG_MIN, LLONG_MAX,
+		                     &v))
 			return ISOCTL_EXIT_USAGE;
 		r = isoctl_set_int(body, "priority", v);
 	}
@@ -267,9 +268,11 @@ static int create_body(struct isoctl *ctx, const char *const *flag, json_t *body
 	if (!r && flag[OPT_SPREAD])
 		r = isoctl_set_string(ctx, body, "spread", "--spread", flag[OPT_SPREAD]);
 	if (!r && flag[OPT_ON_PREEMPT])
-		r = isoctl_set_string(ctx, body, "on_preempt", "--on-preempt", flag[OPT_ON_PREEMPT]);
+		r = isoctl_set_string(ctx, body, "on_preempt", "--on-preempt",
+		                      flag[OPT_ON_PREEMPT]);
 	if (!r && flag[OPT_DURATION]) {
-		if (isoctl_parse_int(ctx, "--duration", flag[OPT_DURATION], LLONG_MIN, LLONG_MAX, &v))
+		if (isoctl_parse_int(ctx, "--duration", flag[OPT_DURATION], LLONG_MIN, LLONG_MAX,
+		                     &v))
 			return ISOCTL_EXIT_USAGE;
 		r = isoctl_set_int(body, "duration_s", v);
 	}

@@ -7,7 +7,6 @@
 
 #include "isoctl/isoctl.h"
 
-
 enum { OPT_NODE, OPT_FORMAT, NUM_FLAGS };
 enum format { FMT_TABLE, FMT_JSON, FMT_MIG_PARTED };
 

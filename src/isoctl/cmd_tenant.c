@@ -14,9 +14,9 @@ enum { OPT_DESCRIPTION, OPT_ORG, OPT_SHARES, OPT_ISOLATION, OPT_TAGS, NUM_FLAGS 
 	    ISOCTL_FLAG("tags", required_argument, OPT_TAGS)
 
 #define POLICY_HELP                                                                                \
-	"  --org O        its organisation (\"\" for none; move only while it holds nothing)\n"  \
-	"  --shares S     fair-share weight among its siblings (default 1)\n"                     \
-	"  --isolation C  shared, exclusive-gpu, exclusive-node or exclusive-rack\n"             \
+	"  --org O        its organisation (\"\" for none; move only while it holds nothing)\n"    \
+	"  --shares S     fair-share weight among its siblings (default 1)\n"                      \
+	"  --isolation C  shared, exclusive-gpu, exclusive-node or exclusive-rack\n"               \
 	"  --tags T       comma-separated labels of [a-z0-9-] for admission policies\n"
 
 /* The tenancy policy flags into the body. Returns 0 or an exit code. */
@@ -71,11 +71,12 @@ static int print_tenants(const json_t *body)
 
 static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl tenant create NAME [--description D] [--org O]\n"
-	                            "           [--shares S] [--isolation C] [--tags T]\n"
-	                            "\n"
-	                            "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
-	                            "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n" POLICY_HELP;
+	static const char usage[] =
+	    "Usage: isoctl tenant create NAME [--description D] [--org O]\n"
+	    "           [--shares S] [--isolation C] [--tags T]\n"
+	    "\n"
+	    "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
+	    "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n" POLICY_HELP;
 	static const struct option options[] = {
 	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), POLICY_FLAGS,
 	    ISOCTL_GLOBAL_OPTIONS};
@@ -134,10 +135,11 @@ static const struct isoctl_simple_cmd tenant_delete = {
 
 static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 {
-	static const char usage[] = "Usage: isoctl tenant update NAME [--description D] [--org O]\n"
-	                            "           [--shares S] [--isolation C] [--tags T]\n"
-	                            "\n"
-	                            "Changes a tenant (PATCH /v1/tenants/NAME; cluster-admin).\n" POLICY_HELP;
+	static const char usage[] =
+	    "Usage: isoctl tenant update NAME [--description D] [--org O]\n"
+	    "           [--shares S] [--isolation C] [--tags T]\n"
+	    "\n"
+	    "Changes a tenant (PATCH /v1/tenants/NAME; cluster-admin).\n" POLICY_HELP;
 	static const struct option options[] = {
 	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION), POLICY_FLAGS,
 	    ISOCTL_GLOBAL_OPTIONS};
@@ -151,7 +153,8 @@ static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 		return p.exit_code;
 	if (!flag[OPT_DESCRIPTION] && !flag[OPT_ORG] && !flag[OPT_SHARES] && !flag[OPT_ISOLATION] &&
 	    !flag[OPT_TAGS])
-		return isoctl_usage_error(ctx, "nothing to change: give --description or a policy flag");
+		return isoctl_usage_error(ctx,
+		                          "nothing to change: give --description or a policy flag");
 	path = isoctl_path("/v1/tenants/", p.args[0], "");
 	body = json_object();
 	if (!path || !body)

@@ -59,7 +59,6 @@ static const char usage[] =
     "Server errors are printed on stderr as\n"
     "  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
 
-
 static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 {
 	fputs(usage, stdout);
@@ -67,26 +66,16 @@ static int cmd_help(struct isoctl *ctx, int argc, char **argv)
 }
 
 static const struct isoctl_cmd commands[] = {
-    {"health", .simple = &isoctl_cmd_health},
-    {"version", .simple = &isoctl_cmd_version},
-    {"whoami", .simple = &isoctl_cmd_whoami},
-    {"capacity", .simple = &isoctl_cmd_capacity},
-    {"tenant", .run = isoctl_cmd_tenant},
-    {"token", .run = isoctl_cmd_token},
-    {"node", .run = isoctl_cmd_node},
-    {"gpu", .run = isoctl_cmd_gpu},
-    {"pool", .run = isoctl_cmd_pool},
-    {"mig", .run = isoctl_cmd_mig},
-    {"org", .run = isoctl_cmd_org},
-    {"project", .run = isoctl_cmd_project},
-    {"quota", .run = isoctl_cmd_quota},
-    {"queue", .simple = &isoctl_cmd_queue},
-    {"usage", .simple = &isoctl_cmd_usage},
-    {"alloc", .run = isoctl_cmd_alloc},
-    {"audit", .run = isoctl_cmd_audit},
-    {"sim", .run = isoctl_cmd_sim},
-    {"fabric", .run = isoctl_cmd_fabric},
-    {"help", .run = cmd_help},
+    {"health", .simple = &isoctl_cmd_health}, {"version", .simple = &isoctl_cmd_version},
+    {"whoami", .simple = &isoctl_cmd_whoami}, {"capacity", .simple = &isoctl_cmd_capacity},
+    {"tenant", .run = isoctl_cmd_tenant},     {"token", .run = isoctl_cmd_token},
+    {"node", .run = isoctl_cmd_node},         {"gpu", .run = isoctl_cmd_gpu},
+    {"pool", .run = isoctl_cmd_pool},         {"mig", .run = isoctl_cmd_mig},
+    {"org", .run = isoctl_cmd_org},           {"project", .run = isoctl_cmd_project},
+    {"quota", .run = isoctl_cmd_quota},       {"queue", .simple = &isoctl_cmd_queue},
+    {"usage", .simple = &isoctl_cmd_usage},   {"alloc", .run = isoctl_cmd_alloc},
+    {"audit", .run = isoctl_cmd_audit},       {"sim", .run = isoctl_cmd_sim},
+    {"fabric", .run = isoctl_cmd_fabric},     {"help", .run = cmd_help},
 };
 
 int main(int argc, char **argv)

@@ -158,7 +158,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return -1;
 			break;
 		case O_GRACE:
-			if (parse_duration(optarg, "--preempt-grace", 1.0, 0, &o->preempt_grace_ms) < 0)
+			if (parse_duration(optarg, "--preempt-grace", 1.0, 0,
+			                   &o->preempt_grace_ms) < 0)
 				return -1;
 			break;
 		case O_MIN_RUN:

@@ -252,7 +252,8 @@ static int slot_resolve(struct iso_cluster_state *cs, int ni, const struct iso_s
 
 	if (pos < 0) {
 		snprintf(field, sizeof(field), "placement[%d].gpu", si);
-		iso_error_set(err, ISO_E_INVALID, field, "node %s has no GPU %d", node->name, s->gpu);
+		iso_error_set(err, ISO_E_INVALID, field, "node %s has no GPU %d", node->name,
+		              s->gpu);
 		return -EINVAL; /* spelt out: *gpu and *occ are set only on success */
 	}
 	*gpu = &node->gpus[pos];

@@ -94,7 +94,8 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_SLOT_DELETE] = "DELETE FROM alloc_slots WHERE alloc_id = ?1",
     [ST_SLOT_LIST] = "SELECT member, gpu, whole, profile, start, width FROM alloc_slots"
                      " WHERE alloc_id = ?1 ORDER BY idx",
-    [ST_AUDIT_APPEND] = "INSERT INTO audit_events(seq, tenant_id, body, leaf) VALUES (?1, ?2, ?3, ?4)",
+    [ST_AUDIT_APPEND] =
+        "INSERT INTO audit_events(seq, tenant_id, body, leaf) VALUES (?1, ?2, ?3, ?4)",
     [ST_AUDIT_COUNT] = "SELECT coalesce(max(seq) + 1, 0) FROM audit_events",
     [ST_AUDIT_SCAN] = "SELECT seq, tenant_id, body, leaf FROM audit_events WHERE seq > ?1"
                       " ORDER BY seq LIMIT ?2",

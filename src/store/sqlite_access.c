@@ -97,8 +97,8 @@ int iso_sqlite_tenant_insert(struct iso_store *is, struct iso_tenant *t, struct 
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TENANT_INSERT];
 
 	if (BIND_FIELD(st, 1, t->name) || BIND_FIELD(st, 2, t->description) ||
-	    iso_sqlite_bind_i64(st, 3, t->created_ms) || iso_sqlite_bind_i64(st, 4, t->updated_ms) ||
-	    bind_tenant_policy(st, 5, t))
+	    iso_sqlite_bind_i64(st, 3, t->created_ms) ||
+	    iso_sqlite_bind_i64(st, 4, t->updated_ms) || bind_tenant_policy(st, 5, t))
 		return iso_sqlite_fail(s->db, "tenant insert", err);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return iso_sqlite_insert_fail(s->db, "tenant insert", "tenant", t->name, err);

@@ -43,16 +43,18 @@ int iso_sqlite_audit_scan(struct iso_store *is, int64_t after, int64_t tenant_id
                           iso_audit_record_fn fn, void *arg, struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
-	_cleanup_stmt_ sqlite3_stmt *st = s->st[tenant_id > 0 ? ST_AUDIT_SCAN_TENANT : ST_AUDIT_SCAN];
+	_cleanup_stmt_ sqlite3_stmt *st =
+	    s->st[tenant_id > 0 ? ST_AUDIT_SCAN_TENANT : ST_AUDIT_SCAN];
 	int rc;
 
-	if (iso_sqlite_bind_i64(st, 1, after) || iso_sqlite_bind_i64(st, 2, limit > 0 ? limit : -1) ||
+	if (iso_sqlite_bind_i64(st, 1, after) ||
+	    iso_sqlite_bind_i64(st, 2, limit > 0 ? limit : -1) ||
 	    (tenant_id > 0 && iso_sqlite_bind_i64(st, 3, tenant_id)))
 		return iso_sqlite_fail(s->db, "audit scan", err);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct iso_audit_record rec = {
-			.seq = sqlite3_column_int64(st, 0),
-			.tenant_id = sqlite3_column_int64(st, 1),
+		    .seq = sqlite3_column_int64(st, 0),
+		    .tenant_id = sqlite3_column_int64(st, 1),
 		};
 		const void *body = sqlite3_column_blob(st, 2);
 		int len = sqlite3_column_bytes(st, 2);

@@ -129,7 +129,7 @@ struct iso_sqlite_row {
 void iso_sqlite_row_init(struct iso_sqlite_row *r, sqlite3_stmt *st);
 void iso_sqlite_rd_text(struct iso_sqlite_row *r, char *buf, size_t size);
 int64_t iso_sqlite_rd_i64(struct iso_sqlite_row *r);
-double iso_sqlite_rd_double(struct iso_sqlite_row *r); /* REAL or INTEGER */
+double iso_sqlite_rd_double(struct iso_sqlite_row *r);       /* REAL or INTEGER */
 int64_t iso_sqlite_rd_i64_or_null(struct iso_sqlite_row *r); /* NULL -> 0 */
 int iso_sqlite_rd_int(struct iso_sqlite_row *r, int min, int max);
 bool iso_sqlite_rd_bool(struct iso_sqlite_row *r);
@@ -216,8 +216,8 @@ int iso_sqlite_quota_list(struct iso_store *s, struct iso_quota_row **out, int *
                           struct iso_error *err);
 int iso_sqlite_usage_append(struct iso_store *s, const struct iso_usage_row *u,
                             struct iso_error *err);
-int iso_sqlite_usage_list(struct iso_store *s, int64_t since_ms, struct iso_usage_row **out,
-                          int *n, struct iso_error *err);
+int iso_sqlite_usage_list(struct iso_store *s, int64_t since_ms, struct iso_usage_row **out, int *n,
+                          struct iso_error *err);
 int iso_sqlite_gpu_fault_put(struct iso_store *s, const struct iso_gpu_fault *f,
                              struct iso_error *err);
 int iso_sqlite_gpu_fault_delete(struct iso_store *s, const char *node, int gpu,

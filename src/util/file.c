@@ -60,8 +60,8 @@ int iso_file_write_atomic(const char *path, const char *data, size_t len, unsign
 		return iso_error_set(err, ISO_E_INVALID, NULL, "path too long: %s", path);
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (!*base || snprintf(tmp, sizeof(tmp), "%s/.%s.%08x.tmp", dir, base, rnd) >=
-	                  (int)sizeof(tmp))
+	if (!*base ||
+	    snprintf(tmp, sizeof(tmp), "%s/.%s.%08x.tmp", dir, base, rnd) >= (int)sizeof(tmp))
 		return iso_error_set(err, ISO_E_INVALID, NULL, "bad path: %s", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 	if (fd < 0)

@@ -945,7 +945,7 @@ static void test_controller(void **state)
 /* ---- fabric drivers ---- */
 
 #define DRV(fabric_lines)                                                                          \
-	"cluster: t\nfabric:\n  type: infiniband\n  sm_nodes: [sm-1]\n" fabric_lines                 \
+	"cluster: t\nfabric:\n  type: infiniband\n  sm_nodes: [sm-1]\n" fabric_lines               \
 	"pools: [{name: p}]\nracks: [{name: r1, pdus: [u1]}]\nnodes:\n" NODE1
 
 static void test_fabric_driver(void **state)
@@ -997,7 +997,8 @@ static void test_fabric_driver(void **state)
 
 	/* opafm on omnipath */
 	if (load("cluster: o\n"
-	         "fabric: {type: omnipath, sm_nodes: [fm-1], driver: opafm, opafm_file: /etc/opa-fm/opafm.xml}\n"
+	         "fabric: {type: omnipath, sm_nodes: [fm-1], driver: opafm, opafm_file: "
+	         "/etc/opa-fm/opafm.xml}\n"
 	         "pools: [{name: p}]\nracks: [{name: r, pdus: [u]}]\n"
 	         "nodes: [{name: c1, rack: r, pdu: u, pool: p, cpus: 1, memory_mib: 1,\n"
 	         "         port: {device: hfi1_0, port: 1, guid: 0x1, pkey_capacity: 16}}]\n",
@@ -1034,14 +1035,16 @@ static void test_fabric_driver_errors(void **state)
 	               "fabric.opafm_file", "missing required key 'opafm_file'");
 	expect_fail_at(DRV("  partitions_file: /x\n"), 5, "fabric.partitions_file",
 	               "only used by fabric.driver opensm (the driver is sim)");
-	expect_fail_at(DRV("  pid_file: /x\n"), 5, "fabric.pid_file", "only used by fabric.driver opensm");
-	expect_fail_at(DRV("  log_file: /x\n"), 5, "fabric.log_file", "only used by fabric.driver opensm");
+	expect_fail_at(DRV("  pid_file: /x\n"), 5, "fabric.pid_file",
+	               "only used by fabric.driver opensm");
+	expect_fail_at(DRV("  log_file: /x\n"), 5, "fabric.log_file",
+	               "only used by fabric.driver opensm");
 	expect_fail_at(DRV("  opafm_file: /x\n"), 5, "fabric.opafm_file",
 	               "only used by fabric.driver opafm (the driver is sim)");
-	expect_fail_at(DRV("  driver: opensm\n  partitions_file: ''\n"), 6, "fabric.partitions_file",
-	               "must be a file path, not empty");
-	expect_fail_at(DRV("  driver: opensm\n  partitions_file: [a]\n"), 6, "fabric.partitions_file",
-	               "a string");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: ''\n"), 6,
+	               "fabric.partitions_file", "must be a file path, not empty");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: [a]\n"), 6,
+	               "fabric.partitions_file", "a string");
 	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms: []\n"), 7,
 	               "fabric.standby_sms", "at least 1");
 	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  standby_sms:\n"

@@ -58,8 +58,8 @@ static void test_transitions(void **state)
 		F = ISO_ALLOC_FAILED
 	};
 	static const int legal[][2] = {
-	    {P, PL},  {P, RD}, {PL, PR}, {PL, RG}, {PL, F},  {PR, A},
-	    {PR, RG}, {PR, F}, {A, RG},  {A, F},   {RG, RD}, {RG, F}, {RG, P},
+	    {P, PL}, {P, RD}, {PL, PR}, {PL, RG}, {PL, F}, {PR, A}, {PR, RG},
+	    {PR, F}, {A, RG}, {A, F},   {RG, RD}, {RG, F}, {RG, P},
 	};
 	(void)state;
 
