@@ -58,23 +58,6 @@ static const char usage_discover[] =
     "  --file FILE   ibnetdiscover's output; - for standard input. Without it,\n"
     "                runs ibnetdiscover (set LD_PRELOAD for ibsim's umad2sim)\n";
 
-static int exit_of(const struct iso_error *e)
-{
-	switch (e->code) {
-	case ISO_E_INVALID:
-		return ISOCTL_EXIT_INVALID;
-	case ISO_E_NOT_FOUND:
-		return ISOCTL_EXIT_NOT_FOUND;
-	default:
-		return ISOCTL_EXIT_INTERNAL;
-	}
-}
-
-static int fail(const struct iso_error *e)
-{
-	fprintf(stderr, "isoctl: %s\n", e->message);
-	return exit_of(e);
-}
 
 static int parse_guid_flag(const struct isoctl *ctx, const char *flag, const char *s, uint64_t *out)
 {
@@ -131,15 +114,15 @@ static int cmd_ibsim_net(struct isoctl *ctx, int argc, char **argv)
 	if (v[N_CONFIG]) {
 		if (iso_inventory_load_file(v[N_CONFIG], &inv, &e) < 0 ||
 		    iso_ibsim_net_render(inv, &o, &net, &e) < 0)
-			return fail(&e);
+			return isoctl_fail_local(&e);
 	} else {
 		if (iso_ibsim_inventory_synthetic((int)n, (int)vfs, &yaml, &e) < 0 ||
 		    iso_inventory_load_string("synthetic.yaml", yaml, strlen(yaml), &inv, &e) < 0 ||
 		    iso_ibsim_net_render(inv, &o, &net, &e) < 0)
-			return fail(&e);
+			return isoctl_fail_local(&e);
 		if (v[N_INV_OUT] &&
 		    iso_file_write_atomic(v[N_INV_OUT], yaml, strlen(yaml), 0644, false, &e) < 0)
-			return fail(&e);
+			return isoctl_fail_local(&e);
 	}
 	fputs(net, stdout);
 	return ISOCTL_EXIT_OK;
@@ -230,7 +213,7 @@ static int cmd_discover(struct isoctl *ctx, int argc, char **argv)
 	}
 	if (iso_fabric_discover_parse(name, text, len, &d, &e) < 0 ||
 	    iso_fabric_discover_yaml(d, &yaml, &e) < 0)
-		return fail(&e);
+		return isoctl_fail_local(&e);
 	fputs(yaml, stdout);
 	return ISOCTL_EXIT_OK;
 }
@@ -323,7 +306,7 @@ static int verify_live(struct isoctl *ctx)
 	if (!intent_text)
 		return isoctl_oom();
 	if (iso_fabric_intent_parse_json(intent_text, &intent, &e) < 0)
-		return fail(&e);
+		return isoctl_fail_local(&e);
 	r = iso_fabric_read_live(&snap, &failed, &e);
 	if (r == 0)
 		r = iso_fabric_verify(&intent, &snap, &rep, &e);
@@ -334,7 +317,7 @@ static int verify_live(struct isoctl *ctx)
 	if (r < 0)
 		return e.code == ISO_E_UNAVAILABLE
 		           ? (fprintf(stderr, "isoctl: %s\n", e.message), ISOCTL_EXIT_UNAVAILABLE)
-		           : fail(&e);
+		           : isoctl_fail_local(&e);
 	if (failed > 0)
 		fprintf(stderr, "isoctl: %d port%s did not answer and were not checked\n", failed,
 		        failed == 1 ? "" : "s");

@@ -56,23 +56,6 @@ enum {
 	F_COUNT
 };
 
-static int exit_of(const struct iso_error *e)
-{
-	switch (e->code) {
-	case ISO_E_INVALID:
-		return ISOCTL_EXIT_INVALID;
-	case ISO_E_NOT_FOUND:
-		return ISOCTL_EXIT_NOT_FOUND;
-	default:
-		return ISOCTL_EXIT_INTERNAL;
-	}
-}
-
-static int fail(const struct iso_error *e)
-{
-	fprintf(stderr, "isoctl: %s\n", e->message);
-	return exit_of(e);
-}
 
 static json_t *jnum(double v)
 {
@@ -449,7 +432,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	if (iso_sim_nodes_load(v[F_NODES], &nodes, &e) < 0 ||
 	    iso_sim_trace_load(v[F_TRACE], &trace, &e) < 0 ||
 	    iso_sim_prepare(&nodes, &trace, &cfg, &sim, &e) < 0) {
-		rc = fail(&e);
+		rc = isoctl_fail_local(&e);
 		goto out;
 	}
 	if (ilp.gpus) {
@@ -458,7 +441,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		ilp.pct[1] = cfg.max_demand_pct;
 		for (int i = 0; i < 2; i++)
 			if (iso_sim_ilp(sim, ilp.pct[i], ilp.time_limit, &ilp.r[i], &e) < 0) {
-				rc = fail(&e);
+				rc = isoctl_fail_local(&e);
 				goto out;
 			}
 		ilp.done = true;
@@ -470,7 +453,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	}
 	for (int i = 0; i < n_names; i++) {
 		if (iso_sim_run(sim, names[i], &res[n_res], &e) < 0) {
-			rc = fail(&e);
+			rc = isoctl_fail_local(&e);
 			goto out;
 		}
 		n_res++;

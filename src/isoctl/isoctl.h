@@ -175,6 +175,11 @@ int isoctl_set_string(const struct isoctl *ctx, json_t *obj, const char *key, co
                       const char *value);
 int isoctl_set_int(json_t *obj, const char *key, long long value);
 
+/* For offline commands (no server): the exit code of a library error
+ * (invalid input 6, not found 3, anything else 1), and printing it. */
+int isoctl_exit_of_error(const struct iso_error *e);
+int isoctl_fail_local(const struct iso_error *e);
+
 /* Prints "isoctl: out of memory" and returns the internal exit code. */
 int isoctl_oom(void);
 

@@ -287,3 +287,21 @@ int isoctl_call_render(struct isoctl *ctx, const char *method, const char *path,
 
 	return r ? r : isoctl_render(ctx, &resp, table);
 }
+
+int isoctl_exit_of_error(const struct iso_error *e)
+{
+	switch (e->code) {
+	case ISO_E_INVALID:
+		return ISOCTL_EXIT_INVALID;
+	case ISO_E_NOT_FOUND:
+		return ISOCTL_EXIT_NOT_FOUND;
+	default:
+		return ISOCTL_EXIT_INTERNAL;
+	}
+}
+
+int isoctl_fail_local(const struct iso_error *e)
+{
+	fprintf(stderr, "isoctl: %s\n", e->message);
+	return isoctl_exit_of_error(e);
+}
