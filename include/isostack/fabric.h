@@ -110,6 +110,27 @@ int iso_fabric_intent_build(const struct iso_inventory *inv,
                             const struct iso_port_assignment *assign, int n_assign,
                             struct iso_fabric_intent *out, struct iso_error *err);
 
+/* P_Key table capacities as read from the fabric (NodeInfo.PartitionCap),
+ * sorted by GUID. A port's capacity is the smaller of this and the
+ * inventory's pkey_capacity: an HCA that has less than the inventory says
+ * must not be overfilled (OpenSM would drop keys with ERR 0512). */
+struct iso_port_caps {
+	int n;
+	uint64_t *guid; /* owned, sorted */
+	int *cap;       /* owned */
+};
+struct iso_fabric_snapshot;
+void iso_port_caps_clear(struct iso_port_caps *c);
+/* From a snapshot (ports with capacity 0 are left out). 0 or -ENOMEM. */
+int iso_port_caps_from_snapshot(const struct iso_fabric_snapshot *s, struct iso_port_caps *out);
+/* iso_fabric_intent_build with the capacities read from the fabric (NULL:
+ * the inventory's only). */
+int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
+                                 const struct iso_fabric_tenant *tenants, int n_tenants,
+                                 const struct iso_port_assignment *assign, int n_assign,
+                                 const struct iso_port_caps *caps, struct iso_fabric_intent *out,
+                                 struct iso_error *err);
+
 /* ---- the intent as JSON (intent_json.c): GET /v1/fabric/intent ---- */
 /* {generation, partitions: [{name, kind: default|service|tenant, pkey:
  * "0x0101", tenant, tenant_id, ipoib, indx0, members: [{guid: "0x...",

@@ -44,6 +44,9 @@ struct ctl_fabric {
 	char last_incident[256];
 	struct ctl_waiter *waiters; /* allocations waiting for a confirmation */
 	int n_waiters, cap_waiters;
+	/* P_Key capacities the fabric reported (NodeInfo.PartitionCap), from
+	 * the last full read: at start and at every verification. */
+	struct iso_port_caps caps;
 };
 
 static void clear_ports(struct iso_port_assignment **p, int *n)
@@ -67,6 +70,7 @@ void ctl_fabric_close(struct iso_controller *c)
 	clear_ports(&f->staged, &f->n_staged);
 	iso_fabric_intent_clear(&f->intent);
 	iso_fabric_intent_clear(&f->staged_intent);
+	iso_port_caps_clear(&f->caps);
 	free(f->waiters);
 	free(f);
 	c->fabric = NULL;
@@ -155,6 +159,17 @@ static int load(struct iso_controller *c, struct iso_error *err)
 	return 0;
 }
 
+/* Keeps the capacities a full read of the fabric reported. */
+static void learn_caps(struct ctl_fabric *f, const struct iso_fabric_snapshot *snap)
+{
+	struct iso_port_caps caps;
+
+	if (iso_port_caps_from_snapshot(snap, &caps) < 0)
+		return;
+	iso_port_caps_clear(&f->caps);
+	f->caps = caps;
+}
+
 int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_error *err)
 {
 	const struct iso_fabric_config *fc = &c->inv->fabric;
@@ -175,6 +190,22 @@ int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INVALID, "fabric.pkey_range",
 		                     "fabric.pkey_range: cannot build the P_Key pool");
+	/* What the HCAs say they hold: an HCA with a smaller P_Key table than
+	 * the inventory claims must not be overfilled. A fabric that cannot be
+	 * read now (SM host without a port, ibsim not up) is read at the next
+	 * verification. */
+	if (strcmp(f->drv->ops->name, "sim") != 0) {
+		struct iso_fabric_snapshot snap = {0};
+		struct iso_error e = {0};
+		if (f->drv->ops->snapshot(f->drv, &snap, &e) == 0) {
+			learn_caps(f, &snap);
+			iso_log(ISO_LOG_INFO, "fabric_capacities", "ports=%d read_ms=%lld", f->caps.n,
+			        (long long)snap.read_ms);
+		} else {
+			iso_log(ISO_LOG_WARN, "fabric_capacities_unread", "error=\"%s\"", e.message);
+		}
+		iso_fabric_snapshot_clear(&snap);
+	}
 	return load(c, err);
 }
 
@@ -359,8 +390,8 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		tenants[i] = (struct iso_fabric_tenant){.tenant_id = f->keys[i].tenant_id,
 		                                        .name = f->keys[i].tenant,
 		                                        .pkey = f->keys[i].pkey};
-	r = iso_fabric_intent_build(c->inv, tenants, f->n_keys, next, n_next, &f->staged_intent,
-	                            err);
+	r = iso_fabric_intent_build_caps(c->inv, tenants, f->n_keys, next, n_next, &f->caps,
+	                                 &f->staged_intent, err);
 	if (r < 0)
 		return r;
 	f->staged_intent.generation = f->generation + 1;
@@ -590,8 +621,10 @@ int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_prin
 		                     "this cluster's fabric (%s) has no partitions to verify",
 		                     iso_fabric_type_name(c->inv->fabric.type));
 	r = d->ops->snapshot(d, &snap, err);
-	if (r == 0)
+	if (r == 0) {
+		learn_caps(c->fabric, &snap);
 		r = iso_fabric_verify(&c->fabric->intent, &snap, out, err);
+	}
 	if (r == 0)
 		out->elapsed_ms += snap.read_ms; /* the whole verification, reading included */
 	iso_fabric_snapshot_clear(&snap);

@@ -210,26 +210,106 @@ static int sort_members(struct iso_fabric_member *m, int n)
 	return w;
 }
 
-/* The node and P_Key capacity of an assigned GUID, from its assignment. */
+void iso_port_caps_clear(struct iso_port_caps *c)
+{
+	free(c->guid);
+	free(c->cap);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int iso_port_caps_from_snapshot(const struct iso_fabric_snapshot *s, struct iso_port_caps *out)
+{
+	uint64_t *pairs = calloc((size_t)s->n_ports + 1, 2 * sizeof(uint64_t));
+	int n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!pairs)
+		return -ENOMEM;
+	for (int i = 0; i < s->n_ports; i++)
+		if (s->ports[i].capacity > 0) {
+			pairs[2 * n] = s->ports[i].guid;
+			pairs[2 * n + 1] = (uint64_t)s->ports[i].capacity;
+			n++;
+		}
+	qsort(pairs, (size_t)n, 2 * sizeof(uint64_t), cmp_u64);
+	out->guid = calloc((size_t)n + 1, sizeof(*out->guid));
+	out->cap = calloc((size_t)n + 1, sizeof(*out->cap));
+	if (!out->guid || !out->cap) {
+		free(pairs);
+		iso_port_caps_clear(out);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		out->guid[i] = pairs[2 * i];
+		out->cap[i] = (int)pairs[2 * i + 1];
+	}
+	out->n = n;
+	free(pairs);
+	return 0;
+}
+
+/* The capacity the fabric reported for `guid`, or 0 when unknown. */
+static int read_cap(const struct iso_port_caps *c, uint64_t guid)
+{
+	int lo = 0, hi = c ? c->n - 1 : -1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (c->guid[mid] == guid)
+			return c->cap[mid];
+		if (c->guid[mid] < guid)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return 0;
+}
+
+/* The node and P_Key capacity of an assigned GUID, from its assignment and
+ * what the fabric reported. */
 static int check_capacity(const struct iso_inventory *inv, const struct iso_fabric_tenant *tenants,
-                          const struct iso_port_assignment *a, int tenant, struct iso_error *err)
+                          const struct iso_port_assignment *a, int tenant,
+                          const struct iso_port_caps *caps, struct iso_error *err)
 {
 	const struct iso_node *node = &inv->nodes[a->node];
 	int keys = 1 + inv->fabric.n_services + 1; /* Default, every service, its tenant */
+	int cap = node->port.pkey_capacity, read = read_cap(caps, a->guid);
+	bool from_fabric = read > 0 && read < cap;
 
-	if (keys <= node->port.pkey_capacity)
+	if (from_fabric)
+		cap = read;
+	if (keys <= cap)
 		return 0;
 	return iso_error_set(err, ISO_E_NO_CAPACITY, "fabric",
 	                     "node %s port 0x%016llx would hold %d P_Keys (Default, %d shared "
-	                     "services, tenant '%s') but its capacity is %d",
+	                     "services, tenant '%s') but its capacity is %d%s",
 	                     node->name, (unsigned long long)a->guid, keys, inv->fabric.n_services,
-	                     tenants[tenant].name, node->port.pkey_capacity);
+	                     tenants[tenant].name, cap,
+	                     from_fabric ? " (NodeInfo.PartitionCap read from the fabric; the "
+	                                   "inventory says more)"
+	                                 : "");
 }
 
 int iso_fabric_intent_build(const struct iso_inventory *inv,
                             const struct iso_fabric_tenant *tenants, int n_tenants,
                             const struct iso_port_assignment *assign, int n_assign,
                             struct iso_fabric_intent *out, struct iso_error *err)
+{
+	return iso_fabric_intent_build_caps(inv, tenants, n_tenants, assign, n_assign, NULL, out,
+	                                    err);
+}
+
+int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
+                                 const struct iso_fabric_tenant *tenants, int n_tenants,
+                                 const struct iso_port_assignment *assign, int n_assign,
+                                 const struct iso_port_caps *caps, struct iso_fabric_intent *out,
+                                 struct iso_error *err)
 {
 	const struct iso_fabric_config *fc = &inv->fabric;
 	_cleanup_(intent_cleanup) struct iso_fabric_intent in = {0};
@@ -274,7 +354,8 @@ int iso_fabric_intent_build(const struct iso_inventory *inv,
 	for (int i = 0; i < n_assign; i++) {
 		if (i > 0 && slots[i].guid == slots[i - 1].guid)
 			continue;
-		r = check_capacity(inv, tenants, &assign[slots[i].assign], slots[i].tenant, err);
+		r = check_capacity(inv, tenants, &assign[slots[i].assign], slots[i].tenant, caps,
+		                   err);
 		if (r < 0)
 			return r;
 		slots[n_unique++] = slots[i];

@@ -44,7 +44,7 @@ fabric:
     - name: storage
       pkey: 0x0010
       guids: [0x946dae0300f5e001]
-pools:
+{services}pools:
   - name: shared
   - name: solo
 racks:
@@ -77,11 +77,13 @@ STORAGE = 0x946dae0300f5e001
 class Fabric:
     """ibsim + OpenSM for one inventory, in a temp dir."""
 
-    def __init__(self, cap=64):
+    def __init__(self, cap=64, services=0):
         self.dir = tempfile.mkdtemp(prefix="isofab-")
         self.config = os.path.join(self.dir, "cluster.yaml")
+        extra = "".join("    - {name: svc%d, pkey: 0x%04x, guids: [0x%016x]}\n" %
+                        (i, 0x0020 + i, 0x946dae0300f6e000 + i) for i in range(services))
         with open(self.config, "w") as f:
-            f.write(INVENTORY.format(dir=self.dir, cap=cap))
+            f.write(INVENTORY.format(dir=self.dir, cap=cap, services=extra))
         net = subprocess.run([harness.Binaries.isoctl, "fabric", "ibsim-net", "--config",
                               self.config], capture_output=True, text=True)
         if net.returncode != 0:
@@ -164,8 +166,8 @@ def wait_pkeys(tc, fab, guid, want, timeout=10):
 
 
 class FabricApiTest(harness.ApiTestCase):
-    def start(self, cap=64):
-        self.fab = Fabric(cap)
+    def start(self, cap=64, services=0):
+        self.fab = Fabric(cap, services)
         self.addCleanup(self.fab.stop)
         self.daemon = harness.Daemon(self.fab.config, env=self.fab.env)
         self.addCleanup(self.daemon.cleanup)
@@ -278,6 +280,22 @@ class FabricApiTest(harness.ApiTestCase):
         self.assertIn("capacity", r.body["error"]["message"])
         self.assertEqual(self.admin.get("/v1/allocations").body["items"], [])
         # Nothing half-written: OpenSM's file never saw the tenant.
+        with open(os.path.join(self.fab.dir, "partitions.conf")) as f:
+            self.assertNotIn("t_", f.read())
+
+
+    def test_capacity_read_from_fabric(self):
+        # The inventory claims 128 P_Keys per port, the HCAs (ibsim) report 64
+        # in NodeInfo.PartitionCap. With 64 shared services a tenant port would
+        # need 66 keys: refused, naming the capacity read from the fabric.
+        self.start(cap=128, services=63)
+        t = harness.create_tenant(self, self.admin)["name"]
+        r = self.admin.post("/v1/allocations", {
+            "tenant": t, "members": 1, "cpus": 1, "memory_mib": 1024, "pool": "shared",
+            "gpus": {"profile": "1g.10gb", "count": 1}})
+        self.assertEqual(r.status, 409, r.text)
+        self.assertIn("PartitionCap", r.body["error"]["message"])
+        self.assertIn("capacity is 64", r.body["error"]["message"])
         with open(os.path.join(self.fab.dir, "partitions.conf")) as f:
             self.assertNotIn("t_", f.read())
 
