@@ -714,6 +714,44 @@ static bool already_victim(const struct ctl_tenancy *tn, const char *id)
 	return false;
 }
 
+/* Would `a` fit once the plan's victims are gone? The planner counts
+ * capacity over the whole cluster; this asks the placement engine, on the
+ * real geometry, with the victims given back for the trial and taken again
+ * after it, so that nobody is preempted for nothing. */
+static bool plan_helps(struct iso_controller *c, const struct iso_allocation *a,
+                       const struct iso_running *run, const struct iso_preempt_plan *plan)
+{
+	struct iso_allocation victims[64];
+	struct iso_allocation trial = *a;
+	struct iso_place_constraints pc;
+	int n = 0;
+	bool fits = false;
+
+	trial.placed = NULL;
+	trial.slots = NULL;
+	trial.n_members = trial.n_slots = 0;
+	for (int v = 0; v < plan->n && n < (int)ISO_ARRAY_SIZE(victims); v++) {
+		memset(&victims[n], 0, sizeof(victims[n]));
+		if (c->store->ops->alloc_get(c->store, run[plan->v[v].run].id, &victims[n], NULL) <
+		    0)
+			continue;
+		iso_cluster_state_give(&c->cs, &victims[n]);
+		n++;
+	}
+	if (ctl_tenancy_constraints(c, a, &pc, NULL) == 0 &&
+	    iso_placer_place_ex(c->placer, &c->cs, &trial, trial.members, &pc, NULL) == 0) {
+		fits = true;
+		iso_cluster_state_give(&c->cs, &trial);
+	}
+	iso_allocation_clear(&trial);
+	for (int v = 0; v < n; v++) {
+		if (ctl_take(c, &victims[v], 0, NULL) < 0)
+			iso_log(ISO_LOG_ERR, "preempt_trial_undo_failed", "id=%s", victims[v].id);
+		iso_allocation_clear(&victims[v]);
+	}
+	return fits;
+}
+
 void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocation *a,
                              const struct iso_running *run, int n_run)
 {
@@ -734,6 +772,13 @@ void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocati
 		                       &pp, &plan, &err) < 0 ||
 		    plan.n == 0)
 			continue;
+		if (!plan_helps(c, a, run, &plan)) {
+			iso_log(ISO_LOG_INFO, "preempt_skipped",
+			        "for=%s mode=%s victims=%d reason=\"it would still not fit\"",
+			        a->id, modes[m] == ISO_PREEMPT_RECLAIM ? "reclaim" : "priority",
+			        plan.n);
+			continue;
+		}
 		for (int v = 0; v < plan.n; v++) {
 			const struct iso_running *x = &run[plan.v[v].run];
 			struct ctl_victim *nv;

@@ -452,6 +452,31 @@ class TestPreemption(TenancyCase):
         self.assertEqual(evict[0]["details"]["reason"], a["id"])
         self.assertEqual(evict[0]["details"]["to"], "pending")
 
+    def test_no_preemption_that_would_not_help(self):
+        # The lender asks, within its guarantee, for 5 members on 5 distinct
+        # nodes of a 4-node cluster: evicting the borrower frees enough
+        # slices in aggregate, but the request still would not fit, so
+        # nobody is preempted for it.
+        self.tenant("lender")
+        self.tenant("borrower")
+        self.set_quota("/v1/tenants/lender/quota", quota(14))
+        self.set_quota("/v1/tenants/borrower/quota", quota(0))
+        lender = self.d.client(self.token("lender"))
+        borrower = self.d.client(self.token("borrower"))
+        b = self.alloc(borrower, 8, gpus=FULL_GPU)
+        self.assertEqual(b["state"], "active")
+        a = self.alloc(lender, 5, spread="node")
+        self.assertEqual(a["state"], "pending")
+        time.sleep(1.5)  # past the grace period of 1 s
+        bb = self.state(b["id"])
+        self.assertEqual(bb["state"], "active", bb)
+        self.assertFalse(bb["reason"].startswith("preempted"), bb["reason"])
+        self.assertEqual(self.state(a["id"])["state"], "pending")
+        # once that request is withdrawn, one that fits does preempt
+        self.assertStatus(lender.delete("/v1/allocations/" + a["id"]), 200)
+        a2 = self.alloc(lender, 1, gpus=FULL_GPU)
+        self.wait_state(a2["id"], "active")
+
     def test_on_preempt_fail(self):
         self.tenant("lender")
         self.tenant("borrower")
