@@ -61,7 +61,7 @@ void iso_controller_unlock(struct iso_controller *c);
 void iso_controller_tick(struct iso_controller *c);
 
 /* The fabric (cluster-admin and auditor): the driver's progress, the
- * intent as JSON text (iso_fabric_intent_json), and a live verification:
+ * intent as JSON (iso_fabric_intent_to_json), and a live verification:
  * every reachable port's P_Key table read and judged against the intent. */
 struct iso_fabric_report;
 /* The tenant's P_Key (infiniband / omnipath), or -1 when it has none. */
@@ -69,7 +69,7 @@ int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id
 int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
-                                 char **out, struct iso_error *err);
+                                 json_t **out, struct iso_error *err);
 int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
                                  struct iso_fabric_report *out, struct iso_error *err);
 void iso_controller_free(struct iso_controller *c);

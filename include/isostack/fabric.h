@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "isostack/inventory.h"
 #include "isostack/util.h"
 
@@ -136,6 +138,7 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
  * "0x0101", tenant, tenant_id, ipoib, indx0, members: [{guid: "0x...",
  * membership: full|limited}]}]}; malloc'd. */
 char *iso_fabric_intent_json(const struct iso_fabric_intent *in);
+json_t *iso_fabric_intent_to_json(const struct iso_fabric_intent *in); /* the same, as JSON */
 /* Strict reader of the same; errors name the field. */
 int iso_fabric_intent_parse_json(const char *text, struct iso_fabric_intent *out,
                                  struct iso_error *err);
@@ -226,6 +229,7 @@ int iso_fabric_verify(const struct iso_fabric_intent *intent,
 /* JSON text of a report ({ok, ports_checked, partitions_checked,
  * violations[{kind, pkey, ports, tenants, message}], elapsed_ms}); malloc'd. */
 char *iso_fabric_report_json(const struct iso_fabric_report *r);
+json_t *iso_fabric_report_to_json(const struct iso_fabric_report *r); /* the same, as JSON */
 
 /* ---- ibsim (ibsim_net.c, discover.c) ----
  * A simulated fabric whose GUIDs are the inventory's, so that OpenSM, the

@@ -19,16 +19,11 @@ int api_fabric_status(struct api_request *r)
 
 int api_fabric_intent(struct api_request *r)
 {
-	char *text = NULL;
-	json_t *out;
+	json_t *out = NULL;
 
 	if (api_check_query(r, NULL) < 0 ||
-	    iso_controller_fabric_intent(r->ctl, &r->who, &text, &r->err) < 0)
+	    iso_controller_fabric_intent(r->ctl, &r->who, &out, &r->err) < 0)
 		return -1;
-	out = json_loads(text, 0, NULL);
-	free(text);
-	if (!out)
-		return iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "intent encoding failed");
 	api_reply(r, MHD_HTTP_OK, out);
 	return 0;
 }
@@ -36,16 +31,13 @@ int api_fabric_intent(struct api_request *r)
 int api_fabric_verify(struct api_request *r)
 {
 	struct iso_fabric_report rep;
-	char *text;
 	json_t *out;
 
 	if (api_check_query(r, NULL) < 0 ||
 	    iso_controller_fabric_verify(r->ctl, &r->who, &rep, &r->err) < 0)
 		return -1;
-	text = iso_fabric_report_json(&rep);
+	out = iso_fabric_report_to_json(&rep);
 	iso_fabric_report_clear(&rep);
-	out = text ? json_loads(text, 0, NULL) : NULL;
-	free(text);
 	if (!out)
 		return iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "report encoding failed");
 	api_reply(r, MHD_HTTP_OK, out);

@@ -199,10 +199,11 @@ int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_
 		struct iso_error e = {0};
 		if (f->drv->ops->snapshot(f->drv, &snap, &e) == 0) {
 			learn_caps(f, &snap);
-			iso_log(ISO_LOG_INFO, "fabric_capacities", "ports=%d read_ms=%lld", f->caps.n,
-			        (long long)snap.read_ms);
+			iso_log(ISO_LOG_INFO, "fabric_capacities", "ports=%d read_ms=%lld",
+			        f->caps.n, (long long)snap.read_ms);
 		} else {
-			iso_log(ISO_LOG_WARN, "fabric_capacities_unread", "error=\"%s\"", e.message);
+			iso_log(ISO_LOG_WARN, "fabric_capacities_unread", "error=\"%s\"",
+			        e.message);
 		}
 		iso_fabric_snapshot_clear(&snap);
 	}
@@ -594,7 +595,7 @@ int iso_controller_fabric_status(struct iso_controller *c, const struct iso_prin
 }
 
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
-                                 char **out, struct iso_error *err)
+                                 json_t **out, struct iso_error *err)
 {
 	static const struct iso_fabric_intent none = {0};
 	const struct iso_fabric_intent *in = ctl_fabric_intent(c);
@@ -602,7 +603,7 @@ int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_prin
 
 	if (r < 0)
 		return r;
-	*out = iso_fabric_intent_json(in ? in : &none);
+	*out = iso_fabric_intent_to_json(in ? in : &none);
 	return *out ? 0 : iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 }
 

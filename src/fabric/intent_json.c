@@ -11,10 +11,9 @@
 
 static const char *const kind_names[] = {"default", "service", "tenant"};
 
-char *iso_fabric_intent_json(const struct iso_fabric_intent *in)
+json_t *iso_fabric_intent_to_json(const struct iso_fabric_intent *in)
 {
 	json_t *parts = json_array();
-	char *text;
 
 	for (int i = 0; i < in->n_parts; i++) {
 		const struct iso_partition *p = &in->parts[i];
@@ -38,9 +37,15 @@ char *iso_fabric_intent_json(const struct iso_fabric_intent *in)
 		                     "tenant_id", (json_int_t)p->tenant_id, "ipoib", p->ipoib,
 		                     "indx0", p->indx0, "members", members));
 	}
-	json_t *root =
-	    json_pack("{s:I, s:o}", "generation", (json_int_t)in->generation, "partitions", parts);
-	text = root ? json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	return json_pack("{s:I, s:o}", "generation", (json_int_t)in->generation, "partitions",
+	                 parts);
+}
+
+char *iso_fabric_intent_json(const struct iso_fabric_intent *in)
+{
+	json_t *root = iso_fabric_intent_to_json(in);
+	char *text = root ? json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
 	json_decref(root);
 	return text;
 }

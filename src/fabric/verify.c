@@ -553,7 +553,7 @@ int iso_fabric_verify(const struct iso_fabric_intent *intent,
 	return 0;
 }
 
-char *iso_fabric_report_json(const struct iso_fabric_report *r)
+json_t *iso_fabric_report_to_json(const struct iso_fabric_report *r)
 {
 	json_t *root = json_object();
 	json_t *list = json_array();
@@ -585,7 +585,14 @@ char *iso_fabric_report_json(const struct iso_fabric_report *r)
 		json_object_set_new(o, "message", json_string(v->message));
 		json_array_append_new(list, o);
 	}
-	char *s = json_dumps(root, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	return root;
+}
+
+char *iso_fabric_report_json(const struct iso_fabric_report *r)
+{
+	json_t *root = iso_fabric_report_to_json(r);
+	char *s = root ? json_dumps(root, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+
 	json_decref(root);
 	return s;
 }

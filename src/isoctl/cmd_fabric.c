@@ -58,7 +58,6 @@ static const char usage_discover[] =
     "  --file FILE   ibnetdiscover's output; - for standard input. Without it,\n"
     "                runs ibnetdiscover (set LD_PRELOAD for ibsim's umad2sim)\n";
 
-
 static int parse_guid_flag(const struct isoctl *ctx, const char *flag, const char *s, uint64_t *out)
 {
 	if (iso_parse_guid(s, out) < 0 || *out == 0)
@@ -295,7 +294,7 @@ static int verify_live(struct isoctl *ctx)
 	struct iso_fabric_snapshot snap = {0};
 	struct iso_fabric_report rep = {0};
 	struct iso_error e = {0};
-	_cleanup_free_ char *intent_text = NULL, *text = NULL;
+	_cleanup_free_ char *intent_text = NULL;
 	json_t *j;
 	int r, failed = 0;
 
@@ -321,9 +320,8 @@ static int verify_live(struct isoctl *ctx)
 	if (failed > 0)
 		fprintf(stderr, "isoctl: %d port%s did not answer and were not checked\n", failed,
 		        failed == 1 ? "" : "s");
-	text = iso_fabric_report_json(&rep);
+	j = iso_fabric_report_to_json(&rep);
 	iso_fabric_report_clear(&rep);
-	j = text ? json_loads(text, 0, NULL) : NULL;
 	if (!j)
 		return isoctl_oom();
 	r = print_report(ctx, j);
