@@ -316,20 +316,30 @@ struct iso_sim_ilp_result {
 	int pods, columns, rows;
 	double elapsed_s;
 };
+/* Which optimum the ILP finds:
+ * ANY_SUBSET  the most compute slices that pods[0..n) can hold at once, any
+ *             subset, any order: an offline optimum that chooses which
+ *             arrivals to keep;
+ * IN_ORDER    the most that a policy placing every arrival that fits can hold:
+ *             the pods come in the order given, and one is left out only when
+ *             the state the earlier ones left blocks every place it could go.
+ *             It bounds every policy the simulator runs, whatever where-to-put
+ *             rule it uses, and is never above ANY_SUBSET. */
+enum iso_sim_ilp_kind { ISO_SIM_ILP_ANY_SUBSET, ISO_SIM_ILP_IN_ORDER };
 /* True when this build has GLPK. */
 bool iso_sim_ilp_available(void);
-/* The most compute slices that pods[0..n) can hold on `inv` at once, any
- * subset, any order: one binary per pod x GPU x allowed start (and per pod x
- * node for whole GPUs), memory slices of a GPU used at most once, compute,
- * max count and the one "+me" per GPU, node cpus and memory (docs/sim.md).
- * ISO_E_UNAVAILABLE without GLPK. */
+/* The optimum of `kind` for pods[0..n) on `inv`: one binary per pod x GPU x
+ * allowed start (and per pod x node for whole GPUs), memory slices of a GPU
+ * used at most once, compute, max count and the one "+me" per GPU, node cpus
+ * and memory (docs/sim.md). ISO_E_UNAVAILABLE without GLPK. */
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      double time_limit_s, struct iso_sim_ilp_result *res, struct iso_error *err);
+                      enum iso_sim_ilp_kind kind, double time_limit_s,
+                      struct iso_sim_ilp_result *res, struct iso_error *err);
 /* The ILP on a prepared (sub-cluster) saturate simulation's arrivals up to
  * and including the one at which the offered demand reaches `pct` % of the
  * cluster's compute slices (the pods a policy had seen at that point of its
  * curve). */
-int iso_sim_ilp(const struct iso_sim *s, int pct, double time_limit_s,
+int iso_sim_ilp(const struct iso_sim *s, int pct, enum iso_sim_ilp_kind kind, double time_limit_s,
                 struct iso_sim_ilp_result *res, struct iso_error *err);
 
 #endif

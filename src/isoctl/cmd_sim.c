@@ -56,7 +56,6 @@ enum {
 	F_COUNT
 };
 
-
 static json_t *jnum(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
@@ -123,13 +122,14 @@ static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m
 
 /* ---- one run ---- */
 
-/* The exact bound at 100% and at the maximum offered demand. */
+/* The exact bounds at 100% and at the maximum offered demand: r[kind][i],
+ * kind an enum iso_sim_ilp_kind (any subset, in arrival order). */
 struct ilp_out {
 	bool done;
 	int gpus;
 	double time_limit;
 	int pct[2];
-	struct iso_sim_ilp_result r[2];
+	struct iso_sim_ilp_result r[2][2];
 };
 
 /* The policy's allocation at the ILP's point of the curve. */
@@ -142,9 +142,10 @@ static int64_t alloc_at(const struct iso_sim_result *res, int pct)
 	return -1;
 }
 
-static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *ilp, int i)
+static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *ilp, int kind,
+                        int i)
 {
-	const struct iso_sim_ilp_result *r = &ilp->r[i];
+	const struct iso_sim_ilp_result *r = &ilp->r[kind][i];
 	const int64_t got = alloc_at(res, ilp->pct[i]);
 	json_t *o = json_object();
 
@@ -168,12 +169,12 @@ static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *
 	return o;
 }
 
-static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *ilp, int i)
+static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *ilp, int kind, int i)
 {
+	const struct iso_sim_ilp_result *r = &ilp->r[kind][i];
 	const int64_t got = alloc_at(res, ilp->pct[i]);
 
-	return ilp->done && ilp->r[i].bound > 0 && got >= 0 ? 1.0 - (double)got / ilp->r[i].bound
-	                                                    : NAN;
+	return ilp->done && r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound : NAN;
 }
 
 static json_t *result_json(const struct iso_sim_result *res, const struct iso_sim_config *cfg,
@@ -217,10 +218,15 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 	if (ilp->done) {
 		json_t *o = json_object();
 
+		json_t *ord = json_object();
+
 		json_object_set_new(o, "gpus", json_integer(ilp->gpus));
 		json_object_set_new(o, "time_limit_s", json_real(ilp->time_limit));
-		json_object_set_new(o, "at_100", ilp_json(res, ilp, 0));
-		json_object_set_new(o, "at_max", ilp_json(res, ilp, 1));
+		json_object_set_new(o, "at_100", ilp_json(res, ilp, ISO_SIM_ILP_ANY_SUBSET, 0));
+		json_object_set_new(o, "at_max", ilp_json(res, ilp, ISO_SIM_ILP_ANY_SUBSET, 1));
+		json_object_set_new(ord, "at_100", ilp_json(res, ilp, ISO_SIM_ILP_IN_ORDER, 0));
+		json_object_set_new(ord, "at_max", ilp_json(res, ilp, ISO_SIM_ILP_IN_ORDER, 1));
+		json_object_set_new(o, "in_order", ord);
 		json_object_set_new(j, "ilp", o);
 	}
 	if (curve && res->mode == ISO_SIM_SATURATE) {
@@ -246,9 +252,9 @@ static void add_ratio(struct isoctl_table *t, double v)
 
 static int print_table(const struct iso_sim_result *res, int n, const struct ilp_out *ilp)
 {
-	static const char *const sat[] = {"POLICY",   "GPUS",      "PODS",      "PLACED",
-	                                  "REJECTED", "ALLOC@100", "ALLOC@130", "MEM@100",
-	                                  "MEM@130",  "GAP@100",   "GAP@MAX",   "SECONDS"};
+	static const char *const sat[] = {
+	    "POLICY",  "GPUS",    "PODS",    "PLACED",  "REJECTED",   "ALLOC@100",  "ALLOC@130",
+	    "MEM@100", "MEM@130", "GAP@100", "GAP@MAX", "ORDGAP@100", "ORDGAP@MAX", "SECONDS"};
 	static const char *const rep[] = {"POLICY",      "GPUS",     "PODS",        "PLACED",
 	                                  "QUEUED",      "REJECTED", "UTILISATION", "MEM_UTIL",
 	                                  "MEAN_WAIT_S", "SECONDS"};
@@ -276,17 +282,22 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 			add_ratio(&t, r->alloc_ratio_at_130);
 			add_ratio(&t, r->mem_alloc_ratio_at_100);
 			add_ratio(&t, r->mem_alloc_ratio_at_130);
-			add_ratio(&t, ilp_gap(r, ilp, 0));
-			add_ratio(&t, ilp_gap(r, ilp, 1));
+			for (int kind = 0; kind < 2; kind++)
+				for (int k = 0; k < 2; k++)
+					add_ratio(&t, ilp_gap(r, ilp, kind, k));
 		}
 		isoctl_table_addf(&t, "%.2f", r->elapsed_s);
 	}
-	for (int i = 0; ilp->done && i < 2; i++)
-		printf("ILP on %d GPUs at %d%% offered (%d GPU pods): %s %.0f compute slices "
-		       "(bound %.0f) in %.1f s\n",
-		       ilp->gpus, ilp->pct[i], ilp->r[i].pods,
-		       ilp->r[i].optimal ? "optimum" : "best found", ilp->r[i].best,
-		       ilp->r[i].bound, ilp->r[i].elapsed_s);
+	for (int kind = 0; ilp->done && kind < 2; kind++)
+		for (int i = 0; i < 2; i++) {
+			const struct iso_sim_ilp_result *b = &ilp->r[kind][i];
+
+			printf("ILP (%s) on %d GPUs at %d%% offered (%d GPU pods): %s %.0f "
+			       "compute slices (bound %.0f) in %.1f s\n",
+			       kind == ISO_SIM_ILP_IN_ORDER ? "in order" : "any subset", ilp->gpus,
+			       ilp->pct[i], b->pods, b->optimal ? "optimum" : "best found", b->best,
+			       b->bound, b->elapsed_s);
+		}
 	return isoctl_table_print(&t);
 }
 
@@ -439,11 +450,13 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		ilp.gpus = iso_sim_cluster_of(sim)->n_gpus;
 		ilp.pct[0] = cfg.max_demand_pct < 100 ? cfg.max_demand_pct : 100;
 		ilp.pct[1] = cfg.max_demand_pct;
-		for (int i = 0; i < 2; i++)
-			if (iso_sim_ilp(sim, ilp.pct[i], ilp.time_limit, &ilp.r[i], &e) < 0) {
-				rc = isoctl_fail_local(&e);
-				goto out;
-			}
+		for (int kind = 0; kind < 2; kind++)
+			for (int i = 0; i < 2; i++)
+				if (iso_sim_ilp(sim, ilp.pct[i], (enum iso_sim_ilp_kind)kind,
+				                ilp.time_limit, &ilp.r[kind][i], &e) < 0) {
+					rc = isoctl_fail_local(&e);
+					goto out;
+				}
 		ilp.done = true;
 	}
 	res = calloc((size_t)n_names + 1, sizeof(*res));

@@ -35,12 +35,30 @@ bool iso_sim_ilp_available(void)
 	return true;
 }
 
+/* What a placement column places, for the in-order rows that sum the state
+ * a later arrival finds. */
+struct col_info {
+	int col;          /* GLPK column */
+	int pod;          /* arrival index */
+	int node;         /* node index */
+	int gpu;          /* global GPU index; -1: a node-level column */
+	int start, width; /* memory slices held on gpu */
+	int compute;      /* compute slices held on gpu */
+	int profile;      /* index in the GPU model's table; -1: none */
+	bool me;          /* holds the GPU's "+me" slot */
+	bool assign;      /* the pod's own column: carries its cpus and memory */
+	int cpus;
+	int64_t memory_mib;
+};
+
 struct ilp {
 	glp_prob *lp;
 	int *ia, *ja;
 	double *ar;
 	int ne, cap;
 	bool oom;
+	struct col_info *pc; /* placement columns, in arrival order of their pods */
+	int n_pc, pc_cap;
 };
 
 static void nz(struct ilp *m, int row, int col, double v)
@@ -85,6 +103,26 @@ static int add_col(struct ilp *m, double obj)
 	glp_set_col_kind(m->lp, c, GLP_BV);
 	glp_set_obj_coef(m->lp, c, obj);
 	return c;
+}
+
+/* A placement column, remembered with what it places. */
+static int add_placement(struct ilp *m, double obj, struct col_info info)
+{
+	if (m->oom)
+		return 0;
+	if (m->n_pc == m->pc_cap) {
+		int nc = m->pc_cap ? m->pc_cap * 2 : 1024;
+		struct col_info *pc = realloc(m->pc, (size_t)nc * sizeof(*pc));
+		if (!pc) {
+			m->oom = true;
+			return 0;
+		}
+		m->pc = pc;
+		m->pc_cap = nc;
+	}
+	info.col = add_col(m, obj);
+	m->pc[m->n_pc++] = info;
+	return info.col;
 }
 
 /* Row numbers of the per-GPU and per-node constraints. */
@@ -140,8 +178,255 @@ static bool uniform_gpus(const struct iso_node *n)
 	return true;
 }
 
+/* ---- in arrival order ----
+ *
+ * The bound for policies that place every arrival that fits: pod i may be
+ * left out only if, in the state the pods before it left, every one of its
+ * options is blocked. Option by option, a blocked option has a reason, a
+ * binary that may be 1 only when the state makes it true:
+ *   a MIG start:  a memory slice of its span held, the GPU's compute too full,
+ *                 the profile at its max count, the "+me" slot taken;
+ *   whole GPUs:   more than n - k of the node's GPUs hold something;
+ *   any option:   the node's cpus or memory too full;
+ * and "accepted + reasons >= 1". The state at arrival i is a running sum of
+ * the placement columns of pods 0..i-1, kept as continuous columns chained
+ * from one checkpoint to the next, so each row stays short. */
+
+/* One quantity of the state: a node's cpus or memory, a GPU's compute, memory
+ * slice k, count of profile p, or "+me" slot. */
+struct state_keys {
+	int n_nodes, n_gpus;
+};
+
+enum { KEY_CPU, KEY_MEM, KEY_COMPUTE, KEY_SLICE, KEY_COUNT, KEY_ME };
+
+static int key_of(const struct state_keys *k, int kind, int idx, int sub)
+{
+	const int N = k->n_nodes, G = k->n_gpus;
+
+	switch (kind) {
+	case KEY_CPU:
+		return idx;
+	case KEY_MEM:
+		return N + idx;
+	case KEY_COMPUTE:
+		return 2 * N + idx;
+	case KEY_SLICE:
+		return 2 * N + G + idx * ISO_MIG_MAX_SLICES + sub;
+	case KEY_COUNT:
+		return 2 * N + G * (1 + ISO_MIG_MAX_SLICES) + idx * ISO_MIG_MAX_PROFILES + sub;
+	default:
+		return 2 * N + G * (1 + ISO_MIG_MAX_SLICES + ISO_MIG_MAX_PROFILES) + idx;
+	}
+}
+
+static int keys_total(const struct state_keys *k)
+{
+	return key_of(k, KEY_ME, k->n_gpus, 0);
+}
+
+/* What column c adds to the quantity (kind, idx, sub). */
+static double coef_of(const struct col_info *c, int kind, int idx, int sub)
+{
+	switch (kind) {
+	case KEY_CPU:
+		return c->assign && c->node == idx ? c->cpus : 0;
+	case KEY_MEM:
+		return c->assign && c->node == idx ? (double)c->memory_mib : 0;
+	case KEY_COMPUTE:
+		return c->gpu == idx ? c->compute : 0;
+	case KEY_SLICE:
+		return c->gpu == idx && sub >= c->start && sub < c->start + c->width ? 1 : 0;
+	case KEY_COUNT:
+		return c->gpu == idx && c->profile == sub ? 1 : 0;
+	default:
+		return c->gpu == idx && c->me ? 1 : 0;
+	}
+}
+
+struct checkpoint {
+	int t;   /* the arrival it was taken before */
+	int col; /* 0: the quantity is still 0 */
+};
+
+struct in_order {
+	struct ilp *m;
+	struct state_keys keys;
+	struct checkpoint *cp; /* per key */
+	int *pc_first;         /* per pod: first placement column in m->pc */
+};
+
+/* The column holding the quantity as arrival t finds it; 0 when it is 0. */
+static int state_at(struct in_order *o, int kind, int idx, int sub, int t)
+{
+	struct ilp *m = o->m;
+	struct checkpoint *cp = &o->cp[key_of(&o->keys, kind, idx, sub)];
+	const int from = o->pc_first[cp->t], to = o->pc_first[t];
+	int v = 0, row = 0;
+
+	for (int k = from; k < to; k++) {
+		double a = coef_of(&m->pc[k], kind, idx, sub);
+
+		if (a == 0)
+			continue;
+		if (!v) {
+			v = glp_add_cols(m->lp, 1);
+			glp_set_col_bnds(m->lp, v, GLP_LO, 0, 0);
+			row = add_row(m, GLP_FX, 0, 0);
+			nz(m, row, v, 1);
+			if (cp->col)
+				nz(m, row, cp->col, -1);
+		}
+		nz(m, row, m->pc[k].col, -a);
+	}
+	if (v)
+		cp->col = v;
+	cp->t = t;
+	return cp->col;
+}
+
+/* A reason that may be 1 only when the column `state` reaches `threshold`;
+ * 0 when it never can. */
+static int reason_at_least(struct ilp *m, int state, double threshold)
+{
+	int y, row;
+
+	if (!state)
+		return 0;
+	y = add_col(m, 0);
+	row = add_row(m, GLP_LO, 0, 0);
+	nz(m, row, state, 1);
+	nz(m, row, y, -threshold);
+	return y;
+}
+
+/* accepted(i) + reasons >= 1 */
+static void option_row(struct in_order *o, int pod, const int *reasons, int n_reasons)
+{
+	struct ilp *m = o->m;
+	int row = add_row(m, GLP_LO, 1, 0);
+
+	for (int k = o->pc_first[pod]; k < o->pc_first[pod + 1]; k++)
+		if (m->pc[k].assign)
+			nz(m, row, m->pc[k].col, 1);
+	for (int k = 0; k < n_reasons; k++)
+		if (reasons[k])
+			nz(m, row, reasons[k], 1);
+}
+
+static int add_in_order_rows(struct ilp *m, const struct iso_inventory *inv,
+                             const struct iso_shape *pods, int n, const int *first, int n_gpus)
+{
+	struct in_order o = {.m = m, .keys = {.n_nodes = inv->n_nodes, .n_gpus = n_gpus}};
+	_cleanup_free_ struct checkpoint *cp = NULL;
+	_cleanup_free_ int *pc_first = calloc((size_t)n + 2, sizeof(int));
+	_cleanup_free_ int *busy = calloc((size_t)n_gpus + 1, sizeof(int));
+
+	cp = calloc((size_t)keys_total(&o.keys) + 1, sizeof(*cp));
+	if (!cp || !pc_first || !busy)
+		return -ENOMEM;
+	/* Placement columns were made pod by pod, in arrival order. */
+	for (int i = 0, k = 0; i <= n; i++) {
+		while (k < m->n_pc && m->pc[k].pod < i)
+			k++;
+		pc_first[i] = k;
+	}
+	pc_first[n + 1] = m->n_pc;
+	o.cp = cp;
+	o.pc_first = pc_first;
+
+	for (int i = 0; i < n && !m->oom; i++) {
+		const struct iso_shape *sh = &pods[i];
+
+		for (int ni = 0; ni < inv->n_nodes; ni++) {
+			const struct iso_node *node = &inv->nodes[ni];
+			int node_reason[2] = {0, 0};
+			bool any = false;
+
+			/* Only nodes where the pod has an option: it has columns there. */
+			for (int k = pc_first[i]; k < pc_first[i + 1]; k++)
+				any |= m->pc[k].node == ni;
+			if (!any)
+				continue;
+			if (sh->cpus > 0)
+				node_reason[0] = reason_at_least(m, state_at(&o, KEY_CPU, ni, 0, i),
+				                                 (double)node->cpus - sh->cpus + 1);
+			if (sh->memory_mib > 0)
+				node_reason[1] = reason_at_least(
+				    m, state_at(&o, KEY_MEM, ni, 0, i),
+				    (double)(node->memory_mib - sh->memory_mib + 1));
+			if (sh->gpu_count <= 0) {
+				option_row(&o, i, node_reason, 2);
+				continue;
+			}
+			if (sh->whole) {
+				int r[3] = {node_reason[0], node_reason[1], 0}, n_busy = 0;
+
+				for (int j = 0; j < node->n_gpus; j++) {
+					busy[j] = reason_at_least(
+					    m, state_at(&o, KEY_COMPUTE, first[ni] + j, 0, i), 1);
+					n_busy += busy[j] != 0;
+				}
+				if (n_busy >= node->n_gpus - sh->gpu_count + 1) {
+					int row = add_row(m, GLP_LO, 0, 0);
+
+					r[2] = add_col(m, 0);
+					for (int j = 0; j < node->n_gpus; j++)
+						if (busy[j])
+							nz(m, row, busy[j], 1);
+					nz(m, row, r[2],
+					   -(double)(node->n_gpus - sh->gpu_count + 1));
+				}
+				option_row(&o, i, r, 3);
+				continue;
+			}
+			for (int j = 0; j < node->n_gpus; j++) {
+				const int g = first[ni] + j;
+				const struct iso_gpu_model *gm = node->gpus[j].model;
+				const struct iso_mig_profile *p = NULL;
+				int r[6] = {node_reason[0], node_reason[1]}, pi;
+
+				for (int k = pc_first[i]; k < pc_first[i + 1] && !p; k++)
+					if (m->pc[k].gpu == g)
+						p = &gm->profiles[m->pc[k].profile];
+				if (!p)
+					continue; /* no option on this GPU */
+				pi = (int)(p - gm->profiles);
+				r[2] = reason_at_least(m, state_at(&o, KEY_COMPUTE, g, 0, i),
+				                       gm->compute_slices - p->compute + 1);
+				r[3] = reason_at_least(m, state_at(&o, KEY_COUNT, g, pi, i),
+				                       p->max_count);
+				if (p->media_engine)
+					r[4] = reason_at_least(m, state_at(&o, KEY_ME, g, 0, i), 1);
+				for (int k = pc_first[i]; k < pc_first[i + 1]; k++) {
+					const struct col_info *c = &m->pc[k];
+					int row = 0;
+
+					if (c->gpu != g)
+						continue;
+					/* Some slice of this start's span already held. */
+					r[5] = 0;
+					for (int sl = c->start; sl < c->start + c->width; sl++) {
+						int st = state_at(&o, KEY_SLICE, g, sl, i);
+						if (!st)
+							continue;
+						if (!r[5]) {
+							r[5] = add_col(m, 0);
+							row = add_row(m, GLP_UP, 0, 0);
+							nz(m, row, r[5], 1);
+						}
+						nz(m, row, st, -1);
+					}
+					option_row(&o, i, r, 6);
+				}
+			}
+		}
+	}
+	return m->oom ? -ENOMEM : 0;
+}
+
 static int build(struct ilp *m, const struct iso_inventory *inv, const struct iso_shape *pods,
-                 int n, int *n_pods)
+                 int n, bool in_order, int *n_pods)
 {
 	const int n_nodes = inv->n_nodes;
 	int n_gpus = 0, g0;
@@ -187,17 +472,33 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 	for (int i = 0; i < n; i++) {
 		const struct iso_shape *sh = &pods[i];
 
-		if (sh->gpu_count <= 0)
+		if (sh->gpu_count <= 0 && !in_order)
 			continue; /* CPU only: adds nothing to the objective */
-		(*n_pods)++;
+		if (sh->gpu_count > 0)
+			(*n_pods)++;
 		assign[i] = add_row(m, GLP_UP, 0, 1);
 		for (int ni = 0; ni < n_nodes; ni++) {
 			const struct iso_node *node = &inv->nodes[ni];
+			const struct col_info at_node = {.pod = i,
+			                                 .node = ni,
+			                                 .gpu = -1,
+			                                 .profile = -1,
+			                                 .assign = true,
+			                                 .cpus = sh->cpus,
+			                                 .memory_mib = sh->memory_mib};
 
 			if (sh->pool[0] && strcmp(sh->pool, node->pool) != 0)
 				continue;
 			if ((int64_t)sh->cpus > node->cpus || sh->memory_mib > node->memory_mib)
 				continue;
+			if (sh->gpu_count <= 0) {
+				/* In order only: CPU-only pods take cores later pods need. */
+				int c = add_placement(m, 0, at_node);
+				nz(m, assign[i], c, 1);
+				nz(m, cpu_row[ni], c, sh->cpus);
+				nz(m, mem_row[ni], c, (double)sh->memory_mib);
+				continue;
+			}
 			if (sh->whole) {
 				int link, z, eligible = 0;
 				double obj = 0;
@@ -210,7 +511,7 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 				if (eligible < sh->gpu_count || !uniform_gpus(node))
 					continue;
 				obj = (double)sh->gpu_count * node->gpus[0].model->compute_slices;
-				z = add_col(m, obj);
+				z = add_placement(m, obj, at_node);
 				link = add_row(m, GLP_FX, 0, 0);
 				nz(m, assign[i], z, 1);
 				nz(m, cpu_row[ni], z, sh->cpus);
@@ -224,7 +525,14 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 					if (sh->gpu_model[0] &&
 					    strcasecmp(gm->name, sh->gpu_model) != 0)
 						continue;
-					w = add_col(m, 0);
+					w = add_placement(
+					    m, 0,
+					    (struct col_info){.pod = i,
+					                      .node = ni,
+					                      .gpu = first[ni] + j,
+					                      .width = gm->memory_slices,
+					                      .compute = gm->compute_slices,
+					                      .profile = -1});
 					nz(m, link, w, 1);
 					for (int s = 0; s < gm->memory_slices; s++)
 						nz(m, r->slice[s], w, 1);
@@ -255,7 +563,19 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 
 					if (!((p->starts >> s) & 1u))
 						continue;
-					x = add_col(m, p->compute);
+					x = add_placement(
+					    m, p->compute,
+					    (struct col_info){.pod = i,
+					                      .node = ni,
+					                      .gpu = first[ni] + j,
+					                      .start = s,
+					                      .width = p->width,
+					                      .compute = p->compute,
+					                      .profile = pi,
+					                      .me = p->media_engine,
+					                      .assign = true,
+					                      .cpus = sh->cpus,
+					                      .memory_mib = sh->memory_mib});
 					nz(m, assign[i], x, 1);
 					nz(m, cpu_row[ni], x, sh->cpus);
 					nz(m, mem_row[ni], x, (double)sh->memory_mib);
@@ -274,7 +594,7 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 
 	/* The "used" rows are free rows carrying sums; a symmetry cut is the
 	 * difference of two of them, written out over their columns. */
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !in_order; i++) {
 		int j = i + 1;
 
 		if (!assign[i])
@@ -322,11 +642,14 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 		}
 		g0 += node->n_gpus;
 	}
+	if (in_order && !m->oom)
+		return add_in_order_rows(m, inv, pods, n, first, n_gpus);
 	return m->oom ? -ENOMEM : 0;
 }
 
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      double time_limit_s, struct iso_sim_ilp_result *res, struct iso_error *err)
+                      enum iso_sim_ilp_kind kind, double time_limit_s,
+                      struct iso_sim_ilp_result *res, struct iso_error *err)
 {
 	struct ilp m = {0};
 	struct cb_data cb = {.bound = INFINITY};
@@ -343,7 +666,7 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 	glp_term_out(GLP_OFF);
 	m.lp = glp_create_prob();
 	glp_set_obj_dir(m.lp, GLP_MAX);
-	r = build(&m, inv, pods, n, &res->pods);
+	r = build(&m, inv, pods, n, kind == ISO_SIM_ILP_IN_ORDER, &res->pods);
 	if (r < 0) {
 		r = r == -ENOTSUP ? iso_error_set(err, ISO_E_INVALID, "gpus.count",
 		                                  "the ILP takes one MIG instance per pod")
@@ -357,10 +680,15 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 		goto done;
 	}
 	glp_load_matrix(m.lp, m.ne, m.ia, m.ja, m.ar);
+	glp_scale_prob(m.lp, GLP_SF_AUTO);
 	glp_init_smcp(&sp);
 	sp.msg_lev = GLP_MSG_OFF;
-	if (glp_simplex(m.lp, &sp) != 0 || glp_get_status(m.lp) != GLP_OPT) {
-		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "ILP: the LP relaxation failed");
+	sp.meth = GLP_DUALP;
+	ret = glp_simplex(m.lp, &sp);
+	if (ret != 0 || glp_get_status(m.lp) != GLP_OPT) {
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                  "ILP: the LP relaxation failed (%d, status %d)", ret,
+		                  glp_get_status(m.lp));
 		goto out;
 	}
 	cb.bound = glp_get_obj_val(m.lp);
@@ -391,6 +719,7 @@ out:
 	free(m.ia);
 	free(m.ja);
 	free(m.ar);
+	free(m.pc);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	return r;
@@ -404,8 +733,10 @@ bool iso_sim_ilp_available(void)
 }
 
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      double time_limit_s, struct iso_sim_ilp_result *res, struct iso_error *err)
+                      enum iso_sim_ilp_kind kind, double time_limit_s,
+                      struct iso_sim_ilp_result *res, struct iso_error *err)
 {
+	(void)kind;
 	memset(res, 0, sizeof(*res));
 	return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
 	                     "this build has no ILP: GLPK (libglpk-dev) was missing at configure "
@@ -414,7 +745,7 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 
 #endif
 
-int iso_sim_ilp(const struct iso_sim *s, int pct, double time_limit_s,
+int iso_sim_ilp(const struct iso_sim *s, int pct, enum iso_sim_ilp_kind kind, double time_limit_s,
                 struct iso_sim_ilp_result *res, struct iso_error *err)
 {
 	const int64_t total = (int64_t)s->cluster.n_gpus * s->cluster.model->compute_slices;
@@ -437,5 +768,5 @@ int iso_sim_ilp(const struct iso_sim *s, int pct, double time_limit_s,
 		offered += s->req[s->seq[n]].compute;
 		n++;
 	}
-	return iso_sim_ilp_solve(&s->cluster.inv, shapes, n, time_limit_s, res, err);
+	return iso_sim_ilp_solve(&s->cluster.inv, shapes, n, kind, time_limit_s, res, err);
 }

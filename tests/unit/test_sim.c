@@ -1022,20 +1022,24 @@ struct brute {
 	const struct iso_inventory *inv;
 	const struct iso_shape *pods;
 	int n;
+	bool in_order; /* pod i may be skipped only where it fits nowhere */
 	int best;
 };
 
 /* Every placement of every subset: pod i skipped, or on each node and each
- * GPU/start (MIG) or each set of GPUs (whole; here one or two). */
+ * GPU/start (MIG) or each set of GPUs (whole; here one or two). In order,
+ * feasibility is what the cluster state (the engine's own rules) accepts. */
 static void brute(struct brute *b, int i, int value)
 {
 	const struct iso_shape *sh;
+	bool placed = false;
 
 	if (value > b->best)
 		b->best = value;
 	if (i == b->n)
 		return;
-	brute(b, i + 1, value);
+	if (!b->in_order)
+		brute(b, i + 1, value);
 	sh = &b->pods[i];
 	for (int ni = 0; ni < b->inv->n_nodes; ni++) {
 		const struct iso_node *node = &b->inv->nodes[ni];
@@ -1047,13 +1051,24 @@ static void brute(struct brute *b, int i, int value)
 			struct iso_slot slots[4];
 			int ns = 0;
 
-			if (__builtin_popcount((unsigned)mask) != sh->gpu_count || gpus > 4)
+			if (sh->gpu_count == 0
+			        ? mask != 1
+			        : __builtin_popcount((unsigned)mask) != sh->gpu_count || gpus > 4)
 				continue;
 			iso_strlcpy(a.id, "b", sizeof(a.id));
 			iso_strlcpy(m.node, node->name, sizeof(m.node));
 			a.shape = *sh;
 			a.placed = &m;
 			a.slots = slots;
+			if (sh->gpu_count == 0) {
+				a.n_slots = 0;
+				if (iso_cluster_state_take(b->cs, &a, NULL) == 0) {
+					placed = true;
+					brute(b, i + 1, value);
+					iso_cluster_state_give(b->cs, &a);
+				}
+				continue;
+			}
 			if (sh->whole) {
 				for (int j = 0; j < gpus; j++)
 					if ((mask >> j) & 1)
@@ -1061,6 +1076,7 @@ static void brute(struct brute *b, int i, int value)
 						    .gpu = j, .whole = true, .width = 8};
 				a.n_slots = ns;
 				if (iso_cluster_state_take(b->cs, &a, NULL) == 0) {
+					placed = true;
 					brute(b, i + 1, value + 7 * sh->gpu_count);
 					iso_cluster_state_give(b->cs, &a);
 				}
@@ -1076,19 +1092,27 @@ static void brute(struct brute *b, int i, int value)
 				            sizeof(slots[0].profile));
 				a.n_slots = 1;
 				if (iso_cluster_state_take(b->cs, &a, NULL) == 0) {
+					placed = true;
 					brute(b, i + 1, value + p->compute);
 					iso_cluster_state_give(b->cs, &a);
 				}
 			}
 		}
 	}
+	if (b->in_order && !placed)
+		brute(b, i + 1, value);
 }
 
-static void test_ilp_brute_force(void **state)
+/* Random rounds on two small nodes, the ILP of `kind` against brute force.
+ * Returns in how many rounds arrival order cost something (in order: the
+ * optimum below the any-subset one). */
+static int ilp_against_brute_force(enum iso_sim_ilp_kind kind)
 {
-	static const char *const kinds[] = {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb",
-	                                    "4g.40gb", "7g.80gb", "whole",   "whole2"};
+	static const char *const kinds[] = {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb",
+	                                    "7g.80gb", "whole",   "whole2",  "cpu"};
+	const bool in_order = kind == ISO_SIM_ILP_IN_ORDER;
 	struct iso_sim_rng rng;
+	int order_cost = 0;
 
 	if (!iso_sim_ilp_available()) {
 		struct iso_sim_ilp_result r;
@@ -1096,20 +1120,20 @@ static void test_ilp_brute_force(void **state)
 		struct tiny t;
 
 		tiny_init(&t, ONE_NODE(1));
-		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, NULL, 0, 1, &r, &e), -EAGAIN);
+		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, NULL, 0, kind, 1, &r, &e), -EAGAIN);
 		tiny_free(&t);
 		skip();
 	}
 	int tight = 0;
 
-	iso_sim_rng_seed(&rng, 2024);
+	iso_sim_rng_seed(&rng, in_order ? 2025 : 2024);
 	for (int round = 0; round < 60; round++) {
-		struct iso_shape pods[7];
+		struct iso_shape pods[8];
 		struct iso_sim_ilp_result r;
 		struct iso_error e = {0};
 		struct brute b;
 		struct tiny t;
-		const int n = 4 + (int)iso_sim_rng_below(&rng, 2);
+		const int n = (in_order ? 5 : 4) + (int)iso_sim_rng_below(&rng, in_order ? 3 : 2);
 
 		/* Two nodes of one or two GPUs; node cpus limit some rounds. */
 		char csv[256];
@@ -1119,26 +1143,32 @@ static void test_ilp_brute_force(void **state)
 		tiny_init(&t, csv);
 		memset(pods, 0, sizeof(pods));
 		for (int i = 0; i < n; i++) {
-			const char *k = kinds[iso_sim_rng_below(&rng, ISO_ARRAY_SIZE(kinds))];
+			/* CPU-only pods count in order only: they take cores. */
+			const char *k = kinds[iso_sim_rng_below(&rng, ISO_ARRAY_SIZE(kinds) -
+			                                                  (in_order ? 0 : 1))];
 			pods[i].gpu_count = 1;
 			pods[i].cpus = 1000 * (1 + (int)iso_sim_rng_below(&rng, 3));
 			pods[i].memory_mib = 1024;
-			if (strncmp(k, "whole", 5) == 0) {
+			if (strcmp(k, "cpu") == 0) {
+				pods[i].gpu_count = 0;
+			} else if (strncmp(k, "whole", 5) == 0) {
 				pods[i].whole = true;
 				pods[i].gpu_count = k[5] ? 2 : 1;
 			} else {
 				iso_strlcpy(pods[i].profile, k, sizeof(pods[i].profile));
 			}
 		}
-		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, n, 60, &r, &e), 0);
+		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, n, kind, 60, &r, &e), 0);
 		assert_true(r.optimal);
-		b = (struct brute){.cs = &t.cs, .inv = &t.c.inv, .pods = pods, .n = n};
+		b = (struct brute){
+		    .cs = &t.cs, .inv = &t.c.inv, .pods = pods, .n = n, .in_order = in_order};
 		brute(&b, 0, 0);
 		{
 			int asked = 0;
 			for (int i = 0; i < n; i++)
 				asked +=
-				    pods[i].whole
+				    pods[i].gpu_count == 0 ? 0
+				    : pods[i].whole
 				        ? 7 * pods[i].gpu_count
 				        : iso_mig_profile_find(h100(), pods[i].profile)->compute;
 			tight += b.best < asked;
@@ -1146,11 +1176,34 @@ static void test_ilp_brute_force(void **state)
 		if ((int)llround(r.best) != b.best)
 			fail_msg("round %d: ILP %.0f, brute force %d", round, r.best, b.best);
 		assert_true(fabs(r.bound - r.best) < 1e-9);
+		if (in_order) {
+			struct brute any = {.cs = &t.cs, .inv = &t.c.inv, .pods = pods, .n = n};
+
+			brute(&any, 0, 0);
+			assert_true(b.best <= any.best);
+			order_cost += b.best < any.best;
+		}
 		tiny_free(&t);
 	}
 	/* Most rounds must not be able to hold every pod, or this proves little. */
 	if (tight < 30)
 		fail_msg("only %d of 60 rounds were tight", tight);
+	return order_cost;
+}
+
+static void test_ilp_brute_force(void **state)
+{
+	ilp_against_brute_force(ISO_SIM_ILP_ANY_SUBSET);
+}
+
+/* The in-order bound must be the engine's feasibility, not a looser one: in
+ * enough rounds arrival order must cost slices, or the rows prove nothing. */
+static void test_ilp_in_order_brute_force(void **state)
+{
+	int cost = ilp_against_brute_force(ISO_SIM_ILP_IN_ORDER);
+
+	if (cost < 10)
+		fail_msg("arrival order cost slices in only %d of 60 rounds", cost);
 }
 
 static void test_ilp_geometry(void **state)
@@ -1170,7 +1223,8 @@ static void test_ilp_geometry(void **state)
 	strcpy(pods[1].profile, "4g.40gb");
 	strcpy(pods[2].profile, "3g.40gb");
 	tiny_init(&t, ONE_NODE(1));
-	assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, 3, 10, &r, &e), 0);
+	assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, 3, ISO_SIM_ILP_ANY_SUBSET, 10, &r, &e),
+	                 0);
 	assert_true(r.optimal);
 	assert_true(fabs(r.best - 7) < 1e-9);
 	assert_int_equal(r.pods, 3);
@@ -1179,7 +1233,8 @@ static void test_ilp_geometry(void **state)
 	tiny_init(&t, NODE_HDR "n1,1500,262144,1,x\n");
 	for (int i = 0; i < 3; i++)
 		pods[i].cpus = 1000;
-	assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, 3, 10, &r, &e), 0);
+	assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, 3, ISO_SIM_ILP_ANY_SUBSET, 10, &r, &e),
+	                 0);
 	assert_true(fabs(r.best - 4) < 1e-9);
 	tiny_free(&t);
 }
@@ -1208,6 +1263,7 @@ int main(void)
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_sub_cluster),
 	    cmocka_unit_test(test_ilp_brute_force),
+	    cmocka_unit_test(test_ilp_in_order_brute_force),
 	    cmocka_unit_test(test_ilp_geometry),
 	};
 
