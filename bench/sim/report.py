@@ -23,7 +23,7 @@ def fmt(v, digits=4):
 
 
 def main(out):
-    sat, rep, ilp = {}, {}, {}
+    sat, rep, ilp, order = {}, {}, {}, {}
     for path in sorted(glob.glob(os.path.join(out, "*.json"))):
         name = os.path.basename(path)[:-5]
         for r in load(path):
@@ -34,6 +34,9 @@ def main(out):
             elif name.startswith("ilp_"):
                 trace, seed = name[len("ilp_"):].rsplit("_s", 1)
                 ilp.setdefault(trace, {}).setdefault(int(seed), {})[r["policy"]] = r
+            elif name.startswith("order_"):
+                trace, seed = name[len("order_"):].rsplit("_s", 1)
+                order.setdefault(trace, {}).setdefault(int(seed), {})[r["policy"]] = r
 
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -139,6 +142,9 @@ def main(out):
                   f"{opt} of {2 * len(runs)} ILPs proven optimal, ILP time median "
                   f"{statistics.median(secs):.1f} s, max {max(secs):.1f} s")
 
+    if order:
+        print_in_order(order)
+
     if rep:
         print("\n### Replay of the default trace (time-weighted compute utilisation, "
               "queued, rejected)\n")
@@ -158,6 +164,46 @@ def main(out):
                 f"{statistics.mean(x['rejected'] for x in s):.0f} / "
                 f"{statistics.mean(x['mean_wait_s'] or 0 for x in s):.0f}")
             print(f"| {p} | {a} | {b} |")
+
+
+def print_in_order(order):
+    """Both bounds on the same small sub-clusters: the any-subset optimum and the
+    in-order one (the best a policy that places every arrival that fits can do).
+    Gaps are against each ILP's bound, an upper bound whether or not GLPK proved
+    it optimal, so an unproven point can only overstate a gap."""
+    tr = [t for t in ("default", "gpushare20", "gpushare40", "gpushare100") if t in order]
+    print("\n### Both bounds on small sub-clusters: mean over seeds of the gap to the "
+          "any-subset / the in-order bound, at 100% ; at 130% offered\n")
+    print("| policy | " + " | ".join(tr) + " |")
+    print("|---|" + "---|" * len(tr))
+    for p in POLICIES:
+        cells = []
+        for t in tr:
+            parts = []
+            for at in ("at_100", "at_max"):
+                g_any, g_ord = [], []
+                for s in order[t].values():
+                    if p not in s:
+                        continue
+                    a, o = s[p]["ilp"][at], s[p]["ilp"]["in_order"][at]
+                    g_any.append(a["gap"])
+                    g_ord.append(o["gap"])
+                parts.append("-" if not g_any else
+                             f"{statistics.mean(g_any):.4f} / {statistics.mean(g_ord):.4f}")
+            cells.append(" ; ".join(parts))
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    for t in tr:
+        runs = [next(iter(s.values()))["ilp"] for s in order[t].values()]
+        proven = sum(1 for r in runs for a in ("at_100", "at_max")
+                     if r["in_order"][a]["optimal"])
+        lower = sum(1 for r in runs for a in ("at_100", "at_max")
+                    if r["in_order"][a]["bound"] < r[a]["bound"])
+        secs = [r["in_order"][a]["elapsed_s"] for r in runs for a in ("at_100", "at_max")]
+        print(f"\n{t}: {len(runs)} seeds on sub-clusters of "
+              f"{statistics.median(r['gpus'] for r in runs):.0f} GPUs (median); "
+              f"in-order optimum proven at {proven} of {2 * len(runs)} points, its bound "
+              f"below the any-subset one at {lower}; in-order ILP time median "
+              f"{statistics.median(secs):.1f} s, max {max(secs):.1f} s")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,14 @@
 # Every policy on the default and gpushare20/40/100 pod lists mapped to one MIG
 # model, in saturate mode on the whole 6,212-GPU cluster; replay of the default
 # trace on the whole cluster and on small sub-clusters; and the exact ILP bound
-# on 32-GPU sub-clusters. Writes CSVs to $OUT, the plot to docs/img/, and prints
+# on 32-GPU sub-clusters; with IN_ORDER_SEEDS=N, also the in-order bound (the
+# best a policy that places every arrival that fits can do) on N 16-GPU
+# sub-clusters per trace, which GLPK solves only that small. Writes CSVs to $OUT, the plot to docs/img/, and prints
 # the tables of docs/benchmarks.md. Needs `make build`, python3 and gnuplot.
 #
 # Usage: bench/sim/run.sh  (env: BUILD=build TRACES=../shared/traces/alibaba-openb
-#        OUT=$BUILD/sim-bench MODEL=h100-80gb ILP_SEEDS=10 ILP_GPUS=32 JOBS=2)
+#        OUT=$BUILD/sim-bench MODEL=h100-80gb ILP_SEEDS=10 ILP_GPUS=32 JOBS=2
+#        IN_ORDER_SEEDS=0 IN_ORDER_GPUS=16 IN_ORDER_TIME=30)
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,6 +23,9 @@ ILP_GPUS=${ILP_GPUS:-32}
 ILP_TIME=${ILP_TIME:-60}
 REPLAY_GPUS=${REPLAY_GPUS:-48}
 REPLAY_SEEDS=${REPLAY_SEEDS:-5}
+IN_ORDER_SEEDS=${IN_ORDER_SEEDS:-0}
+IN_ORDER_GPUS=${IN_ORDER_GPUS:-16}
+IN_ORDER_TIME=${IN_ORDER_TIME:-30}
 JOBS=${JOBS:-2}
 ISOCTL=$BUILD/isoctl
 NODES=$TRACES/openb_node_list_gpu_node.csv
@@ -50,6 +56,13 @@ for t in $SAT_TRACES; do
 	s=1
 	while [ "$s" -le "$ILP_SEEDS" ]; do
 		echo "ilp_${t}_s$s --trace $TRACES/openb_pod_list_$t.csv --mode saturate --ilp-gpus $ILP_GPUS --ilp-time-limit $ILP_TIME --seed $s" >>"$jobs_file"
+		s=$((s + 1))
+	done
+done
+for t in $SAT_TRACES; do
+	s=1
+	while [ "$s" -le "$IN_ORDER_SEEDS" ]; do
+		echo "order_${t}_s$s --trace $TRACES/openb_pod_list_$t.csv --mode saturate --ilp-gpus $IN_ORDER_GPUS --ilp-in-order --ilp-time-limit $IN_ORDER_TIME --seed $s" >>"$jobs_file"
 		s=$((s + 1))
 	done
 done

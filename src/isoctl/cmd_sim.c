@@ -33,6 +33,9 @@ static const char usage_sim[] =
     "                        same arrivals: the gap of each policy to the optimum\n"
     "  --ilp-time-limit S    seconds each ILP may take (default 60): one on the\n"
     "                        arrivals up to 100% offered, one up to --max-demand\n"
+    "  --ilp-in-order        with --ilp-gpus: also the in-order bound, the most any\n"
+    "                        policy that places every arrival that fits can hold\n"
+    "                        (ORDGAP columns; solves on about 16 GPUs or fewer)\n"
     "  --no-curve            leave the allocation curve out of the output\n"
     "  --json                JSON output (same as -o json): an object for one policy,\n"
     "                        an array for several\n"
@@ -50,6 +53,7 @@ enum {
 	F_MAX_DEMAND,
 	F_ILP_GPUS,
 	F_ILP_TIME,
+	F_ILP_IN_ORDER,
 	F_NO_CURVE,
 	F_JSON,
 	F_MAPPING,
@@ -126,6 +130,7 @@ static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m
  * kind an enum iso_sim_ilp_kind (any subset, in arrival order). */
 struct ilp_out {
 	bool done;
+	bool in_order; /* r[ISO_SIM_ILP_IN_ORDER] solved too */
 	int gpus;
 	double time_limit;
 	int pct[2];
@@ -174,6 +179,8 @@ static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *il
 	const struct iso_sim_ilp_result *r = &ilp->r[kind][i];
 	const int64_t got = alloc_at(res, ilp->pct[i]);
 
+	if (kind == ISO_SIM_ILP_IN_ORDER && !ilp->in_order)
+		return NAN;
 	return ilp->done && r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound : NAN;
 }
 
@@ -218,15 +225,19 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 	if (ilp->done) {
 		json_t *o = json_object();
 
-		json_t *ord = json_object();
+		json_t *ord = ilp->in_order ? json_object() : NULL;
 
 		json_object_set_new(o, "gpus", json_integer(ilp->gpus));
 		json_object_set_new(o, "time_limit_s", json_real(ilp->time_limit));
 		json_object_set_new(o, "at_100", ilp_json(res, ilp, ISO_SIM_ILP_ANY_SUBSET, 0));
 		json_object_set_new(o, "at_max", ilp_json(res, ilp, ISO_SIM_ILP_ANY_SUBSET, 1));
-		json_object_set_new(ord, "at_100", ilp_json(res, ilp, ISO_SIM_ILP_IN_ORDER, 0));
-		json_object_set_new(ord, "at_max", ilp_json(res, ilp, ISO_SIM_ILP_IN_ORDER, 1));
-		json_object_set_new(o, "in_order", ord);
+		if (ord) {
+			json_object_set_new(ord, "at_100",
+			                    ilp_json(res, ilp, ISO_SIM_ILP_IN_ORDER, 0));
+			json_object_set_new(ord, "at_max",
+			                    ilp_json(res, ilp, ISO_SIM_ILP_IN_ORDER, 1));
+			json_object_set_new(o, "in_order", ord);
+		}
 		json_object_set_new(j, "ilp", o);
 	}
 	if (curve && res->mode == ISO_SIM_SATURATE) {
@@ -288,7 +299,7 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 		}
 		isoctl_table_addf(&t, "%.2f", r->elapsed_s);
 	}
-	for (int kind = 0; ilp->done && kind < 2; kind++)
+	for (int kind = 0; ilp->done && kind < (ilp->in_order ? 2 : 1); kind++)
 		for (int i = 0; i < 2; i++) {
 			const struct iso_sim_ilp_result *b = &ilp->r[kind][i];
 
@@ -357,6 +368,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("max-demand", required_argument, F_MAX_DEMAND),
 	    ISOCTL_FLAG("ilp-gpus", required_argument, F_ILP_GPUS),
 	    ISOCTL_FLAG("ilp-time-limit", required_argument, F_ILP_TIME),
+	    ISOCTL_FLAG("ilp-in-order", no_argument, F_ILP_IN_ORDER),
 	    ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
 	    ISOCTL_FLAG("json", no_argument, F_JSON),
 	    ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
@@ -432,6 +444,11 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 			                          "missing at configure time)");
 		cfg.sub_gpus = ilp.gpus = (int)num;
 	}
+	if (v[F_ILP_IN_ORDER]) {
+		if (!v[F_ILP_GPUS])
+			return isoctl_usage_error(ctx, "--ilp-in-order needs --ilp-gpus");
+		ilp.in_order = true;
+	}
 	if (v[F_ILP_TIME]) {
 		if (isoctl_parse_int(ctx, "--ilp-time-limit", v[F_ILP_TIME], 1, 86400, &num))
 			return ISOCTL_EXIT_USAGE;
@@ -450,7 +467,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		ilp.gpus = iso_sim_cluster_of(sim)->n_gpus;
 		ilp.pct[0] = cfg.max_demand_pct < 100 ? cfg.max_demand_pct : 100;
 		ilp.pct[1] = cfg.max_demand_pct;
-		for (int kind = 0; kind < 2; kind++)
+		for (int kind = 0; kind < (ilp.in_order ? 2 : 1); kind++)
 			for (int i = 0; i < 2; i++)
 				if (iso_sim_ilp(sim, ilp.pct[i], (enum iso_sim_ilp_kind)kind,
 				                ilp.time_limit, &ilp.r[kind][i], &e) < 0) {

@@ -1,8 +1,10 @@
-/* ilp.c: the exact upper bound the heuristics are measured against. Given a
+/* ilp.c: the exact upper bounds the heuristics are measured against. Given a
  * small cluster and a set of pods, the most compute slices that any subset of
  * the pods can hold at once, whatever the order, solved as an integer program
  * with GLPK (branch and cut). Sizes that GLPK solves in seconds are a few
- * dozen pods on 4-16 GPUs; the simulator's --ilp-gpus runs exactly that.
+ * dozen pods on 4-32 GPUs; the simulator's --ilp-gpus runs exactly that. The
+ * in-order variant (further down) adds the rule every online policy lives by,
+ * "a pod that fits is placed", and solves only much smaller instances.
  *
  * Variables (binary):
  *   x[i,g,s]  MIG pod i on GPU g at memory slice s (an allowed start of i's
@@ -705,7 +707,7 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 		goto out;
 	}
 	if (glp_mip_status(m.lp) == GLP_OPT || glp_mip_status(m.lp) == GLP_FEAS)
-		res->best = glp_mip_obj_val(m.lp);
+		res->best = floor(glp_mip_obj_val(m.lp) + 0.5); /* whole slices */
 	res->optimal = ret == 0 && glp_mip_status(m.lp) == GLP_OPT;
 done:
 	/* Every coefficient of the objective is a whole number of slices. */

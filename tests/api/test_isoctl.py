@@ -347,5 +347,73 @@ class TestHelp(ApiTestCase):
                 self.assertNotIn("\n-\n", out)
 
 
+class TestSimOffline(ApiTestCase):
+    """`isoctl sim` needs no server: its flag errors are usage (2), a bad trace
+    names file, line and column (6), and the bounds reach the JSON."""
+
+    DATA = os.path.join(harness.SOURCE_ROOT, "tests", "unit", "data", "sim")
+
+    def sim(self, *argv):
+        p = subprocess.run([harness.Binaries.isoctl, "sim"] + list(argv), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=T(120),
+                           env={k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")})
+        r = Result(["sim"] + list(argv), p)
+        for m in harness.SANITIZER_MARKERS:
+            self.assertNotIn(m, r.err, "sanitizer report from isoctl: %r" % r)
+        return r
+
+    def files(self, trace="pods.csv"):
+        return ["--nodes", os.path.join(self.DATA, "nodes.csv"),
+                "--trace", os.path.join(self.DATA, trace)]
+
+    def test_usage_errors(self):
+        cases = (
+            (["--policy", "all", "--ilp-in-order"], "--ilp-in-order needs --ilp-gpus"),
+            (["--policy", "bogus"], "bogus"),
+            (["--policy", "all", "--ilp-gpus", "65"], "--ilp-gpus"),
+            (["--policy", "all", "--mode", "replay", "--ilp-gpus", "4"], "saturate"),
+            (["--policy", "all", "--ilp-gpus", "4", "--ilp-time-limit", "0"], "--ilp-time-limit"),
+        )
+        for extra, words in cases:
+            with self.subTest(argv=extra):
+                r = self.sim(*(self.files() + extra))
+                self.assertEqual(r.rc, 2, repr(r))
+                self.assertEqual(r.out, "")
+                self.assertIn(words, r.err)
+
+    def test_bad_trace_names_line_and_column(self):
+        r = self.sim(*(self.files("pods_garbage.csv") + ["--policy", "first-fit"]))
+        self.assertEqual(r.rc, 6, repr(r))
+        self.assertIn("pods_garbage.csv:3: gpu_milli:", r.err)
+        self.assertEqual(r.out, "")
+
+    def test_in_order_bound_in_json(self):
+        probe = self.sim(*(self.files() + ["--policy", "first-fit", "--ilp-gpus", "8",
+                                           "--max-demand", "50", "--no-curve"]))
+        if probe.rc == 2 and "no ILP" in probe.err:
+            self.skipTest("this build has no GLPK")
+        dynamic = ["first-fit", "best-fit", "fgd", "isostack"]
+        r = self.sim(*(self.files() + ["--policy", ",".join(dynamic), "--ilp-gpus", "8",
+                                       "--ilp-in-order", "--max-demand", "90", "--seed", "2",
+                                       "--no-curve", "--json"]))
+        self.assertEqual(r.rc, 0, repr(r))
+        runs = r.json()
+        self.assertEqual([x["policy"] for x in runs], dynamic)
+        for x in runs:
+            for at in ("at_100", "at_max"):
+                anys, order = x["ilp"][at], x["ilp"]["in_order"][at]
+                self.assertTrue(order["optimal"], order)
+                # Arrival order can only take away, and no policy that places
+                # every arrival that fits does better than the in-order optimum.
+                self.assertLessEqual(order["best"], anys["bound"])
+                self.assertLessEqual(x["ilp"]["in_order"][at]["policy_alloc"], order["bound"])
+                self.assertGreaterEqual(order["gap"], 0)
+        # Without the flag the JSON has no in-order part, and the table no numbers.
+        r = self.sim(*(self.files() + ["--policy", "isostack", "--ilp-gpus", "8",
+                                       "--max-demand", "90", "--seed", "2", "--no-curve", "--json"]))
+        self.assertEqual(r.rc, 0, repr(r))
+        self.assertNotIn("in_order", r.json()["ilp"])
+
+
 if __name__ == "__main__":
     harness.main()
