@@ -1133,7 +1133,7 @@ static int ilp_against_brute_force(enum iso_sim_ilp_kind kind)
 		struct iso_error e = {0};
 		struct brute b;
 		struct tiny t;
-		const int n = (in_order ? 5 : 4) + (int)iso_sim_rng_below(&rng, in_order ? 3 : 2);
+		const int n = (in_order ? 5 : 4) + (int)iso_sim_rng_below(&rng, 2);
 
 		/* Two nodes of one or two GPUs; node cpus limit some rounds. */
 		char csv[256];
