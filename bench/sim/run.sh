@@ -52,20 +52,20 @@ while [ "$s" -le "$REPLAY_SEEDS" ]; do
 	echo "replay_default_g${REPLAY_GPUS}_s$s --trace $TRACES/openb_pod_list_default.csv --mode replay --gpus $REPLAY_GPUS --seed $s" >>"$jobs_file"
 	s=$((s + 1))
 done
-for t in $SAT_TRACES; do
-	s=1
-	while [ "$s" -le "$ILP_SEEDS" ]; do
-		echo "ilp_${t}_s$s --trace $TRACES/openb_pod_list_$t.csv --mode saturate --ilp-gpus $ILP_GPUS --ilp-time-limit $ILP_TIME --seed $s" >>"$jobs_file"
-		s=$((s + 1))
+# seeded_jobs NAME SEEDS ARGS...: one saturate job per trace and seed 1..SEEDS.
+seeded_jobs() {
+	name=$1 seeds=$2
+	shift 2
+	for t in $SAT_TRACES; do
+		s=1
+		while [ "$s" -le "$seeds" ]; do
+			echo "${name}_${t}_s$s --trace $TRACES/openb_pod_list_$t.csv --mode saturate $* --seed $s" >>"$jobs_file"
+			s=$((s + 1))
+		done
 	done
-done
-for t in $SAT_TRACES; do
-	s=1
-	while [ "$s" -le "$IN_ORDER_SEEDS" ]; do
-		echo "order_${t}_s$s --trace $TRACES/openb_pod_list_$t.csv --mode saturate --ilp-gpus $IN_ORDER_GPUS --ilp-in-order --ilp-time-limit $IN_ORDER_TIME --seed $s" >>"$jobs_file"
-		s=$((s + 1))
-	done
-done
+}
+seeded_jobs ilp "$ILP_SEEDS" --ilp-gpus "$ILP_GPUS" --ilp-time-limit "$ILP_TIME"
+seeded_jobs order "$IN_ORDER_SEEDS" --ilp-gpus "$IN_ORDER_GPUS" --ilp-in-order --ilp-time-limit "$IN_ORDER_TIME"
 
 # shellcheck disable=SC2016
 xargs -P "$JOBS" -L 1 sh -c '
