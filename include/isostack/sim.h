@@ -342,4 +342,19 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 int iso_sim_ilp(const struct iso_sim *s, int pct, enum iso_sim_ilp_kind kind, double time_limit_s,
                 struct iso_sim_ilp_result *res, struct iso_error *err);
 
+/* ---- a bound for whole clusters (GLPK) ---- */
+struct iso_sim_lp_bound {
+	double bound; /* compute slices no placement can exceed */
+	int pods;     /* GPU pods among the arrivals */
+	int pod_types, node_classes, columns, rows;
+	double elapsed_s;
+};
+/* An upper bound on the most compute slices the arrivals up to the one that
+ * crosses `pct` % offered demand can hold at once: the ILP relaxed by pooling
+ * identical nodes into classes and identical pods into types, solved as an LP
+ * (src/sim/lp_bound.c). Any size of cluster; never below the true optimum.
+ * ISO_E_UNAVAILABLE without GLPK. */
+int iso_sim_lp_bound(const struct iso_sim *s, int pct, struct iso_sim_lp_bound *res,
+                     struct iso_error *err);
+
 #endif

@@ -36,6 +36,8 @@ static const char usage_sim[] =
     "  --ilp-in-order        with --ilp-gpus: also the in-order bound, the most any\n"
     "                        policy that places every arrival that fits can hold\n"
     "                        (ORDGAP columns; solves on about 16 GPUs or fewer)\n"
+    "  --lp-bound            saturate: also an LP upper bound on the optimum, for any\n"
+    "                        cluster size (LPGAP columns; docs/sim.md)\n"
     "  --no-curve            leave the allocation curve out of the output\n"
     "  --json                JSON output (same as -o json): an object for one policy,\n"
     "                        an array for several\n"
@@ -54,6 +56,7 @@ enum {
 	F_ILP_GPUS,
 	F_ILP_TIME,
 	F_ILP_IN_ORDER,
+	F_LP_BOUND,
 	F_NO_CURVE,
 	F_JSON,
 	F_MAPPING,
@@ -131,6 +134,8 @@ static int print_mapping(const struct isoctl *ctx, const struct iso_gpu_model *m
 struct ilp_out {
 	bool done;
 	bool in_order; /* r[ISO_SIM_ILP_IN_ORDER] solved too */
+	bool lp;       /* lpb[] solved (--lp-bound) */
+	struct iso_sim_lp_bound lpb[2];
 	int gpus;
 	double time_limit;
 	int pct[2];
@@ -182,6 +187,35 @@ static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *il
 	if (kind == ISO_SIM_ILP_IN_ORDER && !ilp->in_order)
 		return NAN;
 	return ilp->done && r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound : NAN;
+}
+
+static double lp_gap(const struct iso_sim_result *res, const struct ilp_out *ilp, int i)
+{
+	const int64_t got = alloc_at(res, ilp->pct[i]);
+
+	return ilp->lp && ilp->lpb[i].bound > 0 && got >= 0 ? 1.0 - (double)got / ilp->lpb[i].bound
+	                                                    : NAN;
+}
+
+static json_t *lp_json(const struct iso_sim_result *res, const struct ilp_out *ilp)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "pod_types", json_integer(ilp->lpb[1].pod_types));
+	json_object_set_new(o, "node_classes", json_integer(ilp->lpb[1].node_classes));
+	for (int i = 0; i < 2; i++) {
+		const struct iso_sim_lp_bound *b = &ilp->lpb[i];
+
+		json_object_set_new(
+		    o, i == 0 ? "at_100" : "at_max",
+		    json_pack("{s:i,s:i,s:f,s:I,s:o,s:f}", "offered_pct", ilp->pct[i], "pods",
+		              b->pods, "bound", b->bound, "policy_alloc",
+		              (json_int_t)alloc_at(res, ilp->pct[i]), "gap",
+		              jnum(lp_gap(res, ilp, i)), "elapsed_s", b->elapsed_s));
+	}
+	return o;
 }
 
 static json_t *result_json(const struct iso_sim_result *res, const struct iso_sim_config *cfg,
@@ -240,6 +274,8 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 		}
 		json_object_set_new(j, "ilp", o);
 	}
+	if (ilp->lp)
+		json_object_set_new(j, "lp_bound", lp_json(res, ilp));
 	if (curve && res->mode == ISO_SIM_SATURATE) {
 		pts = json_array();
 		for (int k = 0; k < res->n_curve; k++)
@@ -263,17 +299,27 @@ static void add_ratio(struct isoctl_table *t, double v)
 
 static int print_table(const struct iso_sim_result *res, int n, const struct ilp_out *ilp)
 {
-	static const char *const sat[] = {
-	    "POLICY",  "GPUS",    "PODS",    "PLACED",  "REJECTED",   "ALLOC@100",  "ALLOC@130",
-	    "MEM@100", "MEM@130", "GAP@100", "GAP@MAX", "ORDGAP@100", "ORDGAP@MAX", "SECONDS"};
+	static const char *const sat_base[] = {"POLICY",    "GPUS",     "PODS",
+	                                       "PLACED",    "REJECTED", "ALLOC@100",
+	                                       "ALLOC@130", "MEM@100",  "MEM@130"};
+	static const char *const gaps[] = {"GAP@100",    "GAP@MAX",   "ORDGAP@100",
+	                                   "ORDGAP@MAX", "LPGAP@100", "LPGAP@MAX"};
+	const bool shown[3] = {ilp->done, ilp->done && ilp->in_order, ilp->lp};
+	const char *sat[ISO_ARRAY_SIZE(sat_base) + ISO_ARRAY_SIZE(gaps) + 1];
+	size_t n_sat = 0;
 	static const char *const rep[] = {"POLICY",      "GPUS",     "PODS",        "PLACED",
 	                                  "QUEUED",      "REJECTED", "UTILISATION", "MEM_UTIL",
 	                                  "MEAN_WAIT_S", "SECONDS"};
 	const bool replay = n > 0 && res[0].mode == ISO_SIM_REPLAY;
 	_cleanup_(isoctl_table_clear) struct isoctl_table t;
 
-	isoctl_table_init(&t, replay ? ISO_ARRAY_SIZE(rep) : ISO_ARRAY_SIZE(sat),
-	                  replay ? rep : sat);
+	for (size_t k = 0; k < ISO_ARRAY_SIZE(sat_base); k++)
+		sat[n_sat++] = sat_base[k];
+	for (size_t k = 0; k < ISO_ARRAY_SIZE(gaps); k++)
+		if (shown[k / 2])
+			sat[n_sat++] = gaps[k];
+	sat[n_sat++] = "SECONDS";
+	isoctl_table_init(&t, replay ? ISO_ARRAY_SIZE(rep) : n_sat, replay ? rep : sat);
 	for (int i = 0; i < n; i++) {
 		const struct iso_sim_result *r = &res[i];
 
@@ -294,8 +340,10 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 			add_ratio(&t, r->mem_alloc_ratio_at_100);
 			add_ratio(&t, r->mem_alloc_ratio_at_130);
 			for (int kind = 0; kind < 2; kind++)
-				for (int k = 0; k < 2; k++)
+				for (int k = 0; k < 2 && shown[kind]; k++)
 					add_ratio(&t, ilp_gap(r, ilp, kind, k));
+			for (int k = 0; k < 2 && shown[2]; k++)
+				add_ratio(&t, lp_gap(r, ilp, k));
 		}
 		isoctl_table_addf(&t, "%.2f", r->elapsed_s);
 	}
@@ -309,6 +357,12 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 			       ilp->pct[i], b->pods, b->optimal ? "optimum" : "best found", b->best,
 			       b->bound, b->elapsed_s);
 		}
+	for (int i = 0; ilp->lp && i < 2; i++)
+		printf("LP bound on %d GPUs at %d%% offered (%d GPU pods, %d types on %d node "
+		       "classes): %.0f compute slices in %.1f s\n",
+		       n > 0 ? res[0].gpus : 0, ilp->pct[i], ilp->lpb[i].pods,
+		       ilp->lpb[i].pod_types, ilp->lpb[i].node_classes, ilp->lpb[i].bound,
+		       ilp->lpb[i].elapsed_s);
 	return isoctl_table_print(&t);
 }
 
@@ -369,6 +423,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("ilp-gpus", required_argument, F_ILP_GPUS),
 	    ISOCTL_FLAG("ilp-time-limit", required_argument, F_ILP_TIME),
 	    ISOCTL_FLAG("ilp-in-order", no_argument, F_ILP_IN_ORDER),
+	    ISOCTL_FLAG("lp-bound", no_argument, F_LP_BOUND),
 	    ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
 	    ISOCTL_FLAG("json", no_argument, F_JSON),
 	    ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
@@ -449,6 +504,14 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 			return isoctl_usage_error(ctx, "--ilp-in-order needs --ilp-gpus");
 		ilp.in_order = true;
 	}
+	if (v[F_LP_BOUND]) {
+		if (cfg.mode != ISO_SIM_SATURATE)
+			return isoctl_usage_error(ctx, "--lp-bound needs --mode saturate");
+		if (!iso_sim_ilp_available())
+			return isoctl_usage_error(ctx, "--lp-bound: this build has no LP (GLPK was "
+			                               "missing at configure time)");
+		ilp.lp = true;
+	}
 	if (v[F_ILP_TIME]) {
 		if (isoctl_parse_int(ctx, "--ilp-time-limit", v[F_ILP_TIME], 1, 86400, &num))
 			return ISOCTL_EXIT_USAGE;
@@ -463,10 +526,15 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		rc = isoctl_fail_local(&e);
 		goto out;
 	}
+	ilp.pct[0] = cfg.max_demand_pct < 100 ? cfg.max_demand_pct : 100;
+	ilp.pct[1] = cfg.max_demand_pct;
+	for (int i = 0; ilp.lp && i < 2; i++)
+		if (iso_sim_lp_bound(sim, ilp.pct[i], &ilp.lpb[i], &e) < 0) {
+			rc = isoctl_fail_local(&e);
+			goto out;
+		}
 	if (ilp.gpus) {
 		ilp.gpus = iso_sim_cluster_of(sim)->n_gpus;
-		ilp.pct[0] = cfg.max_demand_pct < 100 ? cfg.max_demand_pct : 100;
-		ilp.pct[1] = cfg.max_demand_pct;
 		for (int kind = 0; kind < (ilp.in_order ? 2 : 1); kind++)
 			for (int i = 0; i < 2; i++)
 				if (iso_sim_ilp(sim, ilp.pct[i], (enum iso_sim_ilp_kind)kind,

@@ -1206,6 +1206,98 @@ static void test_ilp_in_order_brute_force(void **state)
 		fail_msg("arrival order cost slices in only %d of 60 rounds", cost);
 }
 
+/* ---- the whole-cluster LP bound ---- */
+
+/* Where node cores bind, the bound must see it: two nodes of two GPUs and 4
+ * cores, whole-GPU pods of 3 cores: one pod per node, 14 of 28 slices. */
+static void test_lp_bound_sees_cores(void **state)
+{
+	struct simfix f;
+	struct iso_sim_lp_bound b;
+	struct iso_error e = {0};
+
+	if (!iso_sim_ilp_available())
+		skip();
+	sim_init(&f, NODE_HDR "n1,4000,65536,2,x\nn2,4000,65536,2,x\n",
+	         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+	         "p0,3000,1024,1,1000\np1,3000,1024,1,1000\np2,3000,1024,1,1000\n",
+	         ISO_SIM_SATURATE, 1);
+	assert_int_equal(iso_sim_lp_bound(f.sim, 130, &b, &e), 0);
+	assert_true(fabs(b.bound - 14) < 1e-9);
+	assert_int_equal(b.node_classes, 1);
+	assert_int_equal(b.pod_types, 1);
+	assert_int_equal(iso_sim_lp_bound(f.sim, 131, &b, &e), -EINVAL);
+	sim_fini(&f);
+}
+
+/* On random small clusters the LP bound is never below the ILP's proven
+ * optimum (it relaxes it) nor below what any policy placed, and never above
+ * the cluster's compute slices. */
+static void test_lp_bound_above_optimum(void **state)
+{
+	static const int millis[] = {100, 200, 300, 460, 700, 1000, 1000, 0};
+	struct iso_sim_rng rng;
+	int below_capacity = 0;
+
+	if (!iso_sim_ilp_available())
+		skip();
+	iso_sim_rng_seed(&rng, 77);
+	for (int round = 0; round < 20; round++) {
+		char nodes[256], pods[2048];
+		size_t off;
+		struct simfix f;
+		struct iso_error e = {0};
+		int gpus = 0;
+
+		off = (size_t)snprintf(nodes, sizeof(nodes), NODE_HDR);
+		for (int i = 0; i < 3; i++) {
+			int g = 1 + (int)iso_sim_rng_below(&rng, 3);
+			gpus += g;
+			off += (size_t)snprintf(nodes + off, sizeof(nodes) - off,
+			                        "n%d,%d,65536,%d,x\n", i,
+			                        4000 + 4000 * (int)iso_sim_rng_below(&rng, 4), g);
+		}
+		off = (size_t)snprintf(pods, sizeof(pods),
+		                       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n");
+		for (int i = 0; i < 12; i++) {
+			int m = millis[iso_sim_rng_below(&rng, ISO_ARRAY_SIZE(millis))];
+			off += (size_t)snprintf(
+			    pods + off, sizeof(pods) - off, "p%d,%d,2048,%d,%d\n", i,
+			    1000 * (1 + (int)iso_sim_rng_below(&rng, 4)), m ? 1 : 0, m);
+		}
+		sim_init(&f, nodes, pods, ISO_SIM_SATURATE, (uint64_t)round + 1);
+		for (int pct = 100; pct <= 130; pct += 30) {
+			struct iso_sim_ilp_result ilp;
+			struct iso_sim_lp_bound lp;
+			struct iso_sim_result *r = calloc(1, sizeof(*r));
+
+			assert_non_null(r);
+			assert_int_equal(
+			    iso_sim_ilp(f.sim, pct, ISO_SIM_ILP_ANY_SUBSET, 60, &ilp, &e), 0);
+			assert_true(ilp.optimal);
+			assert_int_equal(iso_sim_lp_bound(f.sim, pct, &lp, &e), 0);
+			assert_int_equal(lp.pods, ilp.pods);
+			if (lp.bound < ilp.best - 1e-9)
+				fail_msg("round %d at %d%%: LP bound %.0f below the optimum %.0f",
+				         round, pct, lp.bound, ilp.best);
+			assert_true(lp.bound <= 7.0 * gpus + 1e-9);
+			below_capacity += lp.bound < 7.0 * gpus - 1e-9;
+			for (int k = 0; k < iso_sim_n_policies; k++) {
+				assert_int_equal(iso_sim_run(f.sim, iso_sim_policies[k], r, &e), 0);
+				for (int c = 0; c < r->n_curve; c++)
+					if (r->curve[c].offered_pct == pct)
+						assert_true(r->curve[c].alloc_ratio * 7 * gpus <=
+						            lp.bound + 1e-6);
+			}
+			free(r);
+		}
+		sim_fini(&f);
+	}
+	/* Some rounds must be bound by cores or pods, or this proves little. */
+	if (below_capacity < 5)
+		fail_msg("the bound was below capacity in only %d of 40 cases", below_capacity);
+}
+
 static void test_ilp_geometry(void **state)
 {
 	struct iso_shape pods[3];
@@ -1264,6 +1356,8 @@ int main(void)
 	    cmocka_unit_test(test_sub_cluster),
 	    cmocka_unit_test(test_ilp_brute_force),
 	    cmocka_unit_test(test_ilp_in_order_brute_force),
+	    cmocka_unit_test(test_lp_bound_sees_cores),
+	    cmocka_unit_test(test_lp_bound_above_optimum),
 	    cmocka_unit_test(test_ilp_geometry),
 	};
 
