@@ -133,12 +133,25 @@ struct iso_placer {
 	int (*place)(const struct iso_placer *self, struct iso_cluster_state *cs,
 	             struct iso_allocation *a, int want, struct iso_error *err);
 	void *state; /* policy-private (e.g. a static layout); NULL when stateless */
+	/* Optional, for policies that learn demand: weights[i] requests of
+	 * shapes[i] to expect, as if decided already (the simulator gives each
+	 * policy the trace's mix; FGD takes the same mix at creation). Returns 0
+	 * or -EINVAL (a negative or non-finite weight) / -ENOMEM. */
+	int (*learn)(const struct iso_placer *self, struct iso_cluster_state *cs,
+	             const struct iso_shape *shapes, const double *weights, int n);
 };
 
 static inline int iso_placer_place(const struct iso_placer *p, struct iso_cluster_state *cs,
                                    struct iso_allocation *a, int want, struct iso_error *err)
 {
 	return p->place(p, cs, a, want, err);
+}
+
+/* 0 for a policy that learns nothing. */
+static inline int iso_placer_learn(const struct iso_placer *p, struct iso_cluster_state *cs,
+                                   const struct iso_shape *shapes, const double *weights, int n)
+{
+	return p->learn ? p->learn(p, cs, shapes, weights, n) : 0;
 }
 
 /* ---- per-request placement constraints (the tenancy work supplies them) ----

@@ -247,6 +247,8 @@ struct iso_sim_config {
 	uint64_t seed;
 	int max_demand_pct; /* saturate: stop at this offered demand (default 130) */
 	int sub_gpus;       /* > 0: a sub-cluster of this many GPUs (the ILP's) */
+	bool cold;          /* policies that learn demand start from nothing, rather
+	                     * than from the trace's mix (which FGD always has) */
 };
 
 #define ISO_SIM_CURVE_MAX 400

@@ -38,6 +38,8 @@ static const char usage_sim[] =
     "                        (ORDGAP columns; solves on about 16 GPUs or fewer)\n"
     "  --lp-bound            saturate: also an LP upper bound on the optimum, for any\n"
     "                        cluster size (LPGAP columns; docs/sim.md)\n"
+    "  --cold                isostack starts knowing nothing of the demand (default:\n"
+    "                        it is told the trace's mix, the one FGD is built with)\n"
     "  --no-curve            leave the allocation curve out of the output\n"
     "  --json                JSON output (same as -o json): an object for one policy,\n"
     "                        an array for several\n"
@@ -57,6 +59,7 @@ enum {
 	F_ILP_TIME,
 	F_ILP_IN_ORDER,
 	F_LP_BOUND,
+	F_COLD,
 	F_NO_CURVE,
 	F_JSON,
 	F_MAPPING,
@@ -230,6 +233,7 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 	json_object_set_new(j, "mode", json_string(mode_name(res->mode)));
 	json_object_set_new(j, "gpu_model", json_string(cfg->model->name));
 	json_object_set_new(j, "seed", json_integer((json_int_t)cfg->seed));
+	json_object_set_new(j, "cold", json_boolean(cfg->cold));
 	json_object_set_new(j, "nodes_file", json_string(v[F_NODES]));
 	json_object_set_new(j, "trace_file", json_string(v[F_TRACE]));
 	json_object_set_new(j, "nodes", json_integer(res->nodes));
@@ -424,6 +428,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("ilp-time-limit", required_argument, F_ILP_TIME),
 	    ISOCTL_FLAG("ilp-in-order", no_argument, F_ILP_IN_ORDER),
 	    ISOCTL_FLAG("lp-bound", no_argument, F_LP_BOUND),
+	    ISOCTL_FLAG("cold", no_argument, F_COLD),
 	    ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
 	    ISOCTL_FLAG("json", no_argument, F_JSON),
 	    ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
@@ -504,6 +509,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 			return isoctl_usage_error(ctx, "--ilp-in-order needs --ilp-gpus");
 		ilp.in_order = true;
 	}
+	cfg.cold = v[F_COLD] != NULL;
 	if (v[F_LP_BOUND]) {
 		if (cfg.mode != ISO_SIM_SATURATE)
 			return isoctl_usage_error(ctx, "--lp-bound needs --mode saturate");

@@ -190,6 +190,10 @@ bool ix_constraints_active(const struct iso_cluster_state *cs);
 /* The engine's demand mix and scores (mix.c). */
 int eng_prepare(struct iso_sched_index *ix); /* builds every model's tables once */
 void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape);
+/* Demand known in advance: weights[i] requests of shapes[i], scaled to weigh
+ * what the decay keeps of a long history; then the tables are rebuilt. */
+int eng_learn(struct iso_sched_index *ix, const struct iso_shape *shapes, const double *weights,
+              int n);
 /* Compute slices a member of `shape` takes on model m (0 when CPU-only). */
 int eng_member_slices(const struct iso_gpu_model *m, const struct iso_shape *shape);
 /* Rebuilds a model's scores when its mix moved (checked every few decisions). */

@@ -688,4 +688,11 @@ static int place(const struct iso_placer *self, struct iso_cluster_state *cs,
 	return iso_sched_place(cs, a, want, choose, NULL, err);
 }
 
-const struct iso_placer iso_placer_isostack = {.name = "isostack", .place = place};
+static int learn(const struct iso_placer *self, struct iso_cluster_state *cs,
+                 const struct iso_shape *shapes, const double *weights, int n)
+{
+	(void)self;
+	return cs->index ? eng_learn(cs->index, shapes, weights, n) : -ENOMEM;
+}
+
+const struct iso_placer iso_placer_isostack = {.name = "isostack", .place = place, .learn = learn};

@@ -158,13 +158,25 @@ int eng_member_slices(const struct iso_gpu_model *m, const struct iso_shape *sha
 	return p ? shape->gpu_count * p->compute : 0;
 }
 
-void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape)
+/* Demand decays by MIX_DECAY per decision. */
+static void decay(struct iso_sched_index *ix)
 {
-	double amount = shape->gpu_count;
+	ix->d_slices *= MIX_DECAY;
+	ix->d_cpus *= MIX_DECAY;
+	ix->d_mem *= MIX_DECAY;
+	for (int mi = 0; mi < ix->n_models; mi++) {
+		struct ix_engine_model *em = ix->models[mi].eng;
+
+		for (int j = 0; em && j <= IX_WHOLE; j++)
+			em->counts[j] *= MIX_DECAY;
+	}
+}
+
+/* Adds `weight` requests of `shape` to what the engine knows of demand. */
+static void add_demand(struct iso_sched_index *ix, const struct iso_shape *shape, double weight)
+{
 	int slices = 0;
 
-	if (shape->gpu_count <= 0)
-		return;
 	/* Cores and memory per compute slice of GPU demand, on the first model
 	 * that serves the shape (slices per profile differ little by model). */
 	for (int mi = 0; mi < ix->n_models && !slices; mi++)
@@ -172,20 +184,16 @@ void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape)
 		    strcasecmp(shape->gpu_model, ix->models[mi].m->name) == 0)
 			slices = eng_member_slices(ix->models[mi].m, shape);
 	if (slices > 0) {
-		ix->d_slices = ix->d_slices * MIX_DECAY + slices;
-		ix->d_cpus = ix->d_cpus * MIX_DECAY + shape->cpus;
-		ix->d_mem = ix->d_mem * MIX_DECAY + (double)shape->memory_mib;
+		ix->d_slices += weight * slices;
+		ix->d_cpus += weight * shape->cpus;
+		ix->d_mem += weight * (double)shape->memory_mib;
 	}
 	for (int mi = 0; mi < ix->n_models; mi++) {
 		const struct iso_gpu_model *m = ix->models[mi].m;
 		struct ix_engine_model *em = ix->models[mi].eng;
 		int slot = -1;
 
-		if (!em)
-			continue;
-		for (int j = 0; j <= IX_WHOLE; j++)
-			em->counts[j] *= MIX_DECAY;
-		if (shape->gpu_model[0] && strcasecmp(shape->gpu_model, m->name) != 0)
+		if (!em || (shape->gpu_model[0] && strcasecmp(shape->gpu_model, m->name) != 0))
 			continue;
 		if (shape->whole) {
 			slot = IX_WHOLE;
@@ -195,8 +203,41 @@ void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape)
 				slot = (int)(p - m->profiles);
 		}
 		if (slot >= 0)
-			em->counts[slot] += amount;
+			em->counts[slot] += weight * shape->gpu_count;
 	}
+}
+
+void eng_record(struct iso_sched_index *ix, const struct iso_shape *shape)
+{
+	if (shape->gpu_count <= 0)
+		return;
+	decay(ix);
+	add_demand(ix, shape, 1.0);
+}
+
+int eng_learn(struct iso_sched_index *ix, const struct iso_shape *shapes, const double *weights,
+              int n)
+{
+	/* The prime weighs what the decay keeps of a long history. */
+	const double history = 1.0 / (1.0 - MIX_DECAY);
+	double total = 0;
+	int r = eng_prepare(ix);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++) {
+		if (!(weights[i] >= 0) || !isfinite(weights[i]))
+			return -EINVAL;
+		if (shapes[i].gpu_count > 0)
+			total += weights[i];
+	}
+	if (total <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (shapes[i].gpu_count > 0)
+			add_demand(ix, &shapes[i], weights[i] * history / total);
+	eng_refresh(ix, true);
+	return 0;
 }
 
 void eng_refresh(struct iso_sched_index *ix, bool force)

@@ -54,6 +54,8 @@ struct iso_sim {
 	int64_t unfit;                /* drawn but never placeable, not submitted */
 	struct iso_sim_demand demand; /* the trace's, for the static oracle */
 	struct iso_fgd_mix mix;       /* the trace's, for FGD (types owned) */
+	struct iso_shape *mix_shapes; /* the same mix as shapes, for iso_placer_learn */
+	double *mix_weights;
 };
 
 /* A policy ready to run on `s`: the placer and what its state needs. */
@@ -79,5 +81,9 @@ void sim_held_slices(const struct iso_cluster_state *cs, int64_t *compute, int64
 
 /* One pod as a one-member allocation for the placer. */
 void sim_alloc_init(struct iso_allocation *a, const struct iso_sim_request *r, int pod);
+/* A fresh cluster state for a run of `pl`, told the trace's mix when the
+ * policy learns demand (the same mix FGD is built with). */
+int sim_state_init(const struct iso_sim *s, const struct iso_placer *pl,
+                   struct iso_cluster_state *cs, struct iso_error *err);
 
 #endif

@@ -28,9 +28,9 @@ int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_
 	int64_t offered = 0, held_c, held_m;
 	int next_pct = 1, r;
 
-	r = iso_cluster_state_init(&cs, &s->cluster.inv);
+	r = sim_state_init(s, pl, &cs, err);
 	if (r < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cluster state: %s", strerror(-r));
+		return r;
 	res->unfit = s->unfit;
 	for (int q = 0; q < s->n_seq; q++) {
 		const int i = s->seq[q];

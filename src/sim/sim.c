@@ -89,6 +89,37 @@ static int build_mix(struct iso_sim *s, struct iso_error *err)
 		}
 		mix->types[mix->n - 1].weight += 1;
 	}
+	s->mix_shapes = calloc((size_t)mix->n + 1, sizeof(*s->mix_shapes));
+	s->mix_weights = calloc((size_t)mix->n + 1, sizeof(*s->mix_weights));
+	if (!s->mix_shapes || !s->mix_weights)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < mix->n; i++) {
+		const struct iso_fgd_type *t = &mix->types[i];
+		struct iso_shape *sh = &s->mix_shapes[i];
+
+		sh->whole = t->whole;
+		sh->gpu_count = t->count;
+		iso_strlcpy(sh->profile, t->profile, sizeof(sh->profile));
+		sh->cpus = t->cpus;
+		sh->memory_mib = t->memory_mib;
+		s->mix_weights[i] = t->weight;
+	}
+	return 0;
+}
+
+int sim_state_init(const struct iso_sim *s, const struct iso_placer *pl,
+                   struct iso_cluster_state *cs, struct iso_error *err)
+{
+	int r = iso_cluster_state_init(cs, &s->cluster.inv);
+
+	if (r < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cluster state: %s", strerror(-r));
+	r = s->cfg.cold ? 0 : iso_placer_learn(pl, cs, s->mix_shapes, s->mix_weights, s->mix.n);
+	if (r < 0) {
+		iso_cluster_state_free(cs);
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "policy %s: learning the mix: %s",
+		                     pl->name, strerror(-r));
+	}
 	return 0;
 }
 
@@ -213,6 +244,8 @@ void iso_sim_free(struct iso_sim *s)
 		return;
 	iso_sim_cluster_free(&s->cluster);
 	free(s->mix.types);
+	free(s->mix_shapes);
+	free(s->mix_weights);
 	free(s->req);
 	free(s->seq);
 	free(s);
