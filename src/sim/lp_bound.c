@@ -76,17 +76,22 @@ static bool fits(const struct pod_type *t, const struct node_class *c)
 /* The most pods of type t one node of class c can hold, each resource alone:
  * pooling lets fractions of a pod fill a class, this keeps whole pods per
  * node where a single resource decides (two 3-core pods never share 4 cores). */
-static double per_node_max(const struct pod_type *t, const struct node_class *c,
-                           const struct iso_gpu_model *m)
+static int64_t per_node_max(const struct pod_type *t, const struct node_class *c,
+                            const struct iso_gpu_model *m)
 {
-	double n = t->gpus > 0 ? (double)(c->gpus / t->gpus)
-	                       : (double)c->gpus * fmin(m->compute_slices / t->compute,
-	                                                m->memory_slices / t->memory_slices);
+	int64_t n;
 
-	if (t->cpus > 0)
-		n = fmin(n, (double)(c->cpus / t->cpus));
-	if (t->memory_mib > 0)
-		n = fmin(n, (double)(c->memory_mib / t->memory_mib));
+	if (t->gpus > 0) {
+		n = c->gpus / t->gpus;
+	} else {
+		const int64_t by_compute = m->compute_slices / t->compute;
+		const int64_t by_memory = m->memory_slices / t->memory_slices;
+		n = (int64_t)c->gpus * (by_compute < by_memory ? by_compute : by_memory);
+	}
+	if (t->cpus > 0 && c->cpus / t->cpus < n)
+		n = c->cpus / t->cpus;
+	if (t->memory_mib > 0 && c->memory_mib / t->memory_mib < n)
+		n = c->memory_mib / t->memory_mib;
 	return n;
 }
 
@@ -175,8 +180,9 @@ int iso_sim_lp_bound(const struct iso_sim *s, int pct, struct iso_sim_lp_bound *
 				continue;
 			col = glp_add_cols(lp, 1);
 			res->columns++;
-			glp_set_col_bnds(lp, col, GLP_DB, 0,
-			                 classes[c].nodes * per_node_max(p, &classes[c], m));
+			glp_set_col_bnds(
+			    lp, col, GLP_DB, 0,
+			    (double)(classes[c].nodes * per_node_max(p, &classes[c], m)));
 			glp_set_obj_coef(lp, col, p->compute);
 			for (int k = 0; k < 5; k++) {
 				ne++;
