@@ -373,6 +373,7 @@ class TestSimOffline(ApiTestCase):
             (["--policy", "all", "--ilp-gpus", "65"], "--ilp-gpus"),
             (["--policy", "all", "--mode", "replay", "--ilp-gpus", "4"], "saturate"),
             (["--policy", "all", "--ilp-gpus", "4", "--ilp-time-limit", "0"], "--ilp-time-limit"),
+            (["--policy", "all", "--mode", "replay", "--lp-bound"], "--lp-bound needs --mode saturate"),
         )
         for extra, words in cases:
             with self.subTest(argv=extra):
@@ -413,6 +414,33 @@ class TestSimOffline(ApiTestCase):
                                        "--max-demand", "90", "--seed", "2", "--no-curve", "--json"]))
         self.assertEqual(r.rc, 0, repr(r))
         self.assertNotIn("in_order", r.json()["ilp"])
+        self.assertNotIn("lp_bound", r.json())
+
+    def test_lp_bound_and_cold(self):
+        probe = self.sim(*(self.files() + ["--policy", "first-fit", "--lp-bound", "--no-curve"]))
+        if probe.rc == 2 and "no LP" in probe.err:
+            self.skipTest("this build has no GLPK")
+        r = self.sim(*(self.files() + ["--policy", "all", "--lp-bound", "--ilp-gpus", "8",
+                                       "--seed", "2", "--no-curve", "--json"]))
+        self.assertEqual(r.rc, 0, repr(r))
+        for x in r.json():
+            self.assertFalse(x["cold"])
+            for at in ("at_100", "at_max"):
+                lp = x["lp_bound"][at]
+                # A relaxation: never below the ILP's optimum nor what a policy placed.
+                self.assertGreaterEqual(lp["bound"], x["ilp"][at]["best"])
+                self.assertGreaterEqual(lp["bound"], lp["policy_alloc"])
+                self.assertLessEqual(lp["bound"], x["slices_total"])
+                self.assertGreaterEqual(lp["gap"], 0)
+        r = self.sim(*(self.files() + ["--policy", "isostack", "--cold", "--no-curve", "--json"]))
+        self.assertEqual(r.rc, 0, repr(r))
+        self.assertTrue(r.json()["cold"])
+        # The table shows a gap column pair for each bound asked for, and no other.
+        r = self.sim(*(self.files() + ["--policy", "isostack", "--lp-bound", "--no-curve"]))
+        self.assertEqual(r.rc, 0, repr(r))
+        self.assertIn("LPGAP@MAX", r.out)
+        self.assertNotIn("ORDGAP", r.out)
+        self.assertNotIn(" GAP@100", r.out)
 
 
 if __name__ == "__main__":
