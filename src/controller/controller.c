@@ -151,6 +151,38 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 	return 0;
 }
 
+/* The engine learns demand from its own decisions, and after a restart it has
+ * made none: left alone, the first few requests would stand for all demand
+ * (docs/placement.md, "Demand known in advance"). What runs and waits now is
+ * the best guess of what comes next. Policies that learn nothing ignore it;
+ * a failure only costs placement quality, so it is logged, not fatal. */
+static void prime_engine(struct iso_controller *c, const struct iso_allocation *live, int n)
+{
+	_cleanup_free_ struct iso_shape *shapes = calloc((size_t)n + 1, sizeof(*shapes));
+	_cleanup_free_ double *weights = calloc((size_t)n + 1, sizeof(*weights));
+	int k = 0, r;
+
+	if (!c->placer->learn)
+		return;
+	if (!shapes || !weights) {
+		iso_log(ISO_LOG_WARN, "engine_learn_failed", "reason=\"out of memory\"");
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		if (live[i].state != ISO_ALLOC_FAILED && live[i].state != ISO_ALLOC_RELEASED) {
+			shapes[k] = live[i].shape;
+			weights[k++] = live[i].members;
+		}
+	if (k == 0)
+		return;
+	r = iso_placer_learn(c->placer, &c->cs, shapes, weights, k);
+	if (r < 0)
+		iso_log(ISO_LOG_WARN, "engine_learn_failed", "reason=\"%s\"", strerror(-r));
+	else
+		iso_log(ISO_LOG_INFO, "engine_primed", "policy=%s allocations=%d", c->placer->name,
+		        k);
+}
+
 static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 {
 	struct iso_node_state *states = NULL;
@@ -173,6 +205,8 @@ static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 		return r;
 	for (int i = 0; i < n_live && r == 0; i++)
 		r = reconcile_one(c, &live[i]);
+	if (r == 0)
+		prime_engine(c, live, n_live);
 	iso_allocations_free(live, n_live);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,

@@ -924,5 +924,31 @@ class TestRestart(FreshDaemonCase):
         self.assertEqual({x["id"]: x for x in self.all_allocs()}, snap)
 
 
+class TestEnginePrimedOnRestart(FreshDaemonCase):
+    """After a restart the isostack engine is told what runs and waits
+    (iso_placer_learn), so the first requests after it do not stand for all
+    demand (docs/placement.md). small.yaml pins first-fit, which learns
+    nothing; rbac.yaml runs the default engine."""
+
+    config = "rbac.yaml"
+
+    def test_primed_from_live_allocations(self):
+        t, c = self.tenant_with_user()
+        create_alloc(self, c, {"gpus": {"count": 1, "whole": True}, "members": 2, "cpus": 8})
+        create_alloc(self, c, {"gpus": MIG_3G, "cpus": 4, "memory_mib": 512})
+        gone = create_alloc(self, c, {"gpus": {"count": 1, "profile": "1g.10gb"}})
+        self.assertStatus(c.delete("/v1/allocations/" + gone["id"]), 200)
+        self.assertNotIn("engine_primed", self.d.stderr_text(-1), "nothing ran at the first start")
+
+        self.d.restart()
+
+        log = self.d.stderr_text(-1)
+        self.assertIn("engine_primed", log)
+        self.assertIn("policy=isostack allocations=2", log, "the released one is not demand")
+        self.assertNotIn("engine_learn_failed", log)
+        create_alloc(self, c, {"gpus": MIG_3G})
+        self.check_consistent()
+
+
 if __name__ == "__main__":
     harness.main()
