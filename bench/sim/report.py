@@ -10,6 +10,7 @@ import statistics
 import sys
 
 POLICIES = ["static", "first-fit", "best-fit", "fgd", "isostack"]
+TRACES = ("default", "gpushare20", "gpushare40", "gpushare100")
 
 
 def load(path):
@@ -20,6 +21,11 @@ def load(path):
 
 def fmt(v, digits=4):
     return "-" if v is None else f"{v:.{digits}f}"
+
+
+def table_head(traces):
+    print("| policy | " + " | ".join(traces) + " |")
+    print("|---|" + "---|" * len(traces))
 
 
 def main(out):
@@ -88,11 +94,10 @@ def main(out):
                                     i["optimal"], i["best"], i["bound"], i["policy_alloc"],
                                     i["gap"], i["elapsed_s"]])
 
-    traces = [t for t in ("default", "gpushare20", "gpushare40", "gpushare100") if t in sat]
+    traces = [t for t in TRACES if t in sat]
     print("\n### Saturate, whole cluster: share of compute slices allocated at 100% / 130% "
           "offered demand\n")
-    print("| policy | " + " | ".join(traces) + " |")
-    print("|---|" + "---|" * len(traces))
+    table_head(traces)
     for p in POLICIES:
         cells = []
         for t in traces:
@@ -101,8 +106,7 @@ def main(out):
                          f"{fmt(r['alloc_ratio_at_100'])} / {fmt(r['alloc_ratio_at_130'])}")
         print(f"| {p} | " + " | ".join(cells) + " |")
     print("\nMemory slices, same runs (100% / 130%):\n")
-    print("| policy | " + " | ".join(traces) + " |")
-    print("|---|" + "---|" * len(traces))
+    table_head(traces)
     for p in POLICIES:
         cells = []
         for t in traces:
@@ -122,9 +126,8 @@ def main(out):
     if ilp:
         print(f"\n### Gap to the exact optimum (ILP), sub-clusters: mean over seeds of "
               "1 - policy/optimum at 100% / 130% offered\n")
-        tr = [t for t in ("default", "gpushare20", "gpushare40", "gpushare100") if t in ilp]
-        print("| policy | " + " | ".join(tr) + " |")
-        print("|---|" + "---|" * len(tr))
+        tr = [t for t in TRACES if t in ilp]
+        table_head(tr)
         for p in POLICIES:
             cells = []
             for t in tr:
@@ -171,11 +174,10 @@ def print_in_order(order):
     in-order one (the best a policy that places every arrival that fits can do).
     Gaps are against each ILP's bound, an upper bound whether or not GLPK proved
     it optimal, so an unproven point can only overstate a gap."""
-    tr = [t for t in ("default", "gpushare20", "gpushare40", "gpushare100") if t in order]
+    tr = [t for t in TRACES if t in order]
     print("\n### Both bounds on small sub-clusters: mean over seeds of the gap to the "
           "any-subset / the in-order bound, at 100% ; at 130% offered\n")
-    print("| policy | " + " | ".join(tr) + " |")
-    print("|---|" + "---|" * len(tr))
+    table_head(tr)
     for p in POLICIES:
         cells = []
         for t in tr:
