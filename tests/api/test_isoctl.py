@@ -310,6 +310,52 @@ class TestExitCodes(IsoctlCase):
                 self.assertIn("127.0.0.1", r.err)
 
 
+class TestMigLayout(IsoctlCase):
+    """`isoctl mig layout`: the table, the mig-parted YAML, and its errors,
+    checked against the allocations' own slots from the API."""
+
+    def test_table_and_mig_parted(self):
+        self.ok("tenant", "create", "migco")
+        c = self.admin
+        a3 = harness.create_alloc(self, c, {"tenant": "migco", "gpus": {"count": 1, "profile": "3g.40gb"}})
+        a4 = harness.create_alloc(self, c, {"tenant": "migco", "gpus": {"count": 1, "profile": "4g.40gb"}})
+        w = harness.create_alloc(self, c, {"tenant": "migco", "gpus": {"count": 1, "whole": True}})
+        expect = {}  # (node, gpu) -> cells of the layout column
+        for a, cell in ((a3, "[3g.40gb@%d]"), (a4, "[4g.40gb@%d]"), (w, "[whole]")):
+            for node, gpu, start, _width in harness.slots_of(a):
+                expect.setdefault((node, gpu), []).append(cell % start if "%d" in cell else cell)
+        nodes = sorted({n for n, _ in expect})
+        for node in nodes:
+            out = self.ok("mig", "layout", "--node", node).out
+            rows = {}
+            for line in out.splitlines()[1:]:
+                f = line.split()
+                self.assertEqual(f[0], node, out)
+                rows[int(f[1])] = f[4]
+            self.assertEqual(len(rows), 8, out)
+            for (n, gpu), cells in expect.items():
+                if n != node:
+                    continue
+                for cell in cells:
+                    self.assertIn(cell, rows[gpu], out)
+            for gpu, layout in rows.items():
+                if (node, gpu) not in expect:
+                    self.assertEqual(layout, "[free@0-7]", out)
+        # mig-parted: one config per distinct node layout, counts per device.
+        yml = self.ok("mig", "layout", "-o", "mig-parted").out
+        self.assertIn("version: v1", yml)
+        self.assertIn("mig-configs:", yml)
+        self.assertIn('mig-devices: {"3g.40gb": 1}', yml)
+        self.assertIn('mig-devices: {"4g.40gb": 1}', yml)
+        self.assertEqual(yml, self.ok("mig", "layout", "--format", "mig-parted").out)
+        # errors: unknown node (3), bad format (2), a tenant's token (4)
+        r = self.fails(3, "mig", "layout", "--node", "nope")
+        self.assertIn("nope", r.err)
+        self.fails(2, "mig", "layout", "--format", "yaml")
+        _, secret = harness.issue_token(self, self.admin, "tenant-user", tenant="migco", user="m")
+        self.fails(4, "mig", "layout", token=secret)
+
+
 class TestHelp(ApiTestCase):
     def run_help(self, argv):
         p = subprocess.run([harness.Binaries.isoctl] + argv, stdout=subprocess.PIPE,
