@@ -285,7 +285,7 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	a.members = req->members;
 	a.shape = req->shape;
 	a.state = ISO_ALLOC_PENDING;
-	a.created_ms = a.updated_ms = iso_now_ms();
+	a.created_ms = a.updated_ms = ctl_created_ms(c);
 	r = fill_policy(c, &tn, req, &a, err);
 	if (r < 0)
 		return r;

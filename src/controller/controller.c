@@ -183,6 +183,16 @@ static void prime_engine(struct iso_controller *c, const struct iso_allocation *
 		        k);
 }
 
+int64_t ctl_created_ms(struct iso_controller *c)
+{
+	int64_t now = iso_now_ms();
+
+	if (now <= c->last_created_ms)
+		now = c->last_created_ms + 1;
+	c->last_created_ms = now;
+	return now;
+}
+
 static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 {
 	struct iso_node_state *states = NULL;
@@ -203,6 +213,9 @@ static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 	r = c->store->ops->alloc_list(c->store, &f, &live, &n_live, err);
 	if (r < 0)
 		return r;
+	for (int i = 0; i < n_live; i++)
+		if (live[i].created_ms > c->last_created_ms)
+			c->last_created_ms = live[i].created_ms;
 	for (int i = 0; i < n_live && r == 0; i++)
 		r = reconcile_one(c, &live[i]);
 	if (r == 0)

@@ -19,6 +19,7 @@ struct iso_controller {
 	struct iso_store *store;         /* borrowed */
 	const struct iso_placer *placer;
 	struct iso_cluster_state cs; /* what live allocations hold, mirrors the store */
+	int64_t last_created_ms;     /* the newest allocation's creation time (ctl_created_ms) */
 
 	/* audit log: the tree mirrors the stored events, the head is the latest
 	 * signed one; events of the open transaction wait in `queue` */
@@ -212,5 +213,11 @@ int ctl_faults_reapply(struct iso_controller *c, struct iso_error *err);
 
 /* Token generation, shared by bootstrap and issuance. */
 int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_error *err);
+
+/* A new allocation's creation time: now, or 1 ms after the previous one.
+ * Allocations list and queue by (created, id) and ids are random, so two
+ * created in the same millisecond, or after the clock stepped back, would
+ * otherwise come out in random order. */
+int64_t ctl_created_ms(struct iso_controller *c);
 
 #endif

@@ -181,7 +181,11 @@ static void device_of(const json_t *gpu, struct device *d)
 	FILE *f = fmemopen(d->devices, sizeof(d->devices), "w");
 
 	d->index = num(gpu, "index");
-	d->mig = json_is_true(json_object_get(gpu, "mig_enabled"));
+	/* A GPU taken whole runs with MIG off: a MIG-enabled GPU without
+	 * instances shows CUDA no device, and whole-GPU jobs need the P2P and
+	 * NVLink that MIG instances do not have. Hopper and later switch
+	 * without a reset (mig.md). */
+	d->mig = json_is_true(json_object_get(gpu, "mig_enabled")) && !gpu_whole(gpu);
 	if (!f) {
 		d->devices[0] = '\0';
 		return;

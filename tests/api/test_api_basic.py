@@ -668,6 +668,21 @@ class TestPending(FreshDaemonCase):
         self.assertStatus(ok, 200)
         self.assertEqual(slots_of(ok.body), [(TINY_NODE, 0, 0, 4), (TINY_NODE, 0, 4, 4)])
 
+    def test_list_is_creation_order(self):
+        # Ids are random, so (created, id) is creation order only because
+        # creation times strictly increase (ctl_created_ms): at a thousand
+        # creates a second, two in the same millisecond are common.
+        t, c = self.tenant_with_user()
+        ids = [create_alloc(self, c, {"gpus": {"count": 1, "whole": True}})["id"] for _ in range(30)]
+        listed = [x for x in self.all_allocs() if x["id"] in ids]
+        self.assertEqual([x["id"] for x in listed], ids)
+        created = [x["created"] for x in listed]
+        self.assertEqual(len(set(created)), len(created), "creation times repeat")
+        self.assertEqual(created, sorted(created))
+        pend = c.get("/v1/allocations?state=pending&limit=7")
+        self.assertEqual([x["id"] for x in pend.body["items"]],
+                         [i for i in ids if i in {x["id"] for x in listed if x["state"] == "pending"}][:7])
+
     def _wait_state(self, c, aid, state):
         deadline = time.monotonic() + T(5)
         while True:

@@ -348,6 +348,11 @@ class TestMigLayout(IsoctlCase):
         self.assertIn('mig-devices: {"3g.40gb": 1}', yml)
         self.assertIn('mig-devices: {"4g.40gb": 1}', yml)
         self.assertEqual(yml, self.ok("mig", "layout", "--format", "mig-parted").out)
+        # The GPU taken whole is in an entry of its own with MIG off.
+        (wnode, wgpu, _, _), = harness.slots_of(w)
+        config = yml[yml.index("# nodes: " + wnode):]
+        entry = config[config.index("devices: [%d]" % wgpu):]
+        self.assertTrue(entry.split("\n")[1].strip() == "mig-enabled: false", config)
         # errors: unknown node (3), bad format (2), a tenant's token (4)
         r = self.fails(3, "mig", "layout", "--node", "nope")
         self.assertIn("nope", r.err)
