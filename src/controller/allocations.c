@@ -18,7 +18,7 @@ static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso
 		                     "allocation %s: %s -> %s is not allowed", a->id,
 		                     iso_alloc_state_name(a->state), iso_alloc_state_name(to));
 	a->state = to;
-	a->updated_ms = iso_now_ms();
+	a->updated_ms = ctl_alloc_now(a);
 	return 0;
 }
 
@@ -122,7 +122,7 @@ static int store_write_ended(struct iso_controller *c, const struct iso_allocati
 		r = insert ? ops->alloc_insert(c->store, a, err)
 		           : ops->alloc_update(c->store, a, err);
 	if (r == 0 && ended && ended->members > 0)
-		r = ctl_tenancy_log(c, ended->a, ended->members, iso_now_ms(), err);
+		r = ctl_tenancy_log(c, ended->a, ended->members, ctl_alloc_now(ended->a), err);
 	if (r == 0 && fabric)
 		r = ctl_fabric_stage(c, err);
 	r = ctl_tx_end(c, r, err);
@@ -181,7 +181,7 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 	if (r < 0)
 		return r;
 	a->reason[0] = '\0';
-	a->started_ms = iso_now_ms();
+	a->started_ms = ctl_alloc_now(a);
 	emit_alloc(
 	    c, NULL, a, "allocation.active",
 	    json_pack("{s:s, s:I}", "fabric", "confirmed", "generation", (json_int_t)generation));
@@ -444,7 +444,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		if (r < 0)
 			return r;
 		a.members = members;
-		a.updated_ms = iso_now_ms();
+		a.updated_ms = ctl_alloc_now(&a);
 		a.started_ms = a.updated_ms; /* a new usage segment */
 		emit_alloc(c, p, &a, "allocation.resize",
 		           json_pack("{s:i, s:i}", "from", old, "to", members));
@@ -463,7 +463,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		 * holds their ports; a failed write takes it again. */
 		int keep = slots_of_first(&a, members);
 
-		a.updated_ms = iso_now_ms();
+		a.updated_ms = ctl_alloc_now(&a);
 		a.started_ms = a.updated_ms; /* a new usage segment */
 		iso_cluster_state_give_members(&c->cs, &a, members);
 		a.members = members;
@@ -655,7 +655,7 @@ void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const ch
 		return;
 	iso_format_time(kill_at_ms, when, sizeof(when));
 	snprintf(a.reason, sizeof(a.reason), "preempted (%s): stop by %s", mode, when);
-	a.updated_ms = iso_now_ms();
+	a.updated_ms = ctl_alloc_now(&a);
 	emit_alloc(c, NULL, &a, "allocation.preempt_signal",
 	           json_pack("{s:s, s:s, s:s}", "mode", mode, "kill_at", when, "for", by));
 	if (store_write(c, &a, false, false, &err) < 0)

@@ -136,7 +136,7 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 	                         iso_alloc_state_name(want), "reason", a->reason),
 	};
 	a->state = want;
-	a->updated_ms = iso_now_ms();
+	a->updated_ms = ctl_alloc_now(a);
 	int r = ctl_tx_begin(c, &err);
 	if (r == 0)
 		r = c->store->ops->alloc_update(c->store, a, &err);

@@ -219,5 +219,13 @@ int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_err
  * created in the same millisecond, or after the clock stepped back, would
  * otherwise come out in random order. */
 int64_t ctl_created_ms(struct iso_controller *c);
+/* Now, for a later time of allocation `a` (updated, started): never before
+ * its creation time, which ctl_created_ms may have moved ahead. */
+static inline int64_t ctl_alloc_now(const struct iso_allocation *a)
+{
+	int64_t now = iso_now_ms();
+
+	return now > a->created_ms ? now : a->created_ms;
+}
 
 #endif
