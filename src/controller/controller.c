@@ -158,12 +158,14 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
  * a failure only costs placement quality, so it is logged, not fatal. */
 static void prime_engine(struct iso_controller *c, const struct iso_allocation *live, int n)
 {
-	_cleanup_free_ struct iso_shape *shapes = calloc((size_t)n + 1, sizeof(*shapes));
-	_cleanup_free_ double *weights = calloc((size_t)n + 1, sizeof(*weights));
+	_cleanup_free_ struct iso_shape *shapes = NULL;
+	_cleanup_free_ double *weights = NULL;
 	int k = 0, r;
 
-	if (!c->placer->learn)
+	if (!c->placer->learn || n == 0)
 		return;
+	shapes = calloc((size_t)n, sizeof(*shapes));
+	weights = calloc((size_t)n, sizeof(*weights));
 	if (!shapes || !weights) {
 		iso_log(ISO_LOG_WARN, "engine_learn_failed", "reason=\"out of memory\"");
 		return;

@@ -155,6 +155,13 @@ static int64_t alloc_at(const struct iso_sim_result *res, int pct)
 	return -1;
 }
 
+/* 1 - got / bound: the policy's distance below an upper bound (null when
+ * there is no bound or no point of the curve). */
+static double gap_to(int64_t got, double bound)
+{
+	return bound > 0 && got >= 0 ? 1.0 - (double)got / bound : NAN;
+}
+
 static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *ilp, int kind,
                         int i)
 {
@@ -172,10 +179,8 @@ static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *
 	json_object_set_new(o, "policy_alloc", json_integer(got));
 	/* gap: against the bound (the true gap when optimal, else at most this);
 	 * gap_min: against the best placement found. */
-	json_object_set_new(o, "gap",
-	                    jnum(r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound : NAN));
-	json_object_set_new(o, "gap_min",
-	                    jnum(r->best > 0 && got >= 0 ? 1.0 - (double)got / r->best : NAN));
+	json_object_set_new(o, "gap", jnum(gap_to(got, r->bound)));
+	json_object_set_new(o, "gap_min", jnum(gap_to(got, r->best)));
 	json_object_set_new(o, "columns", json_integer(r->columns));
 	json_object_set_new(o, "rows", json_integer(r->rows));
 	json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
@@ -184,20 +189,13 @@ static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *
 
 static double ilp_gap(const struct iso_sim_result *res, const struct ilp_out *ilp, int kind, int i)
 {
-	const struct iso_sim_ilp_result *r = &ilp->r[kind][i];
-	const int64_t got = alloc_at(res, ilp->pct[i]);
-
-	if (kind == ISO_SIM_ILP_IN_ORDER && !ilp->in_order)
-		return NAN;
-	return ilp->done && r->bound > 0 && got >= 0 ? 1.0 - (double)got / r->bound : NAN;
+	/* Unsolved bounds are zero, so their gap is null. */
+	return ilp->done ? gap_to(alloc_at(res, ilp->pct[i]), ilp->r[kind][i].bound) : NAN;
 }
 
 static double lp_gap(const struct iso_sim_result *res, const struct ilp_out *ilp, int i)
 {
-	const int64_t got = alloc_at(res, ilp->pct[i]);
-
-	return ilp->lp && ilp->lpb[i].bound > 0 && got >= 0 ? 1.0 - (double)got / ilp->lpb[i].bound
-	                                                    : NAN;
+	return ilp->lp ? gap_to(alloc_at(res, ilp->pct[i]), ilp->lpb[i].bound) : NAN;
 }
 
 static json_t *lp_json(const struct iso_sim_result *res, const struct ilp_out *ilp)
@@ -262,7 +260,6 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 	json_object_set_new(j, "elapsed_s", json_real(res->elapsed_s));
 	if (ilp->done) {
 		json_t *o = json_object();
-
 		json_t *ord = ilp->in_order ? json_object() : NULL;
 
 		json_object_set_new(o, "gpus", json_integer(ilp->gpus));

@@ -738,7 +738,6 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
                       enum iso_sim_ilp_kind kind, double time_limit_s,
                       struct iso_sim_ilp_result *res, struct iso_error *err)
 {
-	(void)kind;
 	memset(res, 0, sizeof(*res));
 	return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
 	                     "this build has no ILP: GLPK (libglpk-dev) was missing at configure "
@@ -750,25 +749,17 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 int iso_sim_ilp(const struct iso_sim *s, int pct, enum iso_sim_ilp_kind kind, double time_limit_s,
                 struct iso_sim_ilp_result *res, struct iso_error *err)
 {
-	const int64_t total = (int64_t)s->cluster.n_gpus * s->cluster.model->compute_slices;
 	_cleanup_free_ struct iso_shape *shapes = NULL;
-	int64_t offered = 0;
-	int n = 0;
+	int n, r;
 
 	memset(res, 0, sizeof(*res));
-	if (s->cfg.mode != ISO_SIM_SATURATE)
-		return iso_error_set(err, ISO_E_INVALID, "mode",
-		                     "the ILP bound needs saturate mode");
-	if (pct < 1 || pct > s->cfg.max_demand_pct)
-		return iso_error_set(err, ISO_E_INVALID, "pct", "must be 1-%d, got %d",
-		                     s->cfg.max_demand_pct, pct);
-	shapes = calloc((size_t)s->n_seq + 1, sizeof(*shapes));
+	r = sim_arrivals(s, pct, "ILP bound", &n, err);
+	if (r < 0)
+		return r;
+	shapes = calloc((size_t)n + 1, sizeof(*shapes));
 	if (!shapes)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	while (n < s->n_seq && offered * 100 < total * pct) {
-		shapes[n] = s->req[s->seq[n]].shape;
-		offered += s->req[s->seq[n]].compute;
-		n++;
-	}
+	for (int q = 0; q < n; q++)
+		shapes[q] = s->req[s->seq[q]].shape;
 	return iso_sim_ilp_solve(&s->cluster.inv, shapes, n, kind, time_limit_s, res, err);
 }

@@ -81,6 +81,12 @@ void sim_held_slices(const struct iso_cluster_state *cs, int64_t *compute, int64
 
 /* One pod as a one-member allocation for the placer. */
 void sim_alloc_init(struct iso_allocation *a, const struct iso_sim_request *r, int pod);
+/* How many saturate arrivals the bounds look at for `pct` % offered demand:
+ * up to and including the one that crosses it (the policy's point of the
+ * curve). `bound` names the bound in the errors (ISO_E_INVALID: not saturate
+ * mode, pct outside 1..max_demand). */
+int sim_arrivals(const struct iso_sim *s, int pct, const char *bound, int *n,
+                 struct iso_error *err);
 /* A fresh cluster state for a run of `pl`, told the trace's mix when the
  * policy learns demand (the same mix FGD is built with). */
 int sim_state_init(const struct iso_sim *s, const struct iso_placer *pl,

@@ -100,37 +100,30 @@ int iso_sim_lp_bound(const struct iso_sim *s, int pct, struct iso_sim_lp_bound *
 {
 	const struct iso_inventory *inv = &s->cluster.inv;
 	const struct iso_gpu_model *m = s->cluster.model;
-	const int64_t total = (int64_t)s->cluster.n_gpus * m->compute_slices;
 	_cleanup_free_ struct pod_type *types = calloc((size_t)s->n_seq + 1, sizeof(*types));
 	_cleanup_free_ struct node_class *classes =
 	    calloc((size_t)inv->n_nodes + 1, sizeof(*classes));
 	_cleanup_free_ int *ia = NULL, *ja = NULL;
 	_cleanup_free_ double *ar = NULL;
 	struct timespec t0, t1;
-	int n_types = 0, n_classes = 0, ne = 0, cap, ret;
-	int64_t offered = 0;
+	int n_types = 0, n_classes = 0, ne = 0, n, cap, ret, r;
 	glp_prob *lp;
 	glp_smcp sp;
 
 	memset(res, 0, sizeof(*res));
-	if (s->cfg.mode != ISO_SIM_SATURATE)
-		return iso_error_set(err, ISO_E_INVALID, "mode",
-		                     "the LP bound needs saturate mode");
-	if (pct < 1 || pct > s->cfg.max_demand_pct)
-		return iso_error_set(err, ISO_E_INVALID, "pct", "must be 1-%d, got %d",
-		                     s->cfg.max_demand_pct, pct);
+	r = sim_arrivals(s, pct, "LP bound", &n, err);
+	if (r < 0)
+		return r;
 	if (!types || !classes)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* The same arrivals as iso_sim_ilp(): up to the one that crosses pct. */
-	for (int q = 0; q < s->n_seq && offered * 100 < total * pct; q++) {
-		const struct iso_sim_request *r = &s->req[s->seq[q]];
+	for (int q = 0; q < n; q++) {
+		const struct iso_sim_request *req = &s->req[s->seq[q]];
 
-		offered += r->compute;
-		if (r->shape.gpu_count <= 0)
+		if (req->shape.gpu_count <= 0)
 			continue;
 		res->pods++;
-		int t = find_type(types, n_types, r);
+		int t = find_type(types, n_types, req);
 		n_types += t == n_types;
 		types[t].count++;
 	}
@@ -192,33 +185,26 @@ int iso_sim_lp_bound(const struct iso_sim *s, int pct, struct iso_sim_lp_bound *
 			}
 		}
 	res->rows = glp_get_num_rows(lp);
-	if (res->columns == 0) {
-		glp_delete_prob(lp);
-		glp_free_env();
-		goto done;
+	if (res->columns > 0) {
+		glp_load_matrix(lp, ne, ia, ja, ar);
+		glp_scale_prob(lp, GLP_SF_AUTO);
+		glp_init_smcp(&sp);
+		sp.msg_lev = GLP_MSG_OFF;
+		ret = glp_simplex(lp, &sp);
+		if (ret != 0 || glp_get_status(lp) != GLP_OPT)
+			r = iso_error_set(err, ISO_E_INTERNAL, NULL,
+			                  "LP bound: the simplex failed (%d, status %d)", ret,
+			                  glp_get_status(lp));
+		else /* whole slices: the integer problem's optimum is a whole number */
+			res->bound = floor(glp_get_obj_val(lp) + 1e-6);
 	}
-	glp_load_matrix(lp, ne, ia, ja, ar);
-	glp_scale_prob(lp, GLP_SF_AUTO);
-	glp_init_smcp(&sp);
-	sp.msg_lev = GLP_MSG_OFF;
-	ret = glp_simplex(lp, &sp);
-	if (ret != 0 || glp_get_status(lp) != GLP_OPT) {
-		int st = glp_get_status(lp);
-		glp_delete_prob(lp);
-		glp_free_env();
-		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-		                     "LP bound: the simplex failed (%d, status %d)", ret, st);
-	}
-	/* Whole slices: the optimum of the integer problem is a whole number. */
-	res->bound = floor(glp_get_obj_val(lp) + 1e-6);
 	glp_delete_prob(lp);
 	glp_free_env();
-done:
 	res->pod_types = n_types;
 	res->node_classes = n_classes;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	return 0;
+	return r;
 }
 
 #else /* !ISO_SIM_HAVE_GLPK */
@@ -226,8 +212,6 @@ done:
 int iso_sim_lp_bound(const struct iso_sim *s, int pct, struct iso_sim_lp_bound *res,
                      struct iso_error *err)
 {
-	(void)s;
-	(void)pct;
 	memset(res, 0, sizeof(*res));
 	return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
 	                     "this build has no LP: GLPK (libglpk-dev) was missing at configure "

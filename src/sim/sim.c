@@ -70,7 +70,9 @@ static int build_mix(struct iso_sim *s, struct iso_error *err)
 	if (!by)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	mix->types = calloc((size_t)s->trace->n, sizeof(*mix->types));
-	if (!mix->types)
+	s->mix_shapes = calloc((size_t)s->trace->n, sizeof(*s->mix_shapes));
+	s->mix_weights = calloc((size_t)s->trace->n, sizeof(*s->mix_weights));
+	if (!mix->types || !s->mix_shapes || !s->mix_weights)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	for (int i = 0; i < s->trace->n; i++)
 		by[i] = i;
@@ -86,24 +88,28 @@ static int build_mix(struct iso_sim *s, struct iso_error *err)
 			iso_strlcpy(t->profile, sh->profile, sizeof(t->profile));
 			t->cpus = sh->cpus;
 			t->memory_mib = sh->memory_mib;
+			s->mix_shapes[mix->n - 1] = *sh; /* the same type, for iso_placer_learn */
 		}
 		mix->types[mix->n - 1].weight += 1;
+		s->mix_weights[mix->n - 1] += 1;
 	}
-	s->mix_shapes = calloc((size_t)mix->n + 1, sizeof(*s->mix_shapes));
-	s->mix_weights = calloc((size_t)mix->n + 1, sizeof(*s->mix_weights));
-	if (!s->mix_shapes || !s->mix_weights)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	for (int i = 0; i < mix->n; i++) {
-		const struct iso_fgd_type *t = &mix->types[i];
-		struct iso_shape *sh = &s->mix_shapes[i];
+	return 0;
+}
 
-		sh->whole = t->whole;
-		sh->gpu_count = t->count;
-		iso_strlcpy(sh->profile, t->profile, sizeof(sh->profile));
-		sh->cpus = t->cpus;
-		sh->memory_mib = t->memory_mib;
-		s->mix_weights[i] = t->weight;
-	}
+int sim_arrivals(const struct iso_sim *s, int pct, const char *bound, int *n, struct iso_error *err)
+{
+	const int64_t total = (int64_t)s->cluster.n_gpus * s->cluster.model->compute_slices;
+	int64_t offered = 0;
+
+	*n = 0;
+	if (s->cfg.mode != ISO_SIM_SATURATE)
+		return iso_error_set(err, ISO_E_INVALID, "mode", "the %s needs saturate mode",
+		                     bound);
+	if (pct < 1 || pct > s->cfg.max_demand_pct)
+		return iso_error_set(err, ISO_E_INVALID, "pct", "must be 1-%d, got %d",
+		                     s->cfg.max_demand_pct, pct);
+	while (*n < s->n_seq && offered * 100 < total * pct)
+		offered += s->req[s->seq[(*n)++]].compute;
 	return 0;
 }
 
