@@ -127,9 +127,11 @@ struct iso_mig_state_table {
 	 * state: its holes for that profile (slice 7 for every 1g, a lone slice
 	 * for a 2g, ...). The fragmentation measure is built on this. */
 	uint8_t unusable[ISO_MIG_STATES][ISO_MIG_MAX_PROFILES];
-	/* Free memory slices that no profile at all can cover: stranded until
-	 * a neighbouring instance is released. */
-	uint8_t dead[ISO_MIG_STATES];
+	/* The most compute slices placements in the free slices can still add.
+	 * A placement of compute c from state k to k' strands
+	 * potential[k] - potential[k'] - c compute slices for good (until a
+	 * release): 3g.40gb at slice 0 of an empty H100 strands one, at 4 none. */
+	uint8_t potential[ISO_MIG_STATES];
 };
 
 /* Fills the table for `m`. Pure computation over at most 512 states. */

@@ -64,6 +64,30 @@ static int max_compute(const struct iso_gpu_model *m)
 	return best[0];
 }
 
+/* The most compute slices that non-overlapping placements inside the free
+ * slices of `state` can add (the media-engine slot and max counts aside),
+ * capped at the model's compute slices. */
+static int potential_of(const struct iso_gpu_model *m, int state)
+{
+	int best[ISO_MIG_MAX_SLICES + 1] = {0};
+
+	for (int i = m->memory_slices - 1; i >= 0; i--) {
+		best[i] = best[i + 1];
+		for (int j = 0; j < m->n_profiles; j++) {
+			const struct iso_mig_profile *p = &m->profiles[j];
+			uint8_t span;
+
+			if (!profile_usable(m, p) || !((p->starts >> i) & 1u) ||
+			    i + p->width > m->memory_slices)
+				continue;
+			span = iso_mig_span(i, p->width);
+			if ((state & span) == span && p->compute + best[i + p->width] > best[i])
+				best[i] = p->compute + best[i + p->width];
+		}
+	}
+	return best[0] < m->compute_slices ? best[0] : m->compute_slices;
+}
+
 static bool is_exact(const struct iso_gpu_model *m)
 {
 	int empty = iso_mig_state_empty(m);
@@ -90,7 +114,7 @@ void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_sta
 	t->model = m;
 	t->exact = is_exact(m);
 	for (int k = 0; k < ISO_MIG_STATES; k++) {
-		uint8_t free = (uint8_t)(k & iso_mig_full_mask(m)), any = 0;
+		uint8_t free = (uint8_t)(k & iso_mig_full_mask(m));
 
 		if ((k & 0xff) != free)
 			continue; /* names slices the model does not have */
@@ -109,9 +133,8 @@ void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_sta
 			t->fits[k][j] = f;
 			t->units[k][j] = (uint8_t)units;
 			t->unusable[k][j] = (uint8_t)__builtin_popcount(free & (uint8_t)~cover);
-			any |= cover;
 		}
-		t->dead[k] = (uint8_t)__builtin_popcount(free & (uint8_t)~any);
+		t->potential[k] = (uint8_t)potential_of(m, k);
 	}
 
 	/* Breadth-first from the empty GPU over every fitting placement. */

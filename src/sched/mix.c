@@ -6,18 +6,22 @@
  * Fragmentation of a MIG state k, against mix w (shares per profile and
  * for whole GPUs, summing to 1):
  *   frag(k) = sum_j w_j * unusable_j(k) + w_whole * (k empty ? 0 : free(k))
- *            + W_DEAD * dead(k)
  * where unusable_j(k) counts the free memory slices that no placement of
  * profile j can cover in k (its holes: a teardown hole between two used
- * slices is unusable for every profile wider than one slice), and dead(k)
- * the free slices that no profile at all can cover (slice 7 beside a used
- * slice 6 and a used 4-5: stranded until a neighbour is released). A dead
- * slice already counts once through the mix (it is a hole for every
- * profile); W_DEAD counts it once more, as capacity lost whatever arrives:
- * without it the engine strands slice 7 more often than first-fit does
- * (bench/placement, "fill": 97.5% against first-fit's 97.9% allocated; with
- * it 98.7%). The score of placing profile j at start s in state k is
- * frag(after) - frag(k): lower is better.
+ * slices is unusable for every profile wider than one slice). The score of
+ * placing profile p at start s, taking state k to k', is
+ *   frag(k') - frag(k) + W_STRAND * strand(k, p, s)
+ * (lower is better), where strand = potential(k) - potential(k') -
+ * compute(p) is the compute slices the placement makes unusable for good,
+ * whatever arrives later (potential: the most compute that placements in
+ * the free slices can still add; src/mig/states.c). frag counts memory
+ * slices and sees the next arrival only, so alone it cannot tell that a
+ * 3g.40gb at slice 0 beside another at 4 leaves a compute slice that no
+ * instance can ever use, while one at slice 4 of an empty GPU loses none
+ * (docs/placement.md). It replaced a term that charged free
+ * memory slices no profile can cover: on an H100 that is slice 7 beside a
+ * used slice 6, which holds no compute of its own, so the old term kept
+ * 1g.10gb pods from completing GPUs at 7 of 7 compute slices.
  *
  * Demand is counted per model (a request counts for every model it could
  * use), decays exponentially (half-life ~2,840 decisions) and has a floor, so
@@ -37,7 +41,26 @@
 #define MIX_MOVE        0.10
 #define MIX_PRIOR_ME    0.25 /* prior weight of a "+me" profile; others 1 */
 #define SCORE_PER_SLICE 1000000.0
-#define W_DEAD          1.0 /* extra weight of a slice no profile can use */
+/* Per compute slice a placement strands for good, against the score units
+ * of frag (a memory slice that the whole mix cannot use). It decides
+ * between stranding a slice and breaking an empty GPU: at 2, a 3g.40gb
+ * goes to slice 4 of an empty GPU rather than beside another 3g
+ * (test_strand: it must exceed about 1.2 there), but where 7g demand is
+ * high (the gpushare100 mix) it still goes beside a 2g.20gb, which needs
+ * more than about 2.2. At 3, bench/placement's fill refused its first
+ * 8-GPU job at ~95.5% of the slices instead of ~99% (docs/benchmarks.md). */
+#define W_STRAND 2.0
+
+/* The score of taking `p` at `start` in state k: the change of expected
+ * fragmentation plus the compute slices stranded for good. */
+static int32_t score_of(const struct ix_engine_model *em, int k, const struct iso_mig_profile *p,
+                        int start)
+{
+	const int after = iso_mig_state_after(k, p, start);
+	const int strand = em->tab.potential[k] - em->tab.potential[after] - p->compute;
+
+	return em->frag[after] - em->frag[k] + (int32_t)lround(W_STRAND * SCORE_PER_SLICE * strand);
+}
 
 static int kinds(const struct iso_gpu_model *m)
 {
@@ -76,18 +99,23 @@ static void rebuild(struct ix_engine_model *em)
 	const struct iso_mig_state_table *t = &em->tab;
 	const struct iso_gpu_model *m = t->model;
 	int n = kinds(m), empty = iso_mig_state_empty(m);
+	int64_t wi[IX_WHOLE + 1];
 
 	mix_of(em, n, em->w);
+	/* Whole score units per slice first, so that frag sums exactly and
+	 * placements that change it equally tie exactly (then the one leaving
+	 * fewer free slices wins), whatever the rounding of the weights. */
+	for (int j = 0; j <= IX_WHOLE; j++)
+		wi[j] = llround(em->w[j] * SCORE_PER_SLICE);
 	for (int r = 0; r < t->n_reachable; r++) {
 		int k = t->reachable[r];
-		double f = 0;
+		int64_t f = 0;
 
 		for (int j = 0; j < n; j++)
-			f += em->w[j] * t->unusable[k][j];
-		f += W_DEAD * t->dead[k];
+			f += wi[j] * t->unusable[k][j];
 		if (k != empty)
-			f += em->w[IX_WHOLE] * __builtin_popcount(k & iso_mig_full_mask(m));
-		em->frag[k] = (int32_t)lround(f * SCORE_PER_SLICE);
+			f += wi[IX_WHOLE] * __builtin_popcount(k & iso_mig_full_mask(m));
+		em->frag[k] = (int32_t)f;
 	}
 	for (int j = 0; j < n; j++) {
 		const struct iso_mig_profile *p = &m->profiles[j];
@@ -102,7 +130,7 @@ static void rebuild(struct ix_engine_model *em)
 				int32_t d;
 				if (!((t->fits[k][j] >> s) & 1u))
 					continue;
-				d = em->frag[iso_mig_state_after(k, p, s)] - em->frag[k];
+				d = score_of(em, k, p, s);
 				if (d < best) {
 					best = d;
 					best_s = s;
@@ -277,7 +305,7 @@ int eng_best_start(const struct ix_engine_model *em, int j, const struct iso_gpu
 		int32_t d;
 		if (!((fits >> s) & 1u) || !iso_mig_fits_at(m, o, p, s))
 			continue;
-		d = em->frag[iso_mig_state_after(k, p, s)] - em->frag[k];
+		d = score_of(em, k, p, s);
 		if (d < best) {
 			best = d;
 			best_s = s;

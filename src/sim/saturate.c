@@ -66,38 +66,6 @@ int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_
 		}
 	}
 	sim_held_slices(&cs, &held_c, &held_m);
-	if (getenv("ISO_DIAG")) {
-		long cpub[6] = {0}, empt[6] = {0}, part[6] = {0};
-		long memlim = 0;
-		for (int n = 0; n < cs.inv->n_nodes; n++) {
-			const struct iso_node *nd = &cs.inv->nodes[n];
-			int cf = nd->cpus - cs.usage[n].cpus_used;
-			int b = cf < 1000    ? 0
-			        : cf < 2000  ? 1
-			        : cf < 4000  ? 2
-			        : cf < 8000  ? 3
-			        : cf < 16000 ? 4
-			                     : 5;
-			for (int g = 0; g < nd->n_gpus; g++) {
-				const struct iso_gpu_occupancy *o = &cs.usage[n].gpus[g];
-				if (o->whole)
-					continue;
-				int fc = nd->gpus[g].model->compute_slices - o->compute_used;
-				cpub[b] += fc;
-				if (o->compute_used == 0)
-					empt[b] += fc;
-				else
-					part[b] += fc;
-				if (nd->memory_mib - cs.usage[n].memory_mib_used < 8192)
-					memlim += fc;
-			}
-		}
-		fprintf(stderr,
-		        "%s free compute by node cpu_free <1,<2,<4,<8,<16,>=16 cores: ", pl->name);
-		for (int b = 0; b < 6; b++)
-			fprintf(stderr, "%ld(e%ld p%ld) ", cpub[b], empt[b], part[b]);
-		fprintf(stderr, " memlim %ld\n", memlim);
-	}
 	iso_cluster_state_free(&cs);
 	if (held_c != res->alloc_compute || held_m != res->alloc_memory)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,

@@ -232,10 +232,11 @@ static void test_1g_mix_a100_40(void **state)
 
 /* With no history (the prior mix: every profile and whole GPUs alike),
  * each profile's first instance on an empty H100 goes where it keeps the
- * most open: 3g at 4 and 2g at 4 keep 4g@0 (and 3g@0); a 1g at 4 keeps
- * 4g@0, 3g@0, 2g at 0 and 2, and slice 7 usable (by 1g.20gb@6); at 6 it
- * would strand slice 7. 1g.20gb at 6 covers slice 7 itself. 4g and 7g
- * have one start. */
+ * most open: 3g at 4 and 2g at 4 keep 4g@0 (and 3g@0); a 1g at 6 keeps
+ * 4g@0 and 2g at 0, 2 and 4, so the other six compute slices can still be
+ * used (4g + 2g), and gives up only slice 7, which holds no compute of its
+ * own (at 4 it would break 2g@4 as well). 1g.20gb at 6 covers slice 7
+ * itself. 4g and 7g have one start. */
 static void test_empty_gpu_choices(void **state)
 {
 	(void)state;
@@ -243,7 +244,7 @@ static void test_empty_gpu_choices(void **state)
 	static const struct {
 		const char *profile;
 		int start;
-	} want[] = {{"1g.10gb", 4}, {"1g.10gb+me", 4}, {"1g.20gb", 6}, {"2g.20gb", 4},
+	} want[] = {{"1g.10gb", 6}, {"1g.10gb+me", 6}, {"1g.20gb", 6}, {"2g.20gb", 4},
 	            {"3g.40gb", 4}, {"4g.40gb", 0},    {"7g.80gb", 0}};
 
 	for (unsigned i = 0; i < ISO_ARRAY_SIZE(want); i++) {
@@ -427,6 +428,45 @@ static void test_mix_learning(void **state)
 	(void)state;
 	assert_int_equal(where_2g_goes("4g.40gb"), 1); /* n2: keep n1's 4g slot */
 	assert_int_equal(where_2g_goes("whole"), 0);   /* n1: keep n2 whole */
+}
+
+/* What a placement strands for good counts, not only what the next
+ * arrival could use (mig.md: 3g+3g strands a compute slice). n1 holds a
+ * 3g.40gb at 4, n2 is empty; the mix is the prior one. A second 3g at 0 of
+ * n1 would fill a used GPU and keep n2 whole, but leave n1 at 6 of 7
+ * compute slices for good; the engine puts it at 4 of n2, and two 4g.40gb
+ * after it complete both GPUs. */
+static void test_strand(void **state)
+{
+	(void)state;
+	const struct node_spec spec[] = {{"n1", .model = "h100-80gb", .n_gpus = 1, .mig = 1},
+	                                 {"n2", .model = "h100-80gb", .n_gpus = 1, .mig = 1}};
+	struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, spec, 2);
+	struct iso_allocation held = req("3g.40gb", 1, 1), x = req("3g.40gb", 1, 1),
+	                      y = req("4g.40gb", 1, 1), z = req("4g.40gb", 1, 1);
+	struct iso_error err;
+
+	held.placed = calloc(1, sizeof(*held.placed));
+	held.slots = calloc(1, sizeof(*held.slots));
+	assert_non_null(held.placed);
+	assert_non_null(held.slots);
+	held.n_members = held.n_slots = 1;
+	iso_strlcpy(held.placed[0].node, "n1", sizeof(held.placed[0].node));
+	held.slots[0] = (struct iso_slot){.member = 0, .gpu = 0, .start = 4, .width = 4};
+	iso_strlcpy(held.slots[0].profile, "3g.40gb", sizeof(held.slots[0].profile));
+	assert_int_equal(iso_cluster_state_take(&c->cs, &held, &err), 0);
+
+	assert_int_equal(place(c, &x, 1), 0);
+	expect_slot(&x, 0, "n2", 0, "3g.40gb", 4);
+	assert_int_equal(place(c, &y, 1), 0);
+	assert_int_equal(place(c, &z, 1), 0);
+	assert_int_equal(c->cs.usage[0].gpus[0].compute_used, 7);
+	assert_int_equal(c->cs.usage[1].gpus[0].compute_used, 7);
+	release(c, &z);
+	release(c, &y);
+	release(c, &x);
+	release(c, &held);
+	cluster_free(c);
 }
 
 /* ---- determinism ---- */
@@ -1025,6 +1065,7 @@ int main(void)
 	    cmocka_unit_test(test_packing_and_whole),
 	    cmocka_unit_test(test_member_instances),
 	    cmocka_unit_test(test_mix_learning),
+	    cmocka_unit_test(test_strand),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_vf_one_per_tenant),
 	    cmocka_unit_test(test_vf_limits),

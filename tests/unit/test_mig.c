@@ -696,6 +696,30 @@ static void test_a30_geometry(void **state)
 
 /* ---- the state space (src/mig/states.c) ---- */
 
+/* The most compute slices that the rules let placements at slice `from`
+ * or above add: at each slice, leave it or start an instance there. */
+static int most_compute(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o, int from)
+{
+	int best;
+
+	if (from >= m->memory_slices)
+		return 0;
+	best = most_compute(m, o, from + 1);
+	for (int j = 0; j < m->n_profiles; j++) {
+		const struct iso_mig_profile *p = &m->profiles[j];
+		int v;
+
+		if (!iso_mig_fits_at(m, o, p, from))
+			continue;
+		iso_mig_take(m, o, p, from);
+		v = p->compute + most_compute(m, o, from + p->width);
+		iso_mig_give(m, o, p, from);
+		if (v > best)
+			best = v;
+	}
+	return best;
+}
+
 /* Walks every set of placements that the rules admit (each set once, in
  * ascending (start, profile) order) and checks each state's row of the
  * table against the occupancy rules themselves. */
@@ -703,15 +727,11 @@ static void check_states(const struct iso_gpu_model *m, const struct iso_mig_sta
                          struct iso_gpu_occupancy *o, bool *seen, int last)
 {
 	int k = iso_mig_state_of(o);
-	uint8_t any = 0;
 
+	if (!seen[k]) /* the potential by brute force, once per state */
+		assert_int_equal(t->potential[k], most_compute(m, o, 0));
 	seen[k] = true;
 	assert_true(t->is_reachable[k]);
-	for (int j = 0; j < m->n_profiles; j++)
-		for (int s = 0; s < 8; s++)
-			if (iso_mig_fits_at(m, o, &m->profiles[j], s))
-				any |= iso_mig_span(s, m->profiles[j].width);
-	assert_int_equal(t->dead[k], __builtin_popcount(o->free_mask & ~any));
 	for (int j = 0; j < m->n_profiles; j++) {
 		const struct iso_mig_profile *p = &m->profiles[j];
 		struct iso_gpu_occupancy c = *o;
@@ -740,6 +760,10 @@ static void check_states(const struct iso_gpu_model *m, const struct iso_mig_sta
 		assert_int_equal(iso_mig_state_after(k, p, s),
 		                 (k & ~iso_mig_span(s, p->width)) |
 		                     (p->media_engine ? ISO_MIG_STATE_ME : 0));
+		/* A placement never adds more than it takes from the potential:
+		 * what it strands is never negative. */
+		assert_true(t->potential[k] - t->potential[iso_mig_state_after(k, p, s)] >=
+		            p->compute);
 		iso_mig_take(m, o, p, s);
 		check_states(m, t, o, seen, key);
 		iso_mig_give(m, o, p, s);
@@ -793,10 +817,20 @@ static void test_state_holes(void **state)
 	const int holes[7] = {1, 1, 3, 3, 3, 3, 3};
 
 	iso_mig_state_table_build(m, &t);
-	assert_int_equal(t.dead[0x92], 1); /* slice 7 */
-	assert_int_equal(t.dead[0x80], 1);
-	assert_int_equal(t.dead[0xc0], 0);
-	assert_int_equal(t.dead[0xff], 0);
+	/* Potential: slice 7 holds no compute of its own; 4-7 hold a 3g. */
+	assert_int_equal(t.potential[0xff], 7);
+	assert_int_equal(t.potential[0x80], 0);
+	assert_int_equal(t.potential[0xc0], 1);
+	assert_int_equal(t.potential[0xf0], 3);
+	assert_int_equal(t.potential[0x0f], 4);
+	assert_int_equal(t.potential[0xcf], 5);
+	/* What a 3g.40gb strands: at 0 of an empty GPU one slice, at 4 none;
+	 * at 0 beside a 2g.20gb at 4 one (5 - 1 - 3); and a 1g.10gb at 6
+	 * beside a 4g and a 2g none, though it leaves slice 7 free for good. */
+	assert_int_equal(t.potential[0xff] - t.potential[0xf0] - 3, 1);
+	assert_int_equal(t.potential[0xff] - t.potential[0x0f] - 3, 0);
+	assert_int_equal(t.potential[0xcf] - t.potential[0xc0] - 3, 1);
+	assert_int_equal(t.potential[0xc0] - t.potential[0x80] - 1, 0);
 	for (int j = 0; j < 7; j++) {
 		assert_int_equal(t.unusable[0x92][j], holes[j]);
 		assert_int_equal(t.unusable[0x80][j], 1);
