@@ -249,6 +249,15 @@ struct iso_sim_config {
 	int sub_gpus;       /* > 0: a sub-cluster of this many GPUs (the ILP's) */
 	bool cold;          /* policies that learn demand start from nothing, rather
 	                     * than from the trace's mix (which FGD always has) */
+	bool record_places; /* saturate: keep where each arrival went, in
+	                     * iso_sim_result.places and iso_sim_ilp_result.places */
+};
+
+/* Where one saturate arrival went. */
+struct iso_sim_place {
+	int node;      /* index into the cluster's nodes; -1: left out */
+	uint64_t gpus; /* bit i: GPU index i held (a trace node has at most 64) */
+	int start;     /* start of its MIG instance; -1: whole GPUs or none */
 };
 
 #define ISO_SIM_CURVE_MAX 400
@@ -280,7 +289,11 @@ struct iso_sim_result {
 	int64_t queued;      /* could not be placed at creation */
 	double mean_wait_s;  /* of the queued that were placed later */
 	double elapsed_s;    /* wall clock of the run (informational) */
+	/* record_places, saturate: `pods` entries in arrival order; owned. */
+	struct iso_sim_place *places;
 };
+/* Frees what a result owns; safe on a zeroed or cleared result. */
+void iso_sim_result_clear(struct iso_sim_result *res);
 
 struct iso_sim; /* a prepared simulation: cluster, requests, arrival sequence */
 
@@ -306,7 +319,8 @@ extern const int iso_sim_n_policies;
 
 /* Runs one policy from an empty cluster. Unknown name: ISO_E_INVALID; a known
  * policy missing from this build: ISO_E_NOT_FOUND ("policy isostack not
- * available in this build"). */
+ * available in this build"). The caller clears `res` (iso_sim_result_clear);
+ * on failure nothing is left to clear. */
 int iso_sim_run(struct iso_sim *s, const char *policy, struct iso_sim_result *res,
                 struct iso_error *err);
 
@@ -317,7 +331,12 @@ struct iso_sim_ilp_result {
 	double bound; /* upper bound on the optimum (= best when optimal) */
 	int pods, columns, rows;
 	double elapsed_s;
+	/* iso_sim_ilp() with record_places: where the best placement found puts
+	 * each of the `arrivals` pods (all left out when none was found); owned. */
+	int arrivals;
+	struct iso_sim_place *places;
 };
+void iso_sim_ilp_result_clear(struct iso_sim_ilp_result *res);
 /* Which optimum the ILP finds:
  * ANY_SUBSET  the most compute slices that pods[0..n) can hold at once, any
  *             subset, any order: an offline optimum that chooses which
@@ -333,9 +352,10 @@ bool iso_sim_ilp_available(void);
 /* The optimum of `kind` for pods[0..n) on `inv`: one binary per pod x GPU x
  * allowed start (and per pod x node for whole GPUs), memory slices of a GPU
  * used at most once, compute, max count and the one "+me" per GPU, node cpus
- * and memory (docs/sim.md). ISO_E_UNAVAILABLE without GLPK. */
+ * and memory (docs/sim.md). `places`, when not NULL, has n entries and gets
+ * the best placement found. ISO_E_UNAVAILABLE without GLPK. */
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      enum iso_sim_ilp_kind kind, double time_limit_s,
+                      enum iso_sim_ilp_kind kind, double time_limit_s, struct iso_sim_place *places,
                       struct iso_sim_ilp_result *res, struct iso_error *err);
 /* The ILP on a prepared (sub-cluster) saturate simulation's arrivals up to
  * and including the one at which the offered demand reaches `pct` % of the

@@ -40,6 +40,9 @@ static const char usage_sim[] =
     "                        cluster size (LPGAP columns; docs/sim.md)\n"
     "  --cold                isostack starts knowing nothing of the demand (default:\n"
     "                        it is told the trace's mix, the one FGD is built with)\n"
+    "  --placements          saturate: also where each arrival went, per policy and\n"
+    "                        in each ILP optimum (a table after the summary; JSON\n"
+    "                        \"placements\" arrays)\n"
     "  --no-curve            leave the allocation curve out of the output\n"
     "  --json                JSON output (same as -o json): an object for one policy,\n"
     "                        an array for several\n"
@@ -60,6 +63,7 @@ enum {
 	F_ILP_IN_ORDER,
 	F_LP_BOUND,
 	F_COLD,
+	F_PLACEMENTS,
 	F_NO_CURVE,
 	F_JSON,
 	F_MAPPING,
@@ -143,7 +147,78 @@ struct ilp_out {
 	double time_limit;
 	int pct[2];
 	struct iso_sim_ilp_result r[2][2];
+	/* --placements: what names the arrivals and nodes (else NULL). */
+	const struct iso_sim *sim;
+	const struct iso_sim_trace *trace;
 };
+
+/* The arrival's request in words: "3g.40gb", "2 whole GPUs", "cpu only". */
+static void asks_of(const struct ilp_out *ilp, const struct iso_sim_pod *pod, char *buf,
+                    size_t size)
+{
+	struct iso_sim_request req;
+	struct iso_error e = {0};
+
+	if (iso_sim_pod_request(pod, iso_sim_cluster_of(ilp->sim)->model, &req, &e) < 0)
+		snprintf(buf, size, "?");
+	else if (req.shape.gpu_count == 0)
+		snprintf(buf, size, "cpu only");
+	else if (req.shape.whole)
+		snprintf(buf, size, "%d whole GPU%s", req.shape.gpu_count,
+		         req.shape.gpu_count > 1 ? "s" : "");
+	else
+		snprintf(buf, size, "%s", req.shape.profile);
+}
+
+/* "node/gpu@start", "node/0,1" for whole GPUs, "node" for CPU only, "-" left out. */
+static void place_text(const struct ilp_out *ilp, const struct iso_sim_place *p, char *buf,
+                       size_t size)
+{
+	size_t off;
+
+	if (p->node < 0) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	off = (size_t)snprintf(buf, size, "%s",
+	                       iso_sim_cluster_of(ilp->sim)->inv.nodes[p->node].name);
+	for (int g = 0, first = 1; g < 64 && off < size; g++)
+		if ((p->gpus >> g) & 1u) {
+			off +=
+			    (size_t)snprintf(buf + off, size - off, "%s%d", first ? "/" : ",", g);
+			first = 0;
+		}
+	if (p->start >= 0 && off < size)
+		snprintf(buf + off, size - off, "@%d", p->start);
+}
+
+static json_t *places_json(const struct ilp_out *ilp, const struct iso_sim_place *places, int n)
+{
+	const struct iso_sim_cluster *c = iso_sim_cluster_of(ilp->sim);
+	int n_seq;
+	const int *seq = iso_sim_sequence(ilp->sim, &n_seq);
+	json_t *a = json_array();
+
+	for (int q = 0; a && q < n && q < n_seq; q++) {
+		const struct iso_sim_pod *pod = &ilp->trace->v[seq[q]];
+		const struct iso_sim_place *p = &places[q];
+		char asks[64];
+		json_t *gpus = json_array();
+
+		asks_of(ilp, pod, asks, sizeof(asks));
+		for (int g = 0; gpus && g < 64; g++)
+			if ((p->gpus >> g) & 1u)
+				json_array_append_new(gpus, json_integer(g));
+		json_array_append_new(
+		    a,
+		    json_pack("{s:i,s:s,s:i,s:s,s:o,s:o,s:o}", "arrival", q, "pod", pod->name,
+		              "line", pod->line, "asks", asks, "node",
+		              p->node < 0 ? json_null() : json_string(c->inv.nodes[p->node].name),
+		              "gpus", gpus ? gpus : json_null(), "start",
+		              p->start < 0 ? json_null() : json_integer(p->start)));
+	}
+	return a;
+}
 
 /* The policy's allocation at the ILP's point of the curve. */
 static int64_t alloc_at(const struct iso_sim_result *res, int pct)
@@ -184,6 +259,8 @@ static json_t *ilp_json(const struct iso_sim_result *res, const struct ilp_out *
 	json_object_set_new(o, "columns", json_integer(r->columns));
 	json_object_set_new(o, "rows", json_integer(r->rows));
 	json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
+	if (ilp->sim && r->places)
+		json_object_set_new(o, "placements", places_json(ilp, r->places, r->arrivals));
 	return o;
 }
 
@@ -277,6 +354,8 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 	}
 	if (ilp->lp)
 		json_object_set_new(j, "lp_bound", lp_json(res, ilp));
+	if (ilp->sim && res->places)
+		json_object_set_new(j, "placements", places_json(ilp, res->places, (int)res->pods));
 	if (curve && res->mode == ISO_SIM_SATURATE) {
 		pts = json_array();
 		for (int k = 0; k < res->n_curve; k++)
@@ -367,6 +446,59 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 	return isoctl_table_print(&t);
 }
 
+/* --placements in a table: one row per arrival, one column per policy and
+ * per ILP optimum ("." where an ILP did not see the arrival). */
+static int print_places(const struct iso_sim_result *res, int n, const struct ilp_out *ilp)
+{
+	static const char *const bound_names[2][2] = {{"ILP@100", "ILP@MAX"},
+	                                              {"ORDER@100", "ORDER@MAX"}};
+	const char *head[4 + 16 + 4];
+	const struct iso_sim_ilp_result *bounds[4];
+	size_t n_head = 0;
+	int n_bounds = 0, n_rows = 0, n_seq;
+	const int *seq = iso_sim_sequence(ilp->sim, &n_seq);
+	_cleanup_(isoctl_table_clear) struct isoctl_table t;
+
+	head[n_head++] = "ARRIVAL";
+	head[n_head++] = "POD";
+	head[n_head++] = "LINE";
+	head[n_head++] = "ASKS";
+	for (int i = 0; i < n && i < 16; i++) {
+		head[n_head++] = res[i].policy;
+		if (res[i].pods > n_rows)
+			n_rows = (int)res[i].pods;
+	}
+	for (int kind = 0; ilp->done && kind < (ilp->in_order ? 2 : 1); kind++)
+		for (int k = 0; k < 2; k++) {
+			head[n_head++] = bound_names[kind][k];
+			bounds[n_bounds++] = &ilp->r[kind][k];
+		}
+	isoctl_table_init(&t, n_head, head);
+	for (int q = 0; q < n_rows && q < n_seq; q++) {
+		const struct iso_sim_pod *pod = &ilp->trace->v[seq[q]];
+		char buf[128];
+
+		isoctl_table_addf(&t, "%d", q);
+		isoctl_table_add(&t, pod->name);
+		isoctl_table_addf(&t, "%d", pod->line);
+		asks_of(ilp, pod, buf, sizeof(buf));
+		isoctl_table_add(&t, buf);
+		for (int i = 0; i < n && i < 16; i++) {
+			place_text(ilp, &res[i].places[q], buf, sizeof(buf));
+			isoctl_table_add(&t, buf);
+		}
+		for (int b = 0; b < n_bounds; b++) {
+			if (q < bounds[b]->arrivals && bounds[b]->places)
+				place_text(ilp, &bounds[b]->places[q], buf, sizeof(buf));
+			else
+				snprintf(buf, sizeof(buf), ".");
+			isoctl_table_add(&t, buf);
+		}
+	}
+	printf("\n");
+	return isoctl_table_print(&t);
+}
+
 /* ---- the command ---- */
 
 /* Splits --policy into names; "all" is every policy of this build. */
@@ -426,6 +558,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("ilp-in-order", no_argument, F_ILP_IN_ORDER),
 	    ISOCTL_FLAG("lp-bound", no_argument, F_LP_BOUND),
 	    ISOCTL_FLAG("cold", no_argument, F_COLD),
+	    ISOCTL_FLAG("placements", no_argument, F_PLACEMENTS),
 	    ISOCTL_FLAG("no-curve", no_argument, F_NO_CURVE),
 	    ISOCTL_FLAG("json", no_argument, F_JSON),
 	    ISOCTL_FLAG("mapping", no_argument, F_MAPPING),
@@ -507,6 +640,11 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		ilp.in_order = true;
 	}
 	cfg.cold = v[F_COLD] != NULL;
+	if (v[F_PLACEMENTS]) {
+		if (cfg.mode != ISO_SIM_SATURATE)
+			return isoctl_usage_error(ctx, "--placements needs --mode saturate");
+		cfg.record_places = true;
+	}
 	if (v[F_LP_BOUND]) {
 		if (cfg.mode != ISO_SIM_SATURATE)
 			return isoctl_usage_error(ctx, "--lp-bound needs --mode saturate");
@@ -528,6 +666,10 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 	    iso_sim_prepare(&nodes, &trace, &cfg, &sim, &e) < 0) {
 		rc = isoctl_fail_local(&e);
 		goto out;
+	}
+	if (cfg.record_places) {
+		ilp.sim = sim;
+		ilp.trace = &trace;
 	}
 	ilp.pct[0] = cfg.max_demand_pct < 100 ? cfg.max_demand_pct : 100;
 	ilp.pct[1] = cfg.max_demand_pct;
@@ -576,8 +718,15 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv)
 		isoctl_print_json(out);
 	} else {
 		rc = print_table(res, n_res, &ilp);
+		if (rc == ISOCTL_EXIT_OK && ilp.sim)
+			rc = print_places(res, n_res, &ilp);
 	}
 out:
+	for (int i = 0; i < n_res; i++)
+		iso_sim_result_clear(&res[i]);
+	for (int kind = 0; kind < 2; kind++)
+		for (int i = 0; i < 2; i++)
+			iso_sim_ilp_result_clear(&ilp.r[kind][i]);
 	iso_sim_trace_clear(&trace);
 	iso_sim_nodes_clear(&nodes);
 	return rc;

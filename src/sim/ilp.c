@@ -649,8 +649,35 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 	return m->oom ? -ENOMEM : 0;
 }
 
+/* The best placement found, read back from the placement columns: a pod's
+ * own column names its node (and, for a MIG pod, its GPU and start); the
+ * per-GPU columns of a whole-GPU pod name its GPUs. */
+static void read_places(const struct ilp *m, const struct iso_inventory *inv,
+                        struct iso_sim_place *places)
+{
+	for (int k = 0; k < m->n_pc; k++) {
+		const struct col_info *c = &m->pc[k];
+		struct iso_sim_place *p = &places[c->pod];
+		int base = 0, index;
+
+		if (glp_mip_col_val(m->lp, c->col) < 0.5)
+			continue;
+		if (c->assign)
+			p->node = c->node;
+		if (c->gpu < 0)
+			continue;
+		for (int ni = 0; ni < c->node; ni++)
+			base += inv->nodes[ni].n_gpus;
+		index = inv->nodes[c->node].gpus[c->gpu - base].index;
+		if (index >= 0 && index < 64) /* as a trace node's; others are not named */
+			p->gpus |= UINT64_C(1) << index;
+		if (c->assign) /* a MIG instance: the pod's column is on the GPU */
+			p->start = c->start;
+	}
+}
+
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      enum iso_sim_ilp_kind kind, double time_limit_s,
+                      enum iso_sim_ilp_kind kind, double time_limit_s, struct iso_sim_place *places,
                       struct iso_sim_ilp_result *res, struct iso_error *err)
 {
 	struct ilp m = {0};
@@ -661,6 +688,8 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 	int r, ret;
 
 	memset(res, 0, sizeof(*res));
+	for (int i = 0; places && i < n; i++) /* left out unless a solution says otherwise */
+		places[i] = (struct iso_sim_place){.node = -1, .start = -1};
 	if (n < 0 || !(time_limit_s > 0) || time_limit_s > 86400)
 		return iso_error_set(err, ISO_E_INVALID, "ilp_time_limit",
 		                     "must be in (0, 86400] seconds");
@@ -706,8 +735,11 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "ILP: glp_intopt failed (%d)", ret);
 		goto out;
 	}
-	if (glp_mip_status(m.lp) == GLP_OPT || glp_mip_status(m.lp) == GLP_FEAS)
+	if (glp_mip_status(m.lp) == GLP_OPT || glp_mip_status(m.lp) == GLP_FEAS) {
 		res->best = floor(glp_mip_obj_val(m.lp) + 0.5); /* whole slices */
+		if (places)
+			read_places(&m, inv, places);
+	}
 	res->optimal = ret == 0 && glp_mip_status(m.lp) == GLP_OPT;
 done:
 	/* Every coefficient of the objective is a whole number of slices. */
@@ -735,7 +767,7 @@ bool iso_sim_ilp_available(void)
 }
 
 int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *pods, int n,
-                      enum iso_sim_ilp_kind kind, double time_limit_s,
+                      enum iso_sim_ilp_kind kind, double time_limit_s, struct iso_sim_place *places,
                       struct iso_sim_ilp_result *res, struct iso_error *err)
 {
 	memset(res, 0, sizeof(*res));
@@ -750,6 +782,7 @@ int iso_sim_ilp(const struct iso_sim *s, int pct, enum iso_sim_ilp_kind kind, do
                 struct iso_sim_ilp_result *res, struct iso_error *err)
 {
 	_cleanup_free_ struct iso_shape *shapes = NULL;
+	_cleanup_free_ struct iso_sim_place *places = NULL;
 	int n, r;
 
 	memset(res, 0, sizeof(*res));
@@ -761,5 +794,22 @@ int iso_sim_ilp(const struct iso_sim *s, int pct, enum iso_sim_ilp_kind kind, do
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	for (int q = 0; q < n; q++)
 		shapes[q] = s->req[s->seq[q]].shape;
-	return iso_sim_ilp_solve(&s->cluster.inv, shapes, n, kind, time_limit_s, res, err);
+	if (s->cfg.record_places) {
+		places = calloc((size_t)n + 1, sizeof(*places));
+		if (!places)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	}
+	r = iso_sim_ilp_solve(&s->cluster.inv, shapes, n, kind, time_limit_s, places, res, err);
+	if (r < 0)
+		return r;
+	res->arrivals = n;
+	res->places = places;
+	places = NULL;
+	return 0;
+}
+
+void iso_sim_ilp_result_clear(struct iso_sim_ilp_result *res)
+{
+	free(res->places);
+	res->places = NULL;
 }

@@ -20,14 +20,35 @@ static int place_failed(const struct iso_placer *pl, const struct iso_sim_pod *p
 	                     e->message);
 }
 
+/* Where a placed arrival went (its one member). */
+static struct iso_sim_place place_of(const struct iso_cluster_state *cs,
+                                     const struct iso_allocation *a)
+{
+	struct iso_sim_place p = {.node = iso_cluster_state_node_index(cs, a->placed[0].node),
+	                          .start = -1};
+
+	for (int k = 0; k < a->n_slots; k++) {
+		p.gpus |= UINT64_C(1) << a->slots[k].gpu;
+		if (!a->slots[k].whole)
+			p.start = a->slots[k].start;
+	}
+	return p;
+}
+
 int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_sim_result *res,
                      struct iso_error *err)
 {
+	static const struct iso_sim_place left_out = {.node = -1, .start = -1};
 	struct iso_cluster_state cs;
 	const int max_pct = s->cfg.max_demand_pct;
 	int64_t offered = 0, held_c, held_m;
 	int next_pct = 1, r;
 
+	if (s->cfg.record_places) {
+		res->places = calloc((size_t)s->n_seq + 1, sizeof(*res->places));
+		if (!res->places)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	}
 	r = sim_state_init(s, pl, &cs, err);
 	if (r < 0)
 		return r;
@@ -40,6 +61,8 @@ int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_
 
 		sim_alloc_init(&a, req, i);
 		r = iso_placer_place(pl, &cs, &a, 1, &e);
+		if (res->places)
+			res->places[q] = r == 0 ? place_of(&cs, &a) : left_out;
 		iso_allocation_clear(&a); /* the cluster state keeps what it holds */
 		if (r == 0) {
 			res->placed++;

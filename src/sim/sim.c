@@ -360,5 +360,13 @@ int iso_sim_run(struct iso_sim *s, const char *policy, struct iso_sim_result *re
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	sim_policy_clear(&p);
+	if (r < 0)
+		iso_sim_result_clear(res);
 	return r;
+}
+
+void iso_sim_result_clear(struct iso_sim_result *res)
+{
+	free(res->places);
+	res->places = NULL;
 }

@@ -425,6 +425,8 @@ class TestSimOffline(ApiTestCase):
             (["--policy", "all", "--mode", "replay", "--ilp-gpus", "4"], "saturate"),
             (["--policy", "all", "--ilp-gpus", "4", "--ilp-time-limit", "0"], "--ilp-time-limit"),
             (["--policy", "all", "--mode", "replay", "--lp-bound"], "--lp-bound needs --mode saturate"),
+            (["--policy", "all", "--mode", "replay", "--placements"],
+             "--placements needs --mode saturate"),
         )
         for extra, words in cases:
             with self.subTest(argv=extra):
@@ -492,6 +494,52 @@ class TestSimOffline(ApiTestCase):
         self.assertIn("LPGAP@MAX", r.out)
         self.assertNotIn("ORDGAP", r.out)
         self.assertNotIn(" GAP@100", r.out)
+
+    def test_placements(self):
+        """--placements: one entry per arrival for each policy and ILP optimum,
+        consistent with the counts, and a table after the summary."""
+        probe = self.sim(*(self.files() + ["--policy", "first-fit", "--ilp-gpus", "8",
+                                           "--max-demand", "50", "--no-curve"]))
+        have_ilp = not (probe.rc == 2 and "no ILP" in probe.err)
+        extra = ["--ilp-gpus", "8", "--seed", "2"] if have_ilp else ["--gpus", "8", "--seed", "2"]
+        r = self.sim(*(self.files() + ["--policy", "first-fit,isostack", "--placements",
+                                       "--no-curve", "--json"] + extra))
+        self.assertEqual(r.rc, 0, repr(r))
+        for x in r.json():
+            places = x["placements"]
+            self.assertEqual(len(places), x["pods"])
+            self.assertEqual([p["arrival"] for p in places], list(range(x["pods"])))
+            self.assertEqual(sum(p["node"] is not None for p in places), x["placed"])
+            for p in places:
+                self.assertTrue(p["pod"].startswith("p"), p)
+                if p["node"] is None:
+                    self.assertEqual((p["gpus"], p["start"]), ([], None))
+                elif p["asks"] == "cpu only":
+                    self.assertEqual(p["gpus"], [])
+                elif "whole" in p["asks"]:
+                    self.assertEqual(len(p["gpus"]), int(p["asks"].split()[0]))
+                    self.assertIsNone(p["start"])
+                else:
+                    self.assertEqual(len(p["gpus"]), 1)
+                    self.assertIsNotNone(p["start"])
+            if have_ilp:
+                for at in ("at_100", "at_max"):
+                    ilp = x["ilp"][at]
+                    self.assertEqual([p["pod"] for p in ilp["placements"]],
+                                     [p["pod"] for p in places[:len(ilp["placements"])]])
+        # The same arrivals for every policy, and the summary table comes first.
+        self.assertEqual([p["pod"] for p in r.json()[0]["placements"]],
+                         [p["pod"] for p in r.json()[1]["placements"]])
+        pods = r.json()[0]["pods"]
+        r = self.sim(*(self.files() + ["--policy", "first-fit,isostack", "--placements"] + extra))
+        self.assertEqual(r.rc, 0, repr(r))
+        summary, _, places = r.out.partition("\nARRIVAL ")
+        self.assertIn("POLICY", summary)
+        self.assertIn("first-fit", places.splitlines()[0])
+        self.assertEqual(len(places.splitlines()) - 1, pods)
+        # Without the flag, nothing of it.
+        r = self.sim(*(self.files() + ["--policy", "isostack", "--no-curve", "--json"]))
+        self.assertNotIn("placements", r.json())
 
 
 if __name__ == "__main__":

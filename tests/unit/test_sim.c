@@ -1120,7 +1120,8 @@ static int ilp_against_brute_force(enum iso_sim_ilp_kind kind)
 		struct tiny t;
 
 		tiny_init(&t, ONE_NODE(1));
-		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, NULL, 0, kind, 1, &r, &e), -EAGAIN);
+		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, NULL, 0, kind, 1, NULL, &r, &e),
+		                 -EAGAIN);
 		tiny_free(&t);
 		skip();
 	}
@@ -1158,7 +1159,7 @@ static int ilp_against_brute_force(enum iso_sim_ilp_kind kind)
 				iso_strlcpy(pods[i].profile, k, sizeof(pods[i].profile));
 			}
 		}
-		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, n, kind, 60, &r, &e), 0);
+		assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, n, kind, 60, NULL, &r, &e), 0);
 		assert_true(r.optimal);
 		b = (struct brute){
 		    .cs = &t.cs, .inv = &t.c.inv, .pods = pods, .n = n, .in_order = in_order};
@@ -1391,8 +1392,8 @@ static void test_ilp_geometry(void **state)
 	strcpy(pods[1].profile, "4g.40gb");
 	strcpy(pods[2].profile, "3g.40gb");
 	tiny_init(&t, ONE_NODE(1));
-	assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, 3, ISO_SIM_ILP_ANY_SUBSET, 10, &r, &e),
-	                 0);
+	assert_int_equal(
+	    iso_sim_ilp_solve(&t.c.inv, pods, 3, ISO_SIM_ILP_ANY_SUBSET, 10, NULL, &r, &e), 0);
 	assert_true(r.optimal);
 	assert_true(fabs(r.best - 7) < 1e-9);
 	assert_int_equal(r.pods, 3);
@@ -1401,10 +1402,163 @@ static void test_ilp_geometry(void **state)
 	tiny_init(&t, NODE_HDR "n1,1500,262144,1,x\n");
 	for (int i = 0; i < 3; i++)
 		pods[i].cpus = 1000;
-	assert_int_equal(iso_sim_ilp_solve(&t.c.inv, pods, 3, ISO_SIM_ILP_ANY_SUBSET, 10, &r, &e),
-	                 0);
+	assert_int_equal(
+	    iso_sim_ilp_solve(&t.c.inv, pods, 3, ISO_SIM_ILP_ANY_SUBSET, 10, NULL, &r, &e), 0);
 	assert_true(fabs(r.best - 4) < 1e-9);
 	tiny_free(&t);
+}
+
+/* ---- where each arrival went (record_places) ---- */
+
+/* Replays places[0..n) of a run on f's arrivals into an empty cluster state
+ * under the engine's own rules (iso_cluster_state_take), and returns the
+ * compute slices they hold. With `in_order`, checks too that each pod left
+ * out fits nowhere in the state the ones before it left. */
+static int64_t replay_places(const struct simfix *f, const struct iso_sim_place *places, int n,
+                             bool in_order)
+{
+	const struct iso_sim_cluster *c = iso_sim_cluster_of(f->sim);
+	struct iso_cluster_state cs;
+	struct iso_error e = {0};
+	int64_t compute = 0;
+	int n_seq;
+	const int *seq = iso_sim_sequence(f->sim, &n_seq);
+
+	assert_true(n <= n_seq);
+	assert_int_equal(iso_cluster_state_init(&cs, &c->inv), 0);
+	for (int q = 0; q < n; q++) {
+		const struct iso_sim_place *p = &places[q];
+		struct iso_sim_request req;
+		struct iso_allocation a = {.members = 1, .tenant_id = 1};
+		const struct iso_mig_profile *prof;
+
+		assert_int_equal(iso_sim_pod_request(&f->trace.v[seq[q]], c->model, &req, &e), 0);
+		snprintf(a.id, sizeof(a.id), "a-%d", q);
+		a.shape = req.shape;
+		if (p->node < 0) {
+			assert_int_equal(p->gpus, 0);
+			if (in_order) {
+				assert_int_equal(
+				    iso_placer_place(&iso_placer_first_fit, &cs, &a, 1, &e),
+				    -ENOSPC);
+				iso_allocation_clear(&a);
+			}
+			continue;
+		}
+		assert_true(p->node < c->inv.n_nodes);
+		a.placed = calloc(1, sizeof(*a.placed));
+		a.slots = calloc(64, sizeof(*a.slots));
+		assert_non_null(a.placed);
+		assert_non_null(a.slots);
+		a.n_members = 1;
+		iso_strlcpy(a.placed[0].node, c->inv.nodes[p->node].name, sizeof(a.placed[0].node));
+		prof = req.shape.whole ? NULL : iso_mig_profile_find(c->model, req.shape.profile);
+		for (int g = 0; g < 64; g++) {
+			struct iso_slot *sl = &a.slots[a.n_slots];
+
+			if (!((p->gpus >> g) & 1u))
+				continue;
+			*sl = (struct iso_slot){.member = 0, .gpu = g, .whole = req.shape.whole};
+			if (prof) {
+				iso_strlcpy(sl->profile, prof->name, sizeof(sl->profile));
+				sl->start = p->start;
+				sl->width = prof->width;
+			} else {
+				sl->width = c->model->memory_slices;
+			}
+			a.n_slots++;
+		}
+		assert_int_equal(a.n_slots, req.shape.gpu_count);
+		assert_true(prof ? p->start >= 0 : p->start == -1);
+		if (iso_cluster_state_take(&cs, &a, &e) != 0)
+			fail_msg("arrival %d on node %d: %s", q, p->node, e.message);
+		compute += req.compute;
+		iso_allocation_clear(&a);
+	}
+	iso_cluster_state_free(&cs);
+	return compute;
+}
+
+/* Every policy's placements and the ILP's, replayed under the engine's
+ * rules, hold exactly what the run and the solver report; the in-order
+ * optimum leaves out only pods that fit nowhere when they arrive. */
+static void test_places(void **state)
+{
+	static const int millis[] = {100, 200, 300, 460, 700, 1000, 1000, 0};
+	struct iso_sim_rng rng;
+
+	(void)state;
+	iso_sim_rng_seed(&rng, 5);
+	for (int round = 0; round < 6; round++) {
+		char nodes[256], pods[2048];
+		size_t off;
+		struct simfix f = {0};
+		struct iso_sim_config cfg = {.model = h100(),
+		                             .mode = ISO_SIM_SATURATE,
+		                             .seed = (uint64_t)round + 1,
+		                             .max_demand_pct = 130,
+		                             .record_places = true};
+		struct iso_error e = {0};
+
+		off = (size_t)snprintf(nodes, sizeof(nodes), NODE_HDR);
+		for (int i = 0; i < 2; i++)
+			off += (size_t)snprintf(nodes + off, sizeof(nodes) - off,
+			                        "n%d,%d,65536,%d,x\n", i,
+			                        4000 + 4000 * (int)iso_sim_rng_below(&rng, 4),
+			                        1 + (int)iso_sim_rng_below(&rng, 2));
+		off = (size_t)snprintf(pods, sizeof(pods), POD_HDR5);
+		for (int i = 0; i < 12; i++) {
+			int m = millis[iso_sim_rng_below(&rng, ISO_ARRAY_SIZE(millis))];
+			int k = m == 1000 ? 1 + (int)iso_sim_rng_below(&rng, 2) : m ? 1 : 0;
+			off +=
+			    (size_t)snprintf(pods + off, sizeof(pods) - off, "p%d,%d,2048,%d,%d\n",
+			                     i, 1000 * (1 + (int)iso_sim_rng_below(&rng, 4)), k, m);
+		}
+		assert_int_equal(iso_sim_nodes_parse("n.csv", nodes, strlen(nodes), &f.nodes, &e),
+		                 0);
+		assert_int_equal(iso_sim_trace_parse("p.csv", pods, strlen(pods), &f.trace, &e), 0);
+		if (iso_sim_prepare(&f.nodes, &f.trace, &cfg, &f.sim, &e) != 0)
+			fail_msg("prepare: %s", e.message);
+		for (int k = 0; k < iso_sim_n_policies; k++) {
+			struct iso_sim_result *r = calloc(1, sizeof(*r));
+			int placed = 0;
+
+			assert_non_null(r);
+			if (strcmp(iso_sim_policies[k], "isostack") == 0 &&
+			    !iso_placer_find("isostack")) {
+				free(r);
+				continue;
+			}
+			assert_int_equal(iso_sim_run(f.sim, iso_sim_policies[k], r, &e), 0);
+			assert_non_null(r->places);
+			for (int q = 0; q < r->pods; q++)
+				placed += r->places[q].node >= 0;
+			assert_int_equal(placed, r->placed);
+			assert_int_equal(replay_places(&f, r->places, (int)r->pods, false),
+			                 r->alloc_compute);
+			iso_sim_result_clear(r);
+			assert_null(r->places);
+			free(r);
+		}
+		for (int kind = 0; iso_sim_ilp_available() && kind < 2; kind++) {
+			/* GLPK may not prove the in-order optimum in time; what it
+			 * found is still a placement that must hold up. */
+			const bool in_order = kind == ISO_SIM_ILP_IN_ORDER;
+			struct iso_sim_ilp_result ilp;
+
+			assert_int_equal(iso_sim_ilp(f.sim, 100, (enum iso_sim_ilp_kind)kind,
+			                             in_order ? 1 : 60, &ilp, &e),
+			                 0);
+			assert_true(ilp.optimal || in_order);
+			assert_non_null(ilp.places);
+			if (ilp.best > 0 || ilp.optimal)
+				assert_int_equal(
+				    (double)replay_places(&f, ilp.places, ilp.arrivals, in_order),
+				    ilp.best);
+			iso_sim_ilp_result_clear(&ilp);
+		}
+		sim_fini(&f);
+	}
 }
 
 int main(void)
@@ -1436,6 +1590,7 @@ int main(void)
 	    cmocka_unit_test(test_lp_bound_sees_cores),
 	    cmocka_unit_test(test_lp_bound_above_optimum),
 	    cmocka_unit_test(test_ilp_geometry),
+	    cmocka_unit_test(test_places),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
