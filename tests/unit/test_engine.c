@@ -140,6 +140,29 @@ static void expect_slot(const struct iso_allocation *a, int si, const char *node
 	}
 }
 
+/* Takes `profile` at `start` of GPU `gpu` on `node` directly into the
+ * cluster state, as a placement made earlier: the state a test starts from. */
+static struct iso_allocation hold(struct cluster *c, const char *node, int gpu, const char *profile,
+                                  int start)
+{
+	struct iso_allocation a = req(profile, 1, 1);
+	const struct iso_mig_profile *p =
+	    iso_mig_profile_find(iso_gpu_model_find("h100-80gb"), profile);
+	struct iso_error err;
+
+	assert_non_null(p);
+	a.placed = calloc(1, sizeof(*a.placed));
+	a.slots = calloc(1, sizeof(*a.slots));
+	assert_non_null(a.placed);
+	assert_non_null(a.slots);
+	a.n_members = a.n_slots = 1;
+	iso_strlcpy(a.placed[0].node, node, sizeof(a.placed[0].node));
+	a.slots[0] = (struct iso_slot){.member = 0, .gpu = gpu, .start = start, .width = p->width};
+	iso_strlcpy(a.slots[0].profile, profile, sizeof(a.slots[0].profile));
+	assert_int_equal(iso_cluster_state_take(&c->cs, &a, &err), 0);
+	return a;
+}
+
 /* ---- geometry through the engine ---- */
 
 /* 3g then 4g on one GPU: first-fit puts the 3g at 0 and strands the 4g; the
@@ -271,19 +294,8 @@ static void test_teardown_holes(void **state)
 	struct iso_allocation z = req("2g.20gb", 1, 1);
 
 	/* Fill n2 with seven 1g, then free slices 1 and 4: two holes. */
-	for (int i = 0; i < 7; i++) {
-		struct iso_error err;
-		full[i] = req("1g.10gb", 1, 1);
-		full[i].placed = calloc(1, sizeof(*full[i].placed));
-		full[i].slots = calloc(1, sizeof(*full[i].slots));
-		assert_non_null(full[i].placed);
-		assert_non_null(full[i].slots);
-		full[i].n_members = full[i].n_slots = 1;
-		iso_strlcpy(full[i].placed[0].node, "n2", sizeof(full[i].placed[0].node));
-		full[i].slots[0] = (struct iso_slot){.member = 0, .gpu = 0, .start = i, .width = 1};
-		iso_strlcpy(full[i].slots[0].profile, "1g.10gb", sizeof(full[i].slots[0].profile));
-		assert_int_equal(iso_cluster_state_take(&c->cs, &full[i], &err), 0);
-	}
+	for (int i = 0; i < 7; i++)
+		full[i] = hold(c, "n2", 0, "1g.10gb", i);
 	release(c, &full[1]);
 	release(c, &full[4]);
 	assert_int_equal(c->cs.usage[1].gpus[0].free_mask, 0x92); /* 1, 4, 7 */
@@ -394,8 +406,7 @@ static int where_2g_goes(const char *train)
 	                                 {"n2", .model = "h100-80gb", .n_gpus = 1, .mig = 1},
 	                                 {"n3", .model = "h100-80gb", .n_gpus = 1, .mig = 0}};
 	struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, spec, 3);
-	struct iso_allocation held = req("3g.40gb", 1, 1), x = req("2g.20gb", 1, 1);
-	struct iso_error err;
+	struct iso_allocation held, x = req("2g.20gb", 1, 1);
 	int node;
 
 	/* Train: many requests of one kind, each placed and released (n3 holds
@@ -405,15 +416,7 @@ static int where_2g_goes(const char *train)
 		assert_int_equal(place(c, &t, 1), 0);
 		release(c, &t);
 	}
-	held.placed = calloc(1, sizeof(*held.placed));
-	held.slots = calloc(1, sizeof(*held.slots));
-	assert_non_null(held.placed);
-	assert_non_null(held.slots);
-	held.n_members = held.n_slots = 1;
-	iso_strlcpy(held.placed[0].node, "n1", sizeof(held.placed[0].node));
-	held.slots[0] = (struct iso_slot){.member = 0, .gpu = 0, .start = 4, .width = 4};
-	iso_strlcpy(held.slots[0].profile, "3g.40gb", sizeof(held.slots[0].profile));
-	assert_int_equal(iso_cluster_state_take(&c->cs, &held, &err), 0);
+	held = hold(c, "n1", 0, "3g.40gb", 4);
 
 	assert_int_equal(place(c, &x, 1), 0);
 	node = iso_cluster_state_node_index(&c->cs, x.placed[0].node);
@@ -442,19 +445,8 @@ static void test_strand(void **state)
 	const struct node_spec spec[] = {{"n1", .model = "h100-80gb", .n_gpus = 1, .mig = 1},
 	                                 {"n2", .model = "h100-80gb", .n_gpus = 1, .mig = 1}};
 	struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, spec, 2);
-	struct iso_allocation held = req("3g.40gb", 1, 1), x = req("3g.40gb", 1, 1),
+	struct iso_allocation held = hold(c, "n1", 0, "3g.40gb", 4), x = req("3g.40gb", 1, 1),
 	                      y = req("4g.40gb", 1, 1), z = req("4g.40gb", 1, 1);
-	struct iso_error err;
-
-	held.placed = calloc(1, sizeof(*held.placed));
-	held.slots = calloc(1, sizeof(*held.slots));
-	assert_non_null(held.placed);
-	assert_non_null(held.slots);
-	held.n_members = held.n_slots = 1;
-	iso_strlcpy(held.placed[0].node, "n1", sizeof(held.placed[0].node));
-	held.slots[0] = (struct iso_slot){.member = 0, .gpu = 0, .start = 4, .width = 4};
-	iso_strlcpy(held.slots[0].profile, "3g.40gb", sizeof(held.slots[0].profile));
-	assert_int_equal(iso_cluster_state_take(&c->cs, &held, &err), 0);
 
 	assert_int_equal(place(c, &x, 1), 0);
 	expect_slot(&x, 0, "n2", 0, "3g.40gb", 4);
