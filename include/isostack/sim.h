@@ -253,9 +253,11 @@ struct iso_sim_config {
 	                     * iso_sim_result.places and iso_sim_ilp_result.places */
 };
 
-/* Where one saturate arrival went. */
+/* Where one saturate arrival went. node ISO_SIM_NOT_MODELLED: a CPU-only pod,
+ * which the any-subset ILP leaves out of its model (it holds no slices). */
+#define ISO_SIM_NOT_MODELLED (-2)
 struct iso_sim_place {
-	int node;      /* index into the cluster's nodes; -1: left out */
+	int node;      /* index into the cluster's nodes; -1: left out; ISO_SIM_NOT_MODELLED */
 	uint64_t gpus; /* bit i: GPU index i held (a trace node has at most 64) */
 	int start;     /* start of its MIG instance; -1: whole GPUs or none */
 };

@@ -170,14 +170,15 @@ static void asks_of(const struct ilp_out *ilp, const struct iso_sim_pod *pod, ch
 		snprintf(buf, size, "%s", req.shape.profile);
 }
 
-/* "node/gpu@start", "node/0,1" for whole GPUs, "node" for CPU only, "-" left out. */
+/* "node/gpu@start", "node/0,1" for whole GPUs, "node" for CPU only, "-" left
+ * out, "n/a" not in the ILP's model. */
 static void place_text(const struct ilp_out *ilp, const struct iso_sim_place *p, char *buf,
                        size_t size)
 {
 	size_t off;
 
 	if (p->node < 0) {
-		snprintf(buf, size, "-");
+		snprintf(buf, size, p->node == ISO_SIM_NOT_MODELLED ? "n/a" : "-");
 		return;
 	}
 	off = (size_t)snprintf(buf, size, "%s",
@@ -211,11 +212,12 @@ static json_t *places_json(const struct ilp_out *ilp, const struct iso_sim_place
 				json_array_append_new(gpus, json_integer(g));
 		json_array_append_new(
 		    a,
-		    json_pack("{s:i,s:s,s:i,s:s,s:o,s:o,s:o}", "arrival", q, "pod", pod->name,
+		    json_pack("{s:i,s:s,s:i,s:s,s:o,s:o,s:o,s:b}", "arrival", q, "pod", pod->name,
 		              "line", pod->line, "asks", asks, "node",
 		              p->node < 0 ? json_null() : json_string(c->inv.nodes[p->node].name),
 		              "gpus", gpus ? gpus : json_null(), "start",
-		              p->start < 0 ? json_null() : json_integer(p->start)));
+		              p->start < 0 ? json_null() : json_integer(p->start), "modelled",
+		              p->node != ISO_SIM_NOT_MODELLED));
 	}
 	return a;
 }

@@ -689,7 +689,11 @@ int iso_sim_ilp_solve(const struct iso_inventory *inv, const struct iso_shape *p
 
 	memset(res, 0, sizeof(*res));
 	for (int i = 0; places && i < n; i++) /* left out unless a solution says otherwise */
-		places[i] = (struct iso_sim_place){.node = -1, .start = -1};
+		places[i] = (struct iso_sim_place){.node = pods[i].gpu_count <= 0 &&
+		                                                   kind != ISO_SIM_ILP_IN_ORDER
+		                                               ? ISO_SIM_NOT_MODELLED
+		                                               : -1,
+		                                   .start = -1};
 	if (n < 0 || !(time_limit_s > 0) || time_limit_s > 86400)
 		return iso_error_set(err, ISO_E_INVALID, "ilp_time_limit",
 		                     "must be in (0, 86400] seconds");

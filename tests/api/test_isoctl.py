@@ -522,11 +522,17 @@ class TestSimOffline(ApiTestCase):
                 else:
                     self.assertEqual(len(p["gpus"]), 1)
                     self.assertIsNotNone(p["start"])
+            self.assertTrue(all(p["modelled"] for p in places))
             if have_ilp:
                 for at in ("at_100", "at_max"):
                     ilp = x["ilp"][at]
                     self.assertEqual([p["pod"] for p in ilp["placements"]],
                                      [p["pod"] for p in places[:len(ilp["placements"])]])
+                    # The any-subset ILP models only pods that hold slices.
+                    for p in ilp["placements"]:
+                        self.assertEqual(p["modelled"], p["asks"] != "cpu only", p)
+                        if not p["modelled"]:
+                            self.assertIsNone(p["node"])
         # The same arrivals for every policy, and the summary table comes first.
         self.assertEqual([p["pod"] for p in r.json()[0]["placements"]],
                          [p["pod"] for p in r.json()[1]["placements"]])

@@ -1435,6 +1435,11 @@ static int64_t replay_places(const struct simfix *f, const struct iso_sim_place 
 		assert_int_equal(iso_sim_pod_request(&f->trace.v[seq[q]], c->model, &req, &e), 0);
 		snprintf(a.id, sizeof(a.id), "a-%d", q);
 		a.shape = req.shape;
+		if (p->node == ISO_SIM_NOT_MODELLED) { /* CPU-only pods, any-subset ILP only */
+			assert_int_equal(req.shape.gpu_count, 0);
+			assert_false(in_order);
+			continue;
+		}
 		if (p->node < 0) {
 			assert_int_equal(p->gpus, 0);
 			if (in_order) {
