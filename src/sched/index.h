@@ -81,6 +81,7 @@ struct ix_engine_model {
 	double counts[ISO_MIG_MAX_PROFILES + 1]; /* decayed demand; last: whole GPUs */
 	double w[ISO_MIG_MAX_PROFILES + 1];      /* the mix the scores were built with */
 	int32_t frag[ISO_MIG_STATES];            /* expected unusable slices per state */
+	double w_strand;                         /* the strand weight they were built with */
 	int n_cand[ISO_MIG_MAX_PROFILES];
 	struct ix_cand cand[ISO_MIG_MAX_PROFILES][ISO_MIG_STATES]; /* best first */
 };

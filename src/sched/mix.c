@@ -10,7 +10,7 @@
  * profile j can cover in k (its holes: a teardown hole between two used
  * slices is unusable for every profile wider than one slice). The score of
  * placing profile p at start s, taking state k to k', is
- *   frag(k') - frag(k) + W_STRAND * strand(k, p, s)
+ *   frag(k') - frag(k) + w_strand * strand(k, p, s)
  * (lower is better), where strand = potential(k) - potential(k') -
  * compute(p) is the compute slices the placement makes unusable for good,
  * whatever arrives later (potential: the most compute that placements in
@@ -42,14 +42,35 @@
 #define MIX_PRIOR_ME    0.25 /* prior weight of a "+me" profile; others 1 */
 #define SCORE_PER_SLICE 1000000.0
 /* Per compute slice a placement strands for good, against the score units
- * of frag (a memory slice that the whole mix cannot use). It decides
- * between stranding a slice and breaking an empty GPU: at 2, a 3g.40gb
- * goes to slice 4 of an empty GPU rather than beside another 3g
- * (test_strand: it must exceed about 1.2 there), but where 7g demand is
- * high (the gpushare100 mix) it still goes beside a 2g.20gb, which needs
- * more than about 2.2. At 3, bench/placement's fill refused its first
- * 8-GPU job at ~95.5% of the slices instead of ~99% (docs/benchmarks.md). */
-#define W_STRAND 2.0
+ * of frag (a memory slice that the whole mix cannot use). What it weighs is
+ * stranding a slice against breaking an empty GPU that 7g and whole-GPU
+ * demand want kept, and an empty GPU is worth more the fewer remain. So the
+ * weight runs from W_STRAND_FULL, when no GPU is empty, to W_STRAND_EMPTY,
+ * when all are, in quarter steps (the tables are rebuilt when the step
+ * changes). One fixed weight could not serve both ends: at 2, a 3g.40gb
+ * still went to slice 0 beside a 2g.20gb under gpushare100's mix (7g the
+ * most common pod), which needs more than about 2.2; at 3 throughout,
+ * bench/placement's fill refused its first 8-GPU job at ~95.5% of the
+ * slices instead of ~99% (docs/benchmarks.md). test_strand needs more than
+ * about 1.2. */
+#define W_STRAND_FULL  1.5
+#define W_STRAND_EMPTY 3.0
+
+/* The strand weight for the share of GPUs now empty. */
+static double strand_weight(const struct iso_sched_index *ix)
+{
+	int64_t empty = 0, gpus = 0;
+
+	for (int pl = 0; pl < ix->n_pools; pl++) {
+		empty += ix->pool_empty[pl];
+		gpus += ix->pool_gpus[pl];
+	}
+	if (gpus <= 0)
+		return W_STRAND_EMPTY;
+	return W_STRAND_FULL +
+	       floor((W_STRAND_EMPTY - W_STRAND_FULL) * 4.0 * (double)empty / (double)gpus + 0.5) /
+	           4.0;
+}
 
 /* The score of taking `p` at `start` in state k: the change of expected
  * fragmentation plus the compute slices stranded for good. */
@@ -62,7 +83,8 @@ static int32_t score_of(const struct ix_engine_model *em, int k, const struct is
 	const int lost = em->tab.potential[k] - em->tab.potential[after] - p->compute;
 	const int strand = lost > 0 ? lost : 0;
 
-	return em->frag[after] - em->frag[k] + (int32_t)lround(W_STRAND * SCORE_PER_SLICE * strand);
+	return em->frag[after] - em->frag[k] +
+	       (int32_t)lround(em->w_strand * SCORE_PER_SLICE * strand);
 }
 
 static int kinds(const struct iso_gpu_model *m)
@@ -171,6 +193,7 @@ int eng_prepare(struct iso_sched_index *ix)
 		for (int j = 0; j < kinds(xm->m); j++)
 			em->counts[j] = xm->m->profiles[j].media_engine ? MIX_PRIOR_ME : 1.0;
 		em->counts[IX_WHOLE] = 1.0;
+		em->w_strand = strand_weight(ix);
 		rebuild(em);
 	}
 	ix->eng_ready = true;
@@ -276,6 +299,8 @@ void eng_refresh(struct iso_sched_index *ix, bool force)
 	if (!force && ++ix->since_refresh < MIX_CHECK)
 		return;
 	ix->since_refresh = 0;
+	const double w_strand = strand_weight(ix);
+
 	for (int mi = 0; mi < ix->n_models; mi++) {
 		struct ix_engine_model *em = ix->models[mi].eng;
 		double w[IX_WHOLE + 1], moved = 0;
@@ -285,7 +310,8 @@ void eng_refresh(struct iso_sched_index *ix, bool force)
 		mix_of(em, kinds(ix->models[mi].m), w);
 		for (int j = 0; j <= IX_WHOLE; j++)
 			moved += fabs(w[j] - em->w[j]);
-		if (force || moved > MIX_MOVE) {
+		if (force || moved > MIX_MOVE || w_strand != em->w_strand) {
+			em->w_strand = w_strand;
 			rebuild(em);
 			ix->refreshes++;
 		}

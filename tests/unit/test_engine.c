@@ -461,6 +461,61 @@ static void test_strand(void **state)
 	cluster_free(c);
 }
 
+/* The strand weight grows with the share of GPUs still empty. With
+ * gpushare100's mix (Alibaba openb, pods per profile on H100-80GB; 7g the
+ * most common, so empty GPUs are worth keeping) a 3g.40gb arrives; n1 holds
+ * a 2g.20gb at 4, and six more one-GPU nodes are either empty or full.
+ * While most GPUs are empty, the 3g goes to slice 4 of an empty one: at 0
+ * of n1 it would leave one of n1's two free compute slices usable. Once
+ * almost none are, it takes slice 0 of n1 and leaves the last empty GPU
+ * whole. */
+static const char *where_3g_goes(bool full, int *start)
+{
+	static const char *const names[] = {"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"};
+	static const char *const profiles[] = {"7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb",
+	                                       "1g.10gb"};
+	static char node[16];
+	const double weights[] = {3331, 2070, 958, 632, 73};
+	struct node_spec spec[8];
+	struct iso_shape mix[ISO_ARRAY_SIZE(profiles)];
+	struct iso_allocation held[8], x = req("3g.40gb", 1, 1);
+	struct cluster *c;
+	int n_held = 0;
+
+	for (int i = 0; i < 8; i++)
+		spec[i] = (struct node_spec){names[i], .model = "h100-80gb", .n_gpus = 1, .mig = 1};
+	c = cluster_new(ISO_FABRIC_ETHERNET, spec, 8);
+	for (unsigned i = 0; i < ISO_ARRAY_SIZE(profiles); i++) {
+		mix[i] = (struct iso_shape){.gpu_count = 1};
+		iso_strlcpy(mix[i].profile, profiles[i], sizeof(mix[i].profile));
+	}
+	held[n_held++] = hold(c, "n1", 0, "2g.20gb", 4);
+	for (int i = 2; full && i < 8; i++)
+		held[n_held++] = hold(c, names[i], 0, "7g.80gb", 0);
+	assert_int_equal(iso_placer_learn(&iso_placer_isostack, &c->cs, mix, weights,
+	                                  (int)ISO_ARRAY_SIZE(profiles)),
+	                 0);
+	assert_int_equal(place(c, &x, 1), 0);
+	iso_strlcpy(node, x.placed[0].node, sizeof(node));
+	*start = x.slots[0].start;
+	release(c, &x);
+	while (n_held > 0)
+		release(c, &held[--n_held]);
+	cluster_free(c);
+	return node;
+}
+
+static void test_strand_scarcity(void **state)
+{
+	int start;
+
+	(void)state;
+	assert_string_not_equal(where_3g_goes(false, &start), "n1"); /* 7 of 8 GPUs empty */
+	assert_int_equal(start, 4);
+	assert_string_equal(where_3g_goes(true, &start), "n1"); /* 1 of 8 */
+	assert_int_equal(start, 0);
+}
+
 /* ---- determinism ---- */
 
 static uint32_t rng_next(uint32_t *x)
@@ -1058,6 +1113,7 @@ int main(void)
 	    cmocka_unit_test(test_member_instances),
 	    cmocka_unit_test(test_mix_learning),
 	    cmocka_unit_test(test_strand),
+	    cmocka_unit_test(test_strand_scarcity),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_vf_one_per_tenant),
 	    cmocka_unit_test(test_vf_limits),
