@@ -27,8 +27,8 @@
  * use), decays exponentially (half-life ~2,840 decisions) and has a floor, so
  * no profile is ever treated as impossible. Scores depend on the state only,
  * so they are tabulated per (model, state, profile) and rebuilt only when
- * the mix has moved by more than MIX_MOVE (L1), checked every MIX_CHECK
- * decisions. */
+ * the mix has moved by more than MIX_MOVE (L1) or the strand weight has
+ * changed step, checked every MIX_CHECK decisions. */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
