@@ -182,6 +182,10 @@ struct iso_store_ops {
 	                  struct iso_allocation **out, int *n, struct iso_error *err);
 	int (*alloc_count_live)(struct iso_store *s, int64_t tenant_id, int *n,
 	                        struct iso_error *err);
+	/* The `limit` newest allocations in any state, newest first: the demand
+	 * a restarted placement engine learns from. */
+	int (*alloc_recent)(struct iso_store *s, int limit, struct iso_allocation **out, int *n,
+	                    struct iso_error *err);
 
 	/* audit log: events by seq (append-only), signed heads by size */
 	int (*audit_append)(struct iso_store *s, const struct iso_audit_record *rec,

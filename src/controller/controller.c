@@ -153,36 +153,49 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 
 /* The engine learns demand from its own decisions, and after a restart it has
  * made none: left alone, the first few requests would stand for all demand
- * (docs/placement.md, "Demand known in advance"). What runs and waits now is
- * the best guess of what comes next. Policies that learn nothing ignore it;
- * a failure only costs placement quality, so it is logged, not fatal. */
-static void prime_engine(struct iso_controller *c, const struct iso_allocation *live, int n)
+ * (docs/placement.md, "Demand known in advance"). The newest allocations,
+ * whatever became of them, are the decisions it had learned from before;
+ * what still runs alone would over-weigh long jobs. PRIME_RECENT is about
+ * what its decayed history weighs (a half-life of ~2,840 decisions).
+ * Policies that learn nothing ignore it; a failure only costs placement
+ * quality, so it is logged, not fatal. */
+#define PRIME_RECENT 4096
+
+static void prime_engine(struct iso_controller *c)
 {
 	_cleanup_free_ struct iso_shape *shapes = NULL;
 	_cleanup_free_ double *weights = NULL;
-	int k = 0, r;
+	struct iso_allocation *recent = NULL;
+	struct iso_error err = {0};
+	int n = 0, r;
 
-	if (!c->placer->learn || n == 0)
+	if (!c->placer->learn)
+		return;
+	r = c->store->ops->alloc_recent(c->store, PRIME_RECENT, &recent, &n, &err);
+	if (r < 0) {
+		iso_log(ISO_LOG_WARN, "engine_learn_failed", "reason=\"%s\"", err.message);
+		return;
+	}
+	if (n == 0)
 		return;
 	shapes = calloc((size_t)n, sizeof(*shapes));
 	weights = calloc((size_t)n, sizeof(*weights));
 	if (!shapes || !weights) {
+		iso_allocations_free(recent, n);
 		iso_log(ISO_LOG_WARN, "engine_learn_failed", "reason=\"out of memory\"");
 		return;
 	}
-	for (int i = 0; i < n; i++)
-		if (live[i].state != ISO_ALLOC_FAILED && live[i].state != ISO_ALLOC_RELEASED) {
-			shapes[k] = live[i].shape;
-			weights[k++] = live[i].members;
-		}
-	if (k == 0)
-		return;
-	r = iso_placer_learn(c->placer, &c->cs, shapes, weights, k);
+	for (int i = 0; i < n; i++) {
+		shapes[i] = recent[i].shape;
+		weights[i] = recent[i].members;
+	}
+	iso_allocations_free(recent, n);
+	r = iso_placer_learn(c->placer, &c->cs, shapes, weights, n);
 	if (r < 0)
 		iso_log(ISO_LOG_WARN, "engine_learn_failed", "reason=\"%s\"", strerror(-r));
 	else
 		iso_log(ISO_LOG_INFO, "engine_primed", "policy=%s allocations=%d", c->placer->name,
-		        k);
+		        n);
 }
 
 int64_t ctl_created_ms(struct iso_controller *c)
@@ -221,7 +234,7 @@ static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 	for (int i = 0; i < n_live && r == 0; i++)
 		r = reconcile_one(c, &live[i]);
 	if (r == 0)
-		prime_engine(c, live, n_live);
+		prime_engine(c);
 	iso_allocations_free(live, n_live);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,

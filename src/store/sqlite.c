@@ -86,6 +86,8 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_ALLOC_LIST_LIVE_TENANT] = ALLOC_LIST(" AND tenant_id = ?5 AND " LIVE),
     [ST_ALLOC_COUNT_LIVE] = "SELECT count(*) FROM allocations WHERE tenant_id = ?1 AND " LIVE,
     [ST_ALLOC_COUNT_LIVE_ALL] = "SELECT count(*) FROM allocations WHERE " LIVE,
+    [ST_ALLOC_RECENT] = "SELECT " ALLOC_COLS " FROM allocations ORDER BY created_ms DESC, id DESC"
+                        " LIMIT ?1",
     [ST_MEMBER_INSERT] = "INSERT INTO alloc_members(alloc_id, idx, node) VALUES (?1, ?2, ?3)",
     [ST_MEMBER_DELETE] = "DELETE FROM alloc_members WHERE alloc_id = ?1",
     [ST_MEMBER_LIST] = "SELECT idx, node FROM alloc_members WHERE alloc_id = ?1 ORDER BY idx",
@@ -397,6 +399,7 @@ static const struct iso_store_ops sqlite_ops = {
     .alloc_get = iso_sqlite_alloc_get,
     .alloc_list = iso_sqlite_alloc_list,
     .alloc_count_live = iso_sqlite_alloc_count_live,
+    .alloc_recent = iso_sqlite_alloc_recent,
     .audit_append = iso_sqlite_audit_append,
     .audit_count = iso_sqlite_audit_count,
     .audit_scan = iso_sqlite_audit_scan,

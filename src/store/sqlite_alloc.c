@@ -309,13 +309,55 @@ static int resolve_cursor(struct sqlite_store *s, const struct iso_alloc_filter 
 	return 0;
 }
 
+/* Steps `st` to its end, reading every row as an allocation. */
+static int read_allocs(struct sqlite_store *s, sqlite3_stmt *st, struct iso_allocation **out,
+                       int *n, struct iso_error *err)
+{
+	struct iso_allocation *items = NULL;
+	int count = 0, cap = 0, rc, r = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (iso_sqlite_grow((void **)&items, &cap, count, sizeof(*items)) < 0) {
+			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
+			break;
+		}
+		r = read_alloc(s, st, &items[count], err);
+		if (r < 0)
+			break;
+		count++;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = iso_sqlite_fail(s->db, "allocation list", err);
+	if (r < 0) {
+		iso_allocations_free(items, count);
+		return r;
+	}
+	*out = items;
+	*n = count;
+	return 0;
+}
+
+int iso_sqlite_alloc_recent(struct iso_store *is, int limit, struct iso_allocation **out, int *n,
+                            struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_ALLOC_RECENT];
+
+	*out = NULL;
+	*n = 0;
+	if (limit <= 0)
+		return iso_error_set(err, ISO_E_INVALID, "limit", "must be > 0, got %d", limit);
+	if (iso_sqlite_bind_i64(st, 1, limit))
+		return iso_sqlite_fail(s->db, "allocation list", err);
+	return read_allocs(s, st, out, n, err);
+}
+
 int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f,
                           struct iso_allocation **out, int *n, struct iso_error *err)
 {
 	struct sqlite_store *s = sqlite_store_of(is);
-	struct iso_allocation *items = NULL;
-	int count = 0, cap = 0, rc, r = 0;
 	int64_t after_ms = INT64_MIN;
+	int r;
 	const char *state = NULL;
 	bool live;
 
@@ -345,25 +387,7 @@ int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f
 	    (f->tenant_id > 0 && iso_sqlite_bind_i64(st, 5, f->tenant_id)) ||
 	    iso_sqlite_bind_i64(st, 6, f->limit > 0 ? f->limit : -1))
 		return iso_sqlite_fail(s->db, "allocation list", err);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (iso_sqlite_grow((void **)&items, &cap, count, sizeof(*items)) < 0) {
-			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
-			break;
-		}
-		r = read_alloc(s, st, &items[count], err);
-		if (r < 0)
-			break;
-		count++;
-	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = iso_sqlite_fail(s->db, "allocation list", err);
-	if (r < 0) {
-		iso_allocations_free(items, count);
-		return r;
-	}
-	*out = items;
-	*n = count;
-	return 0;
+	return read_allocs(s, st, out, n, err);
 }
 
 int iso_sqlite_alloc_count_live(struct iso_store *is, int64_t tenant_id, int *n,

@@ -57,6 +57,7 @@ enum sqlite_stmt_id {
 	ST_ALLOC_LIST_LIVE_TENANT,
 	ST_ALLOC_COUNT_LIVE,
 	ST_ALLOC_COUNT_LIVE_ALL,
+	ST_ALLOC_RECENT,
 	ST_MEMBER_INSERT,
 	ST_MEMBER_DELETE,
 	ST_MEMBER_LIST,
@@ -247,5 +248,7 @@ int iso_sqlite_alloc_list(struct iso_store *s, const struct iso_alloc_filter *f,
                           struct iso_allocation **out, int *n, struct iso_error *err);
 int iso_sqlite_alloc_count_live(struct iso_store *s, int64_t tenant_id, int *n,
                                 struct iso_error *err);
+int iso_sqlite_alloc_recent(struct iso_store *s, int limit, struct iso_allocation **out, int *n,
+                            struct iso_error *err);
 
 #endif

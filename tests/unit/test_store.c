@@ -853,6 +853,31 @@ static void test_alloc_count_live(void **state)
 	assert_int_equal(n, 2);
 }
 
+/* The newest first, in any state, ties broken by id as in the list. */
+static void test_alloc_recent(void **state)
+{
+	struct fx *f = *state;
+	struct iso_allocation *list = NULL;
+	char buf[128];
+	int n = -1;
+
+	assert_int_equal(f->s->ops->alloc_recent(f->s, 3, &list, &n, &f->err), 0);
+	assert_int_equal(n, 0);
+	seed_allocs(f);
+	assert_int_equal(f->s->ops->alloc_recent(f->s, 3, &list, &n, &f->err), 0);
+	assert_string_equal(ids_of(list, n, buf, sizeof(buf)), "07,06,05");
+	iso_allocations_free(list, n);
+	assert_int_equal(f->s->ops->alloc_recent(f->s, 100, &list, &n, &f->err), 0);
+	assert_string_equal(ids_of(list, n, buf, sizeof(buf)), "07,06,05,04,03,02,01");
+	assert_int_equal(list[3].state, ISO_ALLOC_RELEASED);
+	assert_int_equal(list[4].state, ISO_ALLOC_FAILED);
+	iso_allocations_free(list, n);
+	assert_int_equal(f->s->ops->alloc_recent(f->s, 0, &list, &n, &f->err), -EINVAL);
+	assert_string_equal(f->err.field, "limit");
+	assert_null(list);
+	assert_int_equal(n, 0);
+}
+
 /* ---- transactions ---- */
 
 static void test_rollback_discards(void **state)
@@ -1153,6 +1178,7 @@ int main(void)
 	    T(test_alloc_list_filters),
 	    T(test_alloc_list_pages),
 	    T(test_alloc_count_live),
+	    T(test_alloc_recent),
 	    T(test_rollback_discards),
 	    T(test_commit_survives_reopen),
 	    T(test_node_state),
