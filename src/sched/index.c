@@ -179,6 +179,8 @@ void ix_gpu_changed(struct iso_cluster_state *cs, int ni, int pos)
 		x->empty = empty;
 		xn->n_empty += empty ? 1 : -1;
 		ix->pool_empty[xn->pool] += empty ? 1 : -1;
+		if (x->model >= 0 && node->gpus[pos].mig_enabled)
+			ix->models[x->model].mig_empty += empty ? 1 : -1;
 		node_unlink(ix, ni);
 		node_link(ix, ni, node_bucket_of(cs, ni));
 		/* Empty MIG GPUs are filed by their node's empty count. */
@@ -196,6 +198,8 @@ void iso_cluster_state_reindex(struct iso_cluster_state *cs)
 	if (!ix)
 		return;
 	memset(ix->pool_empty, 0, (size_t)ix->n_pools * sizeof(*ix->pool_empty));
+	for (int mi = 0; mi < ix->n_models; mi++)
+		ix->models[mi].mig_empty = 0;
 	/* Backwards, so that lists (newest first) start in inventory order. */
 	for (int ni = ix->n_nodes - 1; ni >= 0; ni--) {
 		const struct iso_node *node = &cs->inv->nodes[ni];
@@ -207,6 +211,8 @@ void iso_cluster_state_reindex(struct iso_cluster_state *cs)
 			x->empty =
 			    iso_gpu_occupancy_empty(node->gpus[j].model, &cs->usage[ni].gpus[j]);
 			xn->n_empty += x->empty;
+			if (x->empty && x->model >= 0 && node->gpus[j].mig_enabled)
+				ix->models[x->model].mig_empty++;
 		}
 		ix->pool_empty[xn->pool] += xn->n_empty;
 		node_unlink(ix, ni);
@@ -418,6 +424,8 @@ int ix_build(struct iso_cluster_state *cs)
 			x->pos = (int16_t)j;
 			x->model = (int16_t)mi;
 			x->bucket = x->next = x->prev = -1;
+			if (mi >= 0 && node->gpus[j].mig_enabled)
+				ix->models[mi].mig_gpus++;
 		}
 	}
 	ix->n_keys = ISO_MIG_STATES + ix->gmax + 1;
@@ -542,6 +550,19 @@ int iso_cluster_state_check(const struct iso_cluster_state *cs, struct iso_error
 				empty += ix->nodes[ni].n_empty;
 		CHECK(empty == ix->pool_empty[pl], "pool %d: %d empty GPUs counted, %d real", pl,
 		      ix->pool_empty[pl], empty);
+	}
+	for (int mi = 0; mi < ix->n_models; mi++) {
+		int gpus = 0, empty = 0;
+		for (int g = 0; g < ix->n_gpus; g++) {
+			const struct ix_gpu *x = &ix->gpus[g];
+			if (x->model == mi && cs->inv->nodes[x->node].gpus[x->pos].mig_enabled) {
+				gpus++;
+				empty += x->empty;
+			}
+		}
+		CHECK(gpus == ix->models[mi].mig_gpus && empty == ix->models[mi].mig_empty,
+		      "model %d: %d MIG GPUs and %d empty counted, %d and %d real", mi,
+		      ix->models[mi].mig_gpus, ix->models[mi].mig_empty, gpus, empty);
 	}
 	linked = 0;
 	for (int64_t b = 0; b < (int64_t)ix->n_pools * (ix->gmax + 2); b++) {

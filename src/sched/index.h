@@ -91,6 +91,9 @@ struct ix_engine_model {
 struct ix_model {
 	const struct iso_gpu_model *m;
 	struct ix_engine_model *eng; /* NULL until the engine first needs it */
+	/* MIG-enabled GPUs of this model, and how many of them are empty: how
+	 * scarce empty GPUs are, for the engine's strand weight (mix.c). */
+	int32_t mig_gpus, mig_empty;
 };
 
 /* GPU buckets: key < ISO_MIG_STATES is a MIG state of a non-empty MIG GPU;

@@ -45,31 +45,25 @@
  * of frag (a memory slice that the whole mix cannot use). What it weighs is
  * stranding a slice against breaking an empty GPU that 7g and whole-GPU
  * demand want kept, and an empty GPU is worth more the fewer remain. So the
- * weight runs from W_STRAND_FULL, when no GPU is empty, to W_STRAND_EMPTY,
- * when all are, in quarter steps (the tables are rebuilt when the step
- * changes). One fixed weight could not serve both ends: at 2, a 3g.40gb
- * still went to slice 0 beside a 2g.20gb under gpushare100's mix (7g the
- * most common pod), which needs more than about 2.2; at 3 throughout,
- * bench/placement's fill refused its first 8-GPU job at ~95.5% of the
- * slices instead of ~99% (docs/benchmarks.md). test_strand needs more than
- * about 1.2. */
+ * weight runs from W_STRAND_FULL, when none of the model's MIG GPUs is
+ * empty, to W_STRAND_EMPTY, when all are, in quarter steps (the tables are
+ * rebuilt when the step changes, which eng_refresh checks). One fixed weight could not serve both
+ * ends: at 2, a 3g.40gb still went to slice 0 beside a 2g.20gb under gpushare100's mix (7g the most
+ * common pod), which needs more than about 2.2; at 3 throughout, bench/placement's fill refused its
+ * first 8-GPU job at ~95.5% of the slices instead of ~99% (docs/benchmarks.md). test_strand needs
+ * more than about 1.2. */
 #define W_STRAND_FULL  1.5
 #define W_STRAND_EMPTY 3.0
 
-/* The strand weight for the share of GPUs now empty. */
-static double strand_weight(const struct iso_sched_index *ix)
+/* The strand weight for the share of the model's MIG GPUs now empty. */
+static double strand_weight(const struct ix_model *xm)
 {
-	int64_t empty = 0, gpus = 0;
-
-	for (int pl = 0; pl < ix->n_pools; pl++) {
-		empty += ix->pool_empty[pl];
-		gpus += ix->pool_gpus[pl];
-	}
-	if (gpus <= 0)
+	if (xm->mig_gpus <= 0)
 		return W_STRAND_EMPTY;
-	return W_STRAND_FULL +
-	       floor((W_STRAND_EMPTY - W_STRAND_FULL) * 4.0 * (double)empty / (double)gpus + 0.5) /
-	           4.0;
+	return W_STRAND_FULL + floor((W_STRAND_EMPTY - W_STRAND_FULL) * 4.0 *
+	                                 (double)xm->mig_empty / (double)xm->mig_gpus +
+	                             0.5) /
+	                           4.0;
 }
 
 /* The score of taking `p` at `start` in state k: the change of expected
@@ -193,7 +187,7 @@ int eng_prepare(struct iso_sched_index *ix)
 		for (int j = 0; j < kinds(xm->m); j++)
 			em->counts[j] = xm->m->profiles[j].media_engine ? MIX_PRIOR_ME : 1.0;
 		em->counts[IX_WHOLE] = 1.0;
-		em->w_strand = strand_weight(ix);
+		em->w_strand = strand_weight(xm);
 		rebuild(em);
 	}
 	ix->eng_ready = true;
@@ -299,14 +293,13 @@ void eng_refresh(struct iso_sched_index *ix, bool force)
 	if (!force && ++ix->since_refresh < MIX_CHECK)
 		return;
 	ix->since_refresh = 0;
-	const double w_strand = strand_weight(ix);
-
 	for (int mi = 0; mi < ix->n_models; mi++) {
 		struct ix_engine_model *em = ix->models[mi].eng;
-		double w[IX_WHOLE + 1], moved = 0;
+		double w[IX_WHOLE + 1], moved = 0, w_strand;
 
 		if (!em)
 			continue;
+		w_strand = strand_weight(&ix->models[mi]);
 		mix_of(em, kinds(ix->models[mi].m), w);
 		for (int j = 0; j <= IX_WHOLE; j++)
 			moved += fabs(w[j] - em->w[j]);

@@ -464,12 +464,15 @@ static void test_strand(void **state)
 /* The strand weight grows with the share of GPUs still empty. With
  * gpushare100's mix (Alibaba openb, pods per profile on H100-80GB; 7g the
  * most common, so empty GPUs are worth keeping) a 3g.40gb arrives; n1 holds
- * a 2g.20gb at 4, and six more one-GPU nodes are either empty or full.
- * While most GPUs are empty, the 3g goes to slice 4 of an empty one: at 0
- * of n1 it would leave one of n1's two free compute slices usable. Once
- * almost none are, it takes slice 0 of n1 and leaves the last empty GPU
- * whole. */
-static const char *where_3g_goes(bool full, int *start)
+ * a 2g.20gb at 4, and six more one-GPU nodes are empty or full. While most
+ * GPUs are empty, the 3g goes to slice 4 of an empty one: at 0 of n1 it
+ * would leave one of n1's two free compute slices usable. Once almost none
+ * are, it takes slice 0 of n1 and leaves the last empty GPU whole. `fill`:
+ * 0 leaves them empty; 1 fills six with a 7g.80gb each before the engine
+ * first looks; 2 has the engine place those six itself, learning the mix
+ * while the cluster is empty, and then decide 32 more 1g.10gb (placed and
+ * released), so the weight it uses was updated on the way (eng_refresh). */
+static const char *where_3g_goes(int fill, int *start)
 {
 	static const char *const names[] = {"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"};
 	static const char *const profiles[] = {"7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb",
@@ -489,12 +492,28 @@ static const char *where_3g_goes(bool full, int *start)
 		mix[i] = (struct iso_shape){.gpu_count = 1};
 		iso_strlcpy(mix[i].profile, profiles[i], sizeof(mix[i].profile));
 	}
+	if (fill == 2)
+		assert_int_equal(iso_placer_learn(&iso_placer_isostack, &c->cs, mix, weights,
+		                                  (int)ISO_ARRAY_SIZE(profiles)),
+		                 0);
 	held[n_held++] = hold(c, "n1", 0, "2g.20gb", 4);
-	for (int i = 2; full && i < 8; i++)
-		held[n_held++] = hold(c, names[i], 0, "7g.80gb", 0);
-	assert_int_equal(iso_placer_learn(&iso_placer_isostack, &c->cs, mix, weights,
-	                                  (int)ISO_ARRAY_SIZE(profiles)),
-	                 0);
+	for (int i = 2; fill && i < 8; i++) {
+		if (fill == 1) {
+			held[n_held++] = hold(c, names[i], 0, "7g.80gb", 0);
+			continue;
+		}
+		held[n_held] = req("7g.80gb", 1, 1);
+		assert_int_equal(place(c, &held[n_held++], 1), 0);
+	}
+	for (int i = 0; fill == 2 && i < 32; i++) {
+		struct iso_allocation t = req("1g.10gb", 1, 1);
+		assert_int_equal(place(c, &t, 1), 0);
+		release(c, &t);
+	}
+	if (fill != 2)
+		assert_int_equal(iso_placer_learn(&iso_placer_isostack, &c->cs, mix, weights,
+		                                  (int)ISO_ARRAY_SIZE(profiles)),
+		                 0);
 	assert_int_equal(place(c, &x, 1), 0);
 	iso_strlcpy(node, x.placed[0].node, sizeof(node));
 	*start = x.slots[0].start;
@@ -510,9 +529,11 @@ static void test_strand_scarcity(void **state)
 	int start;
 
 	(void)state;
-	assert_string_not_equal(where_3g_goes(false, &start), "n1"); /* 7 of 8 GPUs empty */
+	assert_string_not_equal(where_3g_goes(0, &start), "n1"); /* 7 of 8 GPUs empty */
 	assert_int_equal(start, 4);
-	assert_string_equal(where_3g_goes(true, &start), "n1"); /* 1 of 8 */
+	assert_string_equal(where_3g_goes(1, &start), "n1"); /* 1 of 8 */
+	assert_int_equal(start, 0);
+	assert_string_equal(where_3g_goes(2, &start), "n1"); /* 1 of 8, reached by decisions */
 	assert_int_equal(start, 0);
 }
 
