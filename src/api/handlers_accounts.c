@@ -2,12 +2,15 @@
  * routes of organisations, tenants and projects, /v1/queue and /v1/usage.
  * Decodes strictly; who may see or change which account is the
  * controller's decision (accounts.c). */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/internal.h"
 
 static const char *const org_keys[] = {"name", "shares", NULL};
 static const char *const quota_keys[] = {"guaranteed", "borrow_limit", "lend_limit", NULL};
+static const char *const queue_keys[] = {"limit", "after", NULL};
 
 static json_t *org_json(const struct iso_org *o)
 {
@@ -200,13 +203,50 @@ int api_quota_set(struct api_request *r)
 	return 0;
 }
 
+/* The queue is ordered anew for every request, so a page's cursor is the
+ * last position it showed, not an id: the next page starts after that place
+ * in the order as it stands then (an item that moved may show twice or not
+ * at all, as between any two calls). */
 int api_queue(struct api_request *r)
 {
-	json_t *q = NULL;
+	_cleanup_(json_decrefp) json_t *q = NULL;
+	const char *after;
+	char next[24];
+	json_int_t from = 0, last = 0;
+	int limit, n = 0;
+	bool more = false;
+	json_t *arr, *item;
+	size_t i;
 
-	if (api_check_query(r, NULL) < 0 || iso_controller_queue(r->ctl, &r->who, &q, &r->err) < 0)
+	if (api_check_query(r, queue_keys) < 0 || api_page(r, &limit, &after) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, q);
+	if (after) {
+		char *end = NULL;
+		errno = 0;
+		long long v = strtoll(after, &end, 10);
+		if (errno || *end || end == after || v < 1)
+			return iso_error_set(&r->err, ISO_E_INVALID, "after",
+			                     "after: must be a queue position (an integer >= 1)");
+		from = (json_int_t)v;
+	}
+	if (iso_controller_queue(r->ctl, &r->who, &q, &r->err) < 0)
+		return -1;
+	arr = json_array();
+	json_array_foreach (json_object_get(q, "items"), i, item) {
+		json_int_t pos = json_integer_value(json_object_get(item, "position"));
+
+		if (pos <= from)
+			continue;
+		if (n == limit) {
+			more = true;
+			break;
+		}
+		json_array_append(arr, item);
+		last = pos;
+		n++;
+	}
+	snprintf(next, sizeof(next), "%" JSON_INTEGER_FORMAT, last);
+	api_reply(r, MHD_HTTP_OK, api_list(arr, more ? next : NULL));
 	return 0;
 }
 

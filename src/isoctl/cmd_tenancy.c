@@ -387,6 +387,7 @@ const struct isoctl_simple_cmd isoctl_cmd_queue = {
              "the ordering reason.\n",
     .method = "GET",
     .path = "/v1/queue",
+    .list = true,
     .print = print_queue,
 };
 

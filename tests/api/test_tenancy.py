@@ -285,6 +285,20 @@ class TestQueue(TenancyCase):
         for _ in range(3):
             self.assertEqual([i["id"] for i in self.admin.get("/v1/queue").body["items"]],
                              [i["id"] for i in q1])
+        # paged like every list; the cursor is the last position shown
+        p1 = self.admin.get("/v1/queue?limit=2")
+        self.assertStatus(p1, 200)
+        self.assertEqual([i["id"] for i in p1.body["items"]], [l1["id"], h1["id"]])
+        self.assertEqual(p1.body["next"], "2")
+        p2 = self.admin.get("/v1/queue?limit=2&after=" + p1.body["next"])
+        self.assertEqual([i["id"] for i in p2.body["items"]], [h2["id"]])
+        self.assertIsNone(p2.body["next"])
+        self.assertIsNone(self.admin.get("/v1/queue").body["next"])
+        for bad in ("after=0", "after=x", "after=2x", "after=-1", "limit=0", "limit=1001", "sort=id"):
+            with self.subTest(query=bad):
+                r = self.admin.get("/v1/queue?" + bad)
+                self.assertStatus(r, 400)
+                self.assertEqual(r.body["error"]["field"], bad.split("=")[0])
         # fair-share standing: light ranks above heavy
         u = {x["account"]: x for x in self.admin.get("/v1/usage").body["items"]}
         self.assertLess(u[names["light"]]["rank"], u[names["heavy"]]["rank"])
