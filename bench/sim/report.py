@@ -23,9 +23,13 @@ def fmt(v, digits=4):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def table_head(traces):
+def policy_table(traces, cell):
+    """A markdown table, one row per policy and one column per trace:
+    cell(policy, trace) is the text of a cell."""
     print("| policy | " + " | ".join(traces) + " |")
     print("|---|" + "---|" * len(traces))
+    for p in POLICIES:
+        print(f"| {p} | " + " | ".join(cell(p, t) for t in traces) + " |")
 
 
 def main(out):
@@ -97,23 +101,12 @@ def main(out):
     traces = [t for t in TRACES if t in sat]
     print("\n### Saturate, whole cluster: share of compute slices allocated at 100% / 130% "
           "offered demand\n")
-    table_head(traces)
-    for p in POLICIES:
-        cells = []
-        for t in traces:
-            r = sat[t].get(p)
-            cells.append("not in build" if not r else
-                         f"{fmt(r['alloc_ratio_at_100'])} / {fmt(r['alloc_ratio_at_130'])}")
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    policy_table(traces, lambda p, t: "not in build" if p not in sat[t] else
+                 f"{fmt(sat[t][p]['alloc_ratio_at_100'])} / {fmt(sat[t][p]['alloc_ratio_at_130'])}")
     print("\nMemory slices, same runs (100% / 130%):\n")
-    table_head(traces)
-    for p in POLICIES:
-        cells = []
-        for t in traces:
-            r = sat[t].get(p)
-            cells.append("-" if not r else
-                         f"{fmt(r['mem_alloc_ratio_at_100'])} / {fmt(r['mem_alloc_ratio_at_130'])}")
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    policy_table(traces, lambda p, t: "-" if p not in sat[t] else
+                 f"{fmt(sat[t][p]['mem_alloc_ratio_at_100'])} / "
+                 f"{fmt(sat[t][p]['mem_alloc_ratio_at_130'])}")
     if traces:
         r0 = next(iter(sat[traces[0]].values()))
         print(f"\n{r0['gpus']} GPUs, {r0['slices_total']} compute slices; pods offered "
@@ -127,15 +120,13 @@ def main(out):
         print(f"\n### Gap to the exact optimum (ILP), sub-clusters: mean over seeds of "
               "1 - policy/optimum at 100% / 130% offered\n")
         tr = [t for t in TRACES if t in ilp]
-        table_head(tr)
-        for p in POLICIES:
-            cells = []
-            for t in tr:
-                g100 = [s[p]["ilp"]["at_100"]["gap"] for s in ilp[t].values() if p in s]
-                gmax = [s[p]["ilp"]["at_max"]["gap"] for s in ilp[t].values() if p in s]
-                cells.append("not in build" if not g100 else
-                             f"{statistics.mean(g100):.4f} / {statistics.mean(gmax):.4f}")
-            print(f"| {p} | " + " | ".join(cells) + " |")
+
+        def gap_cell(p, t):
+            g100 = [s[p]["ilp"]["at_100"]["gap"] for s in ilp[t].values() if p in s]
+            gmax = [s[p]["ilp"]["at_max"]["gap"] for s in ilp[t].values() if p in s]
+            return ("not in build" if not g100 else
+                    f"{statistics.mean(g100):.4f} / {statistics.mean(gmax):.4f}")
+        policy_table(tr, gap_cell)
         for t in tr:
             runs = [next(iter(s.values()))["ilp"] for s in ilp[t].values()]
             opt = sum(1 for r in runs for a in ("at_100", "at_max") if r[a]["optimal"])
@@ -177,23 +168,15 @@ def print_in_order(order):
     tr = [t for t in TRACES if t in order]
     print("\n### Both bounds on small sub-clusters: mean over seeds of the gap to the "
           "any-subset / the in-order bound, at 100% ; at 130% offered\n")
-    table_head(tr)
-    for p in POLICIES:
-        cells = []
-        for t in tr:
-            parts = []
-            for at in ("at_100", "at_max"):
-                g_any, g_ord = [], []
-                for s in order[t].values():
-                    if p not in s:
-                        continue
-                    a, o = s[p]["ilp"][at], s[p]["ilp"]["in_order"][at]
-                    g_any.append(a["gap"])
-                    g_ord.append(o["gap"])
-                parts.append("-" if not g_any else
-                             f"{statistics.mean(g_any):.4f} / {statistics.mean(g_ord):.4f}")
-            cells.append(" ; ".join(parts))
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    def both_cell(p, t):
+        parts = []
+        for at in ("at_100", "at_max"):
+            runs = [s[p]["ilp"] for s in order[t].values() if p in s]
+            parts.append("-" if not runs else
+                         f"{statistics.mean(r[at]['gap'] for r in runs):.4f} / "
+                         f"{statistics.mean(r['in_order'][at]['gap'] for r in runs):.4f}")
+        return " ; ".join(parts)
+    policy_table(tr, both_cell)
     for t in tr:
         runs = [next(iter(s.values()))["ilp"] for s in order[t].values()]
         proven = sum(1 for r in runs for a in ("at_100", "at_max")

@@ -183,7 +183,8 @@ struct iso_store_ops {
 	int (*alloc_count_live)(struct iso_store *s, int64_t tenant_id, int *n,
 	                        struct iso_error *err);
 	/* The `limit` newest allocations in any state, newest first: the demand
-	 * a restarted placement engine learns from. */
+	 * a restarted placement engine learns from. Only the rows: placed[] and
+	 * slots[] are not read (NULL). */
 	int (*alloc_recent)(struct iso_store *s, int limit, struct iso_allocation **out, int *n,
 	                    struct iso_error *err);
 

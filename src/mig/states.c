@@ -45,29 +45,10 @@ static int units_of(const struct iso_gpu_model *m, const struct iso_mig_profile 
 	}
 }
 
-/* The most compute slices any set of non-overlapping placements uses
- * (ignoring the single media-engine slot, so an upper bound). */
-static int max_compute(const struct iso_gpu_model *m)
-{
-	int best[ISO_MIG_MAX_SLICES + 1] = {0};
-
-	for (int i = m->memory_slices - 1; i >= 0; i--) {
-		best[i] = best[i + 1];
-		for (int j = 0; j < m->n_profiles; j++) {
-			const struct iso_mig_profile *p = &m->profiles[j];
-			if (profile_usable(m, p) && ((p->starts >> i) & 1u) &&
-			    i + p->width <= m->memory_slices &&
-			    p->compute + best[i + p->width] > best[i])
-				best[i] = p->compute + best[i + p->width];
-		}
-	}
-	return best[0];
-}
-
 /* The most compute slices that non-overlapping placements inside the free
- * slices of `state` can add (the media-engine slot and max counts aside),
- * capped at the model's compute slices. */
-static int potential_of(const struct iso_gpu_model *m, int state)
+ * slices of `state` use (the media-engine slot and max counts aside, so an
+ * upper bound): an interval packing, slice by slice from the top. */
+static int most_compute(const struct iso_gpu_model *m, int state)
 {
 	int best[ISO_MIG_MAX_SLICES + 1] = {0};
 
@@ -85,14 +66,14 @@ static int potential_of(const struct iso_gpu_model *m, int state)
 				best[i] = p->compute + best[i + p->width];
 		}
 	}
-	return best[0] < m->compute_slices ? best[0] : m->compute_slices;
+	return best[0];
 }
 
 static bool is_exact(const struct iso_gpu_model *m)
 {
 	int empty = iso_mig_state_empty(m);
 
-	if (max_compute(m) > m->compute_slices)
+	if (most_compute(m, empty) > m->compute_slices)
 		return false;
 	for (int j = 0; j < m->n_profiles; j++) {
 		const struct iso_mig_profile *p = &m->profiles[j];
@@ -115,6 +96,7 @@ void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_sta
 	t->exact = is_exact(m);
 	for (int k = 0; k < ISO_MIG_STATES; k++) {
 		uint8_t free = (uint8_t)(k & iso_mig_full_mask(m));
+		int most;
 
 		if ((k & 0xff) != free)
 			continue; /* names slices the model does not have */
@@ -134,7 +116,8 @@ void iso_mig_state_table_build(const struct iso_gpu_model *m, struct iso_mig_sta
 			t->units[k][j] = (uint8_t)units;
 			t->unusable[k][j] = (uint8_t)__builtin_popcount(free & (uint8_t)~cover);
 		}
-		t->potential[k] = (uint8_t)potential_of(m, k);
+		most = most_compute(m, k);
+		t->potential[k] = (uint8_t)(most < m->compute_slices ? most : m->compute_slices);
 	}
 
 	/* Breadth-first from the empty GPU over every fitting placement. */

@@ -18,17 +18,18 @@
  * slices and sees the next arrival only, so alone it cannot tell that a
  * 3g.40gb at slice 0 beside another at 4 leaves a compute slice that no
  * instance can ever use, while one at slice 4 of an empty GPU loses none
- * (docs/placement.md). It replaced a term that charged free
- * memory slices no profile can cover: on an H100 that is slice 7 beside a
- * used slice 6, which holds no compute of its own, so the old term kept
- * 1g.10gb pods from completing GPUs at 7 of 7 compute slices.
+ * (docs/placement.md). It stands where a term charged free memory slices
+ * that no profile can cover: on an H100 that is slice 7 beside a used
+ * slice 6, which holds no compute of its own, so that term kept 1g.10gb
+ * pods from completing GPUs at 7 of 7 compute slices.
  *
  * Demand is counted per model (a request counts for every model it could
  * use), decays exponentially (half-life ~2,840 decisions) and has a floor, so
- * no profile is ever treated as impossible. Scores depend on the state only,
- * so they are tabulated per (model, state, profile) and rebuilt only when
- * the mix has moved by more than MIX_MOVE (L1) or the strand weight has
- * changed step, checked every MIX_CHECK decisions. */
+ * no profile is ever treated as impossible. Given the mix and the strand
+ * weight, scores depend on the state only, so they are tabulated per
+ * (model, state, profile) and rebuilt only when the mix has moved by more
+ * than MIX_MOVE (L1) or the strand weight has changed step, checked every
+ * MIX_CHECK decisions. */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -47,11 +48,12 @@
  * demand want kept, and an empty GPU is worth more the fewer remain. So the
  * weight runs from W_STRAND_FULL, when none of the model's MIG GPUs is
  * empty, to W_STRAND_EMPTY, when all are, in quarter steps (the tables are
- * rebuilt when the step changes, which eng_refresh checks). One fixed weight could not serve both
- * ends: at 2, a 3g.40gb still went to slice 0 beside a 2g.20gb under gpushare100's mix (7g the most
- * common pod), which needs more than about 2.2; at 3 throughout, bench/placement's fill refused its
- * first 8-GPU job at ~95.5% of the slices instead of ~99% (docs/benchmarks.md). test_strand needs
- * more than about 1.2. */
+ * rebuilt when the step changes, which eng_refresh checks). One fixed
+ * weight could not serve both ends: at 2, a 3g.40gb still went to slice 0
+ * beside a 2g.20gb under gpushare100's mix (7g the most common pod), which
+ * needs more than about 2.2; at 3 throughout, bench/placement's fill
+ * refused its first 8-GPU job at ~95.5% of the slices instead of ~99%
+ * (docs/benchmarks.md). test_strand needs more than about 1.2. */
 #define W_STRAND_FULL  1.5
 #define W_STRAND_EMPTY 3.0
 

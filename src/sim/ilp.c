@@ -44,6 +44,7 @@ struct col_info {
 	int pod;          /* arrival index */
 	int node;         /* node index */
 	int gpu;          /* global GPU index; -1: a node-level column */
+	int pos;          /* the GPU's position on its node (with gpu >= 0) */
 	int start, width; /* memory slices held on gpu */
 	int compute;      /* compute slices held on gpu */
 	int profile;      /* index in the GPU model's table; -1: none */
@@ -532,6 +533,7 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 					    (struct col_info){.pod = i,
 					                      .node = ni,
 					                      .gpu = first[ni] + j,
+					                      .pos = j,
 					                      .width = gm->memory_slices,
 					                      .compute = gm->compute_slices,
 					                      .profile = -1});
@@ -570,6 +572,7 @@ static int build(struct ilp *m, const struct iso_inventory *inv, const struct is
 					    (struct col_info){.pod = i,
 					                      .node = ni,
 					                      .gpu = first[ni] + j,
+					                      .pos = j,
 					                      .start = s,
 					                      .width = p->width,
 					                      .compute = p->compute,
@@ -658,7 +661,7 @@ static void read_places(const struct ilp *m, const struct iso_inventory *inv,
 	for (int k = 0; k < m->n_pc; k++) {
 		const struct col_info *c = &m->pc[k];
 		struct iso_sim_place *p = &places[c->pod];
-		int base = 0, index;
+		int index;
 
 		if (glp_mip_col_val(m->lp, c->col) < 0.5)
 			continue;
@@ -666,9 +669,7 @@ static void read_places(const struct ilp *m, const struct iso_inventory *inv,
 			p->node = c->node;
 		if (c->gpu < 0)
 			continue;
-		for (int ni = 0; ni < c->node; ni++)
-			base += inv->nodes[ni].n_gpus;
-		index = inv->nodes[c->node].gpus[c->gpu - base].index;
+		index = inv->nodes[c->node].gpus[c->pos].index;
 		if (index >= 0 && index < 64) /* as a trace node's; others are not named */
 			p->gpus |= UINT64_C(1) << index;
 		if (c->assign) /* a MIG instance: the pod's column is on the GPU */

@@ -54,8 +54,7 @@ struct iso_sim {
 	int64_t unfit;                /* drawn but never placeable, not submitted */
 	struct iso_sim_demand demand; /* the trace's, for the static oracle */
 	struct iso_fgd_mix mix;       /* the trace's, for FGD (types owned) */
-	struct iso_shape *mix_shapes; /* the same mix as shapes, for iso_placer_learn */
-	double *mix_weights;
+	struct iso_shape *mix_shapes; /* mix.types as shapes, for iso_placer_learn */
 };
 
 /* A policy ready to run on `s`: the placer and what its state needs. */

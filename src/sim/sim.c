@@ -71,8 +71,7 @@ static int build_mix(struct iso_sim *s, struct iso_error *err)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	mix->types = calloc((size_t)s->trace->n, sizeof(*mix->types));
 	s->mix_shapes = calloc((size_t)s->trace->n, sizeof(*s->mix_shapes));
-	s->mix_weights = calloc((size_t)s->trace->n, sizeof(*s->mix_weights));
-	if (!mix->types || !s->mix_shapes || !s->mix_weights)
+	if (!mix->types || !s->mix_shapes)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	for (int i = 0; i < s->trace->n; i++)
 		by[i] = i;
@@ -91,7 +90,6 @@ static int build_mix(struct iso_sim *s, struct iso_error *err)
 			s->mix_shapes[mix->n - 1] = *sh; /* the same type, for iso_placer_learn */
 		}
 		mix->types[mix->n - 1].weight += 1;
-		s->mix_weights[mix->n - 1] += 1;
 	}
 	return 0;
 }
@@ -116,11 +114,20 @@ int sim_arrivals(const struct iso_sim *s, int pct, const char *bound, int *n, st
 int sim_state_init(const struct iso_sim *s, const struct iso_placer *pl,
                    struct iso_cluster_state *cs, struct iso_error *err)
 {
-	int r = iso_cluster_state_init(cs, &s->cluster.inv);
+	_cleanup_free_ double *weights = NULL;
+	int r;
 
+	if (!s->cfg.cold && pl->learn) {
+		weights = calloc((size_t)s->mix.n + 1, sizeof(*weights));
+		if (!weights)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		for (int k = 0; k < s->mix.n; k++)
+			weights[k] = s->mix.types[k].weight;
+	}
+	r = iso_cluster_state_init(cs, &s->cluster.inv);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cluster state: %s", strerror(-r));
-	r = s->cfg.cold ? 0 : iso_placer_learn(pl, cs, s->mix_shapes, s->mix_weights, s->mix.n);
+	r = weights ? iso_placer_learn(pl, cs, s->mix_shapes, weights, s->mix.n) : 0;
 	if (r < 0) {
 		iso_cluster_state_free(cs);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "policy %s: learning the mix: %s",
@@ -251,7 +258,6 @@ void iso_sim_free(struct iso_sim *s)
 	iso_sim_cluster_free(&s->cluster);
 	free(s->mix.types);
 	free(s->mix_shapes);
-	free(s->mix_weights);
 	free(s->req);
 	free(s->seq);
 	free(s);

@@ -218,10 +218,10 @@ static int read_slots(struct sqlite_store *s, struct iso_allocation *a, struct i
 	return 0;
 }
 
-/* Reads the current row of an ST_ALLOC_* select and its children into a
- * zeroed *a; on error *a is cleared. */
-static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, struct iso_allocation *a,
-                      struct iso_error *err)
+/* Reads the current row of an ST_ALLOC_* select into a zeroed *a, and its
+ * children (members and slots) when `children`; on error *a is cleared. */
+static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, bool children,
+                      struct iso_allocation *a, struct iso_error *err)
 {
 	struct iso_sqlite_row row;
 	struct iso_shape *sh = &a->shape;
@@ -254,9 +254,9 @@ static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, struct iso_alloc
 	a->duration_ms = iso_sqlite_rd_i64(&row);
 	a->started_ms = iso_sqlite_rd_i64(&row);
 	r = iso_sqlite_row_check(&row, "allocations", a->id, err);
-	if (r == 0)
+	if (r == 0 && children)
 		r = read_members(s, a, err);
-	if (r == 0)
+	if (r == 0 && children)
 		r = read_slots(s, a, err);
 	if (r < 0)
 		iso_allocation_clear(a);
@@ -279,7 +279,7 @@ int iso_sqlite_alloc_get(struct iso_store *is, const char *id, struct iso_alloca
 		                     ISO_ID_MAX, id);
 	if (rc != SQLITE_ROW)
 		return iso_sqlite_fail(s->db, "allocation get", err);
-	return read_alloc(s, st, out, err);
+	return read_alloc(s, st, true, out, err);
 }
 
 /* Resolves the `after` cursor to its (created_ms, id). The cursor must be an
@@ -309,9 +309,9 @@ static int resolve_cursor(struct sqlite_store *s, const struct iso_alloc_filter 
 	return 0;
 }
 
-/* Steps `st` to its end, reading every row as an allocation. */
-static int read_allocs(struct sqlite_store *s, sqlite3_stmt *st, struct iso_allocation **out,
-                       int *n, struct iso_error *err)
+/* Steps `st` to its end, reading every row as an allocation (read_alloc). */
+static int read_allocs(struct sqlite_store *s, sqlite3_stmt *st, bool children,
+                       struct iso_allocation **out, int *n, struct iso_error *err)
 {
 	struct iso_allocation *items = NULL;
 	int count = 0, cap = 0, rc, r = 0;
@@ -321,7 +321,7 @@ static int read_allocs(struct sqlite_store *s, sqlite3_stmt *st, struct iso_allo
 			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
 			break;
 		}
-		r = read_alloc(s, st, &items[count], err);
+		r = read_alloc(s, st, children, &items[count], err);
 		if (r < 0)
 			break;
 		count++;
@@ -349,7 +349,7 @@ int iso_sqlite_alloc_recent(struct iso_store *is, int limit, struct iso_allocati
 		return iso_error_set(err, ISO_E_INVALID, "limit", "must be > 0, got %d", limit);
 	if (iso_sqlite_bind_i64(st, 1, limit))
 		return iso_sqlite_fail(s->db, "allocation list", err);
-	return read_allocs(s, st, out, n, err);
+	return read_allocs(s, st, false, out, n, err); /* the requests, not where they ran */
 }
 
 int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f,
@@ -387,7 +387,7 @@ int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f
 	    (f->tenant_id > 0 && iso_sqlite_bind_i64(st, 5, f->tenant_id)) ||
 	    iso_sqlite_bind_i64(st, 6, f->limit > 0 ? f->limit : -1))
 		return iso_sqlite_fail(s->db, "allocation list", err);
-	return read_allocs(s, st, out, n, err);
+	return read_allocs(s, st, true, out, n, err);
 }
 
 int iso_sqlite_alloc_count_live(struct iso_store *is, int64_t tenant_id, int *n,

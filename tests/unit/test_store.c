@@ -871,6 +871,9 @@ static void test_alloc_recent(void **state)
 	assert_string_equal(ids_of(list, n, buf, sizeof(buf)), "07,06,05,04,03,02,01");
 	assert_int_equal(list[3].state, ISO_ALLOC_RELEASED);
 	assert_int_equal(list[4].state, ISO_ALLOC_FAILED);
+	assert_int_equal(list[0].members, 1); /* the request is read, where it ran is not */
+	assert_null(list[0].placed);
+	assert_null(list[0].slots);
 	iso_allocations_free(list, n);
 	assert_int_equal(f->s->ops->alloc_recent(f->s, 0, &list, &n, &f->err), -EINVAL);
 	assert_string_equal(f->err.field, "limit");
