@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "isostack/mig.h"
 #include "isostack/util.h"
+
+/* A GPU names its model (mig.h, a layer above) by pointer only. */
+struct iso_gpu_model;
 
 /* ---- access model ---- */
 enum iso_role {

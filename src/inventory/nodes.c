@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "isostack/mig.h"
 
 #define MAX_CPUS          65536
 #define MAX_MEMORY_GIB    1048576LL /* 1 PiB */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "isostack/inventory.h"
+#include "isostack/mig.h"
 
 /* examples/... relative to ISO_SOURCE_ROOT when set (meson), else the cwd. */
 static void source_path(char *buf, size_t size, const char *rel)
