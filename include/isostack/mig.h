@@ -143,4 +143,22 @@ static inline int iso_mig_state_empty(const struct iso_gpu_model *m)
 	return iso_mig_full_mask(m);
 }
 
+/* ---- MIG layouts: maximal sets of instances on one GPU (src/mig/layouts.c) ---- */
+struct iso_mig_instance {
+	const struct iso_mig_profile *profile;
+	int start;
+};
+struct iso_mig_layout {
+	int n;
+	struct iso_mig_instance inst[ISO_MIG_MAX_SLICES]; /* by start */
+};
+/* Every layout of `m` built from the profiles whose bit is set in `profiles`
+ * (bit i: m->profiles[i]) to which no further instance of those profiles can
+ * be added. 19 for 1g/2g/3g/4g/7g on the 8-slice models, 78 with the 1g
+ * double-memory profile (mig.md). *out is malloc'd, in a fixed order. */
+int iso_mig_layouts_maximal(const struct iso_gpu_model *m, uint32_t profiles,
+                            struct iso_mig_layout **out, int *n);
+/* Mask of m's profiles without the "+me" ones. */
+uint32_t iso_mig_profiles_plain(const struct iso_gpu_model *m);
+
 #endif

@@ -217,7 +217,7 @@ int iso_cluster_state_node_tenants(const struct iso_cluster_state *cs, int node,
 extern const struct iso_placer iso_placer_first_fit;
 /* Baselines of the trace benchmark (src/sched/best_fit.c, fgd.c): best-fit
  * packs onto the GPU with the fewest free slices; fgd as registered scores
- * against a uniform mix (iso_placer_fgd_init in sim.h learns one). */
+ * against a uniform mix (iso_placer_fgd_init below learns one). */
 extern const struct iso_placer iso_placer_best_fit;
 extern const struct iso_placer iso_placer_fgd;
 /* The MIG-geometry-aware, fragmentation-aware engine (docs/placement.md).
@@ -228,5 +228,64 @@ extern const struct iso_placer iso_placer_isostack;
 const struct iso_placer *iso_placer_find(const char *name);
 /* Their names, comma-separated, for messages. */
 const char *iso_placer_names(void);
+
+/* ---- baseline policies with state (src/sched/fgd.c, static_layout.c) ---- */
+
+/* FGD (Weng et al., USENIX ATC'23) adapted to MIG: each candidate is scored by
+ * how much it raises the node's expected fragmentation against a request mix:
+ * the compute slices of the node that a request drawn from the mix could not
+ * use, either because the node lacks the request's cpus or memory (then all
+ * of them) or because of MIG geometry (src/sched/fgd.c). */
+struct iso_fgd_type {
+	bool whole;       /* whole GPUs on one node */
+	int count;        /* GPUs when whole (1..64); 0 and no profile: CPU only */
+	char profile[32]; /* MIG profile when !whole and count == 1 */
+	int cpus;         /* what the request needs of a node besides GPUs */
+	int64_t memory_mib;
+	double weight; /* popularity: share of requests, any positive scale */
+};
+struct iso_fgd_mix {
+	int n;
+	struct iso_fgd_type *types;
+};
+struct iso_fgd; /* a mix prepared for scoring, with its caches */
+/* Copies what it needs of `mix`. At most ISO_FGD_MAX_SHAPES distinct GPU
+ * requests (cpu and memory may vary freely). */
+#define ISO_FGD_MAX_SHAPES 32
+int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_error *err);
+void iso_fgd_free(struct iso_fgd *f);
+/* (The registered iso_placer_fgd in sched.h is stateless: its mix is every
+ * plain profile of the inventory's GPU models and one whole GPU, equally
+ * weighted, needing no cpus or memory.) FGD against `f` (borrowed; outlives the placer; its caches
+ * change). */
+void iso_placer_fgd_init(struct iso_placer *p, struct iso_fgd *f);
+/* F_n(M): the expected fragmentation of node `node` in compute slices (f
+ * NULL: the stateless default mix). */
+double iso_fgd_node_fragmentation(struct iso_fgd *f, const struct iso_cluster_state *cs, int node);
+
+/* Static (Slurm-style): every GPU is partitioned ahead of time into a fixed
+ * layout, or left unpartitioned; an instance goes into the first free
+ * instance of exactly its profile (nodes in order, GPU index, start), whole
+ * GPUs only onto unpartitioned GPUs. */
+struct iso_static_gpu {
+	bool partitioned;
+	struct iso_mig_layout layout; /* when partitioned */
+};
+struct iso_static_layout {
+	const struct iso_inventory *inv;
+	int *node_first;             /* per node: index of its first GPU in gpus[] */
+	struct iso_static_gpu *gpus; /* per node, per position in node->gpus */
+	int n_gpus;
+};
+/* Empty layout (every GPU unpartitioned) for `inv`; free with _free. */
+int iso_static_layout_init(struct iso_static_layout *sl, const struct iso_inventory *inv);
+void iso_static_layout_free(struct iso_static_layout *sl);
+static inline struct iso_static_gpu *iso_static_layout_gpu(const struct iso_static_layout *sl,
+                                                           int node, int pos)
+{
+	return &sl->gpus[sl->node_first[node] + pos];
+}
+/* Placer over `sl` (borrowed; outlives the placer). */
+void iso_placer_static_init(struct iso_placer *p, const struct iso_static_layout *sl);
 
 #endif

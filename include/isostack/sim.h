@@ -1,5 +1,6 @@
-/* sim.h: offline, trace-driven simulation of MIG placement, and the baseline
- * policies it measures the geometry-aware scheduler against. The simulator
+/* sim.h: offline, trace-driven simulation of MIG placement. It measures the
+ * geometry-aware scheduler against the baseline policies (best-fit, FGD,
+ * static layouts: declared in sched.h, the layer below). The simulator
  * reads the Alibaba openb CSVs (nodes and pods), builds a synthetic inventory
  * in memory whose GPUs are all of one MIG-capable model, maps every pod to an
  * allocation shape, and drives a placement policy through iso_placer_place()
@@ -108,113 +109,6 @@ void iso_sim_rng_seed(struct iso_sim_rng *r, uint64_t seed);
 uint64_t iso_sim_rng_next(struct iso_sim_rng *r);
 /* Uniform in [0, n), n > 0, by rejection: the same on every machine. */
 uint64_t iso_sim_rng_below(struct iso_sim_rng *r, uint64_t n);
-
-/* ---- MIG layouts: maximal sets of instances on one GPU ---- */
-struct iso_mig_instance {
-	const struct iso_mig_profile *profile;
-	int start;
-};
-struct iso_mig_layout {
-	int n;
-	struct iso_mig_instance inst[ISO_MIG_MAX_SLICES]; /* by start */
-};
-/* Every layout of `m` built from the profiles whose bit is set in `profiles`
- * (bit i: m->profiles[i]) to which no further instance of those profiles can
- * be added. 19 for 1g/2g/3g/4g/7g on the 8-slice models, 78 with the 1g
- * double-memory profile (mig.md). *out is malloc'd, in a fixed order. */
-int iso_mig_layouts_maximal(const struct iso_gpu_model *m, uint32_t profiles,
-                            struct iso_mig_layout **out, int *n);
-/* Mask of m's profiles without the "+me" ones. */
-uint32_t iso_mig_profiles_plain(const struct iso_gpu_model *m);
-
-/* ---- baseline placement policies (src/sched/best_fit.c, fgd.c, static_layout.c) ---- */
-
-/* The search the three share: for each member, every schedulable node with
- * room for its cpus and memory; on it, each GPU instance in turn goes to the
- * candidate (GPU in device index order, start ascending) of lowest score, and
- * the node of lowest total score wins. Ties go to the first candidate seen, so
- * lowest node, GPU index and start. `first_wins`: take the first acceptable
- * candidate and node instead of scanning (first-fit over acceptable ones). */
-struct iso_placer_scorer {
-	/* Optional: called on node `node` before the candidates of instance
-	 * `pick` (0-based) of a member are scored, with the node's GPUs as the
-	 * member's earlier instances left them. False skips the node. */
-	bool (*prepare)(void *ctx, const struct iso_cluster_state *cs, int node,
-	                const struct iso_gpu_occupancy *gpus, const struct iso_allocation *a,
-	                int pick);
-	/* Score of taking `p` at `start` (p NULL: the whole GPU) on GPU position
-	 * `pos` of node `node`, whose GPUs' occupancy is `gpus`; pos -1 (and p
-	 * NULL): a member without GPUs on this node. Lower is better; false
-	 * refuses the candidate. */
-	bool (*score)(void *ctx, const struct iso_cluster_state *cs, int node,
-	              const struct iso_gpu_occupancy *gpus, int pos,
-	              const struct iso_mig_profile *p, int start, double *out);
-	void *ctx;
-	bool first_wins;
-	const char *policy; /* for messages */
-};
-int iso_placer_place_scored(const struct iso_placer_scorer *sc, struct iso_cluster_state *cs,
-                            struct iso_allocation *a, int want, struct iso_error *err);
-
-/* Best-fit: the GPU with the fewest free memory slices where the profile fits
- * (lowest start); whole GPUs on the node with the fewest free memory slices. */
-
-/* FGD (Weng et al., USENIX ATC'23) adapted to MIG: each candidate is scored by
- * how much it raises the node's expected fragmentation against a request mix:
- * the compute slices of the node that a request drawn from the mix could not
- * use, either because the node lacks the request's cpus or memory (then all
- * of them) or because of MIG geometry (src/sched/fgd.c). */
-struct iso_fgd_type {
-	bool whole;       /* whole GPUs on one node */
-	int count;        /* GPUs when whole (1..64); 0 and no profile: CPU only */
-	char profile[32]; /* MIG profile when !whole and count == 1 */
-	int cpus;         /* what the request needs of a node besides GPUs */
-	int64_t memory_mib;
-	double weight; /* popularity: share of requests, any positive scale */
-};
-struct iso_fgd_mix {
-	int n;
-	struct iso_fgd_type *types;
-};
-struct iso_fgd; /* a mix prepared for scoring, with its caches */
-/* Copies what it needs of `mix`. At most ISO_FGD_MAX_SHAPES distinct GPU
- * requests (cpu and memory may vary freely). */
-#define ISO_FGD_MAX_SHAPES 32
-int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_error *err);
-void iso_fgd_free(struct iso_fgd *f);
-/* (The registered iso_placer_fgd in sched.h is stateless: its mix is every
- * plain profile of the inventory's GPU models and one whole GPU, equally
- * weighted, needing no cpus or memory.) FGD against `f` (borrowed; outlives the placer; its caches
- * change). */
-void iso_placer_fgd_init(struct iso_placer *p, struct iso_fgd *f);
-/* F_n(M): the expected fragmentation of node `node` in compute slices (f
- * NULL: the stateless default mix). */
-double iso_fgd_node_fragmentation(struct iso_fgd *f, const struct iso_cluster_state *cs, int node);
-
-/* Static (Slurm-style): every GPU is partitioned ahead of time into a fixed
- * layout, or left unpartitioned; an instance goes into the first free
- * instance of exactly its profile (nodes in order, GPU index, start), whole
- * GPUs only onto unpartitioned GPUs. */
-struct iso_static_gpu {
-	bool partitioned;
-	struct iso_mig_layout layout; /* when partitioned */
-};
-struct iso_static_layout {
-	const struct iso_inventory *inv;
-	int *node_first;             /* per node: index of its first GPU in gpus[] */
-	struct iso_static_gpu *gpus; /* per node, per position in node->gpus */
-	int n_gpus;
-};
-/* Empty layout (every GPU unpartitioned) for `inv`; free with _free. */
-int iso_static_layout_init(struct iso_static_layout *sl, const struct iso_inventory *inv);
-void iso_static_layout_free(struct iso_static_layout *sl);
-static inline struct iso_static_gpu *iso_static_layout_gpu(const struct iso_static_layout *sl,
-                                                           int node, int pos)
-{
-	return &sl->gpus[sl->node_first[node] + pos];
-}
-/* Placer over `sl` (borrowed; outlives the placer). */
-void iso_placer_static_init(struct iso_placer *p, const struct iso_static_layout *sl);
 
 /* ---- the static policy's oracle ---- */
 /* Demand in compute slices per profile of `m` (index as in m->profiles) and

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "isostack/sim.h"
 #include "sched/internal.h"
 
 #define PLACE_GPU_COUNT_MAX 64

@@ -26,7 +26,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "isostack/sim.h"
 #include "sched/internal.h"
 
 #define FGD_MAX_MODELS 16

@@ -52,4 +52,36 @@ int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int 
 int iso_sched_first_fit_choose(void *ctx, struct iso_cluster_state *cs,
                                const struct iso_allocation *a, int k, struct iso_slot *out);
 
+/* ---- the search the baselines share (best_fit.c, fgd.c, static_layout.c) ---- */
+
+/* The search the three share: for each member, every schedulable node with
+ * room for its cpus and memory; on it, each GPU instance in turn goes to the
+ * candidate (GPU in device index order, start ascending) of lowest score, and
+ * the node of lowest total score wins. Ties go to the first candidate seen, so
+ * lowest node, GPU index and start. `first_wins`: take the first acceptable
+ * candidate and node instead of scanning (first-fit over acceptable ones). */
+struct iso_placer_scorer {
+	/* Optional: called on node `node` before the candidates of instance
+	 * `pick` (0-based) of a member are scored, with the node's GPUs as the
+	 * member's earlier instances left them. False skips the node. */
+	bool (*prepare)(void *ctx, const struct iso_cluster_state *cs, int node,
+	                const struct iso_gpu_occupancy *gpus, const struct iso_allocation *a,
+	                int pick);
+	/* Score of taking `p` at `start` (p NULL: the whole GPU) on GPU position
+	 * `pos` of node `node`, whose GPUs' occupancy is `gpus`; pos -1 (and p
+	 * NULL): a member without GPUs on this node. Lower is better; false
+	 * refuses the candidate. */
+	bool (*score)(void *ctx, const struct iso_cluster_state *cs, int node,
+	              const struct iso_gpu_occupancy *gpus, int pos,
+	              const struct iso_mig_profile *p, int start, double *out);
+	void *ctx;
+	bool first_wins;
+	const char *policy; /* for messages */
+};
+int iso_placer_place_scored(const struct iso_placer_scorer *sc, struct iso_cluster_state *cs,
+                            struct iso_allocation *a, int want, struct iso_error *err);
+
+/* Best-fit: the GPU with the fewest free memory slices where the profile fits
+ * (lowest start); whole GPUs on the node with the fewest free memory slices. */
+
 #endif

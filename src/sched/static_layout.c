@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "isostack/sim.h"
 #include "sched/internal.h"
 
 int iso_static_layout_init(struct iso_static_layout *sl, const struct iso_inventory *inv)

@@ -1,7 +1,7 @@
 /* test_mig.c: the built-in MIG tables checked against ../shared/reference/mig.md
  * (written out again here, independently of src/mig/profiles.c), and every
  * quirk of MIG geometry the reference lists, exercised through the occupancy
- * rules. */
+ * rules, and the maximal layouts enumerated from them (src/mig/layouts.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -593,6 +593,58 @@ static void test_maximal_layouts(void **state)
 	}
 }
 
+static void check_layouts(const struct iso_gpu_model *m, uint32_t mask, int want)
+{
+	struct iso_mig_layout *l = NULL;
+	int n = 0;
+
+	assert_int_equal(iso_mig_layouts_maximal(m, mask, &l, &n), 0);
+	assert_int_equal(n, want);
+	for (int i = 0; i < n; i++) {
+		struct iso_gpu_occupancy o;
+
+		iso_gpu_occupancy_init(&o, m);
+		for (int k = 0; k < l[i].n; k++) {
+			assert_true(
+			    iso_mig_fits_at(m, &o, l[i].inst[k].profile, l[i].inst[k].start));
+			iso_mig_take(m, &o, l[i].inst[k].profile, l[i].inst[k].start);
+			if (k)
+				assert_true(l[i].inst[k - 1].start < l[i].inst[k].start);
+		}
+		/* Maximal: nothing of the allowed profiles fits any more. */
+		for (int p = 0; p < m->n_profiles; p++)
+			if ((mask >> p) & 1u)
+				assert_int_equal(iso_mig_first_start(m, &o, &m->profiles[p]), -1);
+		for (int j = 0; j < i; j++)
+			assert_false(l[j].n == l[i].n &&
+			             memcmp(l[j].inst, l[i].inst,
+			                    (size_t)l[i].n * sizeof(l[i].inst[0])) == 0);
+	}
+	free(l);
+}
+
+/* iso_mig_layouts_maximal (src/mig/layouts.c) lists exactly the sets that
+ * count_maximal counts, each once, in start order, each really maximal. */
+static void test_layouts_enumerated(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < ISO_ARRAY_SIZE(models8); i++) {
+		const struct iso_gpu_model *m = model(models8[i].name);
+		uint32_t plain = iso_mig_profiles_plain(m);
+		const struct iso_mig_profile *dm = &m->profiles[2], *me = &m->profiles[1];
+		struct iso_gpu_occupancy o;
+
+		assert_false(dm->media_engine);
+		assert_true(me->media_engine);
+		assert_int_equal(plain & (1u << 1), 0); /* no "+me" profile */
+		iso_gpu_occupancy_init(&o, m);
+		check_layouts(m, plain & ~(1u << 2), 19); /* 1g/2g/3g/4g/7g */
+		check_layouts(m, plain, 78);              /* and the 1g double-memory one */
+		assert_int_equal(count_maximal(m, &o, plain, -1), 78);
+	}
+	check_layouts(model("a30-24gb"), iso_mig_profiles_plain(model("a30-24gb")), 5);
+}
+
 /* Every sequence of up to four takes, each undone in reverse, returns to
  * the state before it; and every state reached is consistent. */
 static int walk(const struct iso_gpu_model *m, struct iso_gpu_occupancy *o, int depth)
@@ -972,6 +1024,7 @@ int main(void)
 	    cmocka_unit_test(test_compute_limit),
 	    cmocka_unit_test(test_teardown_holes),
 	    cmocka_unit_test(test_maximal_layouts),
+	    cmocka_unit_test(test_layouts_enumerated),
 	    cmocka_unit_test(test_take_give_roundtrip),
 	    cmocka_unit_test(test_whole_and_empty),
 	    cmocka_unit_test(test_a30_geometry),

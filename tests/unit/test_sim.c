@@ -1,6 +1,6 @@
 /* test_sim.c: the offline simulator and the baseline policies: strict trace
  * parsing (every bad input named by file, line and column), the gpu_milli ->
- * MIG profile mapping, maximal layouts, the static oracle, each policy on
+ * MIG profile mapping, the static oracle, each policy on
  * hand-made cases with known outcomes, saturate and replay arithmetic on tiny
  * traces, determinism, and the ILP against brute force. Fixture CSVs live in
  * data/sim/; the real traces are never needed. */
@@ -286,51 +286,6 @@ static void test_pod_request(void **state)
 	assert_int_equal(r.shape.gpu_count, 8);
 	assert_int_equal(r.compute, 56);
 	assert_int_equal(r.memory, 64);
-}
-
-/* ---- layouts ---- */
-
-static void check_layouts(const struct iso_gpu_model *m, uint32_t mask, int want)
-{
-	struct iso_mig_layout *l = NULL;
-	int n = 0;
-
-	assert_int_equal(iso_mig_layouts_maximal(m, mask, &l, &n), 0);
-	assert_int_equal(n, want);
-	for (int i = 0; i < n; i++) {
-		struct iso_gpu_occupancy o;
-
-		iso_gpu_occupancy_init(&o, m);
-		for (int k = 0; k < l[i].n; k++) {
-			assert_true(
-			    iso_mig_fits_at(m, &o, l[i].inst[k].profile, l[i].inst[k].start));
-			iso_mig_take(m, &o, l[i].inst[k].profile, l[i].inst[k].start);
-			if (k)
-				assert_true(l[i].inst[k - 1].start < l[i].inst[k].start);
-		}
-		/* Maximal: nothing of the allowed profiles fits any more. */
-		for (int p = 0; p < m->n_profiles; p++)
-			if ((mask >> p) & 1u)
-				assert_int_equal(iso_mig_first_start(m, &o, &m->profiles[p]), -1);
-		for (int j = 0; j < i; j++)
-			assert_false(l[j].n == l[i].n &&
-			             memcmp(l[j].inst, l[i].inst,
-			                    (size_t)l[i].n * sizeof(l[i].inst[0])) == 0);
-	}
-	free(l);
-}
-
-static void test_layouts(void **state)
-{
-	const struct iso_gpu_model *m = h100();
-	uint32_t plain = iso_mig_profiles_plain(m);
-	uint32_t no_dm = plain & ~(1u << (iso_mig_profile_find(m, "1g.20gb") - m->profiles));
-
-	assert_int_equal(plain & (1u << (iso_mig_profile_find(m, "1g.10gb+me") - m->profiles)), 0);
-	check_layouts(m, no_dm, 19); /* mig.md: 19 with 1g/2g/3g/4g/7g */
-	check_layouts(m, plain, 78); /* 78 with the 1g double-memory profile */
-	check_layouts(iso_gpu_model_find("a30-24gb"),
-	              iso_mig_profiles_plain(iso_gpu_model_find("a30-24gb")), 5);
 }
 
 /* ---- a tiny cluster for policy tests ---- */
@@ -1575,7 +1530,6 @@ int main(void)
 	    cmocka_unit_test(test_trace_bad),
 	    cmocka_unit_test(test_mapping_table),
 	    cmocka_unit_test(test_pod_request),
-	    cmocka_unit_test(test_layouts),
 	    cmocka_unit_test(test_first_fit_3g_then_4g),
 	    cmocka_unit_test(test_fgd_3g_then_4g),
 	    cmocka_unit_test(test_best_fit_picks_fuller_gpu),

@@ -6,9 +6,11 @@
  * the 8-slice models this gives the 19 layouts of 1g/2g/3g/4g/7g and the 78
  * with the 1g double-memory profile that mig.md counts. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "sim/internal.h"
+#include "isostack/mig.h"
+#include "isostack/util.h"
 
 uint32_t iso_mig_profiles_plain(const struct iso_gpu_model *m)
 {
