@@ -75,9 +75,23 @@ int iso_errcode_http_status(enum iso_errcode code);
 /* The inverse of iso_errcode_name, for clients reading API errors. */
 int iso_errcode_parse(const char *name, enum iso_errcode *out);
 
-/* Logging: one line per event, key=value fields, to stderr. Never pass secrets. */
+/* Logging: one line per event, key=value fields, to stderr. Never pass secrets.
+ * Every value a conversion prints is escaped here (iso_escape), and a bare
+ * `k=%s` value holding a space or a quote is quoted, so no value can start a
+ * line or a field of its own (docs/audit.md, "The daemon's log"). */
 enum iso_log_level { ISO_LOG_DEBUG, ISO_LOG_INFO, ISO_LOG_WARN, ISO_LOG_ERR };
 void iso_log(enum iso_log_level level, const char *event, const char *fmt, ...) _printf_(3, 4);
+
+/* Copies len bytes of src to dst (size bytes, always terminated) with every
+ * control character (C0, DEL, C1), line separator and bidi override escaped
+ * (\n \r \t \xNN \uNNNN), every byte that is not well-formed UTF-8 as \xNN,
+ * `\` as `\\`, and with ISO_ESCAPE_QUOTE `"` as `\"`. Cut only between whole
+ * characters or escapes; returns -1 when cut, else 0. */
+#define ISO_ESCAPE_QUOTE 1u
+int iso_escape(char *dst, size_t size, const char *src, size_t len, unsigned flags);
+/* Well-formed UTF-8 with none of the characters iso_escape escapes (other
+ * than `\` and `"`): the test for free text a client may store. */
+bool iso_text_valid(const char *s);
 
 /* Bounded string copy that always terminates; returns -1 when truncated. */
 int iso_strlcpy(char *dst, const char *src, size_t size);

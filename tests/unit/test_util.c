@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -133,12 +134,139 @@ static void test_time(void **state)
 	assert_true(b >= a);
 }
 
+/* What iso_log wrote to stderr for one call (stderr pointed at a temp file). */
+#define CAPTURE_LOG(buf, ...)                                                                      \
+	do {                                                                                       \
+		FILE *tmp_ = tmpfile();                                                            \
+		int saved_ = dup(2);                                                               \
+		assert_non_null(tmp_);                                                             \
+		fflush(stderr);                                                                    \
+		dup2(fileno(tmp_), 2);                                                             \
+		iso_log(__VA_ARGS__);                                                              \
+		fflush(stderr);                                                                    \
+		dup2(saved_, 2);                                                                   \
+		close(saved_);                                                                     \
+		rewind(tmp_);                                                                      \
+		size_t n_ = fread((buf), 1, sizeof(buf) - 1, tmp_);                                \
+		(buf)[n_] = '\0';                                                                  \
+		fclose(tmp_);                                                                      \
+	} while (0)
+
+/* The part after "TS level=L event=E ". */
+static const char *fields_of(const char *line)
+{
+	const char *p = strstr(line, " event=");
+	assert_non_null(p);
+	p = strchr(p + 1, ' ');
+	assert_non_null(p);
+	return p + 1;
+}
+
+static void test_escape(void **state)
+{
+	char out[64];
+	(void)state;
+
+	assert_int_equal(iso_escape(out, sizeof(out), "plain é", 8, 0), 0);
+	assert_string_equal(out, "plain é");
+	assert_int_equal(iso_escape(out, sizeof(out), "a\nb\rc\td\x1b[31m", 12, 0), 0);
+	assert_string_equal(out, "a\\nb\\rc\\td\\x1b[31m");
+	assert_int_equal(iso_escape(out, sizeof(out), "q\"b\\", 4, 0), 0);
+	assert_string_equal(out, "q\"b\\\\");
+	assert_int_equal(iso_escape(out, sizeof(out), "q\"b\\", 4, ISO_ESCAPE_QUOTE), 0);
+	assert_string_equal(out, "q\\\"b\\\\");
+	/* Not UTF-8: a lone continuation, an overlong '/', a surrogate, a cut
+	 * sequence; DEL and a C1 control; U+2028 and a bidi override. */
+	assert_int_equal(iso_escape(out, sizeof(out), "\x80\xc0\xaf\xed\xa0\x80\xc3", 7, 0), 0);
+	assert_string_equal(out, "\\x80\\xc0\\xaf\\xed\\xa0\\x80\\xc3");
+	assert_int_equal(
+	    iso_escape(out, sizeof(out), "\x7f\xc2\x85|\xe2\x80\xa8|\xe2\x80\xae", 11, 0), 0);
+	assert_string_equal(out, "\\x7f\\u0085|\\u2028|\\u202e");
+	/* NUL inside the given length is escaped too. */
+	assert_int_equal(iso_escape(out, sizeof(out), "a\0b", 3, 0), 0);
+	assert_string_equal(out, "a\\x00b");
+	/* Cut between whole escapes, never inside one. */
+	assert_int_equal(iso_escape(out, 6, "ab\ncd", 5, 0), -1);
+	assert_string_equal(out, "ab\\nc");
+	assert_int_equal(iso_escape(out, 4, "a\x01", 2, 0), -1);
+	assert_string_equal(out, "a");
+	assert_int_equal(iso_escape(out, 4, "\xc3\xa9\xc3\xa9", 4, 0), -1);
+	assert_string_equal(out, "\xc3\xa9");
+
+	assert_true(iso_text_valid("GPU team, room 4 — bâtiment B \"x\" \\"));
+	assert_true(iso_text_valid(""));
+	assert_false(iso_text_valid("line\nbreak"));
+	assert_false(iso_text_valid("esc\x1b[2J"));
+	assert_false(iso_text_valid("bad \xc3"));
+	assert_false(iso_text_valid("rlo \xe2\x80\xae"));
+	assert_false(iso_text_valid("c1 \xc2\x9b"));
+}
+
+static void test_log_escapes_values(void **state)
+{
+	char buf[4096];
+	(void)state;
+
+	/* The forged-line attack: a decoded %0A in a quoted path. */
+	CAPTURE_LOG(buf, ISO_LOG_INFO, "http", "path=\"%.200s\" status=%d",
+	            "/v1/x\n2026-01-01T00:00:00.000Z level=info event=tenant_deleted tenant=acme",
+	            404);
+	assert_non_null(strchr(buf, '\n'));
+	assert_true(strchr(buf, '\n') == buf + strlen(buf) - 1); /* one line */
+	assert_string_equal(fields_of(buf), "path=\"/v1/x\\n2026-01-01T00:00:00.000Z level=info "
+	                                    "event=tenant_deleted tenant=acme\" status=404\n");
+
+	/* Quotes and backslashes in a quoted value; CR and ESC. */
+	CAPTURE_LOG(buf, ISO_LOG_WARN, "e", "msg=\"%s\" n=%u", "say \"hi\" \\ \r\x1b[2J", 7u);
+	assert_string_equal(fields_of(buf), "msg=\"say \\\"hi\\\" \\\\ \\r\\x1b[2J\" n=7\n");
+
+	/* A bare value that would start a field of its own is quoted. */
+	CAPTURE_LOG(buf, ISO_LOG_INFO, "e", "tenant=%s by=%s", "acme event=tenant_deleted", "ok");
+	assert_string_equal(fields_of(buf), "tenant=\"acme event=tenant_deleted\" by=ok\n");
+
+	/* Non-UTF-8 bytes; precision from an argument; numbers of every width. */
+	CAPTURE_LOG(buf, ISO_LOG_INFO, "e",
+	            "id=%.*s raw=%s a=%lld b=%llu c=%zu d=%04o e=%016llx f=%.1f g=%c h=%%", 3,
+	            "abcdef", "\xff\xfe", -5LL, 18446744073709551615ULL, (size_t)42, 8u, 0xabcULL,
+	            2.25, 'x');
+	assert_string_equal(fields_of(buf),
+	                    "id=abc raw=\\xff\\xfe a=-5 b=18446744073709551615 c=42 "
+	                    "d=0010 e=0000000000000abc f=2.2 g=x h=%\n");
+
+	/* NULL prints as (null); the event name is escaped too. */
+	const char *volatile none = NULL;
+	CAPTURE_LOG(buf, ISO_LOG_INFO, "ev\nx", "v=%s", none);
+	assert_non_null(strstr(buf, " event=ev\\nx v=(null)\n"));
+}
+
+static void test_log_long_line_is_cut_whole(void **state)
+{
+	char buf[8192], big[5000];
+	(void)state;
+
+	memset(big, '\n', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	CAPTURE_LOG(buf, ISO_LOG_INFO, "e", "msg=\"%s\" after=1", big);
+	size_t n = strlen(buf);
+	assert_true(n <= 2048);
+	assert_true(strchr(buf, '\n') == buf + n - 1);
+	/* Cut after a whole escape, marked, and the quote closed. */
+	assert_memory_equal(buf + n - 7, "\\n...\"\n", 7);
+	assert_null(strstr(buf, "after="));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_error_table), cmocka_unit_test(test_error_field_truncated),
-	    cmocka_unit_test(test_names),       cmocka_unit_test(test_guids),
-	    cmocka_unit_test(test_strlcpy),     cmocka_unit_test(test_time),
+	    cmocka_unit_test(test_error_table),
+	    cmocka_unit_test(test_error_field_truncated),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_guids),
+	    cmocka_unit_test(test_strlcpy),
+	    cmocka_unit_test(test_time),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_log_escapes_values),
+	    cmocka_unit_test(test_log_long_line_is_cut_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
