@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""layers.py: keeps the module layering of isostack true. Why: a header
+included "upwards" (sched including sim.h, model.h including mig.h) ties a
+lower layer to everything above it, and nothing in the compiler stops it.
+
+The LAYERS table below is the single source of truth for which module may
+include which; docs/architecture.md draws it. Every #include in src/<module>/
+and include/isostack/<module>.h is checked:
+  - "isostack/<m>.h" (or <isostack/<m>.h>) may name the file's own module, a
+    module of a lower layer, or a module of the same layer only when the edge
+    is listed in SIDEWAYS;
+  - "<m>/<file>.h" names a private header: only module m itself may use it;
+  - a module missing from the table is an error, so that a new module gets
+    its place in the table (and the diagram) when it is added.
+The mains' helpers, tests/, bench/ and fuzz harnesses stand above every layer
+and are not checked.
+
+Usage: layers.py [--root DIR]   exit 0 when clean, 1 with one line a violation
+       layers.py --self-test    the checker against small made-up trees
+"""
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+
+# Lowest first. A module may include headers of modules in earlier rows.
+LAYERS = [
+    ["util"],
+    ["model"],
+    ["mig", "inventory", "audit", "fabric", "store"],
+    ["sched"],
+    ["tenancy"],
+    ["sim"],
+    ["controller"],
+    ["api", "client"],  # client/ is drawn beside api/: the HTTP client isoctl uses
+    ["isoctl", "isostackd"],
+]
+
+# Edges between modules of one layer, (from, to): each says which of the two
+# sits on top. Anything not listed here is refused, so no cycle can form.
+SIDEWAYS = {
+    ("inventory", "mig"),  # GPU models in cluster.yaml are looked up in the MIG tables
+    ("fabric", "inventory"),  # partitions are built from the inventory's ports
+    ("store", "audit"),  # the store persists audit events and heads
+}
+
+RANK = {m: i for i, row in enumerate(LAYERS) for m in row}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+SOURCE_EXT = (".c", ".h")
+
+
+def allowed(frm, to):
+    if frm == to:
+        return True
+    if RANK[to] < RANK[frm]:
+        return True
+    return RANK[to] == RANK[frm] and (frm, to) in SIDEWAYS
+
+
+def target_of(root, path):
+    """(module, private) named by an include path, or None when it is not
+    one of ours (system headers, same-directory includes)."""
+    parts = path.split("/")
+    if len(parts) != 2:
+        return None
+    d, f = parts
+    if d == "isostack" and f.endswith(".h"):
+        return (f[:-2], False)
+    if d in RANK or os.path.isdir(os.path.join(root, "src", d)):
+        return (d, True)
+    return None
+
+
+def files_of(root):
+    """(module, path) for every file the table governs."""
+    src = os.path.join(root, "src")
+    for d in sorted(os.listdir(src)) if os.path.isdir(src) else []:
+        base = os.path.join(src, d)
+        if not os.path.isdir(base):
+            continue
+        for top, dirs, names in os.walk(base):
+            dirs.sort()
+            for n in sorted(names):
+                if n.endswith(SOURCE_EXT):
+                    yield d, os.path.join(top, n)
+    inc = os.path.join(root, "include", "isostack")
+    for n in sorted(os.listdir(inc)) if os.path.isdir(inc) else []:
+        if n.endswith(".h"):
+            yield n[:-2], os.path.join(inc, n)
+
+
+def check(root):
+    problems = []
+    unknown = set()
+    for mod, path in files_of(root):
+        rel = os.path.relpath(path, root)
+        if mod not in RANK:
+            if mod not in unknown:
+                problems.append(f"{rel}: module '{mod}' is not in the LAYERS table of "
+                                "tests/lint/layers.py (give it a layer there and in "
+                                "docs/architecture.md)")
+                unknown.add(mod)
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for no, line in enumerate(fh, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                t = target_of(root, m.group(1))
+                if t is None:
+                    continue
+                to, private = t
+                if private and to != mod:
+                    problems.append(f"{rel}:{no}: {mod} includes {m.group(1)}, a private "
+                                    f"header of {to}")
+                elif to not in RANK:
+                    problems.append(f"{rel}:{no}: {mod} includes {m.group(1)}: module "
+                                    f"'{to}' is not in the LAYERS table")
+                elif not allowed(mod, to):
+                    how = (f"a higher layer ({RANK[to]} above {RANK[mod]})"
+                           if RANK[to] > RANK[mod] else
+                           "the same layer, and the edge is not in SIDEWAYS")
+                    problems.append(f"{rel}:{no}: {mod} includes {m.group(1)}: {to} is {how}")
+    return problems
+
+
+
+def self_test():
+    """Made-up trees with a known verdict each: the checker must find
+    exactly the expected problems (by substring), no more, no fewer."""
+    cases = [
+        ("clean", {"src/model/m.c": '#include "isostack/util.h"\n#include <stdio.h>\n',
+                   "src/model/internal.h": '#include "isostack/model.h"\n',
+                   "src/model/n.c": '#include "model/internal.h"\n#include "internal.h"\n',
+                   "include/isostack/sched.h": '#include "isostack/mig.h"\n'}, []),
+        ("source back-edge", {"src/sched/fgd.c": '#include "isostack/sim.h"\n'},
+         ["src/sched/fgd.c:1: sched includes isostack/sim.h: sim is a higher layer"]),
+        ("header back-edge", {"include/isostack/model.h":
+                              '#include <stdint.h>\n  # include "isostack/mig.h"\n'},
+         ["include/isostack/model.h:2: model includes isostack/mig.h: mig is a higher"]),
+        ("angle brackets", {"src/util/u.c": "#include <isostack/model.h>\n"},
+         ["util includes isostack/model.h: model is a higher layer"]),
+        ("private header", {"src/sim/s.c": '#include "sched/internal.h"\n',
+                            "src/sched/internal.h": "\n"},
+         ["src/sim/s.c:1: sim includes sched/internal.h, a private header of sched"]),
+        ("unknown module", {"src/newmod/x.c": '#include "isostack/util.h"\n'},
+         ["module 'newmod' is not in the LAYERS table"]),
+        ("unknown header", {"src/api/x.c": '#include "isostack/nosuch.h"\n'},
+         ["module 'nosuch' is not in the LAYERS table"]),
+        ("sideways listed", {"src/store/x.c": '#include "isostack/audit.h"\n'}, []),
+        ("sideways reversed", {"src/audit/x.c": '#include "isostack/store.h"\n'},
+         ["audit includes isostack/store.h: store is the same layer"]),
+        ("commented out", {"src/mig/x.c": '// #include "isostack/sched.h"\n'
+                                          '/* #include "isostack/sched.h" */\n'}, []),
+    ]
+    failed = 0
+    for name, tree, want in cases:
+        with tempfile.TemporaryDirectory() as d:
+            for rel, text in tree.items():
+                p = os.path.join(d, rel)
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+                with open(p, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            got = check(d)
+        ok = len(got) == len(want) and all(any(w in g for g in got) for w in want)
+        if not ok:
+            failed += 1
+            print(f"self-test {name}: want {want}, got {got}")
+    print(f"self-test: {len(cases) - failed} of {len(cases)} cases as expected")
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."))
+    ap.add_argument("--self-test", action="store_true")
+    args = ap.parse_args()
+    if args.self_test:
+        return self_test()
+    for t in SIDEWAYS:
+        assert RANK[t[0]] == RANK[t[1]], f"SIDEWAYS {t} spans layers"
+    problems = check(os.path.abspath(args.root))
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"layers: {len(problems)} include(s) break the layering "
+              "(table: tests/lint/layers.py, picture: docs/architecture.md)")
+        return 1
+    print("layers: every include points down the layers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
