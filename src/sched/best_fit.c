@@ -28,19 +28,6 @@ struct search {
 	} prof[16];
 };
 
-/* Positions in node->gpus sorted by device index. */
-static void gpu_order(const struct iso_node *node, int *order)
-{
-	for (int j = 0; j < node->n_gpus; j++) {
-		int t = j;
-		while (t > 0 && node->gpus[order[t - 1]].index > node->gpus[j].index) {
-			order[t] = order[t - 1];
-			t--;
-		}
-		order[t] = j;
-	}
-}
-
 /* iso_sched_gpu_profile() with the name lookup cached per model. */
 static const struct iso_mig_profile *gpu_profile(struct search *s, const struct iso_gpu *g)
 {
@@ -195,7 +182,7 @@ static bool fit_member(struct search *s, int ni, int k)
 	}
 	if (!node_may_fit(s, node))
 		return false;
-	gpu_order(node, s->order);
+	iso_sched_gpu_order(node, s->order);
 	for (int n = 0; n < shape->gpu_count; n++) {
 		if (!pick_instance(s, ni, n))
 			return false;

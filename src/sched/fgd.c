@@ -48,8 +48,7 @@ struct iso_fgd {
 	/* Weight per shape of the types needing at most cpu_vals[i] cpus and
 	 * mem_vals[j] MiB: grid[(s * nc + i) * nm + j]. */
 	int nc, nm;
-	int *cpu_vals;
-	int64_t *mem_vals;
+	int64_t *cpu_vals, *mem_vals; /* ascending, distinct */
 	double *grid;
 	/* Per model: per-GPU fragment of each MIG shape per state key. */
 	double *memo[FGD_MAX_MODELS];
@@ -68,29 +67,11 @@ static int model_index(const struct iso_gpu_model *m)
 
 /* ---- building ---- */
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
 	return (x > y) - (x < y);
-}
-
-static int uniq_int(int *v, int n)
-{
-	int k = 0;
-
-	qsort(v, (size_t)n, sizeof(*v), cmp_int);
-	for (int i = 0; i < n; i++)
-		if (k == 0 || v[k - 1] != v[i])
-			v[k++] = v[i];
-	return k;
 }
 
 static int uniq_i64(int64_t *v, int n)
@@ -128,22 +109,6 @@ static int find_shape(struct iso_fgd *f, const struct iso_fgd_type *t)
 }
 
 /* Index of the largest value <= x, or -1. */
-static int floor_int(const int *v, int n, int x)
-{
-	int lo = 0, hi = n - 1, r = -1;
-
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (v[mid] <= x) {
-			r = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return r;
-}
-
 static int floor_i64(const int64_t *v, int n, int64_t x)
 {
 	int lo = 0, hi = n - 1, r = -1;
@@ -199,7 +164,7 @@ int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_
 		f->cpu_vals[i] = t->cpus;
 		f->mem_vals[i] = t->memory_mib;
 	}
-	f->nc = mix->n ? uniq_int(f->cpu_vals, mix->n) : 0;
+	f->nc = mix->n ? uniq_i64(f->cpu_vals, mix->n) : 0;
 	f->nm = mix->n ? uniq_i64(f->mem_vals, mix->n) : 0;
 	cells = (size_t)f->n_shapes * (size_t)f->nc * (size_t)f->nm;
 	f->grid = calloc(cells ? cells : 1, sizeof(*f->grid));
@@ -209,7 +174,7 @@ int iso_fgd_new(const struct iso_fgd_mix *mix, struct iso_fgd **out, struct iso_
 	}
 	for (int i = 0; i < mix->n; i++) {
 		const struct iso_fgd_type *t = &mix->types[i];
-		int ci = floor_int(f->cpu_vals, f->nc, t->cpus);
+		int ci = floor_i64(f->cpu_vals, f->nc, t->cpus);
 		int mi = floor_i64(f->mem_vals, f->nm, t->memory_mib);
 		f->grid[((size_t)shape_of[i] * f->nc + ci) * f->nm + mi] += t->weight;
 	}
@@ -412,7 +377,7 @@ static void sums_add(const struct iso_fgd *f, struct node_sums *ns, const double
 /* Weight per shape of the types that fit in `cpus` and `mib`. */
 static void fitting_weight(const struct iso_fgd *f, int64_t cpus, int64_t mib, double *out)
 {
-	int ci = floor_int(f->cpu_vals, f->nc, cpus > INT32_MAX ? INT32_MAX : (int)cpus);
+	int ci = floor_i64(f->cpu_vals, f->nc, cpus);
 	int mi = floor_i64(f->mem_vals, f->nm, mib);
 
 	for (int s = 0; s < f->n_shapes; s++)

@@ -11,20 +11,6 @@
 
 #define FF_GPUS_MAX 256
 
-/* Positions in node->gpus sorted by device index (the inventory does not
- * promise its GPUs are listed in index order). */
-static void gpu_order(const struct iso_node *node, int *order)
-{
-	for (int j = 0; j < node->n_gpus; j++) {
-		int t = j;
-		while (t > 0 && node->gpus[order[t - 1]].index > node->gpus[j].index) {
-			order[t] = order[t - 1];
-			t--;
-		}
-		order[t] = j;
-	}
-}
-
 /* Finds the GPUs for member `k` on node `ni` without changing anything and
  * writes shape.gpu_count slots to `out`. True when the whole member fits. */
 static bool fit_member(const struct iso_cluster_state *cs, int ni, const struct iso_allocation *a,
@@ -44,7 +30,7 @@ static bool fit_member(const struct iso_cluster_state *cs, int ni, const struct 
 		return false;
 	if (shape->gpu_count > node->n_gpus * ISO_MIG_MAX_SLICES)
 		return false;
-	gpu_order(node, order);
+	iso_sched_gpu_order(node, order);
 	for (int t = 0; t < node->n_gpus && n < shape->gpu_count; t++) {
 		const struct iso_gpu *g = &node->gpus[order[t]];
 		const struct iso_gpu_occupancy *o = &u->gpus[order[t]];

@@ -48,6 +48,11 @@ typedef int (*iso_sched_choose_fn)(void *ctx, struct iso_cluster_state *cs,
 int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
                     iso_sched_choose_fn choose, void *ctx, struct iso_error *err);
 
+/* Positions 0..n_gpus-1 of node->gpus, ordered by device index (the
+ * inventory does not promise its GPUs are listed in index order): the order
+ * in which first-fit and the scored baselines try a node's GPUs. */
+void iso_sched_gpu_order(const struct iso_node *node, int *order);
+
 /* First-fit's choice (first_fit.c): nodes in inventory order. */
 int iso_sched_first_fit_choose(void *ctx, struct iso_cluster_state *cs,
                                const struct iso_allocation *a, int k, struct iso_slot *out);

@@ -10,6 +10,18 @@
 
 #define PLACE_GPU_COUNT_MAX 64
 
+void iso_sched_gpu_order(const struct iso_node *node, int *order)
+{
+	for (int j = 0; j < node->n_gpus; j++) {
+		int t = j;
+		while (t > 0 && node->gpus[order[t - 1]].index > node->gpus[j].index) {
+			order[t] = order[t - 1];
+			t--;
+		}
+		order[t] = j;
+	}
+}
+
 static int no_fit(const struct iso_allocation *a, int k, int want, struct iso_error *err)
 {
 	const struct iso_shape *s = &a->shape;
