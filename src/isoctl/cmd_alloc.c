@@ -2,6 +2,7 @@
  * create one from flags, list, show with its placement, resize and release. */
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 
 #include "isoctl/isoctl.h"
 
@@ -23,6 +24,7 @@ enum {
 	OPT_SPREAD,
 	OPT_ON_PREEMPT,
 	OPT_DURATION,
+	OPT_WAIT,
 	NUM_FLAGS
 };
 
@@ -35,7 +37,7 @@ static const char usage_alloc[] =
     "each on one node.\n"
     "  create [--tenant T] [--name N] [--members N]\n"
     "         [--profile P [--count N] | --whole [--count N]] [--model M]\n"
-    "         [--cpus C] [--memory-mib M] [--pool P]\n"
+    "         [--cpus C] [--memory-mib M] [--pool P] [--wait S] ...\n"
     "  list [--tenant T] [--state S] [--all-pages]\n"
     "  get ID                  one allocation and its placement\n"
     "  resize ID --members N   grow or shrink an active allocation\n"
@@ -174,11 +176,24 @@ static int print_placement(const json_t *a)
 	return isoctl_table_print(&t);
 }
 
+/* States in which the allocation holds nodes and GPUs (docs/api.md): not
+ * pending (nothing yet), released or failed (nothing any more). */
+static bool holds_resources(const char *state)
+{
+	static const char *const holding[] = {"placed", "provisioning", "active", "releasing"};
+
+	for (size_t i = 0; state && i < ISO_ARRAY_SIZE(holding); i++)
+		if (strcmp(state, holding[i]) == 0)
+			return true;
+	return false;
+}
+
 static int print_alloc(const json_t *a)
 {
 	static const char *const keys[] = {"id", "tenant", "name", "state", "reason", "members"};
 	static const char *const tail[] = {"pool", "owner", "created", "updated"};
 	_cleanup_(isoctl_table_clear) struct isoctl_table t;
+	const char *state = json_string_value(json_object_get(a, "state"));
 	int r;
 
 	isoctl_table_init(&t, 2, NULL);
@@ -192,8 +207,14 @@ static int print_alloc(const json_t *a)
 		isoctl_table_addf(&t, "%s:", tail[i]);
 		isoctl_table_add_json(&t, json_object_get(a, tail[i]));
 	}
+	/* Only an allocation that holds resources has a placement to show; the
+	 * API keeps a released one's last placement, which it no longer holds. */
+	if (!holds_resources(state)) {
+		isoctl_table_add(&t, "placement:");
+		isoctl_table_addf(&t, "none (%s)", state ? state : "unknown state");
+	}
 	r = isoctl_table_print(&t);
-	if (r)
+	if (r || !holds_resources(state))
 		return r;
 	fputs("\nPLACEMENT\n", stdout);
 	return print_placement(a);
@@ -279,6 +300,67 @@ static int create_body(struct isoctl *ctx, const char *const *flag, json_t *body
 	return r;
 }
 
+/* --wait: polls the allocation until it is active (0), ends released or
+ * failed (9), or `seconds` pass (10). Placement in the sim is immediate;
+ * what takes time is a pending allocation waiting for capacity and
+ * provisioning waiting for the fabric driver's confirmation. The last
+ * answer stays in *resp for printing. Returns an exit code. */
+static int wait_active(struct isoctl *ctx, struct iso_response *resp, long long seconds)
+{
+	uint64_t deadline = iso_mono_ns() + (uint64_t)seconds * 1000000000ull;
+	long delay_ms = 100;
+	_cleanup_free_ char *path = NULL, *id = NULL;
+	const char *s = json_string_value(json_object_get(resp->body, "id"));
+
+	if (!s)
+		return ISOCTL_EXIT_INTERNAL;
+	id = strdup(s); /* resp is replaced below */
+	path = isoctl_path("/v1/allocations/", id, "");
+	if (!id || !path)
+		return isoctl_oom();
+	for (;;) {
+		const char *state = json_string_value(json_object_get(resp->body, "state"));
+		const char *reason = json_string_value(json_object_get(resp->body, "reason"));
+		uint64_t now = iso_mono_ns();
+		struct timespec ts;
+		int r;
+
+		if (!state)
+			return ISOCTL_EXIT_INTERNAL;
+		if (strcmp(state, "active") == 0)
+			return 0;
+		if (strcmp(state, "failed") == 0 || strcmp(state, "released") == 0) {
+			fprintf(stderr, "isoctl: allocation %s is %s", id, state);
+			if (reason && reason[0]) {
+				fputs(": ", stderr);
+				isoctl_fputs_clean(reason, stderr);
+			}
+			fputc('\n', stderr);
+			return ISOCTL_EXIT_WAIT_FAILED;
+		}
+		if (now >= deadline) {
+			fprintf(stderr, "isoctl: allocation %s is still %s after %lld s", id, state,
+			        seconds);
+			if (reason && reason[0]) {
+				fputs(": ", stderr);
+				isoctl_fputs_clean(reason, stderr);
+			}
+			fputc('\n', stderr);
+			return ISOCTL_EXIT_WAIT_TIMEOUT;
+		}
+		if ((uint64_t)delay_ms * 1000000ull > deadline - now)
+			delay_ms = (long)((deadline - now) / 1000000ull) + 1;
+		ts.tv_sec = delay_ms / 1000;
+		ts.tv_nsec = (delay_ms % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+		delay_ms = delay_ms * 2 > 2000 ? 2000 : delay_ms * 2;
+		iso_response_clear(resp);
+		r = isoctl_call(ctx, "GET", path, NULL, resp);
+		if (r)
+			return r;
+	}
+}
+
 static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
@@ -287,6 +369,7 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    "                           [--model M] [--cpus C] [--memory-mib M] [--pool P]\n"
 	    "                           [--project P] [--priority N] [--isolation C]\n"
 	    "                           [--spread L] [--on-preempt requeue|fail] [--duration S]\n"
+	    "                           [--wait S]\n"
 	    "\n"
 	    "Creates an allocation (POST /v1/allocations) and prints it. It is placed at\n"
 	    "once when it fits, stays 'pending' when it fits only an emptier cluster, and\n"
@@ -312,6 +395,10 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    "  --spread L        members on distinct gpu, node or rack\n"
 	    "  --on-preempt A    requeue (default) or fail when preempted\n"
 	    "  --duration S      expected run time in seconds (for backfill)\n"
+	    "  --wait S          wait up to S seconds (1-86400) until it is active; exit 9\n"
+	    "                    when it ends failed or released instead, 10 when it is\n"
+	    "                    still pending or provisioning after S seconds (the\n"
+	    "                    allocation stays; its id is in the message)\n"
 	    "Without --profile or --whole the members get no GPU (CPU-only).\n";
 	static const struct option options[] = {
 	    ISOCTL_FLAG("tenant", required_argument, OPT_TENANT),
@@ -330,18 +417,27 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("spread", required_argument, OPT_SPREAD),
 	    ISOCTL_FLAG("on-preempt", required_argument, OPT_ON_PREEMPT),
 	    ISOCTL_FLAG("duration", required_argument, OPT_DURATION),
+	    ISOCTL_FLAG("wait", required_argument, OPT_WAIT),
 	    ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *body = json_object();
+	_cleanup_response_ struct iso_response resp = {0};
 	const char *flag[NUM_FLAGS] = {0};
+	long long wait_s = 0;
 	int r;
 
 	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 0, 0, NULL) < 0)
 		return p.exit_code;
 	if (!body)
 		return isoctl_oom();
+	if (flag[OPT_WAIT] && isoctl_parse_int(ctx, "--wait", flag[OPT_WAIT], 1, 86400, &wait_s))
+		return ISOCTL_EXIT_USAGE;
 	r = create_body(ctx, flag, body);
-	return r ? r : isoctl_call_render(ctx, "POST", "/v1/allocations", body, print_alloc);
+	if (!r)
+		r = isoctl_call(ctx, "POST", "/v1/allocations", body, &resp);
+	if (!r && wait_s)
+		r = wait_active(ctx, &resp, wait_s);
+	return r ? r : isoctl_render(ctx, &resp, print_alloc);
 }
 
 static const struct isoctl_simple_cmd alloc_list = {

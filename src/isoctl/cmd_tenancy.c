@@ -391,37 +391,68 @@ const struct isoctl_simple_cmd isoctl_cmd_queue = {
     .print = print_queue,
 };
 
+/* A ratio to 3 decimals; "-" when the server leaves it out (a tenant token
+ * may not see numbers derived from other tenants' state), `null_text` for
+ * null. */
+static void add_ratio(struct isoctl_table *t, const json_t *v, const char *null_text)
+{
+	if (json_is_null(v))
+		isoctl_table_add(t, null_text);
+	else if (json_is_number(v))
+		isoctl_table_addf(t, "%.3f", json_number_value(v));
+	else
+		isoctl_table_add(t, NULL);
+}
+
 static void add_usage_row(struct isoctl_table *t, const json_t *o)
 {
 	isoctl_table_add_json(t, json_object_get(o, "account"));
 	isoctl_table_add_json(t, json_object_get(o, "level"));
 	isoctl_table_add_json(t, json_object_get(o, "shares"));
-	isoctl_table_addf(t, "%.3f", json_number_value(json_object_get(o, "share")));
-	isoctl_table_addf(t, "%.3f", json_number_value(json_object_get(o, "usage_share")));
-	if (json_is_null(json_object_get(o, "level_fair_share")))
-		isoctl_table_add(t, "inf");
-	else
-		isoctl_table_addf(t, "%.3f",
-		                  json_number_value(json_object_get(o, "level_fair_share")));
+	add_ratio(t, json_object_get(o, "share"), "-");
+	add_ratio(t, json_object_get(o, "usage_share"), "-");
+	add_ratio(t, json_object_get(o, "level_fair_share"), "inf");
 	isoctl_table_add_json(t, json_object_get(o, "rank"));
-	isoctl_table_addf(t, "%.3f", json_number_value(json_object_get(o, "dominant_share")));
+	add_ratio(t, json_object_get(o, "dominant_share"), "-");
 }
 
+/* The headers say what each number is; the legend below says how it is
+ * computed (docs/cli.md, docs/tenancy.md "Fair Tree"). */
 static int print_usage(const json_t *body)
 {
-	static const char *const headers[] = {"ACCOUNT", "LEVEL", "SHARES", "SHARE",
-	                                      "USAGE",   "LF",    "RANK",   "DOMINANT_NOW"};
+	static const char *const headers[] = {
+	    "ACCOUNT",           "LEVEL",      "SHARES", "SHARE_OF_SIBLINGS",
+	    "USAGE_OF_SIBLINGS", "FAIR_SHARE", "RANK",   "HOLDS_NOW"};
+	int r = isoctl_print_rows(body, headers, ISO_ARRAY_SIZE(headers), add_usage_row);
 
-	return isoctl_print_rows(body, headers, ISO_ARRAY_SIZE(headers), add_usage_row);
+	if (r)
+		return r;
+	fputs("\n"
+	      "SHARE_OF_SIBLINGS  shares / the shares of the account and its siblings\n"
+	      "USAGE_OF_SIBLINGS  decayed dominant usage / the siblings' (half-life 7 days\n"
+	      "                   by default)\n"
+	      "FAIR_SHARE         SHARE_OF_SIBLINGS / USAGE_OF_SIBLINGS (inf: no usage yet);\n"
+	      "                   higher is served first\n"
+	      "RANK               order in which pending work of leaf accounts is served\n"
+	      "                   (1 first; - for an account with sub-accounts)\n"
+	      "HOLDS_NOW          dominant share of the cluster the account holds now\n",
+	      stdout);
+	return 0;
 }
 
 const struct isoctl_simple_cmd isoctl_cmd_usage = {
     .usage = "Usage: isoctl usage\n"
              "\n"
-             "Fair-share standing of every account the token may see (GET /v1/usage):\n"
-             "normalised shares, share of decayed usage among siblings, level fair\n"
-             "share LF = SHARE / USAGE (inf: no usage), rank (1 = served first) and the\n"
-             "dominant share held now. -o json adds decayed usage per kind.\n",
+             "Fair-share standing of every account the token may see (GET /v1/usage),\n"
+             "one row per account, with a legend below the table:\n"
+             "  SHARES             the account's fair-share weight (--shares)\n"
+             "  SHARE_OF_SIBLINGS  shares / the shares of the account and its siblings\n"
+             "  USAGE_OF_SIBLINGS  its decayed dominant usage / its siblings'\n"
+             "  FAIR_SHARE         Fair Tree's level fair share, SHARE_OF_SIBLINGS /\n"
+             "                     USAGE_OF_SIBLINGS (inf: no usage); higher goes first\n"
+             "  RANK               1-based serving order of a leaf account\n"
+             "  HOLDS_NOW          dominant share of the cluster it holds now\n"
+             "-o json adds decayed usage per kind and what it uses now.\n",
     .method = "GET",
     .path = "/v1/usage",
     .print = print_usage,

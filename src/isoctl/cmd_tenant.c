@@ -57,14 +57,17 @@ static const char usage_tenant[] =
 
 static void add_tenant_row(struct isoctl_table *t, const json_t *tenant)
 {
-	isoctl_table_add_json(t, json_object_get(tenant, "name"));
-	isoctl_table_add_json(t, json_object_get(tenant, "description"));
-	isoctl_table_add_json(t, json_object_get(tenant, "created"));
+	static const char *const keys[] = {"name", "org",         "shares", "isolation",
+	                                   "pkey", "description", "created"};
+
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(keys); i++)
+		isoctl_table_add_json(t, json_object_get(tenant, keys[i]));
 }
 
 static int print_tenants(const json_t *body)
 {
-	static const char *const headers[] = {"NAME", "DESCRIPTION", "CREATED"};
+	static const char *const headers[] = {"NAME", "ORG",         "SHARES", "ISOLATION",
+	                                      "PKEY", "DESCRIPTION", "CREATED"};
 
 	return isoctl_print_rows(body, headers, ISO_ARRAY_SIZE(headers), add_tenant_row);
 }

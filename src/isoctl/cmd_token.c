@@ -56,7 +56,8 @@ static int token_issue(struct isoctl *ctx, int argc, char **argv)
 	    "                          [--description D] [--expires-in SECONDS]\n"
 	    "\n"
 	    "Issues a token (POST /v1/tokens) and prints its id and secret. The secret\n"
-	    "is shown this once only.\n"
+	    "is shown this once only. -o token prints the secret alone, for scripts:\n"
+	    "  ALICE=$(isoctl token issue --role tenant-user --tenant acme -o token)\n"
 	    "  --role ROLE          cluster-admin, auditor, tenant-admin or tenant-user\n"
 	    "  --tenant T           tenant of a tenant role (a tenant-admin may omit it)\n"
 	    "  --user U             who holds the token: a label, owner of its allocations\n"
@@ -100,6 +101,7 @@ static int token_issue(struct isoctl *ctx, int argc, char **argv)
 			                      flag[strings[i].opt]);
 	if (!r && flag[OPT_EXPIRES_IN])
 		r = isoctl_set_int(body, "expires_in_s", exp);
+	ctx->token_output = true; /* -o token prints only the secret */
 	if (!r)
 		r = isoctl_call_render(ctx, "POST", "/v1/tokens", body, print_issued);
 	/* On stderr in every output mode, so scripts reading stdout still see it. */

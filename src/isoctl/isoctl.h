@@ -14,17 +14,21 @@
 /* Exit codes: the contract with scripts (docs/cli.md, `isoctl --help`). */
 enum isoctl_exit {
 	ISOCTL_EXIT_OK = 0,
-	ISOCTL_EXIT_INTERNAL = 1,    /* internal or unexpected */
-	ISOCTL_EXIT_USAGE = 2,       /* bad command line */
-	ISOCTL_EXIT_NOT_FOUND = 3,   /* 404 */
-	ISOCTL_EXIT_AUTH = 4,        /* 401, 403 */
-	ISOCTL_EXIT_CONFLICT = 5,    /* 409, 422 */
-	ISOCTL_EXIT_INVALID = 6,     /* 400, 413 */
-	ISOCTL_EXIT_UNAVAILABLE = 7, /* unreachable, timeout, 5xx */
-	ISOCTL_EXIT_VERIFY = 8,      /* audit verify: an export failed its check */
+	ISOCTL_EXIT_INTERNAL = 1,      /* internal or unexpected */
+	ISOCTL_EXIT_USAGE = 2,         /* bad command line */
+	ISOCTL_EXIT_NOT_FOUND = 3,     /* 404 */
+	ISOCTL_EXIT_AUTH = 4,          /* 401, 403 */
+	ISOCTL_EXIT_CONFLICT = 5,      /* 409, 422 */
+	ISOCTL_EXIT_INVALID = 6,       /* 400, 413 */
+	ISOCTL_EXIT_UNAVAILABLE = 7,   /* unreachable, timeout, 5xx */
+	ISOCTL_EXIT_VERIFY = 8,        /* audit verify: an export failed its check */
+	ISOCTL_EXIT_WAIT_FAILED = 9,   /* --wait: it ended failed or released */
+	ISOCTL_EXIT_WAIT_TIMEOUT = 10, /* --wait: not active in time */
 };
 
-enum isoctl_output { ISOCTL_OUT_TABLE, ISOCTL_OUT_JSON };
+/* -o: table, json, id (the id, or name, of each object: one a line) and
+ * token (only the secret of `token issue`). */
+enum isoctl_output { ISOCTL_OUT_TABLE, ISOCTL_OUT_JSON, ISOCTL_OUT_ID, ISOCTL_OUT_TOKEN };
 
 struct isoctl {
 	/* From global flags; NULL when not given (environment, then defaults). */
@@ -36,6 +40,7 @@ struct isoctl {
 	enum isoctl_output output;
 	char cmd[64];              /* command words so far, for hints: "tenant create" */
 	bool have_token;           /* a token was sent: 401 hints differ */
+	bool token_output;         /* the command has a secret for -o token */
 	struct iso_client *client; /* created on the first request */
 };
 
@@ -89,6 +94,7 @@ enum {
 	ISOCTL_OPT_TOKEN_FILE,
 	ISOCTL_OPT_CACERT,
 	ISOCTL_OPT_TIMEOUT,
+	ISOCTL_OPT_VERSION,      /* top level only */
 	ISOCTL_OPT_LOCAL = 2000, /* first code free for a command's own flags */
 };
 
@@ -222,8 +228,9 @@ int isoctl_print_rows(const json_t *body, const char *const *headers, size_t nco
 char *isoctl_fmt_gib(const json_t *mib);                                        /* "64" or "1.5" */
 char *isoctl_fmt_used_total(const json_t *used, const json_t *total, bool gib); /* "8/64" */
 
-/* Prints the answer: its JSON in json mode, else through `table` applied to
- * the body. Returns an exit code. */
+/* Prints the answer: its JSON in json mode, its ids in id mode, the secret
+ * in token mode, else through `table` applied to the body. Returns an exit
+ * code. */
 int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
                   int (*table)(const json_t *body));
 

@@ -41,9 +41,13 @@ static const char usage[] =
     "  --token-file FILE    read the token from the first line of FILE\n"
     "                       (env ISOSTACK_TOKEN_FILE)\n"
     "  --cacert FILE        PEM CA bundle that verifies an https server\n"
-    "  -o, --output FORMAT  table (default) or json (the server's JSON, pretty)\n"
+    "  -o, --output FORMAT  table (default), json (the server's JSON, pretty),\n"
+    "                       id (the id or name of each object, one a line) or\n"
+    "                       token (token issue: the secret alone)\n"
     "  --timeout SECONDS    limit for each request (default 30)\n"
     "  -h, --help           show help and exit\n"
+    "  --version            print isoctl's version and exit (first, before the\n"
+    "                       command; 'isoctl version' asks the server too)\n"
     "Flags beat the environment; ISOSTACK_TOKEN beats ISOSTACK_TOKEN_FILE.\n"
     "\n"
     "Exit codes:\n"
@@ -56,6 +60,8 @@ static const char usage[] =
     "  6  invalid input (HTTP 400, 413)\n"
     "  7  server unreachable, timed out, or server error (HTTP 5xx)\n"
     "  8  verification failed (audit verify)\n"
+    "  9  alloc create --wait: the allocation ended failed or released\n"
+    "  10 alloc create --wait: not active before the time ran out\n"
     "Server errors are printed on stderr as\n"
     "  isoctl: CODE: MESSAGE (field: FIELD, request id: ID)\n";
 

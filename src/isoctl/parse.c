@@ -68,6 +68,43 @@ static const char *bad_option(char **argv, char shortopt[3])
 	return argv[optind - 1];
 }
 
+/* getopt_long accepts any unique prefix of a long option ("--member" for
+ * "--members"). A prefix that works today becomes ambiguous, or means
+ * another flag, when a flag is added, so scripts must spell flags out:
+ * returns 0 when the long option just parsed (options[idx]) was written in
+ * full, else prints a usage error and returns its exit code. */
+static int check_exact(const struct isoctl *ctx, char **argv, const struct option *options, int idx)
+{
+	const char *name = options[idx].name, *text = argv[optind - 1];
+	size_t len;
+
+	/* With its value in the next word, the option is the word before it. */
+	if (strncmp(text, "--", 2) != 0 ||
+	    (optarg && optarg == text && options[idx].has_arg != no_argument))
+		text = argv[optind - 2];
+	len = strcspn(text + 2, "=");
+	if (len == strlen(name) && strncmp(text + 2, name, len) == 0)
+		return 0;
+	return isoctl_usage_error(ctx, "option '%.*s' is abbreviated: write '--%s'", (int)(len + 2),
+	                          text, name);
+}
+
+/* getopt_long, refusing abbreviated long options: returns what getopt_long
+ * does, or -2 with *exit_code set after an abbreviation. */
+static int next_opt(const struct isoctl *ctx, int argc, char **argv, const char *shortopts,
+                    const struct option *options, int *exit_code)
+{
+	int idx = -1;
+	int c = getopt_long(argc, argv, shortopts, options, &idx);
+
+	if (c != -1 && idx >= 0) {
+		*exit_code = check_exact(ctx, argv, options, idx);
+		if (*exit_code)
+			return -2;
+	}
+	return c;
+}
+
 /* Handles one global flag or getopt complaint. Returns -1 to go on, else the
  * exit code to stop with. */
 static int global_option(struct isoctl *ctx, int c, char **argv, const char *usage)
@@ -94,10 +131,17 @@ static int global_option(struct isoctl *ctx, int c, char **argv, const char *usa
 			ctx->output = ISOCTL_OUT_TABLE;
 		else if (strcmp(optarg, "json") == 0)
 			ctx->output = ISOCTL_OUT_JSON;
+		else if (strcmp(optarg, "id") == 0)
+			ctx->output = ISOCTL_OUT_ID;
+		else if (strcmp(optarg, "token") == 0)
+			ctx->output = ISOCTL_OUT_TOKEN;
 		else
 			return isoctl_usage_error(
-			    ctx, "-o: unknown output format '%s' (table, json)", optarg);
+			    ctx, "-o: unknown output format '%s' (table, json, id, token)", optarg);
 		return -1;
+	case ISOCTL_OPT_VERSION:
+		printf("isoctl %s\n", ISO_VERSION);
+		return ISOCTL_EXIT_OK;
 	case 'h':
 		fputs(usage, stdout);
 		return ISOCTL_EXIT_OK;
@@ -118,14 +162,19 @@ static void append_word(struct isoctl *ctx, const char *word)
 int isoctl_dispatch(struct isoctl *ctx, const struct isoctl_cmd *cmds, size_t n, const char *usage,
                     int argc, char **argv)
 {
-	static const struct option options[] = {ISOCTL_GLOBAL_OPTIONS};
+	/* --version only before the first word: `isoctl --version`. */
+	static const struct option top_options[] = {
+	    {"version", no_argument, NULL, ISOCTL_OPT_VERSION}, ISOCTL_GLOBAL_OPTIONS};
+	const struct option *options = ctx->cmd[0] ? top_options + 1 : top_options;
 	const char *word;
-	int c, r;
+	int c, r = 0;
 
 	optind = 0; /* full re-initialisation of glibc's getopt */
 	opterr = 0;
 	/* '+': stop at the first word, which belongs to the next level. */
-	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) != -1) {
+	while ((c = next_opt(ctx, argc, argv, "+:ho:", options, &r)) != -1) {
+		if (c == -2)
+			return r;
 		r = global_option(ctx, c, argv, usage);
 		if (r >= 0)
 			return r;
@@ -176,7 +225,9 @@ int isoctl_next_option(struct isoctl *ctx, struct isoctl_parser *p, const char *
 	*arg = NULL;
 	for (;;) {
 		/* '-': words come back as code 1 in order, whatever POSIXLY_CORRECT says. */
-		c = getopt_long(p->argc, p->argv, "-:ho:", p->options, NULL);
+		c = next_opt(ctx, p->argc, p->argv, "-:ho:", p->options, &p->exit_code);
+		if (c == -2)
+			return -1;
 		if (c == -1) {
 			while (optind < p->argc) /* what follows "--" */
 				if (add_arg(ctx, p, p->argv[optind++]) < 0)

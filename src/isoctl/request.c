@@ -204,6 +204,9 @@ static int request(struct isoctl *ctx, const char *method, const char *path, con
 	int r;
 
 	memset(resp, 0, sizeof(*resp));
+	/* Refused before anything is sent: only `token issue` has a secret. */
+	if (ctx->output == ISOCTL_OUT_TOKEN && !ctx->token_output)
+		return isoctl_usage_error(ctx, "-o token: only 'token issue' prints a secret");
 	r = ensure_client(ctx);
 	if (r)
 		return r;
@@ -269,12 +272,59 @@ int isoctl_query_add(char **path, const char *key, const char *value)
 	return 0;
 }
 
+/* One line for -o id: the object's id, or its name for objects named by
+ * the user (tenants, organisations, nodes). Returns 0 or -1 without either. */
+static int print_id(const json_t *obj)
+{
+	const char *id = json_string_value(json_object_get(obj, "id"));
+
+	if (!id)
+		id = json_string_value(json_object_get(obj, "name"));
+	if (!id)
+		return -1;
+	isoctl_fputs_clean(id, stdout);
+	fputc('\n', stdout);
+	return 0;
+}
+
+static int print_ids(const struct isoctl *ctx, const json_t *body)
+{
+	const json_t *items = json_object_get(body, "items");
+	size_t i;
+	json_t *it;
+
+	if (!body) /* 204 No Content: nothing to name */
+		return 0;
+	if (!json_is_array(items))
+		return print_id(body) < 0 ? isoctl_usage_error(ctx, "-o id: the answer has no id")
+		                          : 0;
+	json_array_foreach (items, i, it) {
+		if (print_id(it) < 0)
+			return isoctl_usage_error(ctx, "-o id: the answer has no id");
+	}
+	return 0;
+}
+
 int isoctl_render(const struct isoctl *ctx, const struct iso_response *resp,
                   int (*table)(const json_t *body))
 {
-	if (ctx->output == ISOCTL_OUT_JSON) {
+	const char *secret;
+
+	switch (ctx->output) {
+	case ISOCTL_OUT_JSON:
 		isoctl_print_json(resp->body);
 		return 0;
+	case ISOCTL_OUT_ID:
+		return print_ids(ctx, resp->body);
+	case ISOCTL_OUT_TOKEN:
+		secret = json_string_value(json_object_get(resp->body, "token"));
+		if (!secret)
+			return ISOCTL_EXIT_INTERNAL;
+		isoctl_fputs_clean(secret, stdout);
+		fputc('\n', stdout);
+		return 0;
+	case ISOCTL_OUT_TABLE:
+		break;
 	}
 	return table(resp->body);
 }

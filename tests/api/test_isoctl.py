@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -308,6 +309,195 @@ class TestExitCodes(IsoctlCase):
             with self.subTest(argv=argv):
                 r = self.fails(7, *argv, url=url)
                 self.assertIn("127.0.0.1", r.err)
+
+
+class TestFirstFiveMinutes(IsoctlCase):
+    """What a new user meets first (issue 12, 7b): --version, -o token and
+    -o id for scripts, whole option names only, tables that show what
+    matters, and a released allocation that no longer shows a placement."""
+
+    def test_version_flag(self):
+        # Needs no server: the URL points nowhere.
+        url = "http://127.0.0.1:%d" % harness.free_port()
+        r = self.ok("--version", url=url, token=None)
+        self.assertRegex(r.out, r"^isoctl \d+\.\d+\.\d+\n$")
+        self.assertEqual(r.err, "")
+        self.assertIn(r.out.split()[1], self.ok("version").out)  # the client line agrees
+        # Only before the command; elsewhere it is an unknown option.
+        self.fails(2, "tenant", "list", "--version", url=url)
+
+    def test_abbreviated_long_options_are_refused(self):
+        self.ok("tenant", "create", "abbrco")
+        before = self.admin.list_all("/v1/allocations?tenant=abbrco")
+        cases = (
+            (["alloc", "create", "--tenant", "abbrco", "--member", "2"], "--members"),
+            (["alloc", "create", "--tenant=abbrco", "--prof", "1g.10gb"], "--profile"),
+            (["alloc", "create", "--ten", "abbrco"], "--tenant"),
+            (["--out", "json", "whoami"], "--output"),
+            (["whoami", "--time", "5"], "--timeout"),
+            (["tenant", "get", "abbrco", "--out=json"], "--output"),
+            (["alloc", "list", "--stat", "active"], "--state"),
+            (["--vers"], "--version"),
+        )
+        for argv, full in cases:
+            with self.subTest(argv=argv):
+                r = self.fails(2, *argv)
+                self.assertIn("write '%s'" % full, r.err)
+                self.assertIn("abbreviated", r.err)
+        self.assertEqual(self.admin.list_all("/v1/allocations?tenant=abbrco"), before)
+        # Written in full, with the value attached or apart, they work.
+        a = self.ok("alloc", "create", "--tenant=abbrco", "--members", "1", "--profile=1g.10gb",
+                    "--output=json").json()
+        self.ok("alloc", "release", a["id"], "--output", "json")
+
+    def test_token_output_prints_only_the_secret(self):
+        self.ok("tenant", "create", "tokco")
+        r = self.ok("token", "issue", "--tenant", "tokco", "--role", "tenant-admin", "--user", "bob",
+                    "-o", "token")
+        self.assertRegex(r.out, r"^" + harness.TOKEN_RE.pattern.strip("^$") + r"\n$")
+        self.assertIn("shown only once", r.err)
+        who = self.ok("whoami", "-o", "json", token=r.out.strip()).json()
+        self.assertEqual((who["role"], who["tenant"], who["user"]), ("tenant-admin", "tokco", "bob"))
+        # Elsewhere -o token is a usage error, found before any request: exit 2
+        # even where no server answers.
+        url = "http://127.0.0.1:%d" % harness.free_port()
+        for argv in (["tenant", "list"], ["alloc", "create", "--tenant", "tokco"], ["whoami"]):
+            with self.subTest(argv=argv):
+                r = self.fails(2, *(argv + ["-o", "token"]), url=url)
+                self.assertIn("-o token", r.err)
+
+    def test_id_output(self):
+        self.ok("tenant", "create", "idco")
+        r = self.ok("alloc", "create", "--tenant", "idco", "--profile", "1g.10gb", "-o", "id")
+        aid = r.out.strip()
+        self.assertRegex(r.out, r"^a-[0-9a-f]{16}\n$")
+        self.assertEqual(self.admin.get("/v1/allocations/" + aid).body["tenant"], "idco")
+        self.assertEqual(self.ok("alloc", "list", "--tenant", "idco", "-o", "id").out, aid + "\n")
+        self.assertEqual(self.ok("tenant", "get", "idco", "-o", "id").out, "idco\n")
+        names = self.ok("tenant", "list", "-o", "id").out.split()
+        self.assertIn("idco", names)
+        self.assertEqual(self.ok("alloc", "release", aid, "-o", "id").out, aid + "\n")
+        # An answer without an id or name: a usage error, nothing on stdout.
+        r = self.fails(2, "capacity", "-o", "id")
+        self.assertIn("no id", r.err)
+
+    def test_released_allocation_shows_no_placement(self):
+        self.ok("tenant", "create", "relco")
+        a = self.ok("alloc", "create", "--tenant", "relco", "--profile", "3g.40gb", "-o", "json").json()
+        live = self.ok("alloc", "get", a["id"]).out
+        self.assertIn("PLACEMENT", live)
+        self.assertNotIn("placement:", live)
+        for out in (self.ok("alloc", "release", a["id"]).out, self.ok("alloc", "get", a["id"]).out):
+            self.assertNotIn("PLACEMENT", out)
+            self.assertNotIn("3g.40gb   ", out)  # no row of a slot it held
+            self.assertRegex(out, r"\nplacement: +none \(released\)\n")
+        # The JSON is the server's, unchanged.
+        self.assertEqual(self.ok("alloc", "get", a["id"], "-o", "json").json(),
+                         self.admin.get("/v1/allocations/" + a["id"]).body)
+
+    def test_tenant_table_shows_org_isolation_and_pkey(self):
+        self.ok("org", "create", "taborg")
+        self.ok("tenant", "create", "tabco", "--org", "taborg", "--isolation", "exclusive-node",
+                "--shares", "3")
+        t = self.admin.get("/v1/tenants/tabco").body
+        for argv in (["tenant", "get", "tabco"], ["tenant", "list"]):
+            with self.subTest(argv=argv):
+                lines = self.ok(*argv).out.splitlines()
+                self.assertEqual(lines[0].split(), ["NAME", "ORG", "SHARES", "ISOLATION", "PKEY",
+                                                    "DESCRIPTION", "CREATED"])
+                row = [x for x in lines[1:] if x.startswith("tabco ")][0].split()
+                self.assertEqual(row[:5], ["tabco", "taborg", "3", "exclusive-node", t["pkey"]])
+
+    def test_usage_columns_are_named_and_explained(self):
+        out = self.ok("usage").out
+        header = out.splitlines()[0].split()
+        self.assertEqual(header, ["ACCOUNT", "LEVEL", "SHARES", "SHARE_OF_SIBLINGS",
+                                  "USAGE_OF_SIBLINGS", "FAIR_SHARE", "RANK", "HOLDS_NOW"])
+        for col in header[3:]:
+            self.assertRegex(out, r"\n%s +\S" % col, "no legend line for %s" % col)
+        # -o json is the server's answer (decayed usage moves, so compare its shape).
+        got = self.ok("usage", "-o", "json").json()
+        want = self.admin.get("/v1/usage").body["items"]
+        self.assertEqual([(x["account"], sorted(x)) for x in got["items"]],
+                         [(x["account"], sorted(x)) for x in want])
+
+
+class TestWait(IsoctlCase):
+    """alloc create --wait S: 0 once active, 9 when it ends released or
+    failed, 10 when it is still pending after S seconds. The cluster is
+    filled so that the next request stays pending."""
+
+    def setUp(self):
+        self.tenant = harness.uniq("wait")
+        self.ok("tenant", "create", self.tenant)
+        # Three nodes of 8 GPUs: every GPU, so the next GPU request waits.
+        self.blocker = self.ok("alloc", "create", "--tenant", self.tenant, "--members", "3", "--whole",
+                               "--count", "8", "-o", "id").out.strip()
+
+    def tearDown(self):
+        for a in self.admin.list_all("/v1/allocations?tenant=" + self.tenant):
+            if a["state"] not in ("released", "failed"):
+                self.admin.delete("/v1/allocations/" + a["id"])
+
+    def start_waiting(self, *extra):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")}
+        e.update(ISOSTACK_URL=self.d.url(), ISOSTACK_TOKEN=self.d.admin_token)
+        return subprocess.Popen([harness.Binaries.isoctl, "alloc", "create", "--tenant", self.tenant,
+                                 "--whole", "-o", "json"] + list(extra), env=e,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def pending_id(self, proc):
+        """The id of the allocation the waiting isoctl created, from the API."""
+        for _ in range(400):
+            items = self.admin.list_all("/v1/allocations?tenant=%s&state=pending" % self.tenant)
+            if items:
+                return items[0]["id"]
+            self.assertIsNone(proc.poll(), "isoctl ended before its allocation was pending")
+            time.sleep(0.05)
+        self.fail("no pending allocation appeared")
+
+    def test_active_at_once(self):
+        self.admin.delete("/v1/allocations/" + self.blocker)
+        a = self.ok("alloc", "create", "--tenant", self.tenant, "--profile", "1g.10gb", "--wait", "30",
+                    "-o", "json").json()
+        self.assertEqual(a["state"], "active")
+
+    def test_still_pending_is_10(self):
+        r = self.fails(10, "alloc", "create", "--tenant", self.tenant, "--whole", "--wait", "1")
+        pending = self.admin.list_all("/v1/allocations?tenant=%s&state=pending" % self.tenant)
+        self.assertEqual(len(pending), 1)
+        self.assertIn("%s is still pending after 1 s" % pending[0]["id"], r.err)
+
+    def test_becomes_active_while_waiting(self):
+        proc = self.start_waiting("--wait", "120")
+        try:
+            aid = self.pending_id(proc)
+            self.assertStatus(self.admin.delete("/v1/allocations/" + self.blocker), 200)
+            out, err = proc.communicate(timeout=T(120))
+        finally:
+            proc.kill()
+        self.assertEqual(proc.returncode, 0, err)
+        a = json.loads(out)
+        self.assertEqual((a["id"], a["state"]), (aid, "active"))
+
+    def test_released_while_waiting_is_9(self):
+        proc = self.start_waiting("--wait", "120")
+        try:
+            aid = self.pending_id(proc)
+            self.assertStatus(self.admin.delete("/v1/allocations/" + aid), 200)
+            out, err = proc.communicate(timeout=T(120))
+        finally:
+            proc.kill()
+        self.assertEqual(proc.returncode, 9, err)
+        self.assertEqual(out, "")
+        self.assertIn("allocation %s is released" % aid, err)
+
+    def test_bad_wait_is_usage(self):
+        for v in ("0", "-1", "x", "86401"):
+            with self.subTest(wait=v):
+                r = self.fails(2, "alloc", "create", "--tenant", self.tenant, "--whole", "--wait", v)
+                self.assertIn("--wait", r.err)
+        self.assertEqual(len(self.admin.list_all("/v1/allocations?tenant=" + self.tenant)), 1)
 
 
 class TestMigLayout(IsoctlCase):
