@@ -4,7 +4,7 @@
  * roots, inclusion and consistency proofs; tree heads are signed with Ed25519
  * (libsodium). Storage of events and heads is the store's (same transaction
  * as the change they record); this module is pure computation plus key files.
- * Facts: ../shared/reference/tenancy.md (Audit). Format: docs/audit.md. */
+ * Facts: docs/reference-tenancy.md (Audit). Format: docs/audit.md. */
 #ifndef ISOSTACK_AUDIT_H
 #define ISOSTACK_AUDIT_H
 

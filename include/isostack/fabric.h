@@ -4,7 +4,7 @@
  * opensm, opafm), and counts an allocation active only once the driver has
  * confirmed the intent on the fabric by reading it back. The verifier reads
  * the fabric's P_Key tables and proves that no cross-tenant path exists.
- * Facts: ../shared/reference/fabric.md. */
+ * Facts: docs/reference-fabric.md. */
 #ifndef ISOSTACK_FABRIC_H
 #define ISOSTACK_FABRIC_H
 

@@ -1,7 +1,7 @@
 /* mig.h: NVIDIA MIG geometry as data. A GPU is a mask of free memory slices
  * and a profile is (compute slices, width in memory slices, allowed starts,
  * max count, media-engine flag). Pure computation, no I/O: see
- * ../shared/reference/mig.md for the tables and their sources. */
+ * docs/reference-mig.md for the tables and their sources. */
 #ifndef ISOSTACK_MIG_H
 #define ISOSTACK_MIG_H
 

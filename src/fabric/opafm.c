@@ -6,7 +6,7 @@
  * catch-all VF with `All` as a full member (the shipped sample's "Default"
  * on 0x0001): that VF alone would join every tenant. The output is checked
  * by the tests with opa-fm's own `config_check -s`; the facts are in
- * ../shared/reference/fabric.md. */
+ * docs/reference-fabric.md. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * intent confirmed only when the P_Key tables read back (SMP) match it.
  * A worker thread owns all of that I/O so that apply() and poll() never
  * block the controller; intents arriving within coalesce_ms become one
- * write. Facts: ../shared/reference/fabric.md; design: docs/fabric.md. */
+ * write. Facts: docs/reference-fabric.md; design: docs/fabric.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

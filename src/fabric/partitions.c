@@ -6,7 +6,7 @@
  * (opensm/osm_prtn_config.c: keywords by prefix, strtoul/strtoull base 0,
  * rules spanning lines) but refuses everything OpenSM would refuse, warn
  * about, or read differently from what its author meant. The driver never
- * writes a file this parser rejects. Grammar: ../shared/reference/fabric.md. */
+ * writes a file this parser rejects. Grammar: docs/reference-fabric.md. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>

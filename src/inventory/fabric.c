@@ -2,7 +2,7 @@
  * the P_Key (or VNI) range tenants draw from, and the shared-service
  * partitions. The P_Key rules follow OpenSM and the Omni-Path FM: 15-bit keys,
  * 0x7fff is the default partition and is never handed out (see
- * ../shared/reference/fabric.md). */
+ * docs/reference-fabric.md). */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* profiles.c: the built-in MIG profile tables, one per GPU model, as data.
- * Every number here comes from ../shared/reference/mig.md; the geometry of a
+ * Every number here comes from docs/reference-mig.md; the geometry of a
  * profile kind (compute, width, starts, max count) is written once below and
  * only names, memory and SM counts vary between models. */
 #include <math.h>

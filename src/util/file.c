@@ -1,7 +1,7 @@
 /* file.c: writing a file whole or not at all. Every file other programs read
  * from us (OpenSM's partitions.conf, opafm.xml, the audit keys, exports) must
  * never be seen half-written: a truncated partitions.conf flattens the fabric
- * (../shared/reference/fabric.md). Temp file in the same directory, fsync,
+ * (docs/reference-fabric.md). Temp file in the same directory, fsync,
  * rename (or link, which never replaces), fsync of the directory. */
 #include <errno.h>
 #include <fcntl.h>

@@ -630,7 +630,7 @@ PLACEMENT_KEYS = {"member", "node", "gpu", "whole", "profile", "start", "width"}
 VERSION_KEYS = {"version", "api", "store", "placement", "fabric"}
 WHOAMI_KEYS = {"token_id", "role", "tenant", "user"}
 
-# H100-80GB MIG profiles (../shared/reference/mig.md): name -> (compute, width, starts).
+# H100-80GB MIG profiles (docs/reference-mig.md): name -> (compute, width, starts).
 H100_PROFILES = {
     "1g.10gb": (1, 1, (0, 1, 2, 3, 4, 5, 6)),
     "1g.10gb+me": (1, 1, (0, 1, 2, 3, 4, 5, 6)),

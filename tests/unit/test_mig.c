@@ -1,4 +1,4 @@
-/* test_mig.c: the built-in MIG tables checked against ../shared/reference/mig.md
+/* test_mig.c: the built-in MIG tables checked against docs/reference-mig.md
  * (written out again here, independently of src/mig/profiles.c), and every
  * quirk of MIG geometry the reference lists, exercised through the occupancy
  * rules, and the maximal layouts enumerated from them (src/mig/layouts.c). */
