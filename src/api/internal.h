@@ -12,11 +12,25 @@
 #define API_DEFAULT_LIMIT 100
 #define API_MAX_LIMIT     1000
 
+/* Request-head limits, enforced with JSON errors before libmicrohttpd's own
+ * (larger) ones are reached (docs/api.md, "Protocol limits"). */
+#define API_MAX_TARGET       8192        /* request target (path and query), bytes: 414 */
+#define API_MAX_QUERY_PARAMS 32          /* query parameters: 400 */
+#define API_MAX_HEADERS      64          /* header lines: 431 */
+#define API_MAX_HEADER_BYTES (16 * 1024) /* names and values together: 431 */
+
+struct api_kv {
+	char *name;
+	char *value; /* "" for a bare key */
+};
+
 struct api_request {
 	struct iso_controller *ctl;
-	struct MHD_Connection *conn;
-	const char *method;
-	char path[512];
+	struct MHD_Connection *conn; /* NULL for api_handle_raw; server.c's glue only */
+	char method[16];
+	char *target; /* the request target as received: path and query, undecoded */
+	bool target_too_long;
+	char path[512];          /* decoded path; "" when it is too long (matches no route) */
 	char *seg[API_MAX_SEGS]; /* into path_copy */
 	int n_seg;
 	char path_copy[512];
@@ -24,14 +38,30 @@ struct api_request {
 	char allow[64]; /* methods of the path, for a 405 */
 	struct iso_principal who;
 
+	/* collected once (from MHD or from the raw call), read by everything after */
+	struct api_kv *query;
+	int n_query;
+	struct api_kv *headers;
+	int n_headers;
+	size_t header_bytes;
+	bool too_many_headers;
+
 	char *body;
 	size_t body_len;
 	bool body_too_large;
+
+	/* set by the head: the route found, and whether the reply is already decided */
+	const void *route;
+	bool head_done;
+	uint64_t us; /* the handler's time, for the log */
 
 	/* reply: a handler sets status and reply (owned) or fails with err */
 	int status;
 	json_t *reply;
 	struct iso_error err;
+	/* a protocol error whose status has no iso_errcode (414, 431) */
+	int err_status;
+	const char *err_code;
 };
 
 /* A handler returns 0 with r->status/r->reply set, or a negative errno with r->err set. */
@@ -52,6 +82,38 @@ int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out,
                  struct iso_error *err);
 int api_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
                    double *out, struct iso_error *err);
+/* ---- the request (request.c) ---- */
+struct api_request *api_request_new(struct iso_controller *ctl, const char *method,
+                                    const char *target);
+void api_request_free(struct api_request *r);
+/* Collects one header line (in order; repeats kept). -ENOMEM on failure. */
+int api_request_add_header(struct api_request *r, const char *name, const char *value);
+/* The first value of a header (case-insensitive name), or NULL; *count gets
+ * how many lines carried it when count is not NULL. */
+const char *api_header(const struct api_request *r, const char *name, int *count);
+/* Decodes the target into path and query, and refuses what is ambiguous or
+ * over the limits (control characters, repeated keys, two Authorization
+ * headers, Content-Length with Transfer-Encoding...). 0 or -errno with r->err. */
+int api_request_parse_path(struct api_request *r);
+int api_request_check_headers(struct api_request *r);
+int api_request_parse_query(struct api_request *r);
+/* Appends body bytes, keeping at most ISO_API_MAX_BODY (then body_too_large). */
+int api_request_append_body(struct api_request *r, const char *data, size_t len);
+/* A copy of the target safe for one log line (control bytes and quotes escaped). */
+void api_request_log_target(const struct api_request *r, char *buf, size_t size);
+
+/* ---- the fuzz entry point (server.c) ---- */
+struct api_raw_header {
+	const char *name;
+	const char *value;
+};
+/* Runs one request through exactly the parse/route/auth/handler/reply path a
+ * libmicrohttpd request takes, without a socket. *status gets the HTTP status
+ * and *reply the JSON text (malloc'd; NULL for 204). Returns 0, or -ENOMEM. */
+int api_handle_raw(struct iso_controller *ctl, const char *method, const char *target,
+                   const struct api_raw_header *headers, size_t n_headers, const char *body,
+                   size_t body_len, int *status, char **reply);
+
 /* Query parameters: refuses any not in `allowed`, parses limit/after. */
 int api_check_query(struct api_request *r, const char *const *allowed);
 const char *api_query(struct api_request *r, const char *key);

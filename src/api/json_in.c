@@ -147,42 +147,29 @@ int api_get_number(json_t *obj, const char *key, const char *prefix, double min,
 	return 0;
 }
 
-struct query_check {
-	const char *const *allowed;
-	const char *bad;
-};
-
-static enum MHD_Result check_one(void *cls, enum MHD_ValueKind kind, const char *key,
-                                 const char *value)
-{
-	struct query_check *qc = cls;
-	(void)kind;
-	(void)value;
-	for (const char *const *a = qc->allowed; *a; a++)
-		if (strcmp(key, *a) == 0)
-			return MHD_YES;
-	qc->bad = key;
-	return MHD_NO;
-}
-
 int api_check_query(struct api_request *r, const char *const *allowed)
 {
-	static const char *const none[] = {NULL};
-	struct query_check qc = {.allowed = allowed ? allowed : none};
-
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_one, &qc);
-	if (qc.bad) {
-		char field[ISO_ERR_FIELD_MAX];
-		snprintf(field, sizeof(field), "%.80s", qc.bad);
-		return iso_error_set(&r->err, ISO_E_INVALID, field,
-		                     "query parameter \"%s\": unknown", field);
+	for (int i = 0; i < r->n_query; i++) {
+		const char *key = r->query[i].name;
+		bool known = false;
+		for (const char *const *a = allowed; a && *a && !known; a++)
+			known = strcmp(key, *a) == 0;
+		if (!known) {
+			char field[ISO_ERR_FIELD_MAX];
+			snprintf(field, sizeof(field), "%.80s", key);
+			return iso_error_set(&r->err, ISO_E_INVALID, field,
+			                     "query parameter \"%s\": unknown", field);
+		}
 	}
 	return 0;
 }
 
 const char *api_query(struct api_request *r, const char *key)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+	for (int i = 0; i < r->n_query; i++)
+		if (strcmp(r->query[i].name, key) == 0)
+			return r->query[i].value;
+	return NULL;
 }
 
 int api_page(struct api_request *r, int *limit, const char **after)

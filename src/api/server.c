@@ -1,7 +1,13 @@
 /* server.c: the HTTP side of the API. It accepts connections with
  * libmicrohttpd on one internal thread, bounds request bodies, echoes or
  * makes request ids, routes, authenticates, and turns a handler's result or
- * iso_error into exactly one JSON response. Handlers never see HTTP details. */
+ * iso_error into exactly one JSON response. Handlers never see HTTP details.
+ *
+ * One path serves both libmicrohttpd and api_handle_raw (the fuzz entry
+ * point): the glue collects the target and header lines into an api_request
+ * (request.c), then request_head() decides everything the head can decide
+ * (errors, route, authentication) and request_finish() runs the handler once
+ * the body is in. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +29,10 @@ struct iso_api {
 };
 
 #define API_MAX_DRAIN (4u << 20)
+/* libmicrohttpd's per-connection memory: the head (at most API_MAX_TARGET +
+ * API_MAX_HEADER_BYTES, plus its records) with room to spare, so its own 414
+ * and 431 come only far beyond ours. mmap'd: untouched pages cost nothing. */
+#define API_CONN_POOL (256u << 10)
 
 enum route_auth { ROUTE_AUTH, ROUTE_OPEN };
 
@@ -109,7 +119,8 @@ static bool pattern_matches(const char *pattern, struct api_request *r)
 	return i == r->n_seg;
 }
 
-/* Splits the path; empty segments (//, trailing /) make it match nothing. */
+/* Splits the path; empty segments (//, trailing /) make it match nothing:
+ * every such path gets the same 404, with or without a query. */
 static void split_path(struct api_request *r)
 {
 	char *p;
@@ -123,9 +134,14 @@ static void split_path(struct api_request *r)
 	while (r->n_seg < API_MAX_SEGS) {
 		char *slash = strchr(p, '/');
 		r->seg[r->n_seg++] = p;
+		if (slash)
+			*slash = '\0';
+		if (!*p) {
+			r->n_seg = 0; /* an empty segment, which "*" would match: nothing */
+			return;
+		}
 		if (!slash)
 			return;
-		*slash = '\0';
 		p = slash + 1;
 	}
 	r->n_seg = API_MAX_SEGS + 1; /* too deep: matches nothing */
@@ -148,7 +164,7 @@ static bool request_id_valid(const char *s)
 
 static void make_request_id(struct api_request *r)
 {
-	const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	const char *given = api_header(r, "X-Request-Id", NULL);
 	unsigned char raw[8];
 
 	if (given && request_id_valid(given)) {
@@ -162,8 +178,7 @@ static void make_request_id(struct api_request *r)
 
 static const char *bearer_of(struct api_request *r)
 {
-	const char *h =
-	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *h = api_header(r, MHD_HTTP_HEADER_AUTHORIZATION, NULL);
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return NULL;
 	h += 7;
@@ -191,10 +206,11 @@ static void error_reply(struct api_request *r)
 {
 	const struct iso_error *e = &r->err;
 	enum iso_errcode code = e->code == ISO_OK ? ISO_E_INTERNAL : e->code;
+	const char *name = r->err_code ? r->err_code : iso_errcode_name(code);
 
-	api_reply(r, iso_errcode_http_status(code),
-	          json_pack("{s:{s:s, s:s, s:o}, s:s}", "error", "code", iso_errcode_name(code),
-	                    "message", e->message[0] ? e->message : iso_errcode_name(code), "field",
+	api_reply(r, r->err_status ? r->err_status : iso_errcode_http_status(code),
+	          json_pack("{s:{s:s, s:s, s:o}, s:s}", "error", "code", name, "message",
+	                    e->message[0] ? e->message : name, "field",
 	                    e->field[0] ? json_string(e->field) : json_null(), "request_id",
 	                    r->request_id));
 }
@@ -212,18 +228,8 @@ static void record_failure(struct api_request *r, const struct route *route)
 	                             refused ? ISO_AUDIT_DENIED : ISO_AUDIT_ERROR, r->err.message);
 }
 
-static void dispatch_locked(struct api_request *r);
-
-/* The controller is one thread's at a time: this server thread's, or the
- * daemon's main loop's when it ticks. */
-static void dispatch(struct api_request *r)
-{
-	iso_controller_lock(r->ctl);
-	dispatch_locked(r);
-	iso_controller_unlock(r->ctl);
-}
-
-static void dispatch_locked(struct api_request *r)
+/* The route of r's path and method, or NULL with r->err set (404, 405). */
+static const struct route *route_find(struct api_request *r)
 {
 	const struct route *path_match = NULL, *match = NULL;
 	char allow[64] = "";
@@ -241,30 +247,114 @@ static void dispatch_locked(struct api_request *r)
 	}
 	if (!path_match) {
 		iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such path");
-		error_reply(r);
-		return;
+		return NULL;
 	}
 	if (!match) {
 		iso_error_set(&r->err, ISO_E_METHOD, NULL, "%s is not allowed here; allowed: %s",
 		              r->method, allow);
 		iso_strlcpy(r->allow, allow, sizeof(r->allow));
-		error_reply(r);
-		return;
+		return NULL;
 	}
+	return match;
+}
+
+/* Everything the head decides, before any body byte is read: protocol
+ * errors, the route, the query, a body announced beyond what is worth
+ * draining, and authentication (so an anonymous upload is refused without
+ * being read). Returns true when the reply is decided (r->status/r->reply).
+ * The controller is one thread's at a time: this server thread's, or the
+ * daemon's main loop's when it ticks. */
+static bool request_head(struct api_request *r)
+{
+	const struct route *match = NULL;
+	const char *cl;
+
+	r->head_done = true;
+	make_request_id(r);
 	iso_strlcpy(r->who.request_id, r->request_id, sizeof(r->who.request_id));
-	client_address(r->conn, r->who.source, sizeof(r->who.source));
-	if (r->body_too_large)
+	if (api_request_parse_path(r) < 0 || api_request_check_headers(r) < 0)
+		goto fail;
+	match = route_find(r);
+	if (!match || api_request_parse_query(r) < 0)
+		goto fail;
+	r->route = match;
+	/* A body over the limit is read and discarded so that the client, still
+	 * sending, gets its 413 rather than a reset; one announced beyond what is
+	 * worth draining is refused before it is read. */
+	cl = api_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH, NULL);
+	iso_controller_lock(r->ctl);
+	if (cl && strtoull(cl, NULL, 10) > API_MAX_DRAIN)
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
 		              ISO_API_MAX_BODY);
 	else if (match->auth == ROUTE_AUTH &&
 	         iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0)
 		;
+	else {
+		iso_controller_unlock(r->ctl);
+		return false;
+	}
+	error_reply(r);
+	record_failure(r, match);
+	iso_controller_unlock(r->ctl);
+	return true;
+fail:
+	error_reply(r);
+	return true;
+}
+
+/* The body is in: run the handler (unless the body was too large). */
+static void request_finish(struct api_request *r)
+{
+	const struct route *match = r->route;
+
+	iso_controller_lock(r->ctl);
+	if (r->body_too_large)
+		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
+		              ISO_API_MAX_BODY);
 	else if (match->handler(r) == 0 && r->reply)
-		return;
+		goto out;
 	if (r->err.code == ISO_OK)
 		iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
 	error_reply(r);
 	record_failure(r, match);
+out:
+	iso_controller_unlock(r->ctl);
+}
+
+/* The JSON text of r's reply (malloc'd), or NULL for a 204 or on failure. */
+static char *reply_text(struct api_request *r)
+{
+	if (r->status == MHD_HTTP_NO_CONTENT || !r->reply)
+		return NULL;
+	return json_dumps(r->reply, JSON_COMPACT);
+}
+
+int api_handle_raw(struct iso_controller *ctl, const char *method, const char *target,
+                   const struct api_raw_header *headers, size_t n_headers, const char *body,
+                   size_t body_len, int *status, char **reply)
+{
+	struct api_request *r = api_request_new(ctl, method, target);
+	int ret = 0;
+
+	*status = 0;
+	*reply = NULL;
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_headers && ret == 0; i++)
+		ret = api_request_add_header(r, headers[i].name, headers[i].value);
+	if (ret == 0 && !request_head(r)) {
+		ret = api_request_append_body(r, body, body_len);
+		if (ret == 0)
+			request_finish(r);
+	}
+	if (ret == 0) {
+		*status = r->status;
+		*reply = reply_text(r);
+		if (!*reply && r->status != MHD_HTTP_NO_CONTENT)
+			ret = -ENOMEM;
+	}
+	api_request_free(r);
+	return ret;
 }
 
 static enum MHD_Result send_reply(struct api_request *r)
@@ -276,7 +366,7 @@ static enum MHD_Result send_reply(struct api_request *r)
 	if (r->status == MHD_HTTP_NO_CONTENT) {
 		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	} else {
-		text = json_dumps(r->reply, JSON_COMPACT);
+		text = reply_text(r);
 		if (!text)
 			return MHD_NO;
 		size_t len = strlen(text);
@@ -299,75 +389,82 @@ static enum MHD_Result send_reply(struct api_request *r)
 	return ret;
 }
 
-static void request_free(struct api_request *r)
+/* libmicrohttpd calls this with the raw request target once the request
+ * line is in, before it parses the query into its connection pool (where
+ * 500 parameters exhaust the pool and, in 0.9.75, hang the connection). The
+ * request starts here: its api_request keeps the whole target, and the query
+ * is cut off in libmicrohttpd's copy so that it stores no parameter; request.c
+ * parses the query with our own limits. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-	if (!r)
-		return;
-	json_decref(r->reply);
-	free(r->body);
-	sodium_memzero(&r->who, sizeof(r->who));
-	free(r);
+	struct iso_api *api = cls;
+	struct api_request *r = api_request_new(api->ctl, "", uri);
+	char *q = uri ? strchr(uri, '?') : NULL;
+
+	(void)conn;
+	if (q)
+		q[1] = '\0'; /* the read buffer's own bytes (const only in the API) */
+	return r;
+}
+
+struct collect {
+	struct api_request *r;
+	int ret;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+	struct collect *c = cls;
+	(void)kind;
+	c->ret = api_request_add_header(c->r, key, value);
+	return c->ret == 0 ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
-	struct iso_api *api = cls;
 	struct api_request *r = *con_cls;
 	uint64_t t0;
+	(void)cls;
+	(void)url; /* libmicrohttpd's decoding of it; request.c decodes our own copy */
 	(void)version;
 
-	if (!r) {
-		r = calloc(1, sizeof(*r));
-		if (!r)
-			return MHD_NO;
-		r->ctl = api->ctl;
+	if (!r)
+		return MHD_NO; /* on_uri failed (out of memory) */
+	if (!r->head_done) {
 		r->conn = conn;
-		r->method = method;
-		if (iso_strlcpy(r->path, url, sizeof(r->path)) < 0)
-			r->path[0] = '\0'; /* matches no route */
-		make_request_id(r);
-		*con_cls = r;
-		/* A body over the limit is read and discarded so that the client,
-		 * still sending, gets its 413 rather than a reset; one announced
-		 * beyond what is worth draining is refused before it is read. */
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (!cl || strtoull(cl, NULL, 10) <= API_MAX_DRAIN)
-			return MHD_YES;
-		r->body_too_large = true;
-		dispatch(r);
-		return send_reply(r);
+		iso_strlcpy(r->method, method, sizeof(r->method));
+		client_address(conn, r->who.source, sizeof(r->who.source));
+		struct collect c = {.r = r};
+		MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &c);
+		if (c.ret < 0)
+			return MHD_NO;
+		if (request_head(r))
+			goto reply;
+		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		/* Keep reading past the limit (discarding) so the client gets a 413
-		 * rather than a reset connection. */
-		if (!r->body_too_large && r->body_len + *upload_size <= ISO_API_MAX_BODY) {
-			char *nb = realloc(r->body, r->body_len + *upload_size + 1);
-			if (!nb)
-				return MHD_NO;
-			memcpy(nb + r->body_len, upload, *upload_size);
-			r->body = nb;
-			r->body_len += *upload_size;
-			r->body[r->body_len] = '\0';
-		} else {
-			r->body_too_large = true;
-		}
+		if (api_request_append_body(r, upload, *upload_size) < 0)
+			return MHD_NO;
 		*upload_size = 0;
 		return MHD_YES;
 	}
 	t0 = iso_mono_ns();
-	dispatch(r);
+	request_finish(r);
+	r->us = (iso_mono_ns() - t0) / 1000;
+reply:;
 	/* Changes and failures are worth a line each; successful reads only on demand. */
+	char target[256];
 	enum iso_log_level level = r->status >= 500                                 ? ISO_LOG_ERR
 	                           : strcmp(method, "GET") != 0 || r->status >= 400 ? ISO_LOG_INFO
 	                                                                            : ISO_LOG_DEBUG;
+	api_request_log_target(r, target, sizeof(target));
 	iso_log(level, "http",
-	        "request_id=%s source=%s method=%s path=\"%.200s\" status=%d token_id=%s us=%llu",
-	        r->request_id, r->who.source[0] ? r->who.source : "-", method, r->path, r->status,
-	        r->who.token_id[0] ? r->who.token_id : "-",
-	        (unsigned long long)((iso_mono_ns() - t0) / 1000));
+	        "request_id=%s source=%s method=%s path=\"%s\" status=%d token_id=%s us=%llu",
+	        r->request_id, r->who.source[0] ? r->who.source : "-", method, target, r->status,
+	        r->who.token_id[0] ? r->who.token_id : "-", (unsigned long long)r->us);
 	return send_reply(r);
 }
 
@@ -377,7 +474,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)cls;
 	(void)conn;
 	(void)toe;
-	request_free(*con_cls);
+	api_request_free(*con_cls);
 	*con_cls = NULL;
 }
 
@@ -524,20 +621,17 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 		flags |= MHD_USE_TLS;
 		api->tls = true;
 	}
-	/* The logger goes first so that MHD never prints on its own. */
-	if (api->tls)
-		api->mhd = MHD_start_daemon(
-		    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-		    api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
-		    (unsigned)1000, MHD_OPTION_HTTPS_MEM_CERT, api->tls_cert_pem,
-		    MHD_OPTION_HTTPS_MEM_KEY, api->tls_key_pem, MHD_OPTION_END);
-	else
-		api->mhd = MHD_start_daemon(
-		    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-		    api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
-		    (unsigned)1000, MHD_OPTION_END);
+	/* The logger goes first so that MHD never prints on its own. The pool is
+	 * sized so that our own limits on the head (request.c) are reached before
+	 * libmicrohttpd's, whose errors are HTML (docs/api.md). */
+	api->mhd = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, api,
+	    MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)API_CONN_POOL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+	    api->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, api->tls_cert_pem,
+	    MHD_OPTION_HTTPS_MEM_KEY, api->tls_key_pem, MHD_OPTION_END);
 	if (!api->mhd)
 		return iso_error_set(err, ISO_E_UNAVAILABLE, "listen",
 		                     "listen: cannot serve on %s (address in use, or not local?)",
