@@ -9,64 +9,17 @@
 
 #include "sched/index.h"
 
-static int tset_find(const struct ix_tset *s, int64_t tenant)
-{
-	for (int i = 0; i < s->n; i++)
-		if (s->t[i].id == tenant)
-			return i;
-	return -1;
-}
-
-static int tset_add(struct ix_tset *s, int64_t tenant)
-{
-	int i = tset_find(s, tenant);
-
-	if (i >= 0) {
-		s->t[i].members++;
-		return 0;
-	}
-	if (s->n == s->cap) {
-		int cap = s->cap ? 2 * s->cap : 2;
-		struct ix_tenant *t = realloc(s->t, (size_t)cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		s->t = t;
-		s->cap = cap;
-	}
-	s->t[s->n++] = (struct ix_tenant){.id = tenant, .members = 1};
-	return 0;
-}
-
-/* Drops one of the tenant's members; the exclusive mark goes with the
- * holder's last one. */
-static void tset_remove(struct ix_tset *s, int64_t tenant)
-{
-	int i = tset_find(s, tenant);
-
-	if (i < 0 || --s->t[i].members > 0)
-		return;
-	memmove(&s->t[i], &s->t[i + 1], (size_t)(s->n - i - 1) * sizeof(s->t[0]));
-	s->n--;
-	if (s->excl && s->excl_owner == tenant)
-		s->excl = false;
-}
-
-static bool tset_others(const struct ix_tset *s, int64_t tenant)
-{
-	return s->n > 1 || (s->n == 1 && s->t[0].id != tenant);
-}
-
 int ix_excl_member_take(struct iso_cluster_state *cs, int ni, int64_t tenant, int level)
 {
 	struct iso_sched_index *ix = cs->index;
 	struct ix_node *x = &ix->nodes[ni];
 	struct ix_tset *r = &ix->rack_ten[x->rack];
 
-	if (tset_add(r, tenant) < 0)
+	if (ix_tset_add(r, tenant) < 0)
 		return -ENOMEM;
 	if (level >= 2) {
-		x->excl = true;
-		x->excl_owner = tenant;
+		x->ten.excl = true;
+		x->ten.excl_owner = tenant;
 	}
 	if (level >= 3) {
 		r->excl = true;
@@ -80,16 +33,16 @@ void ix_excl_member_give(struct iso_cluster_state *cs, int ni, int64_t tenant)
 	struct iso_sched_index *ix = cs->index;
 	struct ix_node *x = &ix->nodes[ni];
 
-	tset_remove(&ix->rack_ten[x->rack], tenant);
-	if (x->excl && x->excl_owner == tenant && ix_tenant_members(ix, ni, tenant) == 0)
-		x->excl = false;
+	/* The node's own mark went with the tenant's last member there
+	 * (ix_tenant_remove, called first). */
+	ix_tset_remove(&ix->rack_ten[x->rack], tenant);
 }
 
 int ix_excl_slot_take(struct iso_cluster_state *cs, int ni, int pos, int64_t tenant, int level)
 {
 	struct ix_gpu *g = &cs->index->gpus[cs->index->nodes[ni].gpu_base + pos];
 
-	if (tset_add(&g->ten, tenant) < 0)
+	if (ix_tset_add(&g->ten, tenant) < 0)
 		return -ENOMEM;
 	if (level >= 1) {
 		g->ten.excl = true;
@@ -100,7 +53,7 @@ int ix_excl_slot_take(struct iso_cluster_state *cs, int ni, int pos, int64_t ten
 
 void ix_excl_slot_give(struct iso_cluster_state *cs, int ni, int pos, int64_t tenant)
 {
-	tset_remove(&cs->index->gpus[cs->index->nodes[ni].gpu_base + pos].ten, tenant);
+	ix_tset_remove(&cs->index->gpus[cs->index->nodes[ni].gpu_base + pos].ten, tenant);
 }
 
 bool ix_excl_node_allows(const struct iso_sched_index *ix, int ni, int64_t tenant, int level)
@@ -108,11 +61,11 @@ bool ix_excl_node_allows(const struct iso_sched_index *ix, int ni, int64_t tenan
 	const struct ix_node *x = &ix->nodes[ni];
 	const struct ix_tset *r = &ix->rack_ten[x->rack];
 
-	if ((x->excl && x->excl_owner != tenant) || (r->excl && r->excl_owner != tenant))
+	if ((x->ten.excl && x->ten.excl_owner != tenant) || (r->excl && r->excl_owner != tenant))
 		return false;
-	if (level >= 2 && (x->n_tenants > 1 || (x->n_tenants == 1 && x->tenants[0].id != tenant)))
+	if (level >= 2 && ix_tset_others(&x->ten, tenant))
 		return false;
-	return level < 3 || !tset_others(r, tenant);
+	return level < 3 || !ix_tset_others(r, tenant);
 }
 
 bool ix_excl_gpu_allows(const struct iso_sched_index *ix, int gid, int64_t tenant, int level)
@@ -121,7 +74,7 @@ bool ix_excl_gpu_allows(const struct iso_sched_index *ix, int gid, int64_t tenan
 
 	if (g->excl && g->excl_owner != tenant)
 		return false;
-	return level < 1 || !tset_others(g, tenant);
+	return level < 1 || !ix_tset_others(g, tenant);
 }
 
 /* ---- the request being placed ---- */

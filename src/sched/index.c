@@ -226,18 +226,45 @@ void iso_cluster_state_reindex(struct iso_cluster_state *cs)
 
 /* ---- tenants on a node ---- */
 
-static int tenant_find(const struct ix_node *x, int64_t tenant)
+int ix_tset_find(const struct ix_tset *s, int64_t tenant)
 {
-	for (int i = 0; i < x->n_tenants; i++)
-		if (x->tenants[i].id == tenant)
+	for (int i = 0; i < s->n; i++)
+		if (s->t[i].id == tenant)
 			return i;
 	return -1;
 }
 
-int ix_tenant_members(const struct iso_sched_index *ix, int ni, int64_t tenant)
+int ix_tset_add(struct ix_tset *s, int64_t tenant)
 {
-	int i = tenant_find(&ix->nodes[ni], tenant);
-	return i < 0 ? 0 : ix->nodes[ni].tenants[i].members;
+	int i = ix_tset_find(s, tenant);
+
+	if (i >= 0) {
+		s->t[i].members++;
+		return 0;
+	}
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 2;
+		struct ix_tenant *t = realloc(s->t, (size_t)cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		s->t = t;
+		s->cap = cap;
+	}
+	s->t[s->n++] = (struct ix_tenant){.id = tenant, .members = 1};
+	return 0;
+}
+
+void ix_tset_remove(struct ix_tset *s, int64_t tenant)
+{
+	int i = ix_tset_find(s, tenant);
+
+	if (i < 0 || --s->t[i].members > 0)
+		return;
+	/* Keep the order of the others: it is part of what is deterministic. */
+	memmove(&s->t[i], &s->t[i + 1], (size_t)(s->n - i - 1) * sizeof(s->t[0]));
+	s->n--;
+	if (s->excl && s->excl_owner == tenant)
+		s->excl = false;
 }
 
 int iso_cluster_state_node_tenants(const struct iso_cluster_state *cs, int node, int64_t *out,
@@ -248,61 +275,37 @@ int iso_cluster_state_node_tenants(const struct iso_cluster_state *cs, int node,
 	if (!cs->index || node < 0 || node >= cs->index->n_nodes)
 		return 0;
 	x = &cs->index->nodes[node];
-	for (int i = 0; i < x->n_tenants && i < max; i++)
-		out[i] = x->tenants[i].id;
-	return x->n_tenants;
+	for (int i = 0; i < x->ten.n && i < max; i++)
+		out[i] = x->ten.t[i].id;
+	return x->ten.n;
 }
 
 bool ix_fabric_allows(const struct iso_sched_index *ix, int ni, int64_t tenant)
 {
 	const struct ix_node *x = &ix->nodes[ni];
 
-	return x->n_tenants < x->vf_limit || tenant_find(x, tenant) >= 0;
+	return x->ten.n < x->vf_limit || ix_tset_find(&x->ten, tenant) >= 0;
 }
 
 static void usage_tenants(struct iso_cluster_state *cs, int ni)
 {
 	const struct ix_node *x = &cs->index->nodes[ni];
 
-	cs->usage[ni].tenants = x->n_tenants;
-	cs->usage[ni].vfs_used = x->vfs ? x->n_tenants : 0;
+	cs->usage[ni].tenants = x->ten.n;
+	cs->usage[ni].vfs_used = x->vfs ? x->ten.n : 0;
 }
 
 int ix_tenant_add(struct iso_cluster_state *cs, int ni, int64_t tenant)
 {
-	struct ix_node *x = &cs->index->nodes[ni];
-	int i = tenant_find(x, tenant);
-
-	if (i >= 0) {
-		x->tenants[i].members++;
-		return 0;
-	}
-	if (x->n_tenants == x->cap_tenants) {
-		int cap = x->cap_tenants ? 2 * x->cap_tenants : 4;
-		struct ix_tenant *t = realloc(x->tenants, (size_t)cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		x->tenants = t;
-		x->cap_tenants = cap;
-	}
-	x->tenants[x->n_tenants++] = (struct ix_tenant){.id = tenant, .members = 1};
+	if (ix_tset_add(&cs->index->nodes[ni].ten, tenant) < 0)
+		return -ENOMEM;
 	usage_tenants(cs, ni);
 	return 0;
 }
 
 void ix_tenant_remove(struct iso_cluster_state *cs, int ni, int64_t tenant)
 {
-	struct ix_node *x = &cs->index->nodes[ni];
-	int i = tenant_find(x, tenant);
-
-	if (i < 0)
-		return;
-	if (--x->tenants[i].members > 0)
-		return;
-	/* Keep the order of the others: it is part of what is deterministic. */
-	memmove(&x->tenants[i], &x->tenants[i + 1],
-	        (size_t)(x->n_tenants - i - 1) * sizeof(x->tenants[0]));
-	x->n_tenants--;
+	ix_tset_remove(&cs->index->nodes[ni].ten, tenant);
 	usage_tenants(cs, ni);
 }
 
@@ -314,7 +317,7 @@ void ix_free(struct iso_sched_index *ix)
 		return;
 	if (ix->nodes)
 		for (int i = 0; i < ix->n_nodes; i++)
-			free(ix->nodes[i].tenants);
+			free(ix->nodes[i].ten.t);
 	ix_excl_free(ix);
 	for (int i = 0; ix->models && i < ix->n_models; i++)
 		free(ix->models[i].eng);
@@ -510,17 +513,17 @@ int iso_cluster_state_check(const struct iso_cluster_state *cs, struct iso_error
 			      node->name, j, x->bucket);
 			filed += x->bucket >= 0;
 		}
-		for (int t = 0; t < xn->n_tenants; t++) {
-			CHECK(xn->tenants[t].members > 0, "node %s: tenant with no members",
+		for (int t = 0; t < xn->ten.n; t++) {
+			CHECK(xn->ten.t[t].members > 0, "node %s: tenant with no members",
 			      node->name);
-			members += xn->tenants[t].members;
+			members += xn->ten.t[t].members;
 		}
 		CHECK(members == u->members, "node %s: tenants hold %d members, usage %d",
 		      node->name, members, u->members);
-		CHECK(u->tenants == xn->n_tenants && u->vfs_used == (xn->vfs ? xn->n_tenants : 0),
+		CHECK(u->tenants == xn->ten.n && u->vfs_used == (xn->vfs ? xn->ten.n : 0),
 		      "node %s: tenants/vfs_used", node->name);
-		CHECK(xn->n_tenants <= xn->vf_limit, "node %s: %d tenants over the limit %d",
-		      node->name, xn->n_tenants, xn->vf_limit);
+		CHECK(xn->ten.n <= xn->vf_limit, "node %s: %d tenants over the limit %d",
+		      node->name, xn->ten.n, xn->vf_limit);
 	}
 	for (int64_t b = 0; b < n_gbuckets; b++) {
 		int32_t prev = -1;

@@ -28,31 +28,41 @@ struct ix_tenant {
 	int members;
 };
 
-/* Tenants present on one GPU (counting slots) or one rack (counting
- * members), and the tenant holding it exclusively (exclusive.c). */
+/* Tenants present on one node or rack (counting members) or one GPU
+ * (counting slots), in the order they came, and the tenant holding it
+ * exclusively (exclusive.c). */
 struct ix_tset {
 	int n, cap;
 	struct ix_tenant *t;
 	int64_t excl_owner;
 	bool excl;
 };
+/* Index of the tenant in the set, or -1. */
+int ix_tset_find(const struct ix_tset *s, int64_t tenant);
+/* One more member (slot) of the tenant: 0 or -ENOMEM. */
+int ix_tset_add(struct ix_tset *s, int64_t tenant);
+/* One fewer; a tenant's last leaves the set (the others keep their order)
+ * and takes the exclusive mark with it when it held it. */
+void ix_tset_remove(struct ix_tset *s, int64_t tenant);
+/* Is any tenant but `tenant` in the set? */
+static inline bool ix_tset_others(const struct ix_tset *s, int64_t tenant)
+{
+	return s->n > 1 || (s->n == 1 && s->t[0].id != tenant);
+}
 
 struct ix_node {
 	int32_t gpu_base; /* global id of the node's first GPU */
 	int32_t pool, rack;
-	int32_t n_empty;    /* GPUs with nothing in use (any MIG mode) */
-	int32_t nbucket;    /* node bucket, or -1 */
-	int32_t next, prev; /* neighbours in the node bucket's list, -1: none */
-	int32_t vf_limit;   /* distinct tenants allowed; INT32_MAX: none */
-	bool vfs;           /* tenants use VFs (counted in usage.vfs_used) */
-	int n_tenants, cap_tenants;
-	struct ix_tenant *tenants;
+	int32_t n_empty;                     /* GPUs with nothing in use (any MIG mode) */
+	int32_t nbucket;                     /* node bucket, or -1 */
+	int32_t next, prev;                  /* neighbours in the node bucket's list, -1: none */
+	int32_t vf_limit;                    /* distinct tenants allowed; INT32_MAX: none */
+	bool vfs;                            /* tenants use VFs (counted in usage.vfs_used) */
+	struct ix_tset ten;                  /* tenants with members here; exclusive-node holder */
 	uint32_t seen;                       /* decision stamp: rejected in this decision */
 	uint32_t tried;                      /* candidate stamp: scored for this candidate */
 	uint32_t c_allow, c_avoid, c_hasgpu; /* constraint stamps */
-	int64_t excl_owner;                  /* exclusive-node holder when excl */
-	bool excl;
-	uint32_t spread; /* stamp: the current request has a member here */
+	uint32_t spread;                     /* stamp: the current request has a member here */
 };
 
 struct ix_gpu {
@@ -162,8 +172,6 @@ void ix_gpu_changed(struct iso_cluster_state *cs, int ni, int pos);
 bool ix_fabric_allows(const struct iso_sched_index *ix, int ni, int64_t tenant);
 int ix_tenant_add(struct iso_cluster_state *cs, int ni, int64_t tenant);
 void ix_tenant_remove(struct iso_cluster_state *cs, int ni, int64_t tenant);
-/* Members of `tenant` on node `ni` (0 when absent). */
-int ix_tenant_members(const struct iso_sched_index *ix, int ni, int64_t tenant);
 
 /* Isolation classes and spreading (exclusive.c; docs/tenancy.md). take and
  * give keep the tenants per GPU and rack and the exclusive marks; level is
