@@ -13,6 +13,7 @@ deadlines, audit aggregation, incremental queue).
                                [--phases anon,slow,pending] [--phase-s S]
                                [--baseline-s S] [--after-s S]
                                [--pending-cap 2600] [--pending-conns 4]
+                               [--pending-fill-s S]
                                [--slow-conns 1000] [--slow-sources 1]
                                [--anon-procs 4] [--victim-timeout S]
 
@@ -41,13 +42,16 @@ any exit, Ctrl-C included):
                 source addresses 127.0.1.x when more than one; the script
                 raises its own RLIMIT_NOFILE). Closed ones are reopened each
                 second, so the attacker keeps trying to hold them all.
-       pending  --pending-conns keep-alive connections create allocations of 8
-                whole GPUs in pool gpu (the first 8 fill rack A, the rest wait
-                `pending`) up to --pending-cap pending, or until the daemon
-                refuses (429/422: a per-tenant limit); then they churn: release
-                the oldest pending one, create another. The pending phase runs
-                last because its queue stays behind (its "after" row shows the
-                daemon with that queue, quiet).
+       pending  "pending (fill)": --pending-conns keep-alive connections
+                create allocations of 8 whole GPUs in pool gpu (the first 8
+                fill rack A, the rest wait `pending`) up to --pending-cap
+                pending, or until the daemon refuses (429/422: a per-tenant
+                limit), or for at most --pending-fill-s; this window ends when
+                the fill does. "pending": for --phase-s, the same connections
+                churn: release the oldest pending one, create another (or try
+                to: refusals are counted). The pending phase runs last because
+                its queue stays behind (its "after" row shows the daemon
+                holding that queue, quiet).
      The attackers count every outcome: status codes (429 and 422 included),
      connection refused or reset, timeouts.
   5. Prints a table (p50/p99 per probe and phase, ratio phase p99 / baseline
@@ -56,13 +60,15 @@ any exit, Ctrl-C included):
      open-file limit, per phase the victim's outcomes, the attacker's counters,
      the state dir's growth and the daemon's stderr lines.
 
---quick: 4 s baseline, 8 s phases, 2 s after (under a minute in all). Default:
-15 s baseline, 25 s phases, 4 s after (about 2.5 minutes).
+--quick: 4 s baseline, 8 s phases, 2 s after, fill at most 12 s (under a
+minute in all). Default: 15 s baseline, 25 s phases, 4 s after, fill at most
+45 s (under 3 minutes).
 
 Exit 0 when every phase ran (whatever the ratios: timing is reported, never
 asserted), 1 when the daemon died or the set-up failed.
 
-The attackers run in processes of their own (this file with --worker), so
+The attackers run in processes of their own (this file with --worker KIND,
+its parameters as JSON on stdin, its counters as JSON on stdout), so
 their Python work does not hold the probes' GIL; on a small machine they still
 share its cores with the daemon and the probes: say which machine numbers come
 from.
@@ -312,11 +318,17 @@ def worker_slow(p):
 
 
 def worker_pending(p):
-    """Pending work up to a cap (or the daemon's limit), then create/release churn."""
+    """Mode "fill": creates pending work until the cap or the daemon's limit
+    (429/422), then returns the pending ids. Mode "churn": from those ids,
+    releases the oldest pending one and creates another, again and again."""
     lock = threading.Lock()
-    st = {"pending": [], "held": [], "created_pending": 0, "created_placed": 0, "released": 0,
-          "create_outcomes": {}, "release_outcomes": {}, "max_pending": 0, "cap_reached_s": None,
-          "limited": 0, "pending_per_s": []}
+    fill = p["mode"] == "fill"
+    st = {"pending": list(p.get("ids", [])), "held": [], "created_pending": 0,
+          "created_placed": 0, "released": 0, "create_outcomes": {}, "release_outcomes": {},
+          "max_pending": 0, "cap_reached_s": None, "limited": 0, "pending_per_s": []}
+    st["mode"] = p["mode"]
+    st["pending_start"] = st["max_pending"] = len(st["pending"])
+    limited_before = p.get("limited", False)
     t_start = time.time()
 
     def victim_of_churn():
@@ -327,7 +339,9 @@ def worker_pending(p):
         c = KeepAlive(p["port"], ATTACKER_SRC, 30.0)
         while time.time() < p["deadline"]:
             with lock:
-                full = len(st["pending"]) >= p["cap"] or st["limited"] > 0
+                full = len(st["pending"]) >= p["cap"] or st["limited"] > 0 or limited_before
+            if full and fill:
+                break
             if full:
                 aid = victim_of_churn()
                 if aid is not None:
@@ -377,6 +391,8 @@ def worker_pending(p):
             break  # a request stuck past its own timeout: report what we have
     st["pending_end"] = len(st["pending"])
     st["held_end"] = len(st["held"])
+    if fill:
+        st["pending_ids"] = st["pending"]
     del st["pending"], st["held"]
     return st
 
@@ -384,8 +400,8 @@ def worker_pending(p):
 WORKERS = {"anon": worker_anon, "slow": worker_slow, "pending": worker_pending}
 
 
-def worker_main(kind, params):
-    p = json.loads(params)
+def worker_main(kind):
+    p = json.load(sys.stdin)  # not argv: the churn's list of ids may be long
     try:
         result = WORKERS[kind](p)
     except Exception as e:  # noqa: BLE001 - reported to the parent, not lost
@@ -543,9 +559,12 @@ def git_head():
 def start_workers(kind, params, n):
     procs = []
     for _ in range(n):
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", kind,
-                                       json.dumps(params)], stdout=subprocess.PIPE,
-                                      stdin=subprocess.DEVNULL))
+        pr = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", kind],
+                              stdout=subprocess.PIPE, stdin=subprocess.PIPE)
+        pr.stdin.write(json.dumps(params).encode())
+        pr.stdin.close()
+        pr.stdin = None  # so that communicate() does not flush it again
+        procs.append(pr)
     return procs
 
 
@@ -620,14 +639,16 @@ def main():
     ap.add_argument("--slow-sources", type=int, default=1)
     ap.add_argument("--anon-procs", type=int, default=4)
     ap.add_argument("--victim-timeout", type=float, default=5.0)
-    ap.add_argument("--worker", nargs=2, metavar=("KIND", "PARAMS"), help=argparse.SUPPRESS)
+    ap.add_argument("--pending-fill-s", type=float)
+    ap.add_argument("--worker", metavar="KIND", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        return worker_main(*a.worker)
+        return worker_main(a.worker)
 
     baseline_s = a.baseline_s or (4.0 if a.quick else 15.0)
     phase_s = a.phase_s or (8.0 if a.quick else 25.0)
     after_s = a.after_s if a.after_s is not None else (2.0 if a.quick else 4.0)
+    fill_s = a.pending_fill_s or (12.0 if a.quick else 45.0)
     phases = [p for p in a.phases.split(",") if p]
     for p in phases:
         if p not in WORKERS:
@@ -649,6 +670,7 @@ def main():
               "machine": {"cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
                           "platform": platform.platform(), "python": platform.python_version()},
               "params": {"baseline_s": baseline_s, "phase_s": phase_s, "after_s": after_s,
+                         "pending_fill_max_s": fill_s,
                          "phases": phases, "pending_cap": a.pending_cap,
                          "pending_conns": a.pending_conns, "slow_conns": a.slow_conns,
                          "slow_sources": a.slow_sources, "anon_procs": a.anon_procs,
@@ -694,13 +716,20 @@ def main():
                 procs = start_workers(kind, params, n)
             for p in probes:
                 p.set_window(name)
-            time.sleep(seconds)
+            t0 = time.time()
+            while time.time() < t0 + seconds:  # an attack that is done early ends its window
+                if procs and all(pr.poll() is not None for pr in procs):
+                    break
+                time.sleep(0.05)
+            seconds = round(time.time() - t0, 2)
             for p in probes:
                 p.set_window(None)
+            res = None
             if procs:
                 res = collect_workers(procs, 40.0)
+                kept = [{k: v for k, v in r.items() if k != "pending_ids"} for r in res]
                 report["attackers"][name] = {"kind": attack[0], "processes": len(res),
-                                             "total": merge_counters(res), "per_process": res}
+                                             "total": merge_counters(kept), "per_process": kept}
             alive = d.proc.poll() is None
             # The probes' summaries are made at the end, once every request
             # started in this window has its answer or its timeout.
@@ -710,11 +739,11 @@ def main():
                 "daemon_stderr_lines": count_lines(d.logs[-1]) - lines0}
             print("  %-16s done%s" % (name, "" if alive else ": DAEMON DIED"), file=sys.stderr,
                   flush=True)
-            return alive
+            return alive, res
 
         for p in probes:
             p.thread.start()
-        alive = window("baseline", baseline_s)
+        alive, _ = window("baseline", baseline_s)
         for ph in phases:
             if not alive:
                 break
@@ -725,11 +754,20 @@ def main():
                            ["127.0.1.%d" % (i + 1) for i in range(a.slow_sources)])
                 attack = ("slow", {"port": port, "conns": a.slow_conns, "sources": sources}, 1)
             else:
-                attack = ("pending", {"port": port, "token": tokens["attacker"],
-                                      "cap": a.pending_cap, "conns": a.pending_conns}, 1)
-            alive = window(ph, phase_s, attack)
+                # Fill first (its own window, bounded by --pending-fill-s), then
+                # churn the full queue for --phase-s.
+                params = {"port": port, "token": tokens["attacker"], "cap": a.pending_cap,
+                          "conns": a.pending_conns, "mode": "fill"}
+                alive, res = window("pending (fill)", fill_s, ("pending", params, 1))
+                if not alive:
+                    break
+                filled = res[0] if res else {}
+                attack = ("pending", dict(params, mode="churn",
+                                          ids=filled.get("pending_ids", []),
+                                          limited=filled.get("limited", 0) > 0), 1)
+            alive, _ = window(ph, phase_s, attack)
             if alive:
-                alive = window(ph + " (after)", after_s)
+                alive, _ = window(ph + " (after)", after_s)
         for p in probes:
             p.stop.set()
         for p in probes:
@@ -791,10 +829,13 @@ def attacker_summary(rep, name):
         return "max open %d, opened %d, closed by server %d, connect failed %s" % (
             max([p.get("max_open", 0) for p in at["per_process"]] or [0]), t.get("opened", 0),
             t.get("closed_by_server", 0), sum(t.get("connect_failed", {}).values()))
+    if t.get("mode") == "churn":
+        return "pending %d -> %d, released %d, creates %s" % (
+            t.get("pending_start", 0), t.get("pending_end", 0), t.get("released", 0),
+            top(t.get("create_outcomes", {})))
     reached = t.get("cap_reached_s")
-    return "max pending %d%s, limited %d, creates %s" % (
+    return "max pending %d%s, creates %s" % (
         t.get("max_pending", 0), "" if reached is None else " (cap/limit at %.1f s)" % reached,
-        t.get("limited", 0),
         top(t.get("create_outcomes", {})))
 
 
