@@ -15,19 +15,46 @@
 #define SIM_MAX_MIB     (INT64_C(1) << 40)
 #define SIM_MAX_SECONDS (INT64_C(1) << 40)
 
-/* Appends one zeroed element to a growing array; NULL when out of memory. */
-static void *grow(void **v, int *n, int *cap, size_t size)
+/* Appends one zeroed element for the current line to a growing array of
+ * `what` (nodes, pods); NULL with *r set when the file has more than
+ * SIM_MAX_ROWS of them or memory runs out. */
+static void *next_row(struct sim_csv *c, const char *what, void **v, int *n, int *cap, size_t size,
+                      int *r)
 {
+	if (*n == SIM_MAX_ROWS) {
+		*r = sim_csv_error(c, -1, "more than %d %s", SIM_MAX_ROWS, what);
+		return NULL;
+	}
 	if (*n == *cap) {
 		int nc = *cap ? *cap * 2 : 256;
 		void *nv = realloc(*v, (size_t)nc * size);
-		if (!nv)
+		if (!nv) {
+			*r = iso_error_set(c->err, ISO_E_INTERNAL, NULL, "out of memory");
 			return NULL;
+		}
 		*v = nv;
 		*cap = nc;
 	}
 	memset((char *)*v + (size_t)*n * size, 0, size);
 	return (char *)*v + (size_t)(*n)++ * size;
+}
+
+/* The columns nodes and pods share: cpu_milli, memory_mib and a GPU count. */
+static int parse_resources(struct sim_csv *c, int c_cpu, int c_mem, int c_gpu, int *cpu_milli,
+                           int64_t *memory_mib, int *gpus)
+{
+	int64_t v;
+	int r;
+
+	if ((r = sim_csv_int(c, c_cpu, 0, INT32_MAX, &v)) < 0)
+		return r;
+	*cpu_milli = (int)v;
+	if ((r = sim_csv_int(c, c_mem, 0, SIM_MAX_MIB, memory_mib)) < 0)
+		return r;
+	if ((r = sim_csv_int(c, c_gpu, 0, SIM_MAX_GPUS, &v)) < 0)
+		return r;
+	*gpus = (int)v;
+	return 0;
 }
 
 static int cmp_node_name(const void *a, const void *b, void *ctx)
@@ -81,18 +108,11 @@ int iso_sim_nodes_parse(const char *name, const char *text, size_t len, struct i
 	if (r < 0)
 		return r;
 	while ((r = sim_csv_next(c)) > 0) {
-		struct iso_sim_node *n;
-		int64_t v;
+		struct iso_sim_node *n =
+		    next_row(c, "nodes", (void **)&nodes.v, &nodes.n, &cap, sizeof(*nodes.v), &r);
 
-		if (nodes.n == SIM_MAX_ROWS) {
-			r = sim_csv_error(c, -1, "more than %d nodes", SIM_MAX_ROWS);
+		if (!n)
 			break;
-		}
-		n = grow((void **)&nodes.v, &nodes.n, &cap, sizeof(*nodes.v));
-		if (!n) {
-			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-			break;
-		}
 		n->line = c->line;
 		if (!iso_name_valid(c->field[c_sn])) {
 			r = sim_csv_error(
@@ -101,14 +121,10 @@ int iso_sim_nodes_parse(const char *name, const char *text, size_t len, struct i
 			break;
 		}
 		iso_strlcpy(n->name, c->field[c_sn], sizeof(n->name));
-		if ((r = sim_csv_int(c, c_cpu, 0, INT32_MAX, &v)) < 0)
+		r = parse_resources(c, c_cpu, c_mem, c_gpu, &n->cpu_milli, &n->memory_mib,
+		                    &n->gpus);
+		if (r < 0)
 			break;
-		n->cpu_milli = (int)v;
-		if ((r = sim_csv_int(c, c_mem, 0, SIM_MAX_MIB, &n->memory_mib)) < 0)
-			break;
-		if ((r = sim_csv_int(c, c_gpu, 0, SIM_MAX_GPUS, &v)) < 0)
-			break;
-		n->gpus = (int)v;
 		/* `model` names the trace's own GPU (G1, V100M32, ...): the
 		 * simulator replaces it with a MIG-capable model. */
 	}
@@ -156,14 +172,10 @@ static int parse_pod(struct sim_csv *c, const struct pod_cols *k, bool times, st
 		return sim_csv_error(c, k->name, "empty; every pod needs a name");
 	if (iso_strlcpy(p->name, c->field[k->name], sizeof(p->name)) < 0)
 		return sim_csv_error(c, k->name, "longer than %d bytes", ISO_NAME_MAX - 1);
-	if ((r = sim_csv_int(c, k->cpu, 0, INT32_MAX, &v)) < 0)
+	r = parse_resources(c, k->cpu, k->mem, k->num_gpu, &p->cpu_milli, &p->memory_mib,
+	                    &p->num_gpu);
+	if (r < 0)
 		return r;
-	p->cpu_milli = (int)v;
-	if ((r = sim_csv_int(c, k->mem, 0, SIM_MAX_MIB, &p->memory_mib)) < 0)
-		return r;
-	if ((r = sim_csv_int(c, k->num_gpu, 0, SIM_MAX_GPUS, &v)) < 0)
-		return r;
-	p->num_gpu = (int)v;
 	if ((r = sim_csv_int(c, k->milli, 0, 1000, &v)) < 0)
 		return r;
 	p->gpu_milli = (int)v;
@@ -226,18 +238,10 @@ int iso_sim_trace_parse(const char *name, const char *text, size_t len, struct i
 	}
 	t.has_times = k.created >= 0;
 	while ((r = sim_csv_next(c)) > 0) {
-		struct iso_sim_pod *p;
+		struct iso_sim_pod *p =
+		    next_row(c, "pods", (void **)&t.v, &t.n, &cap, sizeof(*t.v), &r);
 
-		if (t.n == SIM_MAX_ROWS) {
-			r = sim_csv_error(c, -1, "more than %d pods", SIM_MAX_ROWS);
-			break;
-		}
-		p = grow((void **)&t.v, &t.n, &cap, sizeof(*t.v));
-		if (!p) {
-			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-			break;
-		}
-		if ((r = parse_pod(c, &k, t.has_times, p)) < 0)
+		if (!p || (r = parse_pod(c, &k, t.has_times, p)) < 0)
 			break;
 	}
 	if (r < 0) {
