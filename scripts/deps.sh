@@ -18,6 +18,24 @@ run-ib) want="$RUNIB_PKGS" ;;
 *) echo "usage: $0 run|test|run-ib" >&2; exit 2 ;;
 esac
 
+# Test-only npm tools: @redocly/cli lints docs/openapi.yaml (tests/docs). The
+# version is pinned in tools/redocly/package.json and package-lock.json
+# (integrity hashes); it goes into tools/redocly/node_modules (git-ignored).
+npm_tools() {
+	dir="$(cd "$(dirname "$0")/.." && pwd)/tools/redocly"
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "deps: npm is missing: install Node.js >= 20.19 with npm (tests/docs need it)" >&2
+		exit 1
+	fi
+	npm_want=$(node -p "require('$dir/package.json').dependencies['@redocly/cli']")
+	npm_have=$(node -p "require('$dir/node_modules/@redocly/cli/package.json').version" \
+		2>/dev/null || true)
+	[ "$npm_have" = "$npm_want" ] && return 0
+	echo "deps: installing @redocly/cli $npm_want (npm) into tools/redocly" >&2
+	(cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --omit-lockfile-registry-resolved >&2)
+}
+[ "${1:-run}" = test ] && npm_tools
+
 missing=""
 for p in $want; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
