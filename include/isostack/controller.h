@@ -30,6 +30,15 @@ struct iso_principal {
 	char owner[ISO_NAME_MAX + 8]; /* what allocations it creates record as owner */
 };
 
+/* What one tenant may have at once (docs/tenancy.md, "Limits"): a tenant's
+ * own value wins, 0 takes the daemon's default. */
+struct iso_tenant_limits {
+	int max_pending; /* pending allocations; default 1000 */
+	int max_live;    /* allocations holding resources; default 2000 */
+};
+#define ISO_DEFAULT_MAX_PENDING 1000
+#define ISO_DEFAULT_MAX_LIVE    2000
+
 struct iso_controller_params {
 	const struct iso_inventory *inv; /* borrowed; outlives the controller */
 	struct iso_store *store;         /* borrowed; outlives the controller */
@@ -42,6 +51,7 @@ struct iso_controller_params {
 	int64_t preempt_grace_ms;              /* signal, then evict this much later; default 0 */
 	const char *const *admission_policies; /* Lua files, run in order on every request */
 	int n_admission_policies;
+	struct iso_tenant_limits tenant_limits; /* defaults for tenants that set none */
 };
 
 /* Opens the controller: checks the audit log against its last signed head
@@ -265,12 +275,15 @@ struct iso_quota_change {
 int iso_controller_quota_set(struct iso_controller *c, const struct iso_principal *p,
                              const char *account, const struct iso_quota_change *ch, int n,
                              json_t **out, struct iso_error *err);
-/* The pending queue in fair-share order; a tenant sees only its own items. */
-int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p, json_t **out,
-                         struct iso_error *err);
-/* Fair-share standing of every account the caller may see. */
-int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p, json_t **out,
-                         struct iso_error *err);
+/* One page of the pending queue in fair-share order, after position `after`
+ * (0: from the start): {"items", "next"}. A tenant sees only its own items,
+ * numbered among themselves; a tenant-user only its own. */
+int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p, int limit,
+                         int after, json_t **out, struct iso_error *err);
+/* One page of the fair-share standing of the accounts the caller may see,
+ * after account `after` (NULL: from the start): {"items", "next"}. */
+int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p, int limit,
+                         const char *after, json_t **out, struct iso_error *err);
 
 /* ---- audit log (docs/audit.md) ---- */
 /* One event as the API hands it out: canonical bytes, leaf, and optionally

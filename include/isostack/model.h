@@ -38,6 +38,9 @@ struct iso_tenant {
 	double shares;           /* fair-share weight among its siblings; 1 by default */
 	char isolation[24];      /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
 	char tags[ISO_DESC_MAX]; /* comma-separated labels ("hipaa"), for admission policies */
+	int max_pending;         /* pending allocations at once; 0 = the daemon's default */
+	int max_live;            /* allocations holding resources at once; 0 = the default */
+	int max_user_priority;   /* highest priority its tenant-users may ask for */
 };
 
 /* A bearer token is "iso_<id>_<secret>": the id finds the row, the secret is

@@ -117,6 +117,8 @@ int iso_shape_resolve(const struct iso_shape *in, const struct iso_inventory *in
 /* How many members of this shape the whole inventory could hold, empty and
  * with every node schedulable, counting no further than `limit`. A request
  * for more could never be placed (422), one for fewer may wait (pending). */
+/* Members of the shape one empty node holds, at most `limit`. */
+int iso_shape_node_members(const struct iso_node *node, const struct iso_shape *shape, int limit);
 int iso_shape_max_members(const struct iso_shape *shape, const struct iso_inventory *inv,
                           int limit);
 static inline bool iso_shape_ever_fits(const struct iso_shape *shape,

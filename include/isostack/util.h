@@ -54,6 +54,7 @@ enum iso_errcode {
 	ISO_E_METHOD,       /* 405 method_not_allowed */
 	ISO_E_INTERNAL,     /* 500 internal */
 	ISO_E_UNAVAILABLE,  /* 503 unavailable */
+	ISO_E_LIMIT,        /* a per-tenant or per-client limit: 429 limit_exceeded */
 };
 
 #define ISO_ERR_FIELD_MAX 96
@@ -92,6 +93,9 @@ int iso_escape(char *dst, size_t size, const char *src, size_t len, unsigned fla
 /* Well-formed UTF-8 with none of the characters iso_escape escapes (other
  * than `\` and `"`): the test for free text a client may store. */
 bool iso_text_valid(const char *s);
+/* How many leading bytes of s[0..len) are well-formed UTF-8 (len when all are;
+ * controls allowed): where a file that must be UTF-8 text goes wrong. */
+size_t iso_utf8_prefix(const char *s, size_t len);
 
 /* Bounded string copy that always terminates; returns -1 when truncated. */
 int iso_strlcpy(char *dst, const char *src, size_t size);

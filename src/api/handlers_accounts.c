@@ -209,14 +209,9 @@ int api_quota_set(struct api_request *r)
  * at all, as between any two calls). */
 int api_queue(struct api_request *r)
 {
-	_cleanup_(json_decrefp) json_t *q = NULL;
 	const char *after;
-	char next[24];
-	json_int_t from = 0, last = 0;
-	int limit, n = 0;
-	bool more = false;
-	json_t *arr, *item;
-	size_t i;
+	json_t *page = NULL;
+	int limit, from = 0;
 
 	if (api_check_query(r, queue_keys) < 0 || api_page(r, &limit, &after) < 0)
 		return -1;
@@ -224,38 +219,26 @@ int api_queue(struct api_request *r)
 		char *end = NULL;
 		errno = 0;
 		long long v = strtoll(after, &end, 10);
-		if (errno || *end || end == after || v < 1)
+		if (errno || *end || end == after || v < 1 || v > INT32_MAX)
 			return iso_error_set(&r->err, ISO_E_INVALID, "after",
 			                     "after: must be a queue position (an integer >= 1)");
-		from = (json_int_t)v;
+		from = (int)v;
 	}
-	if (iso_controller_queue(r->ctl, &r->who, &q, &r->err) < 0)
+	if (iso_controller_queue(r->ctl, &r->who, limit, from, &page, &r->err) < 0)
 		return -1;
-	arr = json_array();
-	json_array_foreach (json_object_get(q, "items"), i, item) {
-		json_int_t pos = json_integer_value(json_object_get(item, "position"));
-
-		if (pos <= from)
-			continue;
-		if (n == limit) {
-			more = true;
-			break;
-		}
-		json_array_append(arr, item);
-		last = pos;
-		n++;
-	}
-	snprintf(next, sizeof(next), "%" JSON_INTEGER_FORMAT, last);
-	api_reply(r, MHD_HTTP_OK, api_list(arr, more ? next : NULL));
+	api_reply(r, MHD_HTTP_OK, page);
 	return 0;
 }
 
 int api_usage(struct api_request *r)
 {
-	json_t *u = NULL;
+	const char *after;
+	json_t *page = NULL;
+	int limit;
 
-	if (api_check_query(r, NULL) < 0 || iso_controller_usage(r->ctl, &r->who, &u, &r->err) < 0)
+	if (api_check_query(r, queue_keys) < 0 || api_page(r, &limit, &after) < 0 ||
+	    iso_controller_usage(r->ctl, &r->who, limit, after, &page, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, u);
+	api_reply(r, MHD_HTTP_OK, page);
 	return 0;
 }

@@ -173,8 +173,8 @@ int iso_controller_org_create(struct iso_controller *c, const struct iso_princip
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
-	/* A name that was an organisation before keeps its account (and its
-	 * past usage); its quotas were cleared when it was deleted. */
+	/* A deleted organisation's account lost its name when it was deleted
+	 * (ctl_tenancy_forget_account): this one starts fresh. */
 	if (ctl_tenancy_put_account(c, o.name, ISO_ACCT_ORG, NULL, o.shares, err) < 0)
 		iso_log(ISO_LOG_ERR, "tenancy_account_failed", "org=%s error=\"%s\"", o.name,
 		        err ? err->message : "");
@@ -233,6 +233,8 @@ int iso_controller_org_delete(struct iso_controller *c, const struct iso_princip
 	if (r == 0)
 		r = quota_rows_delete(c, name, err);
 	if (r == 0)
+		r = c->store->ops->account_forget(c->store, name, err);
+	if (r == 0)
 		r = c->store->ops->org_delete(c->store, name, err);
 	if (r == 0)
 		ctl_emit(c, p,
@@ -240,7 +242,7 @@ int iso_controller_org_delete(struct iso_controller *c, const struct iso_princip
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
-	ctl_tenancy_clear_quotas(c, name);
+	ctl_tenancy_forget_account(c, name);
 	return 0;
 }
 
@@ -376,6 +378,8 @@ int iso_controller_project_delete(struct iso_controller *c, const struct iso_pri
 	if (r == 0)
 		r = quota_rows_delete(c, account, err);
 	if (r == 0)
+		r = c->store->ops->account_forget(c->store, account, err);
+	if (r == 0)
 		r = c->store->ops->project_delete(c->store, t.id, name, err);
 	if (r == 0)
 		ctl_emit(c, p,
@@ -387,7 +391,7 @@ int iso_controller_project_delete(struct iso_controller *c, const struct iso_pri
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
-	ctl_tenancy_clear_quotas(c, account);
+	ctl_tenancy_forget_account(c, account);
 	return 0;
 }
 
@@ -561,10 +565,42 @@ int iso_controller_quota_set(struct iso_controller *c, const struct iso_principa
 
 /* ---- the queue and fair-share standing ---- */
 
-int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p, json_t **out,
-                         struct iso_error *err)
+int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p, int limit,
+                         int after, json_t **out, struct iso_error *err)
 {
-	return ctl_tenancy_queue_json(c, p, out, err);
+	_cleanup_free_ struct ctl_queue_view *v = calloc((size_t)limit + 1, sizeof(*v));
+	json_t *items;
+	int n = 0;
+	bool more = false;
+	char next[24];
+
+	if (!v || ctl_queue_view(c, p, limit, after, v, &n, &more) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	items = json_array();
+	for (int i = 0; i < n; i++) {
+		_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+		if (c->store->ops->alloc_get(c->store, v[i].id, &a, NULL) < 0)
+			continue;
+		/* Positions and reasons count only what the viewer may see. */
+		char reason[ISO_DESC_MAX];
+		if (ctl_is_cluster_role(p))
+			snprintf(reason, sizeof(reason), "position %d of %d in fair-share order",
+			         v[i].position, ctl_queue_size(c));
+		else
+			snprintf(reason, sizeof(reason),
+			         "position %d among the pending allocations you can see; tenants "
+			         "take turns by fair share, your own work by priority, then age",
+			         v[i].position);
+		json_array_append_new(
+		    items, json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s}", "position",
+		                     v[i].position, "id", a.id, "tenant", a.tenant, "project",
+		                     a.project, "priority", a.priority, "reason", reason, "waiting",
+		                     a.reason));
+	}
+	snprintf(next, sizeof(next), "%d", n > 0 ? v[n - 1].position : after);
+	*out = json_pack("{s:o, s:o}", "items", items, "next",
+	                 more ? json_string(next) : json_null());
+	return 0;
 }
 
 static json_t *vec_json(const struct iso_tenancy *t, const double *v, double scale)
@@ -579,70 +615,74 @@ static json_t *vec_json(const struct iso_tenancy *t, const double *v, double sca
 	return o;
 }
 
-static bool usage_visible(struct iso_controller *c, const struct iso_principal *p,
-                          const struct iso_tenancy *t, int i)
+/* An account of the tree that still exists: deleted ones keep their
+ * history under a name no object can have ("#..."). */
+static bool account_live(const struct iso_account *a)
 {
-	int tenant = i;
-
-	if (i == 0)
-		return false;
-	if (ctl_is_cluster_role(p))
-		return true;
-	while (tenant > 0 && t->acct[tenant].level > ISO_ACCT_TENANT)
-		tenant = t->acct[tenant].parent;
-	(void)c;
-	return t->acct[tenant].level == ISO_ACCT_TENANT &&
-	       strcmp(t->acct[tenant].name, p->tenant) == 0;
+	return a->name[0] != '#';
 }
 
-/* The names of the accounts that exist now (the tree keeps deleted ones
- * for their history), as the keys of an object. */
-static int existing_accounts(struct iso_controller *c, json_t **out, struct iso_error *err)
+/* One account's standing. Fair-share figures relative to its siblings
+ * (share, usage_share, level_fair_share, rank) are shown only to cluster
+ * roles and for a tenant's own projects: for a tenant itself they would
+ * count and follow other tenants. */
+static json_t *standing_json(struct iso_controller *c, const struct iso_tenancy *t, int i,
+                             const int *rank, const double *lf, bool relative, bool cluster)
 {
-	const struct iso_store_ops *ops = c->store->ops;
-	_cleanup_free_ struct iso_org *orgs = NULL;
-	_cleanup_free_ struct iso_project *projects = NULL;
-	_cleanup_free_ struct iso_tenant *tenants = NULL;
-	int n_orgs = 0, n_projects = 0, n_tenants = 0;
-	json_t *set;
-	int r = ops->org_list(c->store, &orgs, &n_orgs, err);
+	const struct iso_account *a = &t->acct[i];
+	double used[ISO_RES_MAX], shares = 0, dom, sib_dom = 0;
+	bool implicit = a->parent == ctl_tenancy_default_org(c) || a->parent == 0;
+	json_t *o;
 
-	if (r == 0)
-		r = ops->tenant_list(c->store, "", 0, &tenants, &n_tenants, err);
-	if (r == 0)
-		r = ops->project_list(c->store, &projects, &n_projects, err);
-	if (r < 0)
-		return r;
-	set = json_object();
-	for (int i = 0; i < n_orgs; i++)
-		json_object_set_new(set, orgs[i].name, json_true());
-	for (int i = 0; i < n_tenants; i++)
-		json_object_set_new(set, tenants[i].name, json_true());
-	for (int i = 0; i < n_projects; i++) {
-		char tenant[ISO_NAME_MAX], name[ISO_NAME_MAX * 2 + 2];
-		iso_controller_tenant_name(c, projects[i].tenant_id, tenant, sizeof(tenant));
-		snprintf(name, sizeof(name), "%s/%s", tenant, projects[i].name);
-		json_object_set_new(set, name, json_true());
+	for (int k = 0; k < ISO_RES_MAX; k++)
+		used[k] = (double)a->used.v[k];
+	dom = iso_fairshare_dominant(t, a->decayed);
+	o = json_pack("{s:s, s:s, s:o, s:f, s:f, s:o, s:o}", "account", a->name, "level",
+	              iso_acct_level_name(a->level), "parent",
+	              implicit ? json_null() : json_string(t->acct[a->parent].name), "shares",
+	              a->shares, "dominant_share", iso_fairshare_dominant(t, used),
+	              "decayed_hours", vec_json(t, a->decayed, 3600.0 * 1000.0), "used",
+	              vec_json(t, used, 1.0));
+	if (!relative)
+		return o;
+	/* S and U of the level fair share LF = S / U among its siblings */
+	for (int s = t->acct[a->parent].first_child; s >= 0; s = t->acct[s].next_sibling) {
+		shares += t->acct[s].shares;
+		sib_dom += iso_fairshare_dominant(t, t->acct[s].decayed);
 	}
-	*out = set;
-	return 0;
+	json_object_set_new(o, "share", json_real(shares > 0 ? a->shares / shares : 0.0));
+	json_object_set_new(o, "usage_share", json_real(sib_dom > 0 ? dom / sib_dom : 0.0));
+	json_object_set_new(o, "level_fair_share", isfinite(lf[i]) ? json_real(lf[i]) : json_null());
+	json_object_set_new(o, "rank",
+	                    cluster && a->first_child < 0 && rank[i] >= 0 ? json_integer(rank[i] + 1)
+	                                                                  : json_null());
+	return o;
 }
 
-int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p, json_t **out,
-                         struct iso_error *err)
+int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p, int limit,
+                         const char *after, json_t **out, struct iso_error *err)
 {
-	_cleanup_(json_decrefp) json_t *exists = NULL;
 	const struct iso_tenancy *t;
 	_cleanup_free_ int *rank = NULL;
 	_cleanup_free_ double *lf = NULL;
+	bool cluster = ctl_is_cluster_role(p);
+	int start = 1, own = -1, n = 0, last = -1;
 	json_t *items;
 
-	int r = existing_accounts(c, &exists, err);
-
-	if (r < 0)
-		return r;
 	ctl_tenancy_accrue(c);
 	t = ctl_tenancy_tree(c);
+	if (after) {
+		start = iso_tenancy_find(t, after);
+		if (start <= 0)
+			return iso_error_set(err, ISO_E_INVALID, "after", "after: unknown cursor");
+		start++;
+	}
+	if (!cluster) {
+		/* A tenant's own subtree: its account, then its projects. */
+		own = iso_tenancy_find(t, p->tenant);
+		if (own <= 0)
+			return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such tenant");
+	}
 	rank = calloc((size_t)t->n_accounts, sizeof(*rank));
 	lf = calloc((size_t)t->n_accounts, sizeof(*lf));
 	if (!rank || !lf)
@@ -652,35 +692,35 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 	if (iso_fairshare_rank(t, rank, lf) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "fair-share ranking failed");
 	items = json_array();
-	for (int i = 1; i < t->n_accounts; i++) {
-		const struct iso_account *a = &t->acct[i];
-		double used[ISO_RES_MAX], shares = 0, dom = 0, sib_dom = 0;
-		bool implicit = a->parent == ctl_tenancy_default_org(c) || a->parent == 0;
-
-		if (!usage_visible(c, p, t, i) || !json_object_get(exists, a->name))
-			continue;
-		for (int k = 0; k < ISO_RES_MAX; k++)
-			used[k] = (double)a->used.v[k];
-		/* S and U of the level fair share LF = S / U among its siblings */
-		for (int s = t->acct[a->parent].first_child; s >= 0; s = t->acct[s].next_sibling) {
-			shares += t->acct[s].shares;
-			sib_dom += iso_fairshare_dominant(t, t->acct[s].decayed);
+	bool more = false;
+	if (cluster) {
+		/* Accounts in tree order; the cursor is the last account shown. */
+		for (int i = start; i < t->n_accounts; i++) {
+			if (!account_live(&t->acct[i]))
+				continue;
+			if (n == limit) {
+				more = true;
+				break;
+			}
+			json_array_append_new(items, standing_json(c, t, i, rank, lf, true, true));
+			last = i;
+			n++;
 		}
-		dom = iso_fairshare_dominant(t, a->decayed);
-		json_array_append_new(
-		    items,
-		    json_pack("{s:s, s:s, s:o, s:f, s:f, s:f, s:o, s:o, s:f, s:o, s:o}", "account",
-		              a->name, "level", iso_acct_level_name(a->level), "parent",
-		              implicit ? json_null() : json_string(t->acct[a->parent].name),
-		              "shares", a->shares, "share", shares > 0 ? a->shares / shares : 0.0,
-		              "usage_share", sib_dom > 0 ? dom / sib_dom : 0.0, "level_fair_share",
-		              isfinite(lf[i]) ? json_real(lf[i]) : json_null(), "rank",
-		              a->first_child < 0 && rank[i] >= 0 ? json_integer(rank[i] + 1)
-		                                                 : json_null(),
-		              "dominant_share", iso_fairshare_dominant(t, used), "decayed_hours",
-		              vec_json(t, a->decayed, 3600.0 * 1000.0), "used",
-		              vec_json(t, used, 1.0)));
+	} else {
+		for (int x = own; x >= 0;
+		     x = x == own ? t->acct[x].first_child : t->acct[x].next_sibling) {
+			if (x < start || !account_live(&t->acct[x]))
+				continue;
+			if (n == limit) {
+				more = true;
+				break;
+			}
+			json_array_append_new(items, standing_json(c, t, x, rank, lf, x != own, false));
+			last = x;
+			n++;
+		}
 	}
-	*out = json_pack("{s:o}", "items", items);
+	*out = json_pack("{s:o, s:o}", "items", items, "next",
+	                 more && last > 0 ? json_string(t->acct[last].name) : json_null());
 	return 0;
 }

@@ -11,6 +11,12 @@
 #include "controller/internal.h"
 #include "isostack/tenancy.h"
 
+static void vec_sub(struct iso_resvec *a, const struct iso_resvec *b)
+{
+	for (int k = 0; k < ISO_RES_MAX; k++)
+		a->v[k] -= b->v[k];
+}
+
 static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso_error *err)
 {
 	if (!iso_alloc_transition_allowed(a->state, to))
@@ -108,7 +114,8 @@ static void emit_placed(struct iso_controller *c, const struct iso_principal *p,
  * provisioning waits for its generation to be confirmed. */
 struct ended {
 	const struct iso_allocation *a; /* as it ran (started_ms, shape) */
-	int members;                    /* how many of its members stopped */
+	struct iso_resvec charge;       /* what it held over that segment */
+	bool any;
 };
 
 static int store_write_ended(struct iso_controller *c, const struct iso_allocation *a, bool insert,
@@ -121,8 +128,8 @@ static int store_write_ended(struct iso_controller *c, const struct iso_allocati
 	if (r == 0)
 		r = insert ? ops->alloc_insert(c->store, a, err)
 		           : ops->alloc_update(c->store, a, err);
-	if (r == 0 && ended && ended->members > 0)
-		r = ctl_tenancy_log(c, ended->a, ended->members, ctl_alloc_now(ended->a), err);
+	if (r == 0 && ended && ended->any)
+		r = ctl_tenancy_log(c, ended->a, &ended->charge, ctl_alloc_now(ended->a), err);
 	if (r == 0 && fabric)
 		r = ctl_fabric_stage(c, err);
 	r = ctl_tx_end(c, r, err);
@@ -187,17 +194,20 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 	    json_pack("{s:s, s:I}", "fabric", "confirmed", "generation", (json_int_t)generation));
 	r = store_write(c, a, false, false, err);
 	if (r == 0)
+		ctl_queue_running_set(c, a, true); /* its start time moved */
+	if (r == 0)
 		iso_log(ISO_LOG_INFO, "allocation_active", "id=%s tenant=%s generation=%llu", a->id,
 		        a->tenant, (unsigned long long)generation);
 	return r;
 }
 
-/* The request's tenancy fields, checked. */
-static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
-                       const struct iso_alloc_request *req, struct iso_allocation *a,
-                       struct iso_error *err)
+/* The request's tenancy fields, checked. The allocation keeps the class it
+ * runs under: the stricter of its tenant's and its own. */
+static int fill_policy(struct iso_controller *c, const struct iso_principal *p,
+                       const struct iso_tenant *tn, const struct iso_alloc_request *req,
+                       struct iso_allocation *a, struct iso_error *err)
 {
-	enum iso_isolation iso;
+	enum iso_isolation iso = ISO_ISOLATION_SHARED, tenant_iso = ISO_ISOLATION_SHARED;
 	enum iso_spread sp;
 
 	if (req->project && req->project[0]) {
@@ -212,14 +222,22 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 			                     req->project);
 		iso_strlcpy(a->project, req->project, sizeof(a->project));
 	}
-	if (req->isolation && req->isolation[0]) {
-		if (iso_isolation_parse(req->isolation, &iso) < 0)
-			return iso_error_set(
-			    err, ISO_E_INVALID, "isolation",
-			    "isolation: want shared, exclusive-gpu, exclusive-node "
-			    "or exclusive-rack");
-		iso_strlcpy(a->isolation, req->isolation, sizeof(a->isolation));
-	}
+	if (tn->isolation[0])
+		iso_isolation_parse(tn->isolation, &tenant_iso);
+	if (req->isolation && req->isolation[0] && iso_isolation_parse(req->isolation, &iso) < 0)
+		return iso_error_set(err, ISO_E_INVALID, "isolation",
+		                     "isolation: want shared, exclusive-gpu, exclusive-node "
+		                     "or exclusive-rack");
+	/* A whole rack is a policy decision, not a tenant's: only a tenant
+	 * whose own class a cluster admin set to exclusive-rack gets one. */
+	if (iso == ISO_ISOLATION_EXCLUSIVE_RACK && tenant_iso != ISO_ISOLATION_EXCLUSIVE_RACK)
+		return iso_error_set(err, ISO_E_FORBIDDEN, "isolation",
+		                     "isolation: exclusive-rack is only for tenants whose class "
+		                     "is exclusive-rack (tenant %s is %s; a cluster admin sets it)",
+		                     tn->name, iso_isolation_name(tenant_iso));
+	if (tenant_iso > iso)
+		iso = tenant_iso;
+	iso_strlcpy(a->isolation, iso_isolation_name(iso), sizeof(a->isolation));
 	if (req->spread && req->spread[0]) {
 		if (iso_spread_parse(req->spread, &sp) < 0 || sp == ISO_SPREAD_NONE)
 			return iso_error_set(err, ISO_E_INVALID, "spread",
@@ -229,11 +247,89 @@ static int fill_policy(struct iso_controller *c, const struct iso_tenant *tn,
 	if (req->priority < -1000 || req->priority > 1000)
 		return iso_error_set(err, ISO_E_INVALID, "priority",
 		                     "priority: must be -1000..1000");
+	/* Priority orders a tenant's own work and lets it preempt its own
+	 * lower-priority work: above the ceiling its admin set, a tenant-user
+	 * could evict its colleagues. */
+	if (p->role == ISO_ROLE_TENANT_USER && req->priority > tn->max_user_priority)
+		return iso_error_set(err, ISO_E_FORBIDDEN, "priority",
+		                     "priority: tenant-users of %s may ask for at most %d (the "
+		                     "tenant's max_user_priority, set by its tenant-admin)",
+		                     tn->name, tn->max_user_priority);
 	if (req->duration_ms < 0)
 		return iso_error_set(err, ISO_E_INVALID, "duration_s", "duration_s: must be >= 0");
 	a->priority = req->priority;
 	a->fail_on_preempt = req->fail_on_preempt;
 	a->duration_ms = req->duration_ms;
+	return 0;
+}
+
+static int slots_of_first(struct iso_allocation *a, int keep);
+
+/* Gives members [from, n_members) back and forgets where they were. */
+static void unplace(struct iso_controller *c, struct iso_allocation *a, int from)
+{
+	if (from > 0) {
+		int keep = slots_of_first(a, from);
+		iso_cluster_state_give_members(&c->cs, a, from);
+		a->n_members = from;
+		a->n_slots = keep;
+		return;
+	}
+	iso_cluster_state_give(&c->cs, a);
+	free(a->placed);
+	free(a->slots);
+	a->placed = NULL;
+	a->slots = NULL;
+	a->n_members = a->n_slots = 0;
+}
+
+/* Admission for what a placement really takes: members [from, members) of
+ * `a` just placed. The charge of exclusive classes depends on where they
+ * landed, so it is checked again here; a refusal gives the members back. */
+static int admit_placed(struct iso_controller *c, struct iso_allocation *a, int from,
+                        struct iso_resvec *delta, struct iso_error *err)
+{
+	struct iso_resvec before;
+	int r;
+
+	ctl_demand_members(c, a, a->n_members, delta);
+	if (from > 0) {
+		ctl_demand_members(c, a, from, &before);
+		vec_sub(delta, &before);
+	}
+	r = ctl_tenancy_admit(c, a, delta, err);
+	if (r < 0)
+		unplace(c, a, from);
+	return r;
+}
+
+/* A request spread over more GPUs, nodes or racks than the empty cluster
+ * can hold one member on can never run: 422 now, not pending forever. */
+static int check_spread(struct iso_controller *c, const struct iso_alloc_request *req,
+                        struct iso_error *err)
+{
+	enum iso_spread sp = ISO_SPREAD_NONE;
+	const struct iso_inventory *inv = c->inv;
+	int most = 0;
+
+	if (!req->spread || !req->spread[0] || iso_spread_parse(req->spread, &sp) < 0 ||
+	    sp == ISO_SPREAD_NONE || sp == ISO_SPREAD_GPU)
+		return 0; /* distinct GPUs: the member count check above bounds it */
+	for (int n = 0; n < inv->n_nodes && most < req->members; n++) {
+		if (iso_shape_node_members(&inv->nodes[n], &req->shape, 1) < 1)
+			continue;
+		bool first = true;
+		/* A rack counts once: at its first node that can hold a member. */
+		for (int m = 0; sp == ISO_SPREAD_RACK && m < n && first; m++)
+			first = !inv->nodes[n].rack[0] || strcmp(inv->nodes[m].rack, inv->nodes[n].rack) != 0 ||
+			        iso_shape_node_members(&inv->nodes[m], &req->shape, 1) < 1;
+		most += first;
+	}
+	if (most < req->members)
+		return iso_error_set(err, ISO_E_CAPACITY, "spread",
+		                     "spread: members must be on distinct %ss, and this cluster has "
+		                     "%d that can hold one member of this shape, even when empty",
+		                     iso_spread_name(sp), most);
 	return 0;
 }
 
@@ -263,6 +359,9 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	r = iso_shape_validate(&req->shape, c->inv, err);
 	if (r < 0)
 		return r;
+	if (ctl_shape_asks_nothing(&req->shape))
+		return iso_error_set(err, ISO_E_INVALID, "gpus",
+		                     "a member must ask for something: gpus, cpus or memory_mib");
 	int most = iso_shape_max_members(&req->shape, c->inv, req->members);
 	if (most == 0)
 		return iso_error_set(err, ISO_E_CAPACITY, "gpus",
@@ -274,6 +373,12 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 		    "members: this cluster holds at most %d members of this shape, "
 		    "even when empty",
 		    most);
+	r = check_spread(c, req, err);
+	if (r < 0)
+		return r;
+	r = ctl_tenancy_check_limits(c, &tn, err);
+	if (r < 0)
+		return r;
 
 	randombytes_buf(raw, sizeof(raw));
 	sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
@@ -286,17 +391,23 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	a.shape = req->shape;
 	a.state = ISO_ALLOC_PENDING;
 	a.created_ms = a.updated_ms = ctl_created_ms(c);
-	r = fill_policy(c, &tn, req, &a, err);
+	r = fill_policy(c, p, &tn, req, &a, err);
 	if (r < 0)
 		return r;
 	r = ctl_tenancy_check_request(c, &tn, &a, err);
 	if (r < 0)
 		return r;
 
-	/* Quota first: a request over what its tenant may hold now waits. */
-	r = ctl_tenancy_admit(c, &a, a.members, &perr);
+	/* Quota first: a request over what its tenant may hold now waits. The
+	 * estimate is the least it could cost; the placement's real charge is
+	 * admitted before anything is written. */
+	struct iso_resvec charge;
+	ctl_demand(c, &a, &charge);
+	r = ctl_tenancy_admit(c, &a, &charge, &perr);
 	if (r == 0)
 		r = place(c, &a, a.members, &perr);
+	if (r == 0)
+		r = admit_placed(c, &a, 0, &charge, &perr);
 	bool placed = r == 0;
 	if (placed) {
 		r = provision(c, &a, err);
@@ -328,10 +439,15 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			iso_cluster_state_give(&c->cs, &a);
 		return r;
 	}
-	if (placed)
-		ctl_tenancy_charge(c, &a, a.members);
-	else
-		ctl_place_pending(c); /* a head that waits may reclaim lent capacity */
+	if (placed) {
+		ctl_tenancy_charge(c, &a, &charge);
+		ctl_queue_running_set(c, &a, true);
+	} else {
+		/* Nothing freed: only a new head may need to reclaim lent capacity. */
+		ctl_queue_add(c, &a);
+		if (ctl_queue_is_head(c, &a))
+			ctl_preempt_for(c, &a);
+	}
 	iso_log(ISO_LOG_INFO, "allocation_created",
 	        "request_id=%s by=%s id=%s tenant=%s state=%s members=%d", p->request_id,
 	        p->token_id, a.id, a.tenant, iso_alloc_state_name(a.state), a.members);
@@ -435,12 +551,14 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 		                     a.id, iso_alloc_state_name(a.state));
 	old = a.members;
 	struct iso_allocation ran = a; /* shallow: the segment that ends here, for the usage log */
-	struct ended seg = {.a = &ran, .members = old};
+	struct ended seg = {.a = &ran, .any = true};
+	ctl_demand(c, &a, &seg.charge);
 	if (members > old) {
-		r = ctl_tenancy_admit(c, &a, members - old, err);
+		struct iso_resvec delta;
+		r = place(c, &a, members, err);
 		if (r < 0)
 			return r;
-		r = place(c, &a, members, err);
+		r = admit_placed(c, &a, old, &delta, err);
 		if (r < 0)
 			return r;
 		a.members = members;
@@ -454,15 +572,19 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 			iso_cluster_state_give_members(&c->cs, &a, old);
 			return r;
 		}
-		ctl_tenancy_charge(c, &a, members - old);
+		ctl_tenancy_charge(c, &a, &delta);
+		ctl_queue_running_set(c, &a, true);
 	} else if (members < old) {
 		int all_members = a.n_members, all_slots = a.n_slots;
+		struct iso_resvec delta = seg.charge, kept;
 
 		/* The dropped members' capacity goes back first, so that the
 		 * fabric's new intent (staged in the same transaction) no longer
 		 * holds their ports; a failed write takes it again. */
 		int keep = slots_of_first(&a, members);
 
+		ctl_demand_members(c, &a, members, &kept);
+		vec_sub(&delta, &kept);
 		a.updated_ms = ctl_alloc_now(&a);
 		a.started_ms = a.updated_ms; /* a new usage segment */
 		iso_cluster_state_give_members(&c->cs, &a, members);
@@ -479,7 +601,8 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 				iso_log(ISO_LOG_ERR, "resize_undo_failed", "id=%s", a.id);
 			return r;
 		}
-		ctl_tenancy_uncharge(c, &ran, old - members);
+		ctl_tenancy_uncharge(c, &ran, &delta);
+		ctl_queue_running_set(c, &a, true);
 		ctl_place_pending(c);
 	}
 	iso_log(ISO_LOG_INFO, "allocation_resized", "request_id=%s by=%s id=%s members=%d->%d",
@@ -518,17 +641,23 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 		emit_alloc(c, p, &a, "allocation.release", json_pack("{s:s}", "from", from_state));
 		/* Capacity back first so that the staged intent drops the ports;
 		 * a failed write takes it again. */
+		struct ended seg = {.a = &a, .any = held};
+		if (held)
+			ctl_demand(c, &a, &seg.charge);
 		if (held)
 			iso_cluster_state_give(&c->cs, &a);
-		struct ended seg = {.a = &a, .members = held ? a.members : 0};
 		r = store_write_ended(c, &a, false, held, &seg, err);
 		if (r < 0) {
 			if (held && ctl_take(c, &a, 0, NULL) < 0)
 				iso_log(ISO_LOG_ERR, "release_undo_failed", "id=%s", a.id);
 			return r;
 		}
-		if (held)
-			ctl_tenancy_uncharge(c, &a, a.members);
+		if (held) {
+			ctl_tenancy_uncharge(c, &a, &seg.charge);
+			ctl_queue_running_set(c, &a, false);
+		} else {
+			ctl_queue_remove(c, &a);
+		}
 		iso_log(ISO_LOG_INFO, "allocation_released", "request_id=%s by=%s id=%s tenant=%s",
 		        p->request_id, p->token_id, a.id, a.tenant);
 		if (held)
@@ -539,22 +668,56 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 	return 0;
 }
 
+/* One pass over the head of the queue: the queue decides what to try
+ * (ctl_queue_plan, bounded), this file places it, preemption acts for a head
+ * that still cannot start. A pass cut short by its depth goes on at the
+ * next tick (ctl_alloc_tick). */
 void ctl_place_pending(struct iso_controller *c)
 {
-	ctl_tenancy_place_pending(c);
+	struct ctl_queue_plan plan;
+
+	if (ctl_queue_plan(c, &plan) < 0) {
+		iso_log(ISO_LOG_ERR, "queue_failed", "error=\"out of memory\"");
+		return;
+	}
+	c->queue_more = plan.more;
+	for (int i = 0; i < plan.n; i++) {
+		_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+		bool blocked_head = false;
+
+		if (c->store->ops->alloc_get(c->store, plan.item[i].id, &a, NULL) < 0 ||
+		    a.state != ISO_ALLOC_PENDING)
+			continue;
+		if (!plan.item[i].start) {
+			/* A head the plan cannot start now may still reclaim what
+			 * its tenant lent (the planner counts borrowed work as
+			 * running on). */
+			if (i == 0)
+				ctl_preempt_for(c, &a);
+			continue;
+		}
+		if (ctl_alloc_place_pending(c, &a, &blocked_head) == 0)
+			continue;
+		if (i == 0 && blocked_head)
+			ctl_preempt_for(c, &a);
+	}
 }
 
 int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, bool *blocked)
 {
 	struct iso_error err = {0};
+	struct iso_resvec charge;
 	int r;
 
 	*blocked = false;
-	r = ctl_tenancy_admit(c, a, a->members, &err);
+	ctl_demand(c, a, &charge);
+	r = ctl_tenancy_admit(c, a, &charge, &err);
 	if (r == 0) {
 		r = place(c, a, a->members, &err);
 		*blocked = r == -ENOSPC;
 	}
+	if (r == 0)
+		r = admit_placed(c, a, 0, &charge, &err);
 	if (r < 0) {
 		/* Still waiting: say why, where it is seen (GET /v1/queue). */
 		char why[ISO_DESC_MAX];
@@ -577,16 +740,19 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
 		        err.message);
 		return r;
 	}
-	ctl_tenancy_charge(c, a, a->members);
+	ctl_queue_remove(c, a);
+	ctl_tenancy_charge(c, a, &charge);
+	ctl_queue_running_set(c, a, true);
 	iso_log(ISO_LOG_INFO, "allocation_placed", "id=%s tenant=%s", a->id, a->tenant);
 	return 0;
 }
 
 int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
-                    const char *action, const char *reason, struct iso_error *err)
+                    const char *action, const char *reason, const char *by,
+                    struct iso_error *err)
 {
 	struct iso_allocation ran = *a; /* shallow: as it ran, for undo and the usage log */
-	struct ended seg = {.a = &ran, .members = a->members};
+	struct ended seg = {.a = &ran, .any = true};
 	bool held = a->state != ISO_ALLOC_PENDING && !iso_alloc_state_terminal(a->state);
 	const char *from_state = iso_alloc_state_name(a->state);
 	int r;
@@ -604,6 +770,7 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 		*a = ran;
 		return r;
 	}
+	ctl_demand(c, &ran, &seg.charge);
 	snprintf(a->reason, sizeof(a->reason), "%s: %s", requeue ? "requeued" : "failed", reason);
 	a->started_ms = 0;
 	iso_cluster_state_give(&c->cs, &ran);
@@ -611,9 +778,13 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 		a->n_members = 0;
 		a->n_slots = 0; /* the arrays stay with `ran`, freed by the caller's a */
 	}
-	emit_alloc(c, NULL, a, action,
-	           json_pack("{s:s, s:s, s:s}", "from", from_state, "to",
-	                     iso_alloc_state_name(a->state), "reason", reason));
+	/* Who preempted whom is for the operators' log, never the reason a
+	 * tenant reads. */
+	json_t *details = json_pack("{s:s, s:s, s:s}", "from", from_state, "to",
+	                            iso_alloc_state_name(a->state), "reason", reason);
+	if (by)
+		json_object_set_new(details, "by", json_string(by));
+	emit_alloc(c, NULL, a, action, details);
 	r = store_write_ended(c, a, false, true, &seg, err);
 	if (r < 0) {
 		if (ctl_take(c, &ran, 0, NULL) < 0)
@@ -621,7 +792,10 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 		*a = ran;
 		return r;
 	}
-	ctl_tenancy_uncharge(c, &ran, ran.members);
+	ctl_tenancy_uncharge(c, &ran, &seg.charge);
+	ctl_queue_running_set(c, &ran, false);
+	if (requeue)
+		ctl_queue_add(c, a);
 	iso_log(ISO_LOG_WARN, "allocation_evicted", "id=%s tenant=%s to=%s reason=\"%s\"", a->id,
 	        a->tenant, iso_alloc_state_name(a->state), reason);
 	if (requeue) {
@@ -632,7 +806,7 @@ int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool req
 }
 
 int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, const char *action,
-                       const char *reason, struct iso_error *err)
+                       const char *reason, const char *by, struct iso_error *err)
 {
 	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 	int r = c->store->ops->alloc_get(c->store, id, &a, err);
@@ -641,7 +815,7 @@ int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, c
 		return r;
 	if (a.state == ISO_ALLOC_PENDING || iso_alloc_state_terminal(a.state))
 		return 0; /* gone already: nothing to take */
-	return ctl_alloc_evict(c, &a, requeue, action, reason, err);
+	return ctl_alloc_evict(c, &a, requeue, action, reason, by, err);
 }
 
 void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const char *by,

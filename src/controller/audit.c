@@ -3,7 +3,14 @@
  * at most once a second, a signed tree head. At start the whole stored log is
  * checked against its signed heads before anything else runs, and reads of
  * the log are themselves recorded. Tenant-admins see only events about their
- * tenant's objects; proofs reveal hashes, never another tenant's ids. */
+ * tenant's objects; proofs reveal hashes, never another tenant's ids.
+ *
+ * Failures without a valid token cost an attacker nothing, so they are not
+ * one event each: they are counted per (source, outcome, action) and
+ * interval, and written as one event with the count, the first and last time
+ * and a few sample ids (PCI DSS 10.2: every attempt accounted for, without
+ * letting a client grow the log at will). Every client-chosen text that goes
+ * into an event is bounded and escaped here (iso_escape). */
 #include <errno.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -13,6 +20,38 @@
 
 #define HEAD_INTERVAL_MS 1000
 #define BREAK_META       "audit_break_accepted_ms"
+
+/* Unauthenticated failures: one event per bucket per interval, at most
+ * FAIL_MAX_BUCKETS buckets plus one overflow bucket per outcome. */
+#define FAIL_INTERVAL_MS 10000
+#define FAIL_MAX_BUCKETS 64
+#define FAIL_SAMPLE      4  /* request ids and object ids kept per bucket */
+#define FAIL_ID_BYTES    64 /* of a client-chosen id, before escaping */
+
+struct fail_bucket {
+	char source[64]; /* "*": the overflow bucket of its outcome */
+	char action[48];
+	char kind[24];
+	enum iso_audit_outcome outcome;
+	char reason[128];
+	int64_t count, first_ms, last_ms;
+	char request_ids[FAIL_SAMPLE][80];
+	char object_ids[FAIL_SAMPLE][80];
+	int n_request_ids, n_object_ids;
+};
+
+struct ctl_audit_failures {
+	int64_t since_ms; /* when the first failure of this interval was counted */
+	int n;
+	struct fail_bucket b[FAIL_MAX_BUCKETS + 2];
+};
+
+/* Client-chosen text (a path segment, a request id, a message quoting a
+ * body) as it may be stored: at most `max` bytes of it, escaped. */
+static void clean_copy(char *dst, size_t size, const char *src, size_t max)
+{
+	iso_escape(dst, size, src ? src : "", strnlen(src ? src : "", max), 0);
+}
 
 void ctl_audit_drop_queue(struct iso_controller *c)
 {
@@ -28,7 +67,7 @@ static void fill_actor(struct iso_audit_event *e, const struct iso_principal *p)
 		return;
 	}
 	iso_strlcpy(e->source, p->source, sizeof(e->source));
-	iso_strlcpy(e->request_id, p->request_id, sizeof(e->request_id));
+	clean_copy(e->request_id, sizeof(e->request_id), p->request_id, sizeof(e->request_id));
 	if (!p->token_id[0]) {
 		iso_strlcpy(e->actor_role, "anonymous", sizeof(e->actor_role));
 		return;
@@ -46,33 +85,47 @@ static void build_event(struct iso_audit_event *e, const struct iso_principal *p
 	fill_actor(e, p);
 	iso_strlcpy(e->action, ev->action, sizeof(e->action));
 	iso_strlcpy(e->object_kind, ev->kind, sizeof(e->object_kind));
-	iso_strlcpy(e->object_id, ev->id ? ev->id : "", sizeof(e->object_id));
+	/* The id may be a path segment as a client sent it. */
+	clean_copy(e->object_id, sizeof(e->object_id), ev->id, FAIL_ID_BYTES);
 	iso_strlcpy(e->object_tenant, ev->tenant ? ev->tenant : "", sizeof(e->object_tenant));
 	e->object_tenant_id = ev->tenant && ev->tenant[0] ? ev->tenant_id : 0;
 	e->outcome = outcome;
-	iso_strlcpy(e->reason, reason ? reason : "", sizeof(e->reason));
+	clean_copy(e->reason, sizeof(e->reason), reason, sizeof(e->reason));
 	if (ev->details) {
 		e->details = json_dumps(ev->details, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(ev->details);
 	}
 }
 
-void ctl_emit(struct iso_controller *c, const struct iso_principal *p, const struct ctl_event *ev)
+/* A free slot at the end of the queue, or NULL (and the flush then fails for
+ * lack of the event: no silent gap). */
+static struct iso_audit_event *queue_slot(struct iso_controller *c, const char *action)
 {
+	if (c->cap_queue < 0)
+		return NULL;
 	if (c->n_queue == c->cap_queue) {
 		int cap = c->cap_queue ? c->cap_queue * 2 : 8;
 		struct iso_audit_event *q = realloc(c->queue, (size_t)cap * sizeof(*q));
 		if (!q) {
-			/* The flush then fails for lack of the event: no silent gap. */
-			json_decref(ev->details);
-			iso_log(ISO_LOG_ERR, "audit_queue_oom", "action=%s", ev->action);
+			iso_log(ISO_LOG_ERR, "audit_queue_oom", "action=%s", action);
 			c->cap_queue = -1;
-			return;
+			return NULL;
 		}
 		c->queue = q;
 		c->cap_queue = cap;
 	}
-	build_event(&c->queue[c->n_queue++], p, ev, ISO_AUDIT_SUCCESS, NULL);
+	return &c->queue[c->n_queue++];
+}
+
+void ctl_emit(struct iso_controller *c, const struct iso_principal *p, const struct ctl_event *ev)
+{
+	struct iso_audit_event *e = queue_slot(c, ev->action);
+
+	if (!e) {
+		json_decref(ev->details);
+		return;
+	}
+	build_event(e, p, ev, ISO_AUDIT_SUCCESS, NULL);
 }
 
 /* Appends one event to the store and the tree, inside the open transaction. */
@@ -346,6 +399,8 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 
 void ctl_audit_close(struct iso_controller *c)
 {
+	free(c->failures);
+	c->failures = NULL;
 	ctl_audit_drop_queue(c);
 	free(c->queue);
 	c->queue = NULL;
@@ -365,6 +420,14 @@ static int require_reader(const struct iso_principal *p, struct iso_error *err)
 	return 0;
 }
 
+/* A reader who can see unauthenticated failures (they belong to no tenant)
+ * sees them counted up to now: their interval ends early. */
+static void flush_for_reader(struct iso_controller *c, const struct iso_principal *p)
+{
+	if (ctl_is_cluster_role(p))
+		ctl_audit_failures_flush(c, true);
+}
+
 static void record_read(struct iso_controller *c, const struct iso_principal *p, const char *what,
                         int64_t tenant_id, const char *tenant)
 {
@@ -376,6 +439,132 @@ static void record_read(struct iso_controller *c, const struct iso_principal *p,
 	ctl_record(c, p, &ev, ISO_AUDIT_SUCCESS, NULL);
 }
 
+/* ---- unauthenticated failures, counted ---- */
+
+static bool same_key(const struct fail_bucket *b, const char *source, const char *action,
+                     enum iso_audit_outcome outcome)
+{
+	return b->outcome == outcome && strcmp(b->source, source) == 0 &&
+	       strcmp(b->action, action) == 0;
+}
+
+static struct fail_bucket *fail_bucket(struct ctl_audit_failures *f, const char *source,
+                                       const char *action, const char *kind,
+                                       enum iso_audit_outcome outcome, const char *reason)
+{
+	struct fail_bucket *b;
+
+	for (int i = 0; i < f->n; i++)
+		if (same_key(&f->b[i], source, action, outcome))
+			return &f->b[i];
+	/* Full: the rest of this interval's sources share one bucket per
+	 * outcome, whose source, action and kind are "*". */
+	if (f->n >= FAIL_MAX_BUCKETS) {
+		for (int i = FAIL_MAX_BUCKETS; i < f->n; i++)
+			if (f->b[i].outcome == outcome)
+				return &f->b[i];
+		source = action = kind = "*";
+	}
+	b = &f->b[f->n++];
+	memset(b, 0, sizeof(*b));
+	iso_strlcpy(b->source, source, sizeof(b->source));
+	iso_strlcpy(b->action, action, sizeof(b->action));
+	iso_strlcpy(b->kind, kind, sizeof(b->kind));
+	b->outcome = outcome;
+	clean_copy(b->reason, sizeof(b->reason), reason, sizeof(b->reason));
+	return b;
+}
+
+static void sample(char (*ids)[80], int *n, const char *id, bool distinct)
+{
+	char clean[80];
+
+	if (*n >= FAIL_SAMPLE || !id || !id[0])
+		return;
+	clean_copy(clean, sizeof(clean), id, FAIL_ID_BYTES);
+	for (int i = 0; distinct && i < *n; i++)
+		if (strcmp(ids[i], clean) == 0)
+			return;
+	iso_strlcpy(ids[(*n)++], clean, sizeof(ids[0]));
+}
+
+static void count_failure(struct iso_controller *c, const struct iso_principal *p,
+                          const char *action, const char *kind, const char *id,
+                          enum iso_audit_outcome outcome, const char *reason)
+{
+	struct ctl_audit_failures *f = c->failures;
+	int64_t now = iso_now_ms();
+
+	if (!f) {
+		f = c->failures = calloc(1, sizeof(*f));
+		if (!f) {
+			iso_log(ISO_LOG_ERR, "audit_failure_lost", "action=%s source=%s", action,
+			        p ? p->source : "");
+			return;
+		}
+	}
+	if (f->n == 0)
+		f->since_ms = now;
+	struct fail_bucket *b =
+	    fail_bucket(f, p && p->source[0] ? p->source : "-", action, kind, outcome, reason);
+	if (b->count++ == 0)
+		b->first_ms = now;
+	b->last_ms = now;
+	sample(b->request_ids, &b->n_request_ids, p ? p->request_id : NULL, false);
+	sample(b->object_ids, &b->n_object_ids, id, true);
+}
+
+static json_t *id_array(const char (*ids)[80], int n)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(ids[i]));
+	return a;
+}
+
+void ctl_audit_failures_flush(struct iso_controller *c, bool force)
+{
+	struct ctl_audit_failures *f = c->failures;
+	struct iso_error err = {0};
+	int64_t total = 0;
+	int r;
+
+	if (!f || f->n == 0 || (!force && iso_now_ms() - f->since_ms < FAIL_INTERVAL_MS))
+		return;
+	r = ctl_tx_begin(c, &err);
+	for (int i = 0; r == 0 && i < f->n; i++) {
+		const struct fail_bucket *b = &f->b[i];
+		struct iso_audit_event *e = queue_slot(c, b->action);
+		if (!e)
+			break; /* the flush below fails: the transaction rolls back */
+		memset(e, 0, sizeof(*e));
+		iso_strlcpy(e->actor_role, "anonymous", sizeof(e->actor_role));
+		iso_strlcpy(e->source, b->source, sizeof(e->source));
+		iso_strlcpy(e->action, b->action, sizeof(e->action));
+		iso_strlcpy(e->object_kind, b->kind, sizeof(e->object_kind));
+		e->outcome = b->outcome;
+		iso_strlcpy(e->reason, b->reason, sizeof(e->reason));
+		json_t *d =
+		    json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:b}", "count", (json_int_t)b->count,
+		              "first", (json_int_t)b->first_ms, "last", (json_int_t)b->last_ms,
+		              "interval_ms", (json_int_t)FAIL_INTERVAL_MS, "request_ids",
+		              id_array(b->request_ids, b->n_request_ids), "object_ids",
+		              id_array(b->object_ids, b->n_object_ids), "overflow",
+		              strcmp(b->source, "*") == 0);
+		e->details = d ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(d);
+		if (!e->details)
+			r = iso_error_set(&err, ISO_E_INTERNAL, NULL, "audit: out of memory");
+		total += b->count;
+	}
+	r = ctl_tx_end(c, r, &err);
+	if (r < 0)
+		iso_log(ISO_LOG_ERR, "audit_failures_lost", "buckets=%d failures=%lld error=\"%s\"",
+		        f->n, (long long)total, err.message);
+	f->n = 0;
+}
+
 void iso_controller_audit_failure(struct iso_controller *c, const struct iso_principal *p,
                                   const char *action, const char *kind, const char *id,
                                   enum iso_audit_outcome outcome, const char *reason)
@@ -383,6 +572,14 @@ void iso_controller_audit_failure(struct iso_controller *c, const struct iso_pri
 	/* The object's tenant is left out: a refused attempt on another tenant's
 	 * object must not tell that tenant who tried. */
 	struct ctl_event ev = {.action = action, .kind = kind, .id = id};
+
+	/* Without a valid token: counted (above). With one, each failure is an
+	 * event of its own: the token is attributable and revocable, and its
+	 * holder's successful requests cost the log as much. */
+	if (!p || !p->token_id[0]) {
+		count_failure(c, p, action, kind, id, outcome, reason);
+		return;
+	}
 	ctl_record(c, p, &ev, outcome, reason);
 }
 
@@ -393,6 +590,7 @@ int iso_controller_audit_head(struct iso_controller *c, const struct iso_princip
 
 	if (r < 0)
 		return r;
+	flush_for_reader(c, p);
 	record_read(c, p, "head", p->tenant_id, p->tenant);
 	if (!c->have_head || c->head.size < iso_merkle_size(c->tree)) {
 		r = ctl_audit_sign_now(c, err);
@@ -442,6 +640,7 @@ int iso_controller_audit_events(struct iso_controller *c, const struct iso_princ
 	r = require_reader(p, err);
 	if (r < 0)
 		return r;
+	flush_for_reader(c, p);
 	if (tenant || !ctl_is_cluster_role(p)) {
 		r = ctl_resolve_tenant(c, p, tenant, "tenant", &tn, err);
 		if (r < 0)

@@ -274,7 +274,18 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	if (r < 0)
 		return r;
 	c->fabric_async = ctl_fabric_partitioned(c) && !ctl_fabric_driver_sync(c);
+	c->limits = params->tenant_limits;
+	if (c->limits.max_pending <= 0)
+		c->limits.max_pending = ISO_DEFAULT_MAX_PENDING;
+	if (c->limits.max_live <= 0)
+		c->limits.max_live = ISO_DEFAULT_MAX_LIVE;
 	r = rebuild_state(c, err);
+	if (r == 0)
+		r = ctl_costs_open(c, err);
+	if (r == 0)
+		r = ctl_queue_open(c, err);
+	if (r == 0)
+		r = ctl_preempt_open(c, params, err);
 	if (r == 0)
 		r = ctl_tenancy_open(c, params, err);
 	if (r == 0)
@@ -302,8 +313,11 @@ void iso_controller_unlock(struct iso_controller *c)
 
 void iso_controller_tick(struct iso_controller *c)
 {
+	ctl_audit_failures_flush(c, false);
 	ctl_fabric_tick(c);
-	ctl_tenancy_tick(c);
+	ctl_preempt_tick(c);
+	if (c->queue_more) /* the last pass stopped at its depth: go on */
+		ctl_place_pending(c);
 }
 
 void iso_controller_shutdown(struct iso_controller *c)
@@ -311,7 +325,10 @@ void iso_controller_shutdown(struct iso_controller *c)
 	struct iso_error err = {0};
 	struct ctl_event stop = {
 	    .action = "daemon.stop", .kind = "daemon", .id = c->inv->cluster_name};
-	int r = ctl_tx_begin(c, &err);
+	int r;
+
+	ctl_audit_failures_flush(c, true); /* counted failures are not lost at a clean stop */
+	r = ctl_tx_begin(c, &err);
 
 	if (r == 0) {
 		ctl_emit(c, NULL, &stop);
@@ -328,6 +345,9 @@ void iso_controller_free(struct iso_controller *c)
 		return;
 	ctl_fabric_close(c);
 	ctl_tenancy_close(c);
+	ctl_queue_close(c);
+	ctl_preempt_close(c);
+	ctl_costs_free(c);
 	pthread_mutex_destroy(&c->lock);
 	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);

@@ -89,7 +89,7 @@ static int evict_holders(struct iso_controller *c, const char *node, int gpu, co
 		if (!holds_there(&live[i], node, gpu))
 			continue;
 		r = ctl_alloc_evict(c, &live[i], !live[i].fail_on_preempt, "allocation.fault",
-		                    reason, err);
+		                    reason, NULL, err);
 		if (r == 0 && evicted)
 			json_array_append_new(evicted, json_string(live[i].id));
 	}

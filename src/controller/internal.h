@@ -9,7 +9,10 @@
 
 #include "isostack/fabric.h"
 
+struct ctl_costs;
 struct ctl_fabric;
+struct ctl_preempt;
+struct ctl_queue;
 struct ctl_tenancy;
 struct iso_tenancy;
 struct iso_running;
@@ -29,9 +32,15 @@ struct iso_controller {
 	bool have_head;
 	struct iso_audit_event *queue;
 	int n_queue, cap_queue;
+	struct ctl_audit_failures *failures; /* audit.c: unauthenticated failures being counted */
 
 	struct ctl_fabric *fabric;   /* fabric.c */
 	struct ctl_tenancy *tenancy; /* tenancy.c */
+	struct ctl_costs *costs;     /* demand.c */
+	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
+	struct ctl_preempt *preempt; /* preempt.c */
+	struct iso_tenant_limits limits; /* defaults for tenants that set none */
+	bool queue_more;                 /* the last queue pass stopped at its depth */
 	bool fabric_async;           /* allocations wait in provisioning for the fabric */
 	pthread_mutex_t lock;        /* the API thread and the daemon's ticks take turns */
 };
@@ -68,6 +77,10 @@ void ctl_audit_undo(struct iso_controller *c, uint64_t size, const struct iso_au
 void ctl_audit_drop_queue(struct iso_controller *c);
 /* Signs a head over everything now, in a transaction of its own. */
 int ctl_audit_sign_now(struct iso_controller *c, struct iso_error *err);
+/* Writes the counted unauthenticated failures as one event per (source,
+ * outcome, action) once their interval is over, or now when `force` (the
+ * tick calls it; shutdown forces it, so a clean stop loses no count). */
+void ctl_audit_failures_flush(struct iso_controller *c, bool force);
 
 /* The one store transaction of a use case: begin, then the writes, then
  * end, which commits when r == 0 and otherwise rolls back (also when the
@@ -125,35 +138,92 @@ bool ctl_fabric_driver_sync(const struct iso_controller *c);
  * and makes every provisioning allocation wait for it. */
 int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err);
 
-/* ---- tenancy.c: quotas, the fair-share queue, preemption ---- */
+/* ---- demand.c: what an allocation is charged (what it denies others) ---- */
+int ctl_costs_open(struct iso_controller *c, struct iso_error *err);
+void ctl_costs_free(struct iso_controller *c);
+struct iso_resvec;
+/* The charge of members [0, members) of `a`: read off its placement when
+ * they are placed, else the least any placement could cost. */
+void ctl_demand_members(const struct iso_controller *c, const struct iso_allocation *a,
+                        int members, struct iso_resvec *out);
+void ctl_demand(const struct iso_controller *c, const struct iso_allocation *a,
+                struct iso_resvec *out);
+enum iso_isolation ctl_alloc_isolation(const struct iso_allocation *a);
+bool ctl_shape_asks_nothing(const struct iso_shape *sh);
+
+/* ---- tenancy.c: the account tree, admission, charges ---- */
 int ctl_tenancy_open(struct iso_controller *c, const struct iso_controller_params *params,
                      struct iso_error *err);
 void ctl_tenancy_close(struct iso_controller *c);
+/* The leaf account `a` is charged to, or -1. */
+int ctl_tenancy_account_of(const struct iso_controller *c, const struct iso_allocation *a);
 /* Refuses what can never run: an admission policy says no, or the request
  * alone is above a hard limit (ISO_E_CAPACITY naming it). */
 int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant *tenant,
                               const struct iso_allocation *a, struct iso_error *err);
-/* May `members` members of `a` start now under the quotas? */
-int ctl_tenancy_admit(struct iso_controller *c, const struct iso_allocation *a, int members,
-                      struct iso_error *err);
-/* In memory, after the commit that placed or freed them. */
-void ctl_tenancy_charge(struct iso_controller *c, const struct iso_allocation *a, int members);
-void ctl_tenancy_uncharge(struct iso_controller *c, const struct iso_allocation *a, int members);
-/* Inside the transaction that stops `members` members of `a` running: their
- * usage since a->started_ms goes to the usage log. */
-int ctl_tenancy_log(struct iso_controller *c, const struct iso_allocation *a, int members,
-                    int64_t now, struct iso_error *err);
+/* May `a` take `v` more now under the quotas? */
+int ctl_tenancy_admit(struct iso_controller *c, const struct iso_allocation *a,
+                      const struct iso_resvec *v, struct iso_error *err);
+/* In memory, after the commit that placed or freed `v` of `a`. */
+void ctl_tenancy_charge(struct iso_controller *c, const struct iso_allocation *a,
+                        const struct iso_resvec *v);
+void ctl_tenancy_uncharge(struct iso_controller *c, const struct iso_allocation *a,
+                          const struct iso_resvec *v);
+/* Inside the transaction that stops `a` holding `v`: its usage since
+ * a->started_ms goes to the usage log. */
+int ctl_tenancy_log(struct iso_controller *c, const struct iso_allocation *a,
+                    const struct iso_resvec *v, int64_t now, struct iso_error *err);
 int ctl_tenancy_constraints(struct iso_controller *c, const struct iso_allocation *a,
                             struct iso_place_constraints *pc, struct iso_error *err);
-/* Places what the fair-share queue lets start now (ctl_place_pending). */
-void ctl_tenancy_place_pending(struct iso_controller *c);
-void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocation *a,
-                             const struct iso_running *run, int n_run);
-void ctl_tenancy_tick(struct iso_controller *c);
+/* May the tenant add one more pending or live allocation? ISO_E_LIMIT
+ * naming the limit ("limits.max_pending") when not. */
+int ctl_tenancy_check_limits(struct iso_controller *c, const struct iso_tenant *t,
+                             struct iso_error *err);
 int ctl_tenancy_tenant_added(struct iso_controller *c, const struct iso_tenant *t,
                              struct iso_error *err);
-int ctl_tenancy_queue_json(struct iso_controller *c, const struct iso_principal *p, json_t **out,
-                           struct iso_error *err);
+/* After the commit that deleted it: the tenant's accounts leave the tree's
+ * names (their usage stays counted in the organisation until it decays). */
+void ctl_tenancy_tenant_deleted(struct iso_controller *c, const struct iso_tenant *t);
+
+/* ---- queue.c: the pending queue and the running set, in memory ---- */
+int ctl_queue_open(struct iso_controller *c, struct iso_error *err);
+void ctl_queue_close(struct iso_controller *c);
+int ctl_queue_add(struct iso_controller *c, const struct iso_allocation *a);
+void ctl_queue_remove(struct iso_controller *c, const struct iso_allocation *a);
+/* Records whether `a` holds resources now (placed..active), with its charge. */
+int ctl_queue_running_set(struct iso_controller *c, const struct iso_allocation *a, bool holds);
+void ctl_queue_tenant_counts(const struct iso_controller *c, int tenant_acct, int *pending,
+                             int *live);
+int ctl_queue_size(const struct iso_controller *c);
+#define CTL_PLAN_MAX 64
+struct ctl_queue_plan {
+	int n;
+	struct {
+		char id[ISO_ID_MAX];
+		bool start; /* the backfill plan lets it start now */
+	} item[CTL_PLAN_MAX];
+	bool more; /* items beyond the plan's depth wait for the next pass */
+};
+/* The first items in fair-share order, and which of them may start now. */
+int ctl_queue_plan(struct iso_controller *c, struct ctl_queue_plan *plan);
+bool ctl_queue_is_head(struct iso_controller *c, const struct iso_allocation *a);
+/* Every running item (owned by the caller), for preemption. */
+struct iso_running *ctl_queue_running(struct iso_controller *c, int *n);
+struct ctl_queue_view {
+	char id[ISO_ID_MAX];
+	int position; /* among what the viewer may see */
+	int acct;
+};
+int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit,
+                   int after, struct ctl_queue_view *out, int *n, bool *more);
+
+/* ---- preempt.c: preemption for a blocked head, and its victims ---- */
+int ctl_preempt_open(struct iso_controller *c, const struct iso_controller_params *params,
+                     struct iso_error *err);
+void ctl_preempt_close(struct iso_controller *c);
+void ctl_preempt_for(struct iso_controller *c, const struct iso_allocation *a);
+void ctl_preempt_tick(struct iso_controller *c);
+
 const struct iso_tenancy *ctl_tenancy_tree(const struct iso_controller *c);
 /* Quota kinds by API name: "gpus", "cpus", "memory_mib", "nodes", a GPU model. */
 void ctl_tenancy_kind_name(const struct iso_tenancy *t, int k, char *buf, size_t size);
@@ -168,7 +238,9 @@ int ctl_tenancy_put_account(struct iso_controller *c, const char *name, int leve
                             const char *parent, double shares, struct iso_error *err);
 int ctl_tenancy_set_quotas(struct iso_controller *c, const char *account, const int *kinds,
                            const struct iso_quota *q, int n, bool dry_run, struct iso_error *err);
-void ctl_tenancy_clear_quotas(struct iso_controller *c, const char *account);
+/* After the commit that deleted an organisation or project: its quotas go,
+ * and its name is free for a fresh account. */
+void ctl_tenancy_forget_account(struct iso_controller *c, const char *account);
 int ctl_tenancy_move_tenant(struct iso_controller *c, const char *tenant, const char *org,
                             bool dry_run, struct iso_error *err);
 void ctl_tenancy_accrue(struct iso_controller *c);
@@ -194,9 +266,10 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
  * it is requeued (pending again) or failed, in one transaction audited as
  * `action` with `reason`. */
 int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
-                    const char *action, const char *reason, struct iso_error *err);
+                    const char *action, const char *reason, const char *by,
+                    struct iso_error *err);
 int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, const char *action,
-                       const char *reason, struct iso_error *err);
+                       const char *reason, const char *by, struct iso_error *err);
 /* Tells a victim it will be preempted at kill_at_ms (audited; the reason
  * shows it). */
 void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const char *by,

@@ -1,13 +1,13 @@
-/* tenancy.c: the controller's side of sharing the silicon fairly
- * (docs/tenancy.md). It keeps the account tree of src/tenancy (organisations
- * > tenants > projects, their quotas and what they hold) mirrored from the
- * store and the live allocations, and applies it: Lua admission policies
- * and hard limits when a request arrives, quota admission before every
- * placement, the pending queue in fair-share order with backfill, and
- * preemption to reclaim lent capacity (a signal, a grace period, then the
- * eviction). Usage that ended is logged in the same transaction as the
- * change that ended it, so fair share is rebuilt exactly after a restart:
- * the same history gives the same order. */
+/* tenancy.c: the controller's account tree (docs/tenancy.md). It keeps the
+ * tree of src/tenancy (organisations > tenants > projects, their quotas and
+ * what they hold) mirrored from the store and the live allocations, and
+ * applies it when a request arrives: Lua admission policies, hard limits,
+ * per-tenant limits on pending and live allocations, and quota admission
+ * before every placement. What an allocation is charged comes from
+ * demand.c; the pending queue is queue.c, preemption preempt.c. Usage that
+ * ended is logged in the same transaction as the change that ended it, so
+ * fair share is rebuilt exactly after a restart: the same history gives the
+ * same order. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,8 +15,6 @@
 
 #include "controller/internal.h"
 #include "isostack/tenancy.h"
-
-static int find_kind(const struct iso_tenancy *t, const char *model);
 
 #define DEFAULT_ORG "-" /* tenants outside any organisation; not a valid name */
 
@@ -26,21 +24,11 @@ struct ctl_policy {
 	size_t len;
 };
 
-struct ctl_victim {
-	char id[ISO_ID_MAX];
-	char by[ISO_ID_MAX];
-	int64_t kill_at_ms;
-	bool requeue;
-};
-
 struct ctl_tenancy {
 	struct iso_tenancy t;
 	int org_default;
 	struct ctl_policy *policies;
 	int n_policies;
-	int64_t min_run_ms, grace_ms;
-	struct ctl_victim *victims; /* signalled, to be evicted at kill_at_ms */
-	int n_victims, cap_victims;
 };
 
 /* ---- accounts ---- */
@@ -52,7 +40,7 @@ static int project_account(const char *tenant, const char *project, char *buf, s
 }
 
 /* The leaf account an allocation is charged to. */
-static int account_of(const struct iso_controller *c, const struct iso_allocation *a)
+int ctl_tenancy_account_of(const struct iso_controller *c, const struct iso_allocation *a)
 {
 	const struct iso_tenancy *t = &c->tenancy->t;
 	char name[ISO_NAME_MAX];
@@ -63,46 +51,6 @@ static int account_of(const struct iso_controller *c, const struct iso_allocatio
 			return i;
 	}
 	return iso_tenancy_find(t, a->tenant);
-}
-
-/* The kind of a MIG profile's compute slices: the model of the request, or
- * the first MIG-enabled model of the inventory that has the profile. */
-static const struct iso_gpu_model *shape_model(const struct iso_controller *c,
-                                               const struct iso_shape *sh)
-{
-	for (int n = 0; n < c->inv->n_nodes; n++)
-		for (int g = 0; g < c->inv->nodes[n].n_gpus; g++) {
-			const struct iso_gpu *gpu = &c->inv->nodes[n].gpus[g];
-			if (!gpu->model ||
-			    (sh->gpu_model[0] && strcasecmp(sh->gpu_model, gpu->model->name) != 0))
-				continue;
-			if (sh->whole ||
-			    (gpu->mig_enabled && iso_mig_profile_find(gpu->model, sh->profile)))
-				return gpu->model;
-		}
-	return NULL;
-}
-
-/* What `members` members of the allocation's shape take, as a vector. */
-static void demand(const struct iso_controller *c, const struct iso_allocation *a, int members,
-                   struct iso_resvec *out)
-{
-	const struct iso_shape *sh = &a->shape;
-	const struct iso_gpu_model *m = shape_model(c, sh);
-
-	memset(out, 0, sizeof(*out));
-	out->v[ISO_RES_CPUS] = (int64_t)sh->cpus * members;
-	out->v[ISO_RES_MEMORY] = sh->memory_mib * members;
-	if (strcmp(a->isolation, "exclusive-node") == 0)
-		out->v[ISO_RES_NODES] = members;
-	if (sh->gpu_count > 0 && sh->whole) {
-		out->v[ISO_RES_GPUS] = (int64_t)sh->gpu_count * members;
-	} else if (sh->gpu_count > 0 && m) {
-		const struct iso_mig_profile *p = iso_mig_profile_find(m, sh->profile);
-		int k = find_kind(&c->tenancy->t, m->name);
-		if (p && k >= 0)
-			out->v[k] = (int64_t)p->compute * sh->gpu_count * members;
-	}
 }
 
 static bool holds(enum iso_alloc_state s)
@@ -187,14 +135,6 @@ int ctl_tenancy_kind_parse(const struct iso_tenancy *t, const char *name)
 	return -1;
 }
 
-static int find_kind(const struct iso_tenancy *t, const char *model)
-{
-	for (int k = ISO_RES_FIRST_MODEL; k < t->n_kinds; k++)
-		if (strcasecmp(t->model[k], model) == 0)
-			return k;
-	return -1;
-}
-
 static int read_policy(const char *path, struct ctl_policy *p, struct iso_error *err)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
@@ -227,7 +167,6 @@ void ctl_tenancy_close(struct iso_controller *c)
 	for (int i = 0; i < tn->n_policies; i++)
 		free(tn->policies[i].src);
 	free(tn->policies);
-	free(tn->victims);
 	iso_tenancy_free(&tn->t);
 	free(tn);
 	c->tenancy = NULL;
@@ -313,11 +252,20 @@ static int load(struct iso_controller *c, struct iso_error *err)
 	for (int i = 0; r == 0 && i < n_live; i++) {
 		struct iso_allocation *a = &live[i];
 		struct iso_resvec v;
-		int acct = account_of(c, a);
-		if (acct < 0 || !holds(a->state))
+		int acct = ctl_tenancy_account_of(c, a);
+		if (acct < 0)
 			continue;
-		demand(c, a, a->members, &v);
+		if (a->state == ISO_ALLOC_PENDING) {
+			if (ctl_queue_add(c, a) < 0)
+				r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+			continue;
+		}
+		if (!holds(a->state))
+			continue;
+		ctl_demand(c, a, &v);
 		iso_tenancy_charge(&tn->t, acct, &v);
+		if (a->state != ISO_ALLOC_RELEASING && ctl_queue_running_set(c, a, true) < 0)
+			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 		if (a->started_ms > 0)
 			iso_fairshare_add(&tn->t, acct, &v,
 			                  decayed_ms(&tn->t, a->started_ms, now, now));
@@ -339,8 +287,6 @@ int ctl_tenancy_open(struct iso_controller *c, const struct iso_controller_param
 	c->tenancy = tn;
 	if (iso_tenancy_init(&tn->t, params->fair_share_half_life_ms) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	tn->min_run_ms = params->preempt_min_run_ms;
-	tn->grace_ms = params->preempt_grace_ms;
 	/* A kind per GPU model with MIG, weighted by the memory of one slice
 	 * (10 GiB on H100-80GB = 1.0): an H100 slice is not an A30 slice. */
 	for (int n = 0; n < c->inv->n_nodes; n++)
@@ -391,7 +337,7 @@ int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant 
 {
 	struct ctl_tenancy *tn = c->tenancy;
 	struct iso_resvec v;
-	int acct = account_of(c, a);
+	int acct = ctl_tenancy_account_of(c, a);
 	char label[64];
 
 	if (acct < 0)
@@ -428,8 +374,9 @@ int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant 
 				return r;
 		}
 	}
-	/* A request above a hard limit can never run: refused now. */
-	demand(c, a, a->members, &v);
+	/* A request above a hard limit can never run: refused now. While
+	 * pending, its charge is the least any placement could cost. */
+	ctl_demand(c, a, &v);
 	for (int x = acct; x > 0; x = tn->t.acct[x].parent) {
 		const struct iso_account *ac = &tn->t.acct[x];
 		for (int k = 0; k < tn->t.n_kinds; k++) {
@@ -454,57 +401,51 @@ int ctl_tenancy_check_request(struct iso_controller *c, const struct iso_tenant 
 	return 0;
 }
 
-int ctl_tenancy_admit(struct iso_controller *c, const struct iso_allocation *a, int members,
-                      struct iso_error *err)
+int ctl_tenancy_admit(struct iso_controller *c, const struct iso_allocation *a,
+                      const struct iso_resvec *v, struct iso_error *err)
 {
-	struct iso_resvec v;
-	int acct = account_of(c, a);
+	int acct = ctl_tenancy_account_of(c, a);
 
 	if (acct < 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, "project", "no such project");
-	demand(c, a, members, &v);
-	return iso_tenancy_admit(&c->tenancy->t, acct, &v, err);
+	return iso_tenancy_admit(&c->tenancy->t, acct, v, err);
 }
 
-void ctl_tenancy_charge(struct iso_controller *c, const struct iso_allocation *a, int members)
+void ctl_tenancy_charge(struct iso_controller *c, const struct iso_allocation *a,
+                        const struct iso_resvec *v)
 {
-	struct iso_resvec v;
-	int acct = account_of(c, a);
+	int acct = ctl_tenancy_account_of(c, a);
 
 	if (acct < 0)
 		return;
 	iso_fairshare_accrue(&c->tenancy->t, iso_now_ms());
-	demand(c, a, members, &v);
-	iso_tenancy_charge(&c->tenancy->t, acct, &v);
+	iso_tenancy_charge(&c->tenancy->t, acct, v);
 }
 
-int ctl_tenancy_log(struct iso_controller *c, const struct iso_allocation *a, int members,
-                    int64_t now, struct iso_error *err)
+void ctl_tenancy_uncharge(struct iso_controller *c, const struct iso_allocation *a,
+                          const struct iso_resvec *v)
+{
+	int acct = ctl_tenancy_account_of(c, a);
+
+	if (acct < 0)
+		return;
+	iso_fairshare_accrue(&c->tenancy->t, iso_now_ms());
+	iso_tenancy_release(&c->tenancy->t, acct, v);
+}
+
+int ctl_tenancy_log(struct iso_controller *c, const struct iso_allocation *a,
+                    const struct iso_resvec *v, int64_t now, struct iso_error *err)
 {
 	struct iso_usage_row u = {.start_ms = a->started_ms, .end_ms = now};
-	struct iso_resvec v;
 
 	if (a->started_ms <= 0 || now <= a->started_ms)
 		return 0;
-	demand(c, a, members, &v);
 	if (a->project[0])
 		project_account(a->tenant, a->project, u.account, sizeof(u.account));
 	else
 		iso_strlcpy(u.account, a->tenant, sizeof(u.account));
-	usage_json(&c->tenancy->t, &v, u.usage, sizeof(u.usage));
+	usage_json(&c->tenancy->t, v, u.usage, sizeof(u.usage));
 	return c->store->ops->usage_append(c->store, &u, err);
-}
-
-void ctl_tenancy_uncharge(struct iso_controller *c, const struct iso_allocation *a, int members)
-{
-	struct iso_resvec v;
-	int acct = account_of(c, a);
-
-	if (acct < 0)
-		return;
-	iso_fairshare_accrue(&c->tenancy->t, iso_now_ms());
-	demand(c, a, members, &v);
-	iso_tenancy_release(&c->tenancy->t, acct, &v);
 }
 
 /* The placement constraints of an allocation: its isolation class (the
@@ -530,320 +471,56 @@ int ctl_tenancy_constraints(struct iso_controller *c, const struct iso_allocatio
 	return 0;
 }
 
-/* ---- the queue ---- */
-
-struct queue {
-	struct iso_allocation *pending;
-	int n;
-	struct iso_pending *items;
-	struct iso_queue_entry *order;
-};
-
-static void queue_free(struct queue *q)
+int ctl_tenancy_check_limits(struct iso_controller *c, const struct iso_tenant *t,
+                             struct iso_error *err)
 {
-	iso_allocations_free(q->pending, q->n);
-	free(q->items);
-	free(q->order);
-	memset(q, 0, sizeof(*q));
-}
+	int acct = iso_tenancy_find(&c->tenancy->t, t->name), pending, live;
+	int max_pending = t->max_pending > 0 ? t->max_pending : c->limits.max_pending;
+	int max_live = t->max_live > 0 ? t->max_live : c->limits.max_live;
 
-/* Pending allocations in fair-share order. */
-static int queue_build(struct iso_controller *c, struct queue *q, struct iso_error *err)
-{
-	struct iso_alloc_filter f = {.state = ISO_ALLOC_PENDING};
-	int r;
-
-	memset(q, 0, sizeof(*q));
-	iso_fairshare_accrue(&c->tenancy->t, iso_now_ms());
-	r = c->store->ops->alloc_list(c->store, &f, &q->pending, &q->n, err);
-	if (r < 0)
-		return r;
-	q->items = calloc((size_t)q->n + 1, sizeof(*q->items));
-	q->order = calloc((size_t)q->n + 1, sizeof(*q->order));
-	if (!q->items || !q->order)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	for (int i = 0; i < q->n; i++) {
-		const struct iso_allocation *a = &q->pending[i];
-		struct iso_pending *it = &q->items[i];
-
-		iso_strlcpy(it->id, a->id, sizeof(it->id));
-		it->acct = account_of(c, a);
-		if (it->acct < 0)
-			it->acct = c->tenancy->org_default; /* ordered last among the unknown */
-		it->priority = a->priority;
-		it->submit_ms = a->created_ms;
-		it->duration_ms = a->duration_ms;
-		demand(c, a, a->members, &it->req);
-	}
-	return iso_fairshare_order(&c->tenancy->t, q->items, q->n, q->order, err);
-}
-
-/* The running work as the backfill and preemption planners see it. */
-static int running(struct iso_controller *c, struct iso_allocation **live, int *n_live,
-                   struct iso_running **out, struct iso_error *err)
-{
-	struct iso_alloc_filter f = {.live_only = true, .state = -1};
-	struct iso_running *run;
-	int n = 0, r = c->store->ops->alloc_list(c->store, &f, live, n_live, err);
-
-	*out = NULL;
-	if (r < 0)
-		return r;
-	run = calloc((size_t)*n_live + 1, sizeof(*run));
-	if (!run)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	for (int i = 0; i < *n_live; i++) {
-		const struct iso_allocation *a = &(*live)[i];
-		struct iso_running *x = &run[n];
-
-		if (!holds(a->state) || a->state == ISO_ALLOC_RELEASING)
-			continue;
-		iso_strlcpy(x->id, a->id, sizeof(x->id));
-		x->acct = account_of(c, a);
-		x->priority = a->priority;
-		x->start_ms = a->started_ms > 0 ? a->started_ms : a->updated_ms;
-		x->end_ms = a->duration_ms > 0 ? x->start_ms + a->duration_ms : INT64_MAX;
-		x->fail_on_preempt = a->fail_on_preempt;
-		demand(c, a, a->members, &x->use);
-		if (x->acct >= 0)
-			n++;
-	}
-	*out = run;
-	return n;
-}
-
-/* Places what the queue lets start now: fair-share order; when the head is
- * blocked, later items start only if the backfill plan says they do not
- * delay it. Each placement is one transaction (ctl_alloc_place_pending). */
-void ctl_tenancy_place_pending(struct iso_controller *c)
-{
-	struct queue q;
-	struct iso_error err = {0};
-	struct iso_allocation *live = NULL;
-	struct iso_running *run = NULL;
-	bool *start = NULL;
-	int64_t head_start = -1;
-	int n_live = 0, n_run;
-
-	if (queue_build(c, &q, &err) < 0) {
-		iso_log(ISO_LOG_ERR, "queue_failed", "error=\"%s\"", err.message);
-		queue_free(&q);
-		return;
-	}
-	if (q.n == 0) {
-		queue_free(&q);
-		return;
-	}
-	n_run = running(c, &live, &n_live, &run, &err);
-	start = calloc((size_t)q.n, sizeof(*start));
-	if (n_run < 0 || !start ||
-	    iso_backfill_plan(&c->tenancy->t.capacity, run, n_run, q.items, q.order, q.n,
-	                      iso_now_ms(), start, &head_start, &err) < 0) {
-		/* Without a plan: strict order, every item tried. */
-		for (int i = 0; start && i < q.n; i++)
-			start[i] = true;
-	}
-	for (int i = 0; i < q.n; i++) {
-		int idx = q.order[i].item;
-		struct iso_allocation *a = &q.pending[idx];
-		bool blocked_head = false;
-
-		if (!start || !start[idx]) {
-			/* A head the plan cannot start now may still reclaim what
-			 * its tenant lent (the planner counts borrowed work as
-			 * running on). */
-			if (i == 0 && start)
-				ctl_tenancy_preempt_for(c, a, run, n_run);
-			continue;
-		}
-		if (ctl_alloc_place_pending(c, a, &blocked_head) == 0)
-			continue;
-		/* A head that cannot start may reclaim what its tenant lent. */
-		if (i == 0 && blocked_head)
-			ctl_tenancy_preempt_for(c, a, run, n_run);
-	}
-	free(start);
-	free(run);
-	iso_allocations_free(live, n_live);
-	queue_free(&q);
-}
-
-int ctl_tenancy_queue_json(struct iso_controller *c, const struct iso_principal *p, json_t **out,
-                           struct iso_error *err)
-{
-	struct queue q;
-	json_t *items = json_array();
-	int r = queue_build(c, &q, err);
-
-	for (int i = 0; r == 0 && i < q.n; i++) {
-		const struct iso_queue_entry *e = &q.order[i];
-		const struct iso_allocation *a = &q.pending[e->item];
-		char reason[ISO_DESC_MAX];
-		int viewer;
-
-		if (!ctl_is_cluster_role(p) && a->tenant_id != p->tenant_id)
-			continue;
-		if (p->role == ISO_ROLE_TENANT_USER && strcmp(a->owner, p->owner) != 0)
-			continue;
-		viewer = ctl_is_cluster_role(p) ? 0 : iso_tenancy_find(&c->tenancy->t, a->tenant);
-		if (iso_fairshare_explain(&c->tenancy->t, q.items, q.order, q.n, i, viewer, reason,
-		                          sizeof(reason), NULL) < 0)
-			iso_strlcpy(reason, e->reason, sizeof(reason));
-		json_array_append_new(items,
-		                      json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s}", "position",
-		                                e->position, "id", a->id, "tenant", a->tenant,
-		                                "project", a->project, "priority", a->priority,
-		                                "reason", reason, "waiting", a->reason));
-	}
-	queue_free(&q);
-	if (r < 0) {
-		json_decref(items);
-		return r;
-	}
-	*out = json_pack("{s:o}", "items", items);
+	ctl_queue_tenant_counts(c, acct, &pending, &live);
+	/* A new allocation may start pending or live: both must have room. */
+	if (pending >= max_pending)
+		return iso_error_set(err, ISO_E_LIMIT, "limits.max_pending",
+		                     "tenant %s has %d pending allocations, its limit "
+		                     "(limits.max_pending %d); release some or wait",
+		                     t->name, pending, max_pending);
+	if (live >= max_live)
+		return iso_error_set(err, ISO_E_LIMIT, "limits.max_live",
+		                     "tenant %s holds %d live allocations, its limit "
+		                     "(limits.max_live %d); release some first",
+		                     t->name, live, max_live);
 	return 0;
 }
 
-/* ---- preemption ---- */
-
-static bool already_victim(const struct ctl_tenancy *tn, const char *id)
-{
-	for (int i = 0; i < tn->n_victims; i++)
-		if (strcmp(tn->victims[i].id, id) == 0)
-			return true;
-	return false;
-}
-
-/* Would `a` fit once the plan's victims are gone? The planner counts
- * capacity over the whole cluster; this asks the placement engine, on the
- * real geometry, with the victims given back for the trial and taken again
- * after it, so that nobody is preempted for nothing. */
-static bool plan_helps(struct iso_controller *c, const struct iso_allocation *a,
-                       const struct iso_running *run, const struct iso_preempt_plan *plan)
-{
-	struct iso_allocation victims[64];
-	struct iso_allocation trial = *a;
-	struct iso_place_constraints pc;
-	int n = 0;
-	bool fits = false;
-
-	trial.placed = NULL;
-	trial.slots = NULL;
-	trial.n_members = trial.n_slots = 0;
-	for (int v = 0; v < plan->n && n < (int)ISO_ARRAY_SIZE(victims); v++) {
-		memset(&victims[n], 0, sizeof(victims[n]));
-		if (c->store->ops->alloc_get(c->store, run[plan->v[v].run].id, &victims[n], NULL) <
-		    0)
-			continue;
-		iso_cluster_state_give(&c->cs, &victims[n]);
-		n++;
-	}
-	if (ctl_tenancy_constraints(c, a, &pc, NULL) == 0 &&
-	    iso_placer_place_ex(c->placer, &c->cs, &trial, trial.members, &pc, NULL) == 0) {
-		fits = true;
-		iso_cluster_state_give(&c->cs, &trial);
-	}
-	iso_allocation_clear(&trial);
-	for (int v = 0; v < n; v++) {
-		if (ctl_take(c, &victims[v], 0, NULL) < 0)
-			iso_log(ISO_LOG_ERR, "preempt_trial_undo_failed", "id=%s", victims[v].id);
-		iso_allocation_clear(&victims[v]);
-	}
-	return fits;
-}
-
-void ctl_tenancy_preempt_for(struct iso_controller *c, const struct iso_allocation *a,
-                             const struct iso_running *run, int n_run)
-{
-	struct ctl_tenancy *tn = c->tenancy;
-	struct iso_preempt_params pp = {
-	    .now_ms = iso_now_ms(), .min_run_ms = tn->min_run_ms, .grace_ms = tn->grace_ms};
-	struct iso_preempt_plan plan;
-	struct iso_resvec req;
-	struct iso_error err = {0};
-	int acct = account_of(c, a);
-	enum iso_preempt_mode modes[] = {ISO_PREEMPT_RECLAIM, ISO_PREEMPT_PRIORITY};
-
-	if (acct < 0 || n_run <= 0)
-		return;
-	demand(c, a, a->members, &req);
-	for (size_t m = 0; m < ISO_ARRAY_SIZE(modes); m++) {
-		if (iso_preempt_choose(&tn->t, modes[m], acct, a->priority, &req, &req, run, n_run,
-		                       &pp, &plan, &err) < 0 ||
-		    plan.n == 0)
-			continue;
-		if (!plan_helps(c, a, run, &plan)) {
-			iso_log(ISO_LOG_INFO, "preempt_skipped",
-			        "for=%s mode=%s victims=%d reason=\"it would still not fit\"",
-			        a->id, modes[m] == ISO_PREEMPT_RECLAIM ? "reclaim" : "priority",
-			        plan.n);
-			continue;
-		}
-		for (int v = 0; v < plan.n; v++) {
-			const struct iso_running *x = &run[plan.v[v].run];
-			struct ctl_victim *nv;
-
-			if (already_victim(tn, x->id))
-				continue;
-			if (tn->n_victims == tn->cap_victims) {
-				int cap = tn->cap_victims ? 2 * tn->cap_victims : 8;
-				nv = realloc(tn->victims, (size_t)cap * sizeof(*nv));
-				if (!nv)
-					return;
-				tn->victims = nv;
-				tn->cap_victims = cap;
-			}
-			nv = &tn->victims[tn->n_victims++];
-			memset(nv, 0, sizeof(*nv));
-			iso_strlcpy(nv->id, x->id, sizeof(nv->id));
-			iso_strlcpy(nv->by, a->id, sizeof(nv->by));
-			nv->kill_at_ms = plan.v[v].kill_at_ms;
-			nv->requeue = plan.v[v].requeue;
-			ctl_alloc_signal_preempt(c, x->id, a->id,
-			                         modes[m] == ISO_PREEMPT_RECLAIM ? "reclaim"
-			                                                         : "priority",
-			                         nv->kill_at_ms);
-		}
-		return;
-	}
-}
-
-void ctl_tenancy_tick(struct iso_controller *c)
-{
-	struct ctl_tenancy *tn = c->tenancy;
-	int64_t now = iso_now_ms();
-	bool evicted = false;
-
-	if (!tn)
-		return;
-	for (int i = 0; i < tn->n_victims;) {
-		struct ctl_victim v = tn->victims[i];
-		struct iso_error err = {0};
-
-		if (v.kill_at_ms > now) {
-			i++;
-			continue;
-		}
-		tn->victims[i] = tn->victims[--tn->n_victims];
-		if (ctl_alloc_evict_id(c, v.id, v.requeue, "allocation.preempt", v.by, &err) < 0)
-			iso_log(ISO_LOG_ERR, "preempt_failed", "id=%s error=\"%s\"", v.id,
-			        err.message);
-		else
-			evicted = true;
-	}
-	if (evicted)
-		ctl_place_pending(c);
-}
-
 /* ---- accounts as the API changes them ---- */
+
+void ctl_tenancy_tenant_deleted(struct iso_controller *c, const struct iso_tenant *t)
+{
+	struct iso_tenancy *tree = &c->tenancy->t;
+	int x = iso_tenancy_find(tree, t->name), i = 0;
+
+	if (x <= 0)
+		return;
+	/* "#<id>" is no valid name: a new tenant of the same name gets an
+	 * account of its own, with no guarantees and no history. The old one
+	 * stays in the tree so that its organisation's usage still counts. */
+	snprintf(tree->acct[x].name, sizeof(tree->acct[x].name), "#%lld", (long long)t->id);
+	for (int ch = tree->acct[x].first_child; ch >= 0; ch = tree->acct[ch].next_sibling)
+		snprintf(tree->acct[ch].name, sizeof(tree->acct[ch].name), "#%lld/%d",
+		         (long long)t->id, i++);
+	for (int k = 0; k < ISO_RES_MAX; k++) {
+		tree->acct[x].q[k] = (struct iso_quota){0, ISO_QUOTA_NONE, ISO_QUOTA_NONE};
+		for (int ch = tree->acct[x].first_child; ch >= 0; ch = tree->acct[ch].next_sibling)
+			tree->acct[ch].q[k] = (struct iso_quota){0, ISO_QUOTA_NONE, ISO_QUOTA_NONE};
+	}
+}
 
 int ctl_tenancy_tenant_added(struct iso_controller *c, const struct iso_tenant *t,
                              struct iso_error *err)
 {
 	int r;
 
-	/* A tenant deleted and created again keeps its account (and its past
-	 * usage: fair share has a memory). */
 	if (iso_tenancy_find(&c->tenancy->t, t->name) >= 0)
 		return 0;
 	r = add_tenant_account(c, t, err);
@@ -903,14 +580,19 @@ int ctl_tenancy_set_quotas(struct iso_controller *c, const char *account, const 
 	return r;
 }
 
-void ctl_tenancy_clear_quotas(struct iso_controller *c, const char *account)
+void ctl_tenancy_forget_account(struct iso_controller *c, const char *account)
 {
 	struct iso_tenancy *t = &c->tenancy->t;
 	int acct = iso_tenancy_find(t, account);
 
+	if (acct <= 0)
+		return;
 	/* Direct: an empty account's unset quota nests by definition. */
-	for (int k = 0; acct > 0 && k < ISO_RES_MAX; k++)
+	for (int k = 0; k < ISO_RES_MAX; k++)
 		t->acct[acct].q[k] = (struct iso_quota){0, ISO_QUOTA_NONE, ISO_QUOTA_NONE};
+	/* "#<index>" is no valid name: an account created later under the
+	 * same name starts fresh; this one keeps counting in its parent. */
+	snprintf(t->acct[acct].name, sizeof(t->acct[acct].name), "#%d", acct);
 }
 
 /* Takes x out of its parent's children; returns the sibling before it (-1
@@ -993,3 +675,4 @@ int ctl_tenancy_default_org(const struct iso_controller *c)
 {
 	return c->tenancy->org_default;
 }
+

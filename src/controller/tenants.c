@@ -205,6 +205,8 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 		r = ops->token_revoke_tenant(c->store, t.id, iso_now_ms(), err);
 	if (r == 0)
 		r = ops->tenant_delete(c->store, t.id, err);
+	if (r == 0) /* a new tenant of this name inherits no guarantee or history */
+		r = ops->account_forget(c->store, t.name, err);
 	if (r == 0)
 		r = ctl_fabric_tenant_delete(c, t.id, now, err);
 	if (r == 0)
@@ -218,6 +220,7 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 	if (r < 0)
 		return r;
 	ctl_fabric_tenant_deleted(c, t.id, now);
+	ctl_tenancy_tenant_deleted(c, &t);
 	iso_log(ISO_LOG_INFO, "tenant_deleted", "request_id=%s by=%s tenant=%s", p->request_id,
 	        p->token_id, name);
 	return 0;

@@ -118,41 +118,22 @@ void iso_controller_tenant_name(struct iso_controller *c, int64_t tenant_id, cha
 		snprintf(buf, size, "%s", tn.name);
 }
 
-/* Writes the file whole or not at all: temp file, fsync, rename, fsync dir. */
+/* The bootstrap token goes to DIR/name, 0600, whole or not at all, through
+ * the one atomic writer: its temp file has an unguessable name and is
+ * created with O_EXCL|O_NOFOLLOW, so nobody can have it opened for them in
+ * advance or pointed elsewhere by a link (a fixed "name.tmp.<pid>" could). */
 static int write_secret_file(const char *dir, const char *name, const char *content,
                              struct iso_error *err)
 {
-	char path[1024], tmp[1100];
-	int fd, dfd;
-	size_t len = strlen(content);
+	char path[1024], text[ISO_TOKEN_MAX + 2];
+	int r;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot create %s: %s", tmp,
-		                     strerror(errno));
-	if (fchmod(fd, 0600) < 0 || write(fd, content, len) != (ssize_t)len ||
-	    write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot write %s: %s", tmp,
-		                     strerror(e));
-	}
-	close(fd);
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot rename to %s: %s", path,
-		                     strerror(e));
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "state dir path too long");
+	snprintf(text, sizeof(text), "%s\n", content);
+	r = iso_file_write_atomic(path, text, strlen(text), 0600, false, err);
+	sodium_memzero(text, sizeof(text));
+	return r;
 }
 
 int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_dir, bool force,
@@ -249,6 +230,11 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 		return iso_error_set(err, ISO_E_INVALID, "expires_in_s",
 		                     "expires_in_s: must be 0 (never) to 315360000 (ten years)");
 	iso_strlcpy(t.user, req->user ? req->user : "", sizeof(t.user));
+	/* Stored, listed and shown by isoctl: no control characters in it. */
+	if (req->description && !iso_text_valid(req->description))
+		return iso_error_set(err, ISO_E_INVALID, "description",
+		                     "description: control characters (newlines, escapes) are not "
+		                     "allowed");
 	if (req->description &&
 	    iso_strlcpy(t.description, req->description, sizeof(t.description)) < 0)
 		return iso_error_set(err, ISO_E_INVALID, "description",

@@ -126,7 +126,7 @@ static int node_gpu_units(const struct iso_node *node, const struct iso_shape *s
 
 /* Members of the shape one empty node holds, no more than `limit`. A member's
  * GPUs may sit on any GPUs of its node, so GPU units divide evenly. */
-static int node_members(const struct iso_node *node, const struct iso_shape *shape, int limit)
+int iso_shape_node_members(const struct iso_node *node, const struct iso_shape *shape, int limit)
 {
 	int64_t n = limit;
 
@@ -149,7 +149,7 @@ int iso_shape_max_members(const struct iso_shape *shape, const struct iso_invent
 	int n = 0;
 
 	for (int i = 0; i < inv->n_nodes && n < limit; i++)
-		n += node_members(&inv->nodes[i], shape, limit - n);
+		n += iso_shape_node_members(&inv->nodes[i], shape, limit - n);
 	return n;
 }
 

@@ -10,7 +10,9 @@
 
 #include "store/sqlite_int.h"
 
-#define TENANT_COLS "id, name, description, created_ms, updated_ms, org, shares, isolation, tags"
+#define TENANT_COLS                                                                        \
+	"id, name, description, created_ms, updated_ms, org, shares, isolation, tags, "        \
+	"max_pending, max_live, max_user_priority"
 #define TOKEN_COLS                                                                                 \
 	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms"
 #define ALLOC_COLS                                                                                 \
@@ -36,9 +38,11 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES (?1, ?2)"
                     " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms, org,"
-                         " shares, isolation, tags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                         " shares, isolation, tags, max_pending, max_live, max_user_priority)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4,"
-                         " org = ?5, shares = ?6, isolation = ?7, tags = ?8 WHERE id = ?1",
+                         " org = ?5, shares = ?6, isolation = ?7, tags = ?8, max_pending = ?9,"
+                         " max_live = ?10, max_user_priority = ?11 WHERE id = ?1",
     [ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
     [ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
     [ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",
@@ -388,6 +392,7 @@ static const struct iso_store_ops sqlite_ops = {
     .project_list = iso_sqlite_project_list,
     .quota_put = iso_sqlite_quota_put,
     .quota_delete = iso_sqlite_quota_delete,
+    .account_forget = iso_sqlite_account_forget,
     .quota_list = iso_sqlite_quota_list,
     .usage_append = iso_sqlite_usage_append,
     .usage_list = iso_sqlite_usage_list,

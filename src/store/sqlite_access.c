@@ -65,17 +65,24 @@ static int read_tenant(sqlite3_stmt *st, struct iso_tenant *t, struct iso_error 
 	t->shares = iso_sqlite_rd_double(&row);
 	RD_FIELD(&row, t->isolation);
 	RD_FIELD(&row, t->tags);
+	t->max_pending = (int)iso_sqlite_rd_i64(&row);
+	t->max_live = (int)iso_sqlite_rd_i64(&row);
+	t->max_user_priority = (int)iso_sqlite_rd_i64(&row);
 	snprintf(id, sizeof(id), "%" PRId64, t->id);
 	return iso_sqlite_row_check(&row, "tenants", id, err);
 }
 
-/* org, shares, isolation, tags at ?first.. (defaults for a zeroed struct). */
+/* org, shares, isolation, tags and the limits at ?first.. (defaults for a
+ * zeroed struct). */
 static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tenant *t)
 {
 	return BIND_FIELD(st, first, t->org) ||
 	       sqlite3_bind_double(st, first + 1, t->shares > 0 ? t->shares : 1.0) ||
 	       BIND_STR(st, first + 2, t->isolation[0] ? t->isolation : "shared") ||
-	       BIND_FIELD(st, first + 3, t->tags);
+	       BIND_FIELD(st, first + 3, t->tags) ||
+	       sqlite3_bind_int(st, first + 4, t->max_pending) ||
+	       sqlite3_bind_int(st, first + 5, t->max_live) ||
+	       sqlite3_bind_int(st, first + 6, t->max_user_priority);
 }
 
 /* Steps a single-row lookup; `what` names the object for not-found. */

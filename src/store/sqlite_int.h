@@ -211,6 +211,7 @@ int iso_sqlite_project_delete(struct iso_store *s, int64_t tenant_id, const char
 int iso_sqlite_project_list(struct iso_store *s, struct iso_project **out, int *n,
                             struct iso_error *err);
 int iso_sqlite_quota_put(struct iso_store *s, const struct iso_quota_row *q, struct iso_error *err);
+int iso_sqlite_account_forget(struct iso_store *s, const char *tenant, struct iso_error *err);
 int iso_sqlite_quota_delete(struct iso_store *s, const char *account, const char *kind,
                             struct iso_error *err);
 int iso_sqlite_quota_list(struct iso_store *s, struct iso_quota_row **out, int *n,

@@ -187,6 +187,31 @@ int iso_sqlite_quota_delete(struct iso_store *is, const char *account, const cha
 	          (kind ? BIND_STR(st, 2, kind) : sqlite3_bind_null(st, 2)));
 }
 
+/* A deleted tenant's quotas and usage history, its projects' included, go
+ * with it: a new tenant of the same name starts with neither. */
+static int forget_quotas(struct iso_store *is, const char *tenant, struct iso_error *err)
+{
+	WRITE(is,
+	      "DELETE FROM quotas WHERE account = ?1 OR "
+	      "substr(account, 1, length(?1) + 1) = ?1 || '/'",
+	      "account forget (quotas)", BIND_STR(st, 1, tenant));
+}
+
+static int forget_usage(struct iso_store *is, const char *tenant, struct iso_error *err)
+{
+	WRITE(is,
+	      "DELETE FROM usage_log WHERE account = ?1 OR "
+	      "substr(account, 1, length(?1) + 1) = ?1 || '/'",
+	      "account forget (usage)", BIND_STR(st, 1, tenant));
+}
+
+int iso_sqlite_account_forget(struct iso_store *is, const char *tenant, struct iso_error *err)
+{
+	int r = forget_quotas(is, tenant, err);
+
+	return r < 0 ? r : forget_usage(is, tenant, err);
+}
+
 static int read_quota(struct iso_sqlite_row *row, void *item)
 {
 	struct iso_quota_row *q = item;

@@ -24,6 +24,7 @@ static const struct {
     [ISO_E_METHOD] = {ENOTSUP, 405, "method_not_allowed"},
     [ISO_E_INTERNAL] = {EIO, 500, "internal"},
     [ISO_E_UNAVAILABLE] = {EAGAIN, 503, "unavailable"},
+    [ISO_E_LIMIT] = {EUSERS, 429, "limit_exceeded"},
 };
 
 static unsigned error_index(enum iso_errcode code)

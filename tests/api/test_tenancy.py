@@ -318,8 +318,11 @@ class TestQueue(TenancyCase):
             self.assertTrue(all(i["tenant"] == names[me] for i in items), items)
             self.assertEqual({i["id"] for i in items},
                              {h1["id"], h2["id"]} if me == "heavy" else {l1["id"]})
+            # positions count only the tenant's own pending work (issue 12 section 4)
+            self.assertEqual([i["position"] for i in items], list(range(1, len(items) + 1)))
             for i in items:
-                self.assertIn("position %d of 3" % i["position"], i["reason"])
+                self.assertIn("position %d among" % i["position"], i["reason"])
+                self.assertNotIn(" of 3", i["reason"])
             usage = cl[me].get("/v1/usage").body["items"]
             self.assertEqual([x["account"] for x in usage], [names[me]])
             # another tenant's quota answers like a missing one
@@ -329,8 +332,14 @@ class TestQueue(TenancyCase):
             self.assertEqual((r1.status, r1.raw), (r2.status, r2.raw))
         light_item = cl["light"].get("/v1/queue").body["items"][0]
         self.assertEqual(light_item["position"], 1)
+        # the heavy tenant's first item is position 1 too: it learns nothing
+        # of the light tenant's work ranked ahead of it (issue 12 section 4)
         heavy_items = cl["heavy"].get("/v1/queue").body["items"]
-        self.assertIn("allocations of other accounts rank ahead by fair share", heavy_items[0]["reason"])
+        self.assertEqual(heavy_items[0]["position"], 1)
+        self.assertNotIn("other accounts", heavy_items[0]["reason"])
+        # the operators still see the whole order
+        self.assertEqual([i["position"] for i in self.admin.get("/v1/queue").body["items"]],
+                         [1, 2, 3])
 
 
 class TestIsolation(TenancyCase):
@@ -463,14 +472,16 @@ class TestPreemption(TenancyCase):
         self.assertEqual(signal[0]["details"]["mode"], "reclaim")
         self.assertEqual(signal[0]["details"]["for"], a["id"])
         self.assertEqual(len(evict), 1, evs)
-        self.assertEqual(evict[0]["details"]["reason"], a["id"])
+        # the preemptor is in the operators' audit log, not in the victim's reason
+        self.assertEqual(evict[0]["details"]["by"], a["id"])
+        self.assertNotIn(a["id"], evict[0]["details"]["reason"])
         self.assertEqual(evict[0]["details"]["to"], "pending")
 
     def test_no_preemption_that_would_not_help(self):
-        # The lender asks, within its guarantee, for 5 members on 5 distinct
-        # nodes of a 4-node cluster: evicting the borrower frees enough
-        # slices in aggregate, but the request still would not fit, so
-        # nobody is preempted for it.
+        # The lender asks, within its guarantee, for 4 members on 4 distinct
+        # nodes of a 4-node cluster with one node cordoned: evicting the
+        # borrower frees enough slices in aggregate, but the request still
+        # would not fit, so nobody is preempted for it.
         self.tenant("lender")
         self.tenant("borrower")
         self.set_quota("/v1/tenants/lender/quota", quota(14))
@@ -479,7 +490,14 @@ class TestPreemption(TenancyCase):
         borrower = self.d.client(self.token("borrower"))
         b = self.alloc(borrower, 8, gpus=FULL_GPU)
         self.assertEqual(b["state"], "active")
-        a = self.alloc(lender, 5, spread="node")
+        # 5 distinct nodes of 4 can never be had: refused, not pending forever
+        r = lender.post("/v1/allocations", {"members": 5, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "spread": "node"})
+        self.assertStatus(r, 422)
+        self.assertEqual(r.body["error"]["field"], "spread")
+        node = self.admin.get("/v1/nodes").body["items"][0]["name"]
+        self.assertStatus(self.admin.post("/v1/nodes/%s/cordon" % node, {}), 200)
+        a = self.alloc(lender, 4, spread="node")
         self.assertEqual(a["state"], "pending")
         time.sleep(1.5)  # past the grace period of 1 s
         bb = self.state(b["id"])
@@ -488,6 +506,7 @@ class TestPreemption(TenancyCase):
         self.assertEqual(self.state(a["id"])["state"], "pending")
         # once that request is withdrawn, one that fits does preempt
         self.assertStatus(lender.delete("/v1/allocations/" + a["id"]), 200)
+        self.assertStatus(self.admin.post("/v1/nodes/%s/uncordon" % node, {}), 200)
         a2 = self.alloc(lender, 1, gpus=FULL_GPU)
         self.wait_state(a2["id"], "active")
 
@@ -541,11 +560,12 @@ class TestCli(TenancyCase):
         out = self.cli("quota", "get", "ta").stdout
         self.assertRegex(out, r"%s\s+7\s+0\s+none\s+0" % KIND)
         a = json.loads(self.cli("-o", "json", "alloc", "create", "--tenant", "ta", "--project", "train",
-                                "--profile", "1g.10gb", "--members", "4", "--priority", "3",
+                                "--profile", "1g.10gb", "--members", "1", "--priority", "3",
                                 "--on-preempt", "fail", "--duration", "60").stdout)
         self.assertEqual((a["project"], a["priority"], a["on_preempt"], a["duration_s"]),
                          ("train", 3, "fail", 60))
-        # 4 > the project's 3, and its cohort lends nothing
+        # an exclusive GPU costs all 7 slices (issue 12): 7 > the project's 3,
+        # and its cohort lends nothing
         self.assertEqual(a["state"], "pending", a["reason"])
         self.assertIn("waiting for quota", a["reason"])
         self.assertIn(a["id"], self.cli("queue").stdout)
