@@ -14,6 +14,11 @@ struct iso_api_config {
 	const char *tls_cert; /* PEM file paths; both or neither */
 	const char *tls_key;
 	bool allow_remote_http; /* plain HTTP on a non-loopback address */
+	/* connection policy (docs/api.md, "Slow clients"); 0 takes the default */
+	unsigned max_connections;         /* default 1000 */
+	unsigned per_address_connections; /* default 64 */
+	unsigned connection_reserve;      /* default max / 8 */
+	unsigned header_timeout_ms;       /* default 10000 */
 };
 
 struct iso_api;

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "api/conn_limits.h"
 #include "api/internal.h"
 
 struct iso_api {
@@ -26,6 +27,7 @@ struct iso_api {
 	int port;
 	char *tls_cert_pem;
 	char *tls_key_pem;
+	struct api_limits *limits;
 };
 
 #define API_MAX_DRAIN (4u << 20)
@@ -425,15 +427,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
+	struct iso_api *api = cls;
 	struct api_request *r = *con_cls;
 	uint64_t t0;
-	(void)cls;
 	(void)url; /* libmicrohttpd's decoding of it; request.c decodes our own copy */
 	(void)version;
 
 	if (!r)
 		return MHD_NO; /* on_uri failed (out of memory) */
 	if (!r->head_done) {
+		api_limits_head_done(api->limits, conn);
 		r->conn = conn;
 		iso_strlcpy(r->method, method, sizeof(r->method));
 		client_address(conn, r->who.source, sizeof(r->who.source));
@@ -471,9 +474,9 @@ reply:;
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)conn;
+	struct iso_api *api = cls;
 	(void)toe;
+	api_limits_request_done(api->limits, conn);
 	api_request_free(*con_cls);
 	*con_cls = NULL;
 }
@@ -572,6 +575,7 @@ static void api_free(struct iso_api *api)
 		return;
 	if (api->mhd)
 		MHD_stop_daemon(api->mhd);
+	api_limits_free(api->limits);
 	if (api->tls_key_pem)
 		sodium_memzero(api->tls_key_pem, strlen(api->tls_key_pem));
 	free(api->tls_key_pem);
@@ -609,6 +613,15 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	if (!api)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	api->ctl = ctl;
+	struct api_limits_config lc = {
+	    .max_connections = cfg->max_connections ? cfg->max_connections : 1000,
+	    .per_address = cfg->per_address_connections ? cfg->per_address_connections : 64,
+	    .header_timeout_ms = cfg->header_timeout_ms ? cfg->header_timeout_ms : 10000,
+	};
+	lc.reserve = cfg->connection_reserve ? cfg->connection_reserve : lc.max_connections / 8;
+	r = api_limits_new(&lc, &api->limits, err);
+	if (r < 0)
+		return r;
 	if (cfg->tls_cert) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 			return iso_error_set(err, ISO_E_INVALID, "tls",
@@ -625,11 +638,12 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	 * sized so that our own limits on the head (request.c) are reached before
 	 * libmicrohttpd's, whose errors are HTML (docs/api.md). */
 	api->mhd = MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, api,
-	    MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    flags, 0, api_limits_accept, api->limits, on_request, api, MHD_OPTION_EXTERNAL_LOGGER,
+	    on_mhd_log, api, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_NOTIFY_CONNECTION,
+	    api_limits_notify, api->limits, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 	    (size_t)API_CONN_POOL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+	    MHD_OPTION_CONNECTION_LIMIT, lc.max_connections,
 	    api->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, api->tls_cert_pem,
 	    MHD_OPTION_HTTPS_MEM_KEY, api->tls_key_pem, MHD_OPTION_END);
 	if (!api->mhd)

@@ -34,6 +34,9 @@ struct options {
 	const char *admission_policies[16];
 	int n_admission_policies;
 	int64_t half_life_ms, preempt_grace_ms, preempt_min_run_ms;
+	/* connection policy (docs/api.md, "Slow clients"); 0: the default */
+	unsigned max_conns, per_address_conns, conn_reserve;
+	int64_t header_timeout_ms;
 };
 
 static void usage(FILE *out)
@@ -43,7 +46,9 @@ static void usage(FILE *out)
 	             "                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
 	             "                 [--audit-accept-break] [--admission-policy FILE]...\n"
 	             "                 [--fair-share-half-life HOURS] [--preempt-grace SECONDS]\n"
-	             "                 [--preempt-min-run SECONDS]\n"
+	             "                 [--preempt-min-run SECONDS] [--max-connections N]\n"
+	             "                 [--max-connections-per-address N] [--connection-reserve N]\n"
+	             "                 [--header-timeout SECONDS]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -59,8 +64,30 @@ static void usage(FILE *out)
 	             "  --fair-share-half-life HOURS  decay of past usage (default 168)\n"
 	             "  --preempt-grace SECONDS  signal, then evict this much later (default 0)\n"
 	             "  --preempt-min-run SECONDS never preempt younger work (default 0)\n"
+	             "  --max-connections N  open connections in all (default 1000)\n"
+	             "  --max-connections-per-address N  from one client address (default 64)\n"
+	             "  --connection-reserve N  slots that clients still sending their request\n"
+	             "                       head cannot take (default max/8)\n"
+	             "  --header-timeout SECONDS  time to send the request head (default 10)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
+}
+
+/* A whole number in [min, max]. */
+static int parse_count(const char *s, const char *flag, unsigned min, unsigned max, unsigned *out)
+{
+	char *end = NULL;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+		fprintf(stderr, "isostackd: %s: \"%s\" is not a whole number %u..%u\n", flag, s,
+		        min, max);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
 }
 
 /* A non-negative number of `unit` seconds (at least `min`), in ms. */
@@ -95,6 +122,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_HALF_LIFE,
 		O_GRACE,
 		O_MIN_RUN,
+		O_MAX_CONNS,
+		O_PER_ADDRESS,
+		O_RESERVE,
+		O_HEADER_TIMEOUT,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -110,6 +141,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"fair-share-half-life", required_argument, NULL, O_HALF_LIFE},
 	    {"preempt-grace", required_argument, NULL, O_GRACE},
 	    {"preempt-min-run", required_argument, NULL, O_MIN_RUN},
+	    {"max-connections", required_argument, NULL, O_MAX_CONNS},
+	    {"max-connections-per-address", required_argument, NULL, O_PER_ADDRESS},
+	    {"connection-reserve", required_argument, NULL, O_RESERVE},
+	    {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -166,6 +201,29 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (parse_duration(optarg, "--preempt-min-run", 1.0, 0,
 			                   &o->preempt_min_run_ms) < 0)
 				return -1;
+			break;
+		case O_MAX_CONNS:
+			if (parse_count(optarg, "--max-connections", 2, 100000, &o->max_conns) < 0)
+				return -1;
+			break;
+		case O_PER_ADDRESS:
+			if (parse_count(optarg, "--max-connections-per-address", 1, 100000,
+			                &o->per_address_conns) < 0)
+				return -1;
+			break;
+		case O_RESERVE:
+			if (parse_count(optarg, "--connection-reserve", 1, 100000,
+			                &o->conn_reserve) < 0)
+				return -1;
+			break;
+		case O_HEADER_TIMEOUT:
+			if (parse_duration(optarg, "--header-timeout", 1.0, 0.05,
+			                   &o->header_timeout_ms) < 0 ||
+			    o->header_timeout_ms > 3600 * 1000) {
+				fprintf(stderr,
+				        "isostackd: --header-timeout: at most 3600 seconds\n");
+				return -1;
+			}
 			break;
 		case O_NEW_TOKEN:
 			o->new_admin_token = true;
@@ -268,6 +326,10 @@ int main(int argc, char **argv)
 	    .tls_cert = o.tls_cert ? o.tls_cert : (cc->tls_cert[0] ? cc->tls_cert : NULL),
 	    .tls_key = o.tls_key ? o.tls_key : (cc->tls_key[0] ? cc->tls_key : NULL),
 	    .allow_remote_http = o.allow_remote_http || cc->allow_remote_http,
+	    .max_connections = o.max_conns,
+	    .per_address_connections = o.per_address_conns,
+	    .connection_reserve = o.conn_reserve,
+	    .header_timeout_ms = (unsigned)o.header_timeout_ms,
 	};
 	const char *policy =
 	    o.placement ? o.placement : (cc->placement[0] ? cc->placement : "isostack");

@@ -232,5 +232,121 @@ class TestProtocolEdges(ApiTestCase):
         self.assertRawError(r, 401, "unauthorized")
 
 
+def slow_conn(port, source):
+    """A connection that has sent part of a head and waits."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n")
+    return s
+
+
+def closed_by_server(s, wait):
+    """True when the server closed s within `wait` seconds (EOF or reset),
+    False when it is still open then."""
+    s.settimeout(wait)
+    try:
+        return s.recv(4096) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+class TestSlowClients(ApiTestCase):
+    """Connection policy with small limits: 24 connections, 8 of them out of
+    reach of clients still sending their head, 6 per address, and a head
+    deadline long enough (30 s) not to interfere here."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(CONFIG, extra_args=["--max-connections", "24", "--connection-reserve", "8",
+                                           "--max-connections-per-address", "6",
+                                           "--header-timeout", "30"])
+        cls.d.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+
+    def setUp(self):
+        self.socks = []
+
+    def tearDown(self):
+        for s in self.socks:
+            s.close()
+        self.d.check_sanitizers()
+
+    def test_per_address_limit(self):
+        for _ in range(10):
+            self.socks.append(slow_conn(self.d.port, "127.0.0.2"))
+        closed = [closed_by_server(s, T(1)) for s in self.socks]
+        self.assertEqual(closed, [False] * 6 + [True] * 4)
+        self.assertEqual(self.d.request("GET", "/v1/healthz").status, 200)
+        self.assertIn("event=http_conn_limit_address", self.d.stderr_text())
+
+    def test_waiting_clients_leave_the_reserve(self):
+        # 30 slow clients from 5 addresses: beyond 16 waiting, the oldest go
+        for i in range(30):
+            self.socks.append(slow_conn(self.d.port, "127.0.0.%d" % (10 + i % 5)))
+        for _ in range(5):
+            self.assertEqual(self.d.request("GET", "/v1/healthz").status, 200)
+            r = self.d.request("GET", "/v1/whoami", token=self.d.admin_token)
+            self.assertEqual(r.status, 200, repr(r))
+        open_now = [s for s in self.socks if not closed_by_server(s, 0.05)]
+        self.assertLessEqual(len(open_now), 16)
+        self.assertIn(self.socks[-1], open_now)  # the newest stay, the oldest went
+        self.assertIn("event=http_conn_reserve", self.d.stderr_text())
+
+
+class TestHeadDeadline(ApiTestCase):
+    """A 1 s deadline for the request head, however slowly it trickles."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(CONFIG, extra_args=["--header-timeout", "1"])
+        cls.d.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+
+    def test_trickling_head_is_cut(self):
+        s = slow_conn(self.d.port, "127.0.0.1")
+        try:
+            cut = False
+            deadline = time.monotonic() + T(20)
+            while time.monotonic() < deadline and not cut:
+                try:
+                    s.sendall(b"X")  # one byte of a header name, every 0.2 s
+                except OSError:
+                    cut = True
+                    break
+                cut = closed_by_server(s, 0.2)
+            self.assertTrue(cut, "a head trickling a byte every 0.2 s was never cut")
+        finally:
+            s.close()
+        self.assertIn("event=http_header_timeout", self.d.stderr_text())
+        self.assertEqual(self.d.request("GET", "/v1/healthz").status, 200)
+
+    def test_idle_kept_alive_connection_is_closed(self):
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=T(10))
+        try:
+            c.request("GET", "/v1/healthz")
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            r.read()
+            self.assertTrue(closed_by_server(c.sock, T(15)))
+        finally:
+            c.close()
+
+
 if __name__ == "__main__":
     harness.main()
