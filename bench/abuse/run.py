@@ -67,6 +67,13 @@ minute in all). Default: 15 s baseline, 25 s phases, 4 s after, fill at most
 Exit 0 when every phase ran (whatever the ratios: timing is reported, never
 asserted), 1 when the daemon died or the set-up failed.
 
+--self-test checks the accounting the figures rest on, against fake servers
+that refuse (429 with Connection: close, a close without an answer, a 408),
+with no daemon and no timing: failures count as infinitely slow, and every
+refusal an attacker meets is counted. It runs with the unit tests
+(`meson test abuse_selftest`); the bench itself is `meson test --benchmark
+abuse` / `abuse-quick`.
+
 The attackers run in processes of their own (this file with --worker KIND,
 its parameters as JSON on stdin, its counters as JSON on stdout), so
 their Python work does not hold the probes' GIL; on a small machine they still
@@ -383,10 +390,13 @@ def worker_pending(p):
     threads = [threading.Thread(target=loop, daemon=True) for _ in range(p["conns"])]
     for t in threads:
         t.start()
+    next_sample = time.time()
     while any(t.is_alive() for t in threads):
-        with lock:
-            st["pending_per_s"].append(len(st["pending"]))
-        time.sleep(1.0)
+        if time.time() >= next_sample:
+            with lock:
+                st["pending_per_s"].append(len(st["pending"]))
+            next_sample += 1.0
+        time.sleep(0.05)
         if time.time() > p["deadline"] + 35:
             break  # a request stuck past its own timeout: report what we have
     st["pending_end"] = len(st["pending"])
@@ -623,6 +633,112 @@ def fmt_ratio(v, base):
     return "%.1fx" % (v / base)
 
 
+# ---------------------------------------------------------------- self-test (--self-test)
+
+
+class _FakeApi(threading.Thread):
+    """A stand-in for a daemon that refuses: every request gets `status`
+    with our JSON error shape and `Connection: close` (None: closed without an
+    answer). With whole_head False it answers after the first bytes, as a
+    header deadline or a per-address limit would."""
+
+    def __init__(self, status, code, whole_head=True):
+        super().__init__(daemon=True)
+        self.status, self.code, self.whole_head = status, code, whole_head
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+
+    def run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c:
+                c.settimeout(2)
+                head = b""
+                try:
+                    while b"\r\n\r\n" not in head:
+                        chunk = c.recv(4096)
+                        head += chunk
+                        if not chunk or not self.whole_head:
+                            break
+                    if self.status is None:
+                        continue  # close without an answer: a reset for the client
+                    body = json.dumps({"error": {"code": self.code, "message": "m",
+                                                 "field": None}, "request_id": "r"}).encode()
+                    c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                              b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+                              % (self.status, len(body), body))
+                except OSError:
+                    pass
+
+
+def self_test():
+    """The accounting this bench's claims rest on, without a daemon and
+    without timing: failures count as infinitely slow, and every refusal an
+    attacker meets is counted, not retried silently or fatal."""
+    problems = []
+
+    def check(what, ok, got):
+        if not ok:
+            problems.append("%s: got %r" % (what, got))
+
+    s = summarise([("ok", 0.001)] * 98 + [("timeout", 5.0), ("refused", 0.0001)], {})
+    check("2 of 100 failed: p99 is a failure", math.isinf(s["p99_ms"]), s)
+    check("2 of 100 failed: p50 answered", s["p50_ms"] == 1.0 and s["ok"] == 98, s)
+    check("failures by kind", s["outcomes"] == {"ok": 98, "timeout": 1, "refused": 1}, s)
+    s = summarise([("ok", 0.001)] * 100 + [("http_429", 0.0001)], {})
+    check("1 of 101 refused with 429: p99 still answered", s["p99_ms"] == 1.0, s)
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    dead = closed.getsockname()[1]
+    closed.close()
+    r = worker_anon({"port": dead, "deadline": time.time() + 0.3})
+    check("anon vs a closed port: refused, counted",
+          r["requests"] > 0 and set(r["outcomes"]) == {"refused"}, r)
+
+    api = _FakeApi(429, "limit_exceeded")
+    api.start()
+    t0 = time.time()
+    r = worker_pending({"port": api.port, "deadline": t0 + 20, "cap": 100, "conns": 2,
+                        "mode": "fill", "token": "x"})
+    check("fill vs 429: stops at the limit, long before its deadline",
+          r["limited"] >= 1 and r["cap_reached_s"] is not None and time.time() - t0 < 10, r)
+    check("fill vs 429: the refusal counted with its code",
+          r["create_outcomes"].get("http_429:limit_exceeded", 0) >= 1
+          and sum(r["create_outcomes"].values()) == r["limited"], r)
+    r = worker_pending({"port": api.port, "deadline": time.time() + 0.5, "cap": 100, "conns": 1,
+                        "mode": "churn", "ids": ["a-1", "a-2"], "token": "x", "limited": True})
+    check("churn vs 429: releases tried, refusals counted, reconnects after close",
+          r["release_outcomes"].get("http_429:limit_exceeded", 0) == 2
+          and r["create_outcomes"].get("http_429:limit_exceeded", 0) > 2, r)
+    r = worker_anon({"port": api.port, "deadline": time.time() + 0.3})
+    check("anon vs 429 + close: reconnects, counts every answer",
+          r["requests"] > 2 and set(r["outcomes"]) == {"http_429"}, r)
+
+    mute = _FakeApi(None, None, whole_head=False)
+    mute.start()
+    r = worker_slow({"port": mute.port, "deadline": time.time() + 2.5, "conns": 5,
+                     "sources": [ATTACKER_SRC]})
+    check("slow vs a server that closes: closes counted, connections reopened",
+          r["closed_by_server"] >= 5 and r["opened"] >= 10, r)
+    slow408 = _FakeApi(408, "timeout", whole_head=False)
+    slow408.start()
+    r = worker_slow({"port": slow408.port, "deadline": time.time() + 1.5, "conns": 5,
+                     "sources": [ATTACKER_SRC]})
+    check("slow vs 408: answers counted by status", r["responses"].get("408", 0) >= 5, r)
+    for srv in (api, mute, slow408):
+        srv.sock.close()
+    for pr in problems:
+        print("FAIL %s" % pr)
+    print("self-test: %s" % ("ok" if not problems else "%d failed" % len(problems)))
+    return 1 if problems else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -640,10 +756,14 @@ def main():
     ap.add_argument("--anon-procs", type=int, default=4)
     ap.add_argument("--victim-timeout", type=float, default=5.0)
     ap.add_argument("--pending-fill-s", type=float)
+    ap.add_argument("--self-test", action="store_true",
+                    help="check the outcome accounting against fake servers (no daemon, no timing)")
     ap.add_argument("--worker", metavar="KIND", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         return worker_main(a.worker)
+    if a.self_test:
+        return self_test()
 
     baseline_s = a.baseline_s or (4.0 if a.quick else 15.0)
     phase_s = a.phase_s or (8.0 if a.quick else 25.0)
