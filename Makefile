@@ -3,11 +3,13 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 CONFIG     ?= examples/cluster.yaml
 STATE_DIR  ?= var
 LISTEN     ?= 127.0.0.1:8470
 
-.PHONY: all build build-asan deps test-deps run run-ib test test-unit lint format clean
+.PHONY: all build build-asan deps test-deps run run-ib test test-unit fuzz lint format clean
 
 all: build
 
@@ -52,6 +54,17 @@ test: test-deps
 
 test-unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs
+
+# libFuzzer harnesses over every parser (tests/fuzz, docs/fuzzing.md), each
+# run for FUZZ_SECONDS; FUZZ_HARNESSES picks some (default: all). Warnings
+# are gcc's to enforce (clang words -Wformat=2 differently), not this build's.
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized -Dfuzzing=true -Dtests=disabled \
+		-Dwerror=false -Db_sanitize=address,undefined -Db_lundef=false
+
+fuzz: test-deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
 # cppcheck does not understand __attribute__((cleanup)), so its leak checks
 # would only report our _cleanup_ variables; leaks are LeakSanitizer's job in

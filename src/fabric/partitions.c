@@ -58,23 +58,75 @@ static void render_members(FILE *f, const struct iso_partition *p, int already)
 	}
 }
 
+static int cmp_guid(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_name_idx(const void *a, const void *b, void *ctx)
+{
+	const struct iso_partition *parts = ctx;
+
+	return strcmp(parts[*(const int *)a].name, parts[*(const int *)b].name);
+}
+
+/* A GUID listed twice in one partition: OpenSM keeps the last membership, so
+ * the parser refuses it, and the renderer must not write it. Members are
+ * meant to be sorted, which makes this one pass; unsorted ones are sorted
+ * in a copy. 0 when unique, 1 with *dup set, or -ENOMEM. */
+static int find_dup_member(const struct iso_partition *p, uint64_t *dup)
+{
+	_cleanup_free_ uint64_t *g = NULL;
+	bool sorted = true;
+
+	for (int m = 1; m < p->n_members && sorted; m++)
+		sorted = p->members[m - 1].guid < p->members[m].guid;
+	if (sorted)
+		return 0;
+	g = malloc(sizeof(*g) * (size_t)p->n_members);
+	if (!g)
+		return -ENOMEM;
+	for (int m = 0; m < p->n_members; m++)
+		g[m] = p->members[m].guid;
+	qsort(g, (size_t)p->n_members, sizeof(*g), cmp_guid);
+	for (int m = 1; m < p->n_members; m++)
+		if (g[m - 1] == g[m]) {
+			*dup = g[m];
+			return 1;
+		}
+	return 0;
+}
+
+/* Refuses, before a byte is written, every intent whose rendering our parser
+ * (and so OpenSM's grammar) would refuse or read differently: the renderer
+ * and the parser agree (tests/fuzz/fuzz_partitions.c checks it). */
 static int render_check(const struct iso_fabric_intent *in, struct iso_error *err)
 {
+	_cleanup_free_ uint8_t *seen = calloc(ISO_PKEY_DEFAULT + 1, 1);
+	_cleanup_free_ int *order = malloc(sizeof(int) * (size_t)(in->n_parts + 1));
 	bool have_default = false;
 
+	if (!seen || !order)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	for (int i = 0; i < in->n_parts; i++) {
 		const struct iso_partition *p = &in->parts[i];
+		uint64_t dup;
+		int r;
 
+		order[i] = i;
 		if (!render_name_ok(p->name))
 			return iso_error_set(err, ISO_E_INVALID, "partitions",
 			                     "partition %d: name '%s' is not 1-%d of "
 			                     "[A-Za-z0-9_.-] starting with a non-digit",
 			                     i, p->name, PART_NAME_MAX);
 		if (p->kind == ISO_PART_DEFAULT) {
-			if (have_default || p->pkey != ISO_PKEY_DEFAULT)
+			if (have_default || p->pkey != ISO_PKEY_DEFAULT ||
+			    strcmp(p->name, "Default") != 0)
 				return iso_error_set(err, ISO_E_INVALID, "partitions",
 				                     "partition '%s': the Default partition is "
-				                     "0x7fff and appears once",
+				                     "named Default, is 0x7fff and appears once",
 				                     p->name);
 			have_default = true;
 		} else if (p->pkey == 0 || p->pkey >= ISO_PKEY_DEFAULT) {
@@ -83,12 +135,30 @@ static int render_check(const struct iso_fabric_intent *in, struct iso_error *er
 			                     "0x0001..0x7ffe",
 			                     p->name, p->pkey);
 		}
+		if (seen[p->pkey])
+			return iso_error_set(err, ISO_E_INVALID, "partitions",
+			                     "partition '%s': P_Key 0x%04x is used twice", p->name,
+			                     p->pkey);
+		seen[p->pkey] = 1;
 		for (int m = 0; m < p->n_members; m++)
 			if (p->members[m].guid == 0)
 				return iso_error_set(err, ISO_E_INVALID, "partitions",
 				                     "partition '%s': member %d has GUID 0",
 				                     p->name, m);
+		r = find_dup_member(p, &dup);
+		if (r < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+		if (r > 0)
+			return iso_error_set(
+			    err, ISO_E_INVALID, "partitions",
+			    "partition '%s': GUID 0x%016" PRIx64 " is listed twice", p->name, dup);
 	}
+	qsort_r(order, (size_t)in->n_parts, sizeof(*order), cmp_name_idx, (void *)in->parts);
+	for (int i = 1; i < in->n_parts; i++)
+		if (strcmp(in->parts[order[i]].name, in->parts[order[i - 1]].name) == 0)
+			return iso_error_set(err, ISO_E_INVALID, "partitions",
+			                     "two partitions are named '%s'",
+			                     in->parts[order[i]].name);
 	if (!have_default)
 		return iso_error_set(err, ISO_E_INVALID, "partitions",
 		                     "the intent has no Default partition (0x7fff): without "

@@ -221,6 +221,23 @@ static void test_render_refuses(void **state)
 	snprintf(in.parts[0].name, sizeof(in.parts[0].name), "t_a");
 	in.parts[0].members[0].guid = 0;
 	expect_render_error(&in, "GUID 0");
+	in.parts[0].members[0].guid = 0x100001;
+	/* What the parser would refuse, the renderer refuses (found by
+	 * tests/fuzz/fuzz_opafm.c: an intent whose Default was misnamed). */
+	add_member(&in.parts[0], 0x100002, ISO_MEMBER_FULL);
+	add_member(&in.parts[0], 0x100001, ISO_MEMBER_LIMITED);
+	expect_render_error(&in, "GUID 0x0000000000100001 is listed twice");
+	in.parts[0].n_members = 2;
+	snprintf(in.parts[1].name, sizeof(in.parts[1].name), "Deuaflt");
+	expect_render_error(&in, "named Default");
+	snprintf(in.parts[1].name, sizeof(in.parts[1].name), "Default");
+	p = add_part(&in, ISO_PART_TENANT, "t_b", 0x0101, true);
+	expect_render_error(&in, "P_Key 0x0101 is used twice");
+	p->pkey = 0x0102;
+	snprintf(p->name, sizeof(p->name), "t_a");
+	expect_render_error(&in, "two partitions are named 't_a'");
+	snprintf(p->name, sizeof(p->name), "t_b");
+	roundtrip(&in);
 	iso_fabric_intent_clear(&in);
 }
 
