@@ -117,7 +117,19 @@ int inv_yaml_parse(struct inv_ctx *c, const char *yaml, size_t len, struct fy_do
 	_cleanup_(document_destroyp) struct fy_document *second = NULL;
 	struct fy_diag_cfg dcfg;
 	struct fy_parse_cfg pcfg;
+	size_t utf8 = iso_utf8_prefix(yaml, len);
 
+	/* YAML is Unicode text, and libfyaml 0.7.12 spins for ever on a byte
+	 * that is not UTF-8 in a directive line ("%\xff"; found by
+	 * tests/fuzz/fuzz_inventory.c): such bytes never reach it. */
+	if (utf8 < len) {
+		int line = 1;
+		for (size_t i = 0; i < utf8; i++)
+			line += yaml[i] == '\n';
+		return inv_fail(c, "", line,
+		                "byte 0x%02x is not UTF-8 (the inventory is UTF-8 text)",
+		                (unsigned char)yaml[utf8]);
+	}
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.output_fn = diag_sink;

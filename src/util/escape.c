@@ -108,6 +108,21 @@ int iso_escape(char *dst, size_t size, const char *src, size_t len, unsigned fla
 	return 0;
 }
 
+size_t iso_utf8_prefix(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t cp;
+		size_t used = utf8_next(u + i, len - i, &cp);
+		if (used == 0)
+			break;
+		i += used;
+	}
+	return i;
+}
+
 bool iso_text_valid(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;

@@ -392,6 +392,11 @@ static void test_syntax_errors(void **state)
 	expect_fail_at("cluster: t\ncluster: u\n", 2, "", "duplicate key 'cluster'");
 	expect_fail_at(HEAD "nodes:\n" NODE1 "    cpus: 8\n", 18, "", "duplicate key 'cpus'");
 	expect_fail_at(HEAD "nodes:\n" NODE1 "---\ncluster: u\n", 19, "", "second YAML document");
+	/* Not UTF-8: refused before libfyaml, which spins for ever on the
+	 * first one (tests/fuzz/crashes/inventory/). */
+	expect_fail_at("%\xff\ncluster: t\n", 1, "", "byte 0xff is not UTF-8");
+	expect_fail_at("cluster: t\n# caf\xc3\xa9 \xc3\n", 2, "", "byte 0xc3 is not UTF-8");
+	expect_fail_at("cluster: t\xed\xa0\x80\n", 1, "", "byte 0xed is not UTF-8");
 }
 
 static void test_document_shape(void **state)
