@@ -2,6 +2,7 @@
  * inventory, takes the state directory's lock, opens the store, the
  * controller and the API server, then waits for a signal. All logic lives in
  * libisostack; this file only wires it together and owns the main context. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -254,27 +255,97 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-/* The state dir holds the store and secrets: owner-only, and one daemon. */
-static int prepare_state_dir(const char *dir, int *lock_fd, struct iso_error *err)
+/* One entry of the state dir: the daemon's own regular file (or dir), not
+ * a link, and nobody else may write it; the bootstrap token nobody else may
+ * even read (audit.key is held to that by iso_audit_key_load_or_create).
+ * A planted state.db with its own admin token, or a link through which a
+ * secret would be written elsewhere, is refused rather than used. */
+static int check_state_entry(int dfd, const char *dir, const char *name, struct iso_error *err)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT
+		           ? 0
+		           : iso_error_set(err, ISO_E_INVALID, "state-dir",
+		                           "cannot check %s/%s: %s", dir, name, strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return iso_error_set(
+		    err, ISO_E_INVALID, "state-dir",
+		    "%s/%s is a symbolic link; the state dir holds only isostackd's "
+		    "own files: remove it",
+		    dir, name);
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return iso_error_set(err, ISO_E_INVALID, "state-dir",
+		                     "%s/%s is not a regular file: remove it", dir, name);
+	if (st.st_uid != geteuid())
+		return iso_error_set(err, ISO_E_INVALID, "state-dir",
+		                     "%s/%s is owned by uid %u, not by uid %u that isostackd runs "
+		                     "as: remove it, or chown it if it is really the daemon's",
+		                     dir, name, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & 022)
+		return iso_error_set(err, ISO_E_INVALID, "state-dir",
+		                     "%s/%s is writable by group or others (mode %04o): chmod go-w "
+		                     "%s/%s",
+		                     dir, name, (unsigned)(st.st_mode & 07777), dir, name);
+	if (strcmp(name, "admin.token") == 0 && (st.st_mode & 077))
+		return iso_error_set(err, ISO_E_INVALID, "state-dir",
+		                     "%s/%s is readable by group or others (mode %04o): chmod 600 "
+		                     "%s/%s",
+		                     dir, name, (unsigned)(st.st_mode & 07777), dir, name);
+	return 0;
+}
+
+/* Every entry of the state dir, so that files added later (drivers' own)
+ * are held to the same rule without a list to keep up to date. */
+static int check_state_entries(const char *dir, struct iso_error *err)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		int e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot read %s: %s", dir,
+		                     strerror(e));
+	}
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		r = check_state_entry(dirfd(d), dir, de->d_name, err);
+	}
+	closedir(d);
+	return r;
+}
+
+/* The lock file: created exclusively, never through a link, and only ever
+ * one of our own (the store and the audit key sit beside it). */
+static int open_lock(const char *dir, int *lock_fd, struct iso_error *err)
 {
 	char path[1024];
 	struct stat st;
 	int fd;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot create %s: %s", dir,
-		                     strerror(errno));
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return iso_error_set(err, ISO_E_INVALID, "state-dir", "%s is not a directory", dir);
-	if (st.st_mode & 0077)
-		iso_log(ISO_LOG_WARN, "state_dir_permissions",
-		        "path=%s mode=%04o hint=\"chmod 700 it: it holds the admin token\"", dir,
-		        (unsigned)(st.st_mode & 07777));
-	snprintf(path, sizeof(path), "%s/isostackd.lock", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (snprintf(path, sizeof(path), "%s/isostackd.lock", dir) >= (int)sizeof(path))
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "state dir path too long");
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot open %s: %s", path,
-		                     strerror(errno));
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot open %s: %s%s", path,
+		                     strerror(errno),
+		                     errno == ELOOP ? " (a symbolic link: remove it)" : "");
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		close(fd);
+		return iso_error_set(err, ISO_E_INVALID, "state-dir",
+		                     "%s is not a regular file of uid %u writable only by it: "
+		                     "remove it",
+		                     path, (unsigned)geteuid());
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);
 		return iso_error_set(err, ISO_E_CONFLICT, "state-dir",
@@ -282,6 +353,42 @@ static int prepare_state_dir(const char *dir, int *lock_fd, struct iso_error *er
 	}
 	*lock_fd = fd;
 	return 0;
+}
+
+/* The state dir holds the store and secrets: the daemon's user's alone, and
+ * one daemon. A dir others can write, or files in it that are not the
+ * daemon's, are refused with the path and the fix (docs/audit.md). */
+static int prepare_state_dir(const char *dir, int *lock_fd, struct iso_error *err)
+{
+	struct stat st;
+	int r;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "cannot create %s: %s", dir,
+		                     strerror(errno));
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return iso_error_set(err, ISO_E_INVALID, "state-dir", "%s is not a directory", dir);
+	if (st.st_uid != geteuid())
+		return iso_error_set(
+		    err, ISO_E_INVALID, "state-dir",
+		    "state dir %s is owned by uid %u, not by uid %u that isostackd "
+		    "runs as: chown it, or use a dir of the daemon's user",
+		    dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & 022)
+		return iso_error_set(
+		    err, ISO_E_INVALID, "state-dir",
+		    "state dir %s is writable by group or others (mode %04o), so "
+		    "anyone could plant a store or read the admin token: chmod 700 "
+		    "%s",
+		    dir, (unsigned)(st.st_mode & 07777), dir);
+	if (st.st_mode & 077)
+		iso_log(ISO_LOG_WARN, "state_dir_permissions",
+		        "path=%s mode=%04o hint=\"chmod 700 it: it holds the admin token\"", dir,
+		        (unsigned)(st.st_mode & 07777));
+	r = check_state_entries(dir, err);
+	if (r < 0)
+		return r;
+	return open_lock(dir, lock_fd, err);
 }
 
 static int fail(const struct iso_error *err)
