@@ -452,8 +452,10 @@ const struct isoctl_simple_cmd isoctl_cmd_usage = {
              "                     USAGE_OF_SIBLINGS (inf: no usage); higher goes first\n"
              "  RANK               1-based serving order of a leaf account\n"
              "  HOLDS_NOW          dominant share of the cluster it holds now\n"
+             "Figures relative to siblings are shown to cluster roles and for a tenant's\n"
+             "projects; a tenant token sees '-' for its tenant's own. Every page is read.\n"
              "-o json adds decayed usage per kind and what it uses now.\n",
-    .method = "GET",
+    .list = true,
     .path = "/v1/usage",
     .print = print_usage,
 };

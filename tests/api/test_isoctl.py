@@ -228,6 +228,11 @@ class TestJsonOutput(IsoctlCase):
         for i in range(105):
             self.assertIn("page-%03d" % i, names)
         self.assertEqual(len(names), len(set(names)))
+        # /v1/usage is paged too: every account, once.
+        accounts = [x["account"] for x in self.ok("usage", "-o", "json").json()["items"]]
+        for i in range(105):
+            self.assertIn("page-%03d" % i, accounts)
+        self.assertEqual(len(accounts), len(set(accounts)))
 
 
 class TestExitCodes(IsoctlCase):
