@@ -82,6 +82,19 @@ int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_prin
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
                                  struct iso_fabric_report *out, struct iso_error *err);
+/* The same in three steps, so that reading the fabric holds no lock: begin
+ * (under the controller lock: checks the caller, copies the intent), run
+ * (without it: reads the fabric and judges it), end (under the lock: learns
+ * the port capacities, records fabric.verify; *out is the caller's to clear).
+ * The job is freed by iso_fabric_verify_job_free whatever happened. */
+struct iso_fabric_verify_job;
+int iso_controller_fabric_verify_begin(struct iso_controller *c, const struct iso_principal *p,
+                                       struct iso_fabric_verify_job **out, struct iso_error *err);
+void iso_fabric_verify_job_run(struct iso_fabric_verify_job *j);
+int iso_controller_fabric_verify_end(struct iso_controller *c, const struct iso_principal *p,
+                                     struct iso_fabric_verify_job *j, struct iso_fabric_report *out,
+                                     struct iso_error *err);
+void iso_fabric_verify_job_free(struct iso_fabric_verify_job *j);
 void iso_controller_free(struct iso_controller *c);
 static inline void iso_controller_freep(struct iso_controller **c)
 {
@@ -112,7 +125,14 @@ struct iso_tenant_policy {
 	double shares;         /* fair-share weight among its siblings, > 0 */
 	const char *isolation; /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
 	const char *tags;      /* comma-separated [a-z0-9-] labels, "" = none */
+	/* limits (docs/tenancy.md, "Limits"); each only when its has_ is set */
+	bool has_max_pending, has_max_live, has_max_user_priority;
+	int max_pending, max_live; /* 0: the daemon's default */
+	int max_user_priority;     /* -1000..1000; its tenant-admin may set it */
 };
+/* The limits in force for tenant `t` (its own, or the daemon's defaults). */
+void iso_controller_tenant_limits(const struct iso_controller *c, const struct iso_tenant *t,
+                                  struct iso_tenant_limits *out);
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
                                  const char *name, const char *description,
                                  const struct iso_tenant_policy *pol, struct iso_tenant *out,
@@ -206,7 +226,9 @@ struct iso_capacity {
 	int64_t cpus, cpus_free;
 	int64_t memory_mib, memory_mib_free;
 };
-void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity *out);
+/* Capacity as `p` sees it: free is what it can still get. */
+void iso_controller_capacity(const struct iso_controller *c, const struct iso_principal *p,
+                             struct iso_capacity *out);
 
 /* ---- allocations ---- */
 struct iso_alloc_request {

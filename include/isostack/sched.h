@@ -45,6 +45,11 @@ struct iso_cluster_state {
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv);
 void iso_cluster_state_free(struct iso_cluster_state *cs);
+/* May `tenant` (0: a tenant that holds nothing) still use node `node` (and its
+ * GPU at position `gpu_pos`, -1 for the node alone), given the exclusive
+ * marks of others' isolation classes? */
+bool iso_cluster_state_open_to(const struct iso_cluster_state *cs, int node, int gpu_pos,
+                               int64_t tenant);
 int iso_cluster_state_node_index(const struct iso_cluster_state *cs, const char *node);
 
 /* Rebuilds the private index from `usage`, for callers that wrote usage

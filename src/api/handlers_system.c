@@ -41,7 +41,7 @@ int api_capacity(struct api_request *r)
 
 	if (api_check_query(r, NULL) < 0)
 		return -1;
-	iso_controller_capacity(r->ctl, &cap);
+	iso_controller_capacity(r->ctl, &r->who, &cap);
 	api_reply(r, MHD_HTTP_OK, api_capacity_json(&cap));
 	return 0;
 }

@@ -1,10 +1,44 @@
 /* handlers_tenants.c: /v1/tenants. */
 #include "api/internal.h"
 
-static const char *const tenant_create_keys[] = {"name",      "description", "org", "shares",
-                                                 "isolation", "tags",        NULL};
-static const char *const tenant_update_keys[] = {"description", "org",  "shares",
-                                                 "isolation",   "tags", NULL};
+static const char *const tenant_create_keys[] = {
+    "name", "description", "org", "shares", "isolation", "tags", "limits", NULL};
+static const char *const tenant_update_keys[] = {"description", "org",  "shares", "isolation",
+                                                 "tags",        "limits", NULL};
+static const char *const limit_keys[] = {"max_pending", "max_live", "max_user_priority", NULL};
+
+/* "limits": {"max_pending", "max_live", "max_user_priority"}, each optional. */
+static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
+{
+	json_t *l = json_object_get(body, "limits");
+	int64_t v;
+
+	if (!l)
+		return 0;
+	if (!json_is_object(l))
+		return iso_error_set(err, ISO_E_INVALID, "limits", "limits: must be an object");
+	if (api_check_keys(l, "limits", limit_keys, err) < 0)
+		return -1;
+	if (json_object_get(l, "max_pending")) {
+		if (api_get_int(l, "max_pending", "limits", true, 0, 1000000, &v, err) < 0)
+			return -1;
+		pol->has_max_pending = true;
+		pol->max_pending = (int)v;
+	}
+	if (json_object_get(l, "max_live")) {
+		if (api_get_int(l, "max_live", "limits", true, 0, 1000000, &v, err) < 0)
+			return -1;
+		pol->has_max_live = true;
+		pol->max_live = (int)v;
+	}
+	if (json_object_get(l, "max_user_priority")) {
+		if (api_get_int(l, "max_user_priority", "limits", true, -1000, 1000, &v, err) < 0)
+			return -1;
+		pol->has_max_user_priority = true;
+		pol->max_user_priority = (int)v;
+	}
+	return 0;
+}
 
 /* The tenancy policy fields of a create or update body. */
 static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
@@ -12,7 +46,8 @@ static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_er
 	return api_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
 	               api_get_number(body, "shares", NULL, 1e-6, 1e6, &pol->shares, err) < 0 ||
 	               api_get_string(body, "isolation", NULL, false, &pol->isolation, err) < 0 ||
-	               api_get_string(body, "tags", NULL, false, &pol->tags, err) < 0
+	               api_get_string(body, "tags", NULL, false, &pol->tags, err) < 0 ||
+	               get_limits(body, pol, err) < 0
 	           ? -1
 	           : 0;
 }

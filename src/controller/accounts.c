@@ -122,7 +122,32 @@ int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_po
 			                     sizeof(t->tags) - 1);
 		iso_strlcpy(t->tags, pol->tags, sizeof(t->tags));
 	}
+	if (pol->has_max_pending) {
+		if (pol->max_pending < 0 || pol->max_pending > 1000000)
+			return iso_error_set(err, ISO_E_INVALID, "limits.max_pending",
+			                     "limits.max_pending: must be 0 (the default) .. 1000000");
+		t->max_pending = pol->max_pending;
+	}
+	if (pol->has_max_live) {
+		if (pol->max_live < 0 || pol->max_live > 1000000)
+			return iso_error_set(err, ISO_E_INVALID, "limits.max_live",
+			                     "limits.max_live: must be 0 (the default) .. 1000000");
+		t->max_live = pol->max_live;
+	}
+	if (pol->has_max_user_priority) {
+		if (pol->max_user_priority < -1000 || pol->max_user_priority > 1000)
+			return iso_error_set(err, ISO_E_INVALID, "limits.max_user_priority",
+			                     "limits.max_user_priority: must be -1000..1000");
+		t->max_user_priority = pol->max_user_priority;
+	}
 	return 0;
+}
+
+void iso_controller_tenant_limits(const struct iso_controller *c, const struct iso_tenant *t,
+                                  struct iso_tenant_limits *out)
+{
+	out->max_pending = t->max_pending > 0 ? t->max_pending : c->limits.max_pending;
+	out->max_live = t->max_live > 0 ? t->max_live : c->limits.max_live;
 }
 
 /* ---- organisations ---- */

@@ -607,38 +607,97 @@ int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_prin
 	return *out ? 0 : iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 }
 
-int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
-                                 struct iso_fabric_report *out, struct iso_error *err)
+/* A verification in three steps, so that the slow middle one (reading every
+ * port of the fabric, about 0.6 s for 1,000 HCAs) holds neither the server
+ * thread nor the controller lock: begin and end run under the lock. */
+struct iso_fabric_verify_job {
+	struct iso_fabric_driver *drv;
+	struct iso_fabric_intent intent; /* a copy: the live one may move on */
+	struct iso_fabric_snapshot snap;
+	struct iso_fabric_report report;
+	int rc;
+	struct iso_error err;
+};
+
+void iso_fabric_verify_job_free(struct iso_fabric_verify_job *j)
 {
-	struct iso_fabric_snapshot snap = {0};
-	struct iso_fabric_driver *d = ctl_fabric_driver(c);
+	if (!j)
+		return;
+	iso_fabric_intent_clear(&j->intent);
+	iso_fabric_snapshot_clear(&j->snap);
+	iso_fabric_report_clear(&j->report);
+	free(j);
+}
+
+int iso_controller_fabric_verify_begin(struct iso_controller *c, const struct iso_principal *p,
+                                       struct iso_fabric_verify_job **out, struct iso_error *err)
+{
+	struct iso_fabric_verify_job *j;
 	int r = require_fabric_reader(p, err);
 
-	memset(out, 0, sizeof(*out));
+	*out = NULL;
 	if (r < 0)
 		return r;
 	if (!ctl_fabric_partitioned(c))
 		return iso_error_set(err, ISO_E_CONFLICT, NULL,
 		                     "this cluster's fabric (%s) has no partitions to verify",
 		                     iso_fabric_type_name(c->inv->fabric.type));
-	r = d->ops->snapshot(d, &snap, err);
-	if (r == 0) {
-		learn_caps(c->fabric, &snap);
-		r = iso_fabric_verify(&c->fabric->intent, &snap, out, err);
+	j = calloc(1, sizeof(*j));
+	if (!j || iso_fabric_intent_copy(&c->fabric->intent, &j->intent) < 0) {
+		free(j);
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	}
-	if (r == 0)
-		out->elapsed_ms += snap.read_ms; /* the whole verification, reading included */
-	iso_fabric_snapshot_clear(&snap);
-	if (r < 0)
-		return r;
+	j->drv = ctl_fabric_driver(c);
+	*out = j;
+	return 0;
+}
+
+void iso_fabric_verify_job_run(struct iso_fabric_verify_job *j)
+{
+	j->rc = j->drv->ops->snapshot(j->drv, &j->snap, &j->err);
+	if (j->rc == 0)
+		j->rc = iso_fabric_verify(&j->intent, &j->snap, &j->report, &j->err);
+	if (j->rc == 0)
+		j->report.elapsed_ms +=
+		    j->snap.read_ms; /* the whole verification, reading included */
+}
+
+int iso_controller_fabric_verify_end(struct iso_controller *c, const struct iso_principal *p,
+                                     struct iso_fabric_verify_job *j, struct iso_fabric_report *out,
+                                     struct iso_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (j->rc < 0) {
+		if (err)
+			*err = j->err;
+		return j->rc;
+	}
+	learn_caps(c->fabric, &j->snap);
+	*out = j->report;
+	memset(&j->report, 0, sizeof(j->report));
 	ctl_record(c, p,
 	           &(struct ctl_event){
 	               .action = "fabric.verify",
 	               .kind = "fabric",
-	               .id = d->ops->name,
+	               .id = j->drv->ops->name,
 	               .details = json_pack("{s:b, s:i, s:i, s:i}", "ok", out->ok, "ports_checked",
 	                                    out->ports_checked, "violations", out->n_violations,
-	                                    "generation", (int)c->fabric->generation)},
+	                                    "generation", (int)j->intent.generation)},
 	           ISO_AUDIT_SUCCESS, NULL);
 	return 0;
+}
+
+int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
+                                 struct iso_fabric_report *out, struct iso_error *err)
+{
+	struct iso_fabric_verify_job *j = NULL;
+	int r = iso_controller_fabric_verify_begin(c, p, &j, err);
+
+	memset(out, 0, sizeof(*out));
+	if (r < 0)
+		return r;
+	iso_fabric_verify_job_run(j);
+	r = iso_controller_fabric_verify_end(c, p, j, out, err);
+	iso_fabric_verify_job_free(j);
+	return r;
 }

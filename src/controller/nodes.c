@@ -66,8 +66,13 @@ int iso_controller_live_allocations(struct iso_controller *c, const struct iso_p
 	return c->store->ops->alloc_list(c->store, &f, out, n, err);
 }
 
-void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity *out)
+void iso_controller_capacity(const struct iso_controller *c, const struct iso_principal *p,
+                             struct iso_capacity *out)
 {
+	/* Free is what the viewer can still get: a node, rack or GPU another
+	 * tenant holds exclusively is not free to it (cluster roles see what a
+	 * tenant holding nothing could get). */
+	int64_t viewer = p && !ctl_is_cluster_role(p) ? p->tenant_id : 0;
 	const struct iso_inventory *inv = c->inv;
 
 	memset(out, 0, sizeof(*out));
@@ -75,7 +80,8 @@ void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity
 		const struct iso_node *node = &inv->nodes[i];
 		const struct iso_node_usage *u = &c->cs.usage[i];
 		/* Free capacity counts only where new work may land. */
-		bool open = c->cs.sched[i] == ISO_NODE_SCHEDULABLE;
+		bool open = c->cs.sched[i] == ISO_NODE_SCHEDULABLE &&
+		            iso_cluster_state_open_to(&c->cs, i, -1, viewer);
 
 		out->nodes++;
 		out->schedulable_nodes += open;
@@ -91,12 +97,14 @@ void iso_controller_capacity(const struct iso_controller *c, struct iso_capacity
 			bool untouched = !o->whole && o->free_mask == iso_mig_full_mask(gpu->model);
 
 			out->gpus++;
-			out->gpus_free += open && untouched;
+			bool gpu_open = open && iso_cluster_state_open_to(&c->cs, i, g, viewer);
+
+			out->gpus_free += gpu_open && untouched;
 			if (!gpu->mig_enabled)
 				continue;
 			out->memory_slices += gpu->model->memory_slices;
 			out->compute_slices += gpu->model->compute_slices;
-			if (open) {
+			if (gpu_open) {
 				out->memory_slices_free += __builtin_popcount(o->free_mask);
 				out->compute_slices_free +=
 				    o->whole ? 0 : gpu->model->compute_slices - o->compute_used;

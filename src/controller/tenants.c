@@ -139,7 +139,13 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	r = iso_controller_tenant_get(c, p, name, &t, err);
 	if (r < 0)
 		return r;
-	r = ctl_require_admin(p, err);
+	/* A tenant-admin may set one thing on its own tenant: the ceiling on
+	 * its users' priority. Everything else is the cluster admin's. */
+	bool only_ceiling = pol && pol->has_max_user_priority && !description && !pol->org &&
+	                    pol->shares == 0 && !pol->isolation && !pol->tags &&
+	                    !pol->has_max_pending && !pol->has_max_live;
+	if (!(only_ceiling && p->role == ISO_ROLE_TENANT_ADMIN && p->tenant_id == t.id))
+		r = ctl_require_admin(p, err);
 	if (r < 0)
 		return r;
 	r = check_description(description, err);

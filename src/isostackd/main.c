@@ -35,6 +35,7 @@ struct options {
 	const char *admission_policies[16];
 	int n_admission_policies;
 	int64_t half_life_ms, preempt_grace_ms, preempt_min_run_ms;
+	unsigned tenant_max_pending, tenant_max_live; /* 0: the default */
 	/* connection policy (docs/api.md, "Slow clients"); 0: the default */
 	unsigned max_conns, per_address_conns, conn_reserve;
 	int64_t header_timeout_ms;
@@ -50,6 +51,7 @@ static void usage(FILE *out)
 	             "                 [--preempt-min-run SECONDS] [--max-connections N]\n"
 	             "                 [--max-connections-per-address N] [--connection-reserve N]\n"
 	             "                 [--header-timeout SECONDS]\n"
+	             "                 [--tenant-max-pending N] [--tenant-max-live N]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -70,6 +72,9 @@ static void usage(FILE *out)
 	             "  --connection-reserve N  slots that clients still sending their request\n"
 	             "                       head cannot take (default max/8)\n"
 	             "  --header-timeout SECONDS  time to send the request head (default 10)\n"
+	             "  --tenant-max-pending N  pending allocations per tenant (default 1000)\n"
+	             "  --tenant-max-live N  live allocations per tenant (default 2000); a\n"
+	             "                       tenant's own limits (PATCH /v1/tenants) win\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
@@ -127,6 +132,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_PER_ADDRESS,
 		O_RESERVE,
 		O_HEADER_TIMEOUT,
+		O_TENANT_PENDING,
+		O_TENANT_LIVE,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -146,6 +153,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"max-connections-per-address", required_argument, NULL, O_PER_ADDRESS},
 	    {"connection-reserve", required_argument, NULL, O_RESERVE},
 	    {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
+	    {"tenant-max-pending", required_argument, NULL, O_TENANT_PENDING},
+	    {"tenant-max-live", required_argument, NULL, O_TENANT_LIVE},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -225,6 +234,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 				        "isostackd: --header-timeout: at most 3600 seconds\n");
 				return -1;
 			}
+			break;
+		case O_TENANT_PENDING:
+			if (parse_count(optarg, "--tenant-max-pending", 1, 1000000,
+			                &o->tenant_max_pending) < 0)
+				return -1;
+			break;
+		case O_TENANT_LIVE:
+			if (parse_count(optarg, "--tenant-max-live", 1, 1000000, &o->tenant_max_live) <
+			    0)
+				return -1;
 			break;
 		case O_NEW_TOKEN:
 			o->new_admin_token = true;
@@ -461,6 +480,8 @@ int main(int argc, char **argv)
 	    .fair_share_half_life_ms = o.half_life_ms,
 	    .preempt_grace_ms = o.preempt_grace_ms,
 	    .preempt_min_run_ms = o.preempt_min_run_ms,
+	    .tenant_limits = {.max_pending = (int)o.tenant_max_pending,
+	                      .max_live = (int)o.tenant_max_live},
 	    .admission_policies = o.admission_policies,
 	    .n_admission_policies = o.n_admission_policies,
 	};

@@ -539,3 +539,15 @@ void iso_cluster_state_give(struct iso_cluster_state *cs, const struct iso_alloc
 {
 	iso_cluster_state_give_members(cs, a, 0);
 }
+
+bool iso_cluster_state_open_to(const struct iso_cluster_state *cs, int node, int gpu_pos,
+                               int64_t tenant)
+{
+	const struct iso_sched_index *ix = cs->index;
+
+	if (!ix || node < 0)
+		return true;
+	if (!ix_excl_node_allows(ix, node, tenant, 0))
+		return false;
+	return gpu_pos < 0 || ix_excl_gpu_allows(ix, ix->nodes[node].gpu_base + gpu_pos, tenant, 0);
+}
