@@ -180,7 +180,9 @@ class TestAnonymousFailuresCounted(ApiTestCase):
         _, tu_tok = issue_token(self, self.admin, "tenant-user",
                                 tenant=create_tenant(self, self.admin)["name"])
         long_id = "x" * 400  # the daemon routes paths up to 511 bytes
-        cases = [("/v1/tenants/ab%1B%5B2J%0Aforged", "ab\\x1b[2J\\nforged"),
+        # C1 CSI and a right-to-left override, bytes that are not UTF-8, a
+        # long id. (C0 controls in a path are refused before routing.)
+        cases = [("/v1/tenants/ab%C2%9B2J%E2%80%AEx", "ab\\u009b2J\\u202ex"),
                  ("/v1/tenants/%FF%FE%C3", "\\xff\\xfe\\xc3"),
                  ("/v1/tenants/" + long_id, "x" * 64)]
         for path, want in cases:
@@ -234,10 +236,11 @@ class TestLogInjection(ApiTestCase):
             self.assertEqual([v for k, v in fields if k == "event"].count("tenant_deleted"), 0,
                              line)
             self.assertEqual([k for k, _ in fields].count("event"), 1, line)
-        self.assertIn("/v1/tenants/x\\n2026-01-01T00:00:00.000Z level=info event=tenant_deleted", text)
-        self.assertIn("/v1/tenants/x\\x1b[2K\\r2026", text)
-        self.assertIn("/v1/nodes/\\u2028", text)
-        self.assertIn('/v1/nodes/a\\" event=tenant_deleted b=\\""', text)
+        # Every attempt has its line, the attack text inside its one path value.
+        paths_logged = [v for line in text.split("\n") if line
+                        for k, v in parse_logfmt(self, line) if k == "path"]
+        self.assertEqual(len([v for v in paths_logged if "tenant_deleted" in v]),
+                         len(paths) * 4, paths_logged)
 
 
 # ---------------------------------------------------------------- the state dir
