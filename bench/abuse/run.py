@@ -65,7 +65,9 @@ minute in all). Default: 15 s baseline, 25 s phases, 4 s after, fill at most
 45 s (under 3 minutes).
 
 Exit 0 when every phase ran (whatever the ratios: timing is reported, never
-asserted), 1 when the daemon died or the set-up failed.
+asserted), 1 when the daemon died, did not stop cleanly on SIGTERM, left a
+sanitizer report in its stderr (run it on build-asan to look for those), or
+the set-up failed.
 
 --self-test checks the accounting the figures rest on, against fake servers
 that refuse (429 with Connection: close, a close without an answer, a 408),
@@ -903,12 +905,28 @@ def main():
         if d.proc is not None and d.proc.poll() is not None:
             report["daemon_exit"] = d.proc.returncode
             report["daemon_stderr_tail"] = d.stderr_tail(30)
+        elif d.proc is not None:
+            # A clean stop (SIGTERM, exit 0), so that an ASan+UBSan build's
+            # reports, leaks included, are read before the logs go.
+            try:
+                d.stop()
+            except harness.DaemonError as e:
+                report["ok"] = False
+                report["daemon_stop_problem"] = str(e)[:4000]
+        reports = harness.sanitizer_reports()
+        if reports:
+            report["ok"] = False
+            report["sanitizer_reports"] = [r[:4000] for r in reports]
         d.cleanup()
         with open(json_path, "w") as f:
             json.dump(report, f, indent=1, default=str)
             f.write("\n")
 
     print_table(report)
+    for k in ("daemon_stop_problem", "sanitizer_reports", "daemon_stderr_tail"):
+        if k in report:
+            print("%s:\n%s" % (k, report[k] if isinstance(report[k], str) else
+                                "\n".join(report[k])))
     print("JSON: %s" % json_path)
     return 0 if report["ok"] else 1
 
