@@ -14,7 +14,7 @@ build=$1
 seconds=$2
 shift 2
 src=$(dirname "$0")
-[ $# -gt 0 ] || set -- inventory partitions opafm discover trace audit audit_event
+[ $# -gt 0 ] || set -- inventory partitions opafm discover trace audit audit_event api
 
 # The largest input each harness is given: about twice its largest seed, so
 # that the fuzzer spends its time on structure rather than on length.
@@ -23,6 +23,7 @@ max_len() {
 	inventory) echo 16384 ;;
 	discover) echo 24576 ;;
 	audit) echo 16384 ;;
+	api) echo 4096 ;;
 	*) echo 8192 ;;
 	esac
 }
@@ -41,6 +42,7 @@ for name in "$@"; do
 	# One core each: the audit verifier would start a worker per core.
 	# shellcheck disable=SC2086
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	LSAN_OPTIONS=suppressions=$src/lsan.supp \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		taskset -c "${FUZZ_CPU:-0}" "$bin" -max_total_time="$seconds" -max_len="$(max_len "$name")" \
 		-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
