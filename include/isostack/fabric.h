@@ -82,6 +82,8 @@ struct iso_fabric_intent {
 	struct iso_partition *parts; /* owned */
 };
 void iso_fabric_intent_clear(struct iso_fabric_intent *in);
+/* A deep copy into *dst (overwritten). 0 or -ENOMEM (dst left empty). */
+int iso_fabric_intent_copy(const struct iso_fabric_intent *src, struct iso_fabric_intent *dst);
 
 /* One (node, tenant) port assignment: the GUID a tenant's members on a node
  * use. On a node with VFs: VF `vf` of the node's port; fabric-exclusive

@@ -24,8 +24,13 @@ struct api_kv {
 	char *value; /* "" for a bare key */
 };
 
+struct api_request;
+/* Work a handler defers off the server thread (api_defer). */
+typedef void (*api_deferred_fn)(struct api_request *r, void *arg);
+
 struct api_request {
 	struct iso_controller *ctl;
+	struct iso_api *api;         /* NULL for api_handle_raw */
 	struct MHD_Connection *conn; /* NULL for api_handle_raw; server.c's glue only */
 	char method[16];
 	char *target; /* the request target as received: path and query, undecoded */
@@ -53,7 +58,10 @@ struct api_request {
 	/* set by the head: the route found, and whether the reply is already decided */
 	const void *route;
 	bool head_done;
-	uint64_t us; /* the handler's time, for the log */
+	uint64_t t0_ns, us;       /* the handler's start and time, for the log */
+	api_deferred_fn defer_fn; /* set by api_defer */
+	void *defer_arg;
+	bool deferred_done;
 
 	/* reply: a handler sets status and reply (owned) or fails with err */
 	int status;
@@ -101,6 +109,15 @@ int api_request_parse_query(struct api_request *r);
 int api_request_append_body(struct api_request *r, const char *data, size_t len);
 /* A copy of the target safe for one log line (control bytes and quotes escaped). */
 void api_request_log_target(const struct api_request *r, char *buf, size_t size);
+
+/* A handler whose work must hold neither the server thread nor the
+ * controller lock (reading the fabric) defers it and returns 0 without a
+ * reply: fn(r, arg) then runs once on a worker thread, without the lock
+ * (taking it for what needs it), sets r's reply or r->err, and frees arg. One
+ * deferred request at a time: while one runs, api_defer refuses with 503
+ * (-EAGAIN, r->err set) and the handler frees arg itself. api_handle_raw runs
+ * fn on the calling thread after the handler. */
+int api_defer(struct api_request *r, api_deferred_fn fn, void *arg);
 
 /* ---- the fuzz entry point (server.c) ---- */
 struct api_raw_header {

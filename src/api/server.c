@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,6 +29,11 @@ struct iso_api {
 	char *tls_cert_pem;
 	char *tls_key_pem;
 	struct api_limits *limits;
+	/* the one deferred request (api_defer) and its worker */
+	pthread_mutex_t defer_mu;
+	bool defer_busy;
+	pthread_t worker;
+	bool worker_started;
 };
 
 #define API_MAX_DRAIN (4u << 20)
@@ -313,7 +319,7 @@ static void request_finish(struct api_request *r)
 	if (r->body_too_large)
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
 		              ISO_API_MAX_BODY);
-	else if (match->handler(r) == 0 && r->reply)
+	else if (match->handler(r) == 0 && (r->reply || r->defer_fn))
 		goto out;
 	if (r->err.code == ISO_OK)
 		iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
@@ -321,6 +327,40 @@ static void request_finish(struct api_request *r)
 	record_failure(r, match);
 out:
 	iso_controller_unlock(r->ctl);
+}
+
+int api_defer(struct api_request *r, api_deferred_fn fn, void *arg)
+{
+	if (r->api) {
+		pthread_mutex_lock(&r->api->defer_mu);
+		bool busy = r->api->defer_busy;
+		r->api->defer_busy = true;
+		pthread_mutex_unlock(&r->api->defer_mu);
+		if (busy)
+			return iso_error_set(&r->err, ISO_E_UNAVAILABLE, NULL,
+			                     "another %s is running; try again when it finishes",
+			                     r->path);
+	}
+	r->defer_fn = fn;
+	r->defer_arg = arg;
+	return 0;
+}
+
+/* Runs r's deferred work (without the controller lock) and turns a failure
+ * into its error reply, as request_finish does. */
+static void run_deferred(struct api_request *r)
+{
+	r->defer_fn(r, r->defer_arg);
+	r->defer_arg = NULL;
+	if (!r->reply) {
+		iso_controller_lock(r->ctl);
+		if (r->err.code == ISO_OK)
+			iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
+		error_reply(r);
+		record_failure(r, r->route);
+		iso_controller_unlock(r->ctl);
+	}
+	r->deferred_done = true;
 }
 
 /* The JSON text of r's reply (malloc'd), or NULL for a 204 or on failure. */
@@ -348,6 +388,8 @@ int api_handle_raw(struct iso_controller *ctl, const char *method, const char *t
 		ret = api_request_append_body(r, body, body_len);
 		if (ret == 0)
 			request_finish(r);
+		if (ret == 0 && r->defer_fn)
+			run_deferred(r);
 	}
 	if (ret == 0) {
 		*status = r->status;
@@ -423,13 +465,36 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
 	return c->ret == 0 ? MHD_YES : MHD_NO;
 }
 
+/* The worker: runs the deferred work, frees the slot, wakes the connection
+ * (libmicrohttpd then calls on_request again, which sends the reply). */
+static void *worker_main(void *arg)
+{
+	struct api_request *r = arg;
+	struct iso_api *api = r->api;
+	struct MHD_Connection *conn = r->conn;
+
+	run_deferred(r);
+	pthread_mutex_lock(&api->defer_mu);
+	api->defer_busy = false;
+	pthread_mutex_unlock(&api->defer_mu);
+	MHD_resume_connection(conn);
+	return NULL;
+}
+
+static int start_worker(struct iso_api *api, struct api_request *r)
+{
+	if (api->worker_started) /* the previous one is done, or about to be */
+		pthread_join(api->worker, NULL);
+	api->worker_started = pthread_create(&api->worker, NULL, worker_main, r) == 0;
+	return api->worker_started ? 0 : -EAGAIN;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
 	struct iso_api *api = cls;
 	struct api_request *r = *con_cls;
-	uint64_t t0;
 	(void)url; /* libmicrohttpd's decoding of it; request.c decodes our own copy */
 	(void)version;
 
@@ -438,6 +503,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r->head_done) {
 		api_limits_head_done(api->limits, conn);
 		r->conn = conn;
+		r->api = api;
 		iso_strlcpy(r->method, method, sizeof(r->method));
 		client_address(conn, r->who.source, sizeof(r->who.source));
 		struct collect c = {.r = r};
@@ -445,7 +511,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (c.ret < 0)
 			return MHD_NO;
 		if (request_head(r))
-			goto reply;
+			goto log;
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
@@ -454,10 +520,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	t0 = iso_mono_ns();
+	if (r->deferred_done)
+		goto reply; /* resumed: the worker has set the reply */
+	r->t0_ns = iso_mono_ns();
 	request_finish(r);
-	r->us = (iso_mono_ns() - t0) / 1000;
-reply:;
+	if (r->defer_fn) {
+		/* Off this thread: the connection sleeps until the worker resumes it. */
+		MHD_suspend_connection(conn);
+		if (start_worker(api, r) == 0)
+			return MHD_YES;
+		MHD_resume_connection(conn);
+		run_deferred(r);
+	}
+reply:
+	r->us = (iso_mono_ns() - r->t0_ns) / 1000;
+log:;
 	/* Changes and failures are worth a line each; successful reads only on demand. */
 	char target[256];
 	enum iso_log_level level = r->status >= 500                                 ? ISO_LOG_ERR
@@ -573,8 +650,11 @@ static void api_free(struct iso_api *api)
 {
 	if (!api)
 		return;
+	if (api->worker_started)
+		pthread_join(api->worker, NULL); /* it resumes its connection first */
 	if (api->mhd)
 		MHD_stop_daemon(api->mhd);
+	pthread_mutex_destroy(&api->defer_mu);
 	api_limits_free(api->limits);
 	if (api->tls_key_pem)
 		sodium_memzero(api->tls_key_pem, strlen(api->tls_key_pem));
@@ -593,7 +673,8 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	_cleanup_(api_freep) struct iso_api *api = NULL;
 	struct sockaddr_storage ss = {0};
 	socklen_t sslen = 0;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO |
+	                 MHD_ALLOW_SUSPEND_RESUME;
 	int r;
 
 	if (!!cfg->tls_cert != !!cfg->tls_key)
@@ -613,6 +694,7 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	if (!api)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	api->ctl = ctl;
+	pthread_mutex_init(&api->defer_mu, NULL);
 	struct api_limits_config lc = {
 	    .max_connections = cfg->max_connections ? cfg->max_connections : 1000,
 	    .per_address = cfg->per_address_connections ? cfg->per_address_connections : 64,

@@ -20,6 +20,35 @@ void iso_fabric_intent_clear(struct iso_fabric_intent *in)
 	memset(in, 0, sizeof(*in));
 }
 
+int iso_fabric_intent_copy(const struct iso_fabric_intent *src, struct iso_fabric_intent *dst)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->generation = src->generation;
+	if (src->n_parts == 0)
+		return 0;
+	dst->parts = calloc((size_t)src->n_parts, sizeof(*dst->parts));
+	if (!dst->parts)
+		return -ENOMEM;
+	for (int i = 0; i < src->n_parts; i++) {
+		const struct iso_partition *p = &src->parts[i];
+		struct iso_partition *q = &dst->parts[i];
+
+		*q = *p;
+		q->members = NULL;
+		dst->n_parts = i + 1;
+		if (p->n_members) {
+			q->members = malloc((size_t)p->n_members * sizeof(*q->members));
+			if (!q->members) {
+				q->n_members = 0;
+				iso_fabric_intent_clear(dst);
+				return -ENOMEM;
+			}
+			memcpy(q->members, p->members, (size_t)p->n_members * sizeof(*q->members));
+		}
+	}
+	return 0;
+}
+
 static void intent_cleanup(struct iso_fabric_intent *in)
 {
 	iso_fabric_intent_clear(in);

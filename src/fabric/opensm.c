@@ -80,35 +80,6 @@ static uint64_t ms_ns(int64_t ms)
 
 /* ---- intents ---- */
 
-static int intent_copy(const struct iso_fabric_intent *src, struct iso_fabric_intent *dst)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->generation = src->generation;
-	if (src->n_parts == 0)
-		return 0;
-	dst->parts = calloc((size_t)src->n_parts, sizeof(*dst->parts));
-	if (!dst->parts)
-		return -ENOMEM;
-	for (int i = 0; i < src->n_parts; i++) {
-		const struct iso_partition *p = &src->parts[i];
-		struct iso_partition *q = &dst->parts[i];
-
-		*q = *p;
-		q->members = NULL;
-		dst->n_parts = i + 1;
-		if (p->n_members) {
-			q->members = malloc((size_t)p->n_members * sizeof(*q->members));
-			if (!q->members) {
-				q->n_members = 0;
-				iso_fabric_intent_clear(dst);
-				return -ENOMEM;
-			}
-			memcpy(q->members, p->members, (size_t)p->n_members * sizeof(*q->members));
-		}
-	}
-	return 0;
-}
-
 static void work_clear(struct work *w)
 {
 	iso_fabric_intent_clear(&w->in);
@@ -508,7 +479,7 @@ static int process(struct osm_driver *d, struct work *w)
 		return RETRY;
 	}
 	iso_fabric_intent_clear(&d->last);
-	if (intent_copy(&w->in, &d->last) < 0) {
+	if (iso_fabric_intent_copy(&w->in, &d->last) < 0) {
 		d->have_last = false;
 		set_incident(d, "out of memory");
 		return DONE;
@@ -581,7 +552,7 @@ static int osm_apply(struct iso_fabric_driver *base, const struct iso_fabric_int
 		return r;
 	}
 	iso_partitions_file_clear(&check);
-	if (intent_copy(in, &w.in) < 0) {
+	if (iso_fabric_intent_copy(in, &w.in) < 0) {
 		free(w.text);
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	}

@@ -5,10 +5,17 @@
  * are skipped silently as OpenSM skips them, and a table that is full drops
  * the keys beyond its capacity (OpenSM's ERR 0512), which is reported as an
  * incident. The model has no delay: an applied intent is confirmed at once.
- * A test hook injects rogue entries to prove that the verifier sees them. */
+ * A test hook injects rogue entries to prove that the verifier sees them.
+ * A snapshot may run on another thread than apply (GET /v1/fabric/verify
+ * reads off the server thread), so the model has its own lock; for tests,
+ * ISO_TEST_SIM_FABRIC_READ_MS makes every snapshot take that long, as a real
+ * fabric's read does. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "isostack/fabric.h"
 
@@ -27,6 +34,8 @@ struct sim_driver {
 	int n_ports;
 	struct sim_port *ports; /* sorted by guid */
 	struct iso_fabric_status st;
+	pthread_mutex_t mu; /* ports and st */
+	long read_delay_ms; /* tests: how long a snapshot takes */
 };
 
 static const struct iso_fabric_driver_ops sim_ops;
@@ -74,10 +83,24 @@ static int port_add(struct sim_port *p, uint16_t base, bool full)
 	return port_push(p, (uint16_t)(base | (full ? ISO_PKEY_FULL_BIT : 0)));
 }
 
+static int sim_apply_locked(struct sim_driver *s, const struct iso_fabric_intent *in,
+                            struct iso_error *err);
+
 static int sim_apply(struct iso_fabric_driver *d, const struct iso_fabric_intent *in,
                      struct iso_error *err)
 {
 	struct sim_driver *s = (struct sim_driver *)d;
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	r = sim_apply_locked(s, in, err);
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+static int sim_apply_locked(struct sim_driver *s, const struct iso_fabric_intent *in,
+                            struct iso_error *err)
+{
 	int dropped = 0;
 	char first[160] = "";
 
@@ -120,15 +143,40 @@ static int sim_apply(struct iso_fabric_driver *d, const struct iso_fabric_intent
 
 static int sim_poll(struct iso_fabric_driver *d, struct iso_fabric_status *st)
 {
-	*st = ((struct sim_driver *)d)->st;
+	struct sim_driver *s = (struct sim_driver *)d;
+
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
+
+static int sim_snapshot_locked(struct sim_driver *s, struct iso_fabric_snapshot *out,
+                               struct iso_error *err);
 
 static int sim_snapshot(struct iso_fabric_driver *d, struct iso_fabric_snapshot *out,
                         struct iso_error *err)
 {
 	struct sim_driver *s = (struct sim_driver *)d;
 	uint64_t t0 = iso_mono_ns();
+	int r;
+
+	if (s->read_delay_ms > 0) {
+		struct timespec ts = {.tv_sec = s->read_delay_ms / 1000,
+		                      .tv_nsec = (s->read_delay_ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&s->mu);
+	r = sim_snapshot_locked(s, out, err);
+	pthread_mutex_unlock(&s->mu);
+	if (r == 0)
+		out->read_ms = (int64_t)((iso_mono_ns() - t0) / 1000000);
+	return r;
+}
+
+static int sim_snapshot_locked(struct sim_driver *s, struct iso_fabric_snapshot *out,
+                               struct iso_error *err)
+{
 	struct iso_fabric_snapshot snap = {0};
 
 	snap.ports = calloc((size_t)(s->n_ports ? s->n_ports : 1), sizeof(*snap.ports));
@@ -152,7 +200,6 @@ static int sim_snapshot(struct iso_fabric_driver *d, struct iso_fabric_snapshot 
 			memcpy(t->pkeys, p->pkeys, sizeof(*t->pkeys) * (size_t)p->n);
 		snap.n_ports++;
 	}
-	snap.read_ms = (int64_t)((iso_mono_ns() - t0) / 1000000);
 	*out = snap;
 	return 0;
 }
@@ -162,8 +209,10 @@ static void sim_free(struct iso_fabric_driver *d)
 	struct sim_driver *s = (struct sim_driver *)d;
 	for (int i = 0; s && i < s->n_ports; i++)
 		free(s->ports[i].pkeys);
-	if (s)
+	if (s) {
 		free(s->ports);
+		pthread_mutex_destroy(&s->mu);
+	}
 	free(s);
 }
 
@@ -179,10 +228,15 @@ int iso_fabric_sim_inject(struct iso_fabric_driver *d, uint64_t guid, uint16_t r
 {
 	if (!d || d->ops != &sim_ops)
 		return -EINVAL;
-	struct sim_port *p = find_port((struct sim_driver *)d, guid);
-	if (!p)
-		return -ENOENT;
-	return port_push(p, raw_pkey);
+	struct sim_driver *s = (struct sim_driver *)d;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&s->mu);
+	struct sim_port *p = find_port(s, guid);
+	if (p)
+		r = port_push(p, raw_pkey);
+	pthread_mutex_unlock(&s->mu);
+	return r;
 }
 
 static void sim_freep(struct sim_driver **s)
@@ -200,6 +254,9 @@ int iso_fabric_sim_driver_new(const struct iso_inventory *inv, struct iso_fabric
 	if (!s)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "sim fabric: out of memory");
 	s->base.ops = &sim_ops;
+	pthread_mutex_init(&s->mu, NULL);
+	const char *delay = getenv("ISO_TEST_SIM_FABRIC_READ_MS");
+	s->read_delay_ms = delay ? strtol(delay, NULL, 10) : 0;
 	for (int i = 0; i < inv->n_nodes; i++)
 		if (inv->nodes[i].has_port)
 			n += 1 + (size_t)inv->nodes[i].port.n_vfs;

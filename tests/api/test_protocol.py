@@ -348,5 +348,62 @@ class TestHeadDeadline(ApiTestCase):
             c.close()
 
 
+class TestVerifyOffThread(ApiTestCase):
+    """GET /v1/fabric/verify reads the fabric off the server thread and
+    without the controller lock: the sim driver is made to take 3 s (x the
+    sanitizer scale) per read, and other requests, a change included, are
+    answered while it reads. A second verify meanwhile is refused (503)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.delay = T(3)
+        cls.d = Daemon(CONFIG, env={"ISO_TEST_SIM_FABRIC_READ_MS": str(int(cls.delay * 1000))})
+        cls.d.start()
+        cls.admin = cls.d.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+
+    def test_other_requests_are_served_while_verify_reads(self):
+        result = {}
+
+        def verify():
+            result["r"] = self.admin.get("/v1/fabric/verify", timeout=T(60))
+
+        t = threading.Thread(target=verify)
+        t.start()
+        try:
+            # the first verify is reading once a second one is refused
+            second = None
+            deadline = time.monotonic() + self.delay / 2
+            while time.monotonic() < deadline and t.is_alive():
+                second = self.admin.get("/v1/fabric/verify")
+                if second.status == 503:
+                    break
+                time.sleep(0.05)
+            self.assertIsNotNone(second)
+            self.assertError(second, 503, "unavailable", None)
+            self.assertIn("try again", second.body["error"]["message"])
+            self.assertEqual(self.d.request("GET", "/v1/healthz").status, 200)
+            self.assertStatus(self.admin.get("/v1/tenants"), 200)
+            self.assertStatus(self.admin.post("/v1/tenants", {"name": "while-verify"}), 201)
+            self.assertTrue(t.is_alive(), "the verify ended before the other requests: "
+                            "they were not served while it read")
+        finally:
+            t.join(T(60))
+        r = result["r"]
+        self.assertStatus(r, 200)
+        self.assertTrue(r.body["ok"], repr(r))
+        self.assertGreaterEqual(r.body["elapsed_ms"], 1000)
+        # the slot is free again, and the verify was audited
+        self.assertStatus(self.admin.get("/v1/fabric/verify", timeout=T(60)), 200)
+        ev = self.admin.get("/v1/audit/events?limit=1000").body["items"]
+        self.assertEqual(sum(1 for e in ev if e["event"]["action"] == "fabric.verify"), 2)
+
+
 if __name__ == "__main__":
     harness.main()
