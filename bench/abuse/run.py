@@ -13,7 +13,7 @@ deadlines, audit aggregation, incremental queue).
                                [--phases anon,slow,pending] [--phase-s S]
                                [--baseline-s S] [--after-s S]
                                [--pending-cap 2600] [--pending-conns 4]
-                               [--pending-fill-s S]
+                               [--pending-fill-s S] [--attacker-max-pending N]
                                [--slow-conns 1000] [--slow-sources 1]
                                [--anon-procs 4] [--victim-timeout S]
 
@@ -46,7 +46,8 @@ any exit, Ctrl-C included):
                 create allocations of 8 whole GPUs in pool gpu (the first 8
                 fill rack A, the rest wait `pending`) up to --pending-cap
                 pending, or until the daemon refuses (429/422: a per-tenant
-                limit), or for at most --pending-fill-s; this window ends when
+                limit: the daemon's default, or --attacker-max-pending set by
+                the admin), or for at most --pending-fill-s; this window ends when
                 the fill does. "pending": for --phase-s, the same connections
                 churn: release the oldest pending one, create another (or try
                 to: refusals are counted). The pending phase runs last because
@@ -758,6 +759,9 @@ def main():
     ap.add_argument("--anon-procs", type=int, default=4)
     ap.add_argument("--victim-timeout", type=float, default=5.0)
     ap.add_argument("--pending-fill-s", type=float)
+    ap.add_argument("--attacker-max-pending", type=int,
+                    help="set the attacker's limits.max_pending (a daemon without limits refuses;"
+                    " that is recorded and the run goes on)")
     ap.add_argument("--self-test", action="store_true",
                     help="check the outcome accounting against fake servers (no daemon, no timing)")
     ap.add_argument("--worker", metavar="KIND", help=argparse.SUPPRESS)
@@ -793,6 +797,7 @@ def main():
                           "platform": platform.platform(), "python": platform.python_version()},
               "params": {"baseline_s": baseline_s, "phase_s": phase_s, "after_s": after_s,
                          "pending_fill_max_s": fill_s,
+                         "attacker_max_pending": a.attacker_max_pending,
                          "phases": phases, "pending_cap": a.pending_cap,
                          "pending_conns": a.pending_conns, "slow_conns": a.slow_conns,
                          "slow_sources": a.slow_sources, "anon_procs": a.anon_procs,
@@ -817,6 +822,12 @@ def main():
             if o != "ok":
                 raise SystemExit("set-up: token for %s: %s" % (t, o))
             tokens[t] = b["token"]
+        if a.attacker_max_pending is not None:
+            o, _, _, b = one_request(port, "PATCH", "/v1/tenants/attacker",
+                                     {"limits": {"max_pending": a.attacker_max_pending}}, admin)
+            report["attacker_limit_set"] = o if o == "ok" else "%s %s" % (o, json.dumps(b))
+        o, _, _, b = one_request(port, "GET", "/v1/tenants/attacker", None, admin)
+        report["attacker_tenant"] = b
         o, _, _, b = one_request(port, "POST", "/v1/allocations", PROBE_BODY, tokens["victim"],
                                  VICTIM_SRC)
         if o != "ok" or b.get("state") != "active":
