@@ -170,7 +170,8 @@ class TestOpenApiMatchesServer(ApiTestCase):
         call("POST", "/v1/tenants", {"name": "ob"}, 201)
         call("GET", "/v1/tenants")
         call("GET", "/v1/tenants/oa")
-        call("PATCH", "/v1/tenants/ob", {"description": "other", "isolation": "exclusive-gpu"})
+        call("PATCH", "/v1/tenants/ob", {"description": "other", "isolation": "exclusive-gpu",
+                                         "limits": {"max_pending": 5, "max_live": 10}})
         call("POST", "/v1/tenants/oa/projects", {"name": "train", "shares": 1}, 201)
         call("GET", "/v1/tenants/oa/projects")
         call("PUT", "/v1/orgs/oa-org/quota", {"h100-80gb": {"guaranteed": 56}})
@@ -196,6 +197,13 @@ class TestOpenApiMatchesServer(ApiTestCase):
         big = call("POST", "/v1/allocations", {"tenant": "ob", "members": 2, "gpus": {"count": 8, "whole": True},
                                                "on_preempt": "fail"}, 201)
         self.assertEqual(big["state"], "pending")
+        # ob may hold 10 live allocations: the 11th is 429 limit_exceeded
+        extra = [call("POST", "/v1/allocations", {"tenant": "ob", "cpus": 1}, 201) for _ in range(8)]
+        r = self.admin.post("/v1/allocations", {"tenant": "ob", "cpus": 1})
+        self.check(r, "POST", "/v1/allocations", 429)
+        self.assertEqual(r.body["error"]["field"], "limits.max_live")
+        for x in extra:
+            call("DELETE", "/v1/allocations/" + x["id"])
         call("GET", "/v1/queue")
         call("GET", "/v1/usage")
         call("GET", "/v1/usage", client=alice)
