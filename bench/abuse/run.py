@@ -706,11 +706,10 @@ def self_test():
 
     api = _FakeApi(429, "limit_exceeded")
     api.start()
-    t0 = time.time()
-    r = worker_pending({"port": api.port, "deadline": t0 + 20, "cap": 100, "conns": 2,
+    r = worker_pending({"port": api.port, "deadline": time.time() + 20, "cap": 100, "conns": 2,
                         "mode": "fill", "token": "x"})
-    check("fill vs 429: stops at the limit, long before its deadline",
-          r["limited"] >= 1 and r["cap_reached_s"] is not None and time.time() - t0 < 10, r)
+    check("fill vs 429: stops at the limit (a try or two per connection, not 20 s of them)",
+          1 <= r["limited"] <= 4 and r["cap_reached_s"] is not None, r)
     check("fill vs 429: the refusal counted with its code",
           r["create_outcomes"].get("http_429:limit_exceeded", 0) >= 1
           and sum(r["create_outcomes"].values()) == r["limited"], r)
