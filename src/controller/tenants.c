@@ -12,6 +12,11 @@ static int check_description(const char *description, struct iso_error *err)
 	if (description && strlen(description) >= ISO_DESC_MAX)
 		return iso_error_set(err, ISO_E_INVALID, "description",
 		                     "description: longer than %d bytes", ISO_DESC_MAX - 1);
+	/* Stored, audited and printed by isoctl: no control characters. */
+	if (description && !iso_text_valid(description))
+		return iso_error_set(err, ISO_E_INVALID, "description",
+		                     "description: control characters (newlines, escapes) are not "
+		                     "allowed");
 	return 0;
 }
 

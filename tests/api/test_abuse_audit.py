@@ -205,6 +205,19 @@ class TestAnonymousFailuresCounted(ApiTestCase):
                 self.assertLessEqual(len(text), 320, text)
         self.assertLessEqual(max(len(o) for o in anon[0]["details"]["object_ids"]), 80)
 
+    def test_descriptions_with_control_characters_are_refused(self):
+        t = create_tenant(self, self.admin)["name"]
+        for bad in ("line\nbreak", "esc \u001b[2J", "rlo \u202e", "c1 \u009b"):
+            self.assertError(self.admin.post("/v1/tenants", {"name": harness.uniq("d"),
+                                                             "description": bad}),
+                             400, "invalid_argument", "description")
+            self.assertError(self.admin.patch("/v1/tenants/" + t, {"description": bad}),
+                             400, "invalid_argument", "description")
+            self.assertError(self.admin.post("/v1/tokens", {"role": "auditor", "description": bad}),
+                             400, "invalid_argument", "description")
+        r = self.admin.post("/v1/tokens", {"role": "auditor", "description": "ops \"night\" \u00e9 \\"})
+        self.assertStatus(r, 201)
+
 
 # ---------------------------------------------------------------- the daemon's log
 
