@@ -224,7 +224,9 @@ static void error_reply(struct api_request *r)
 }
 
 /* Refused and failed changes, and every refused authentication or
- * authorisation (reads included), go to the audit log (PCI DSS 10.2). */
+ * authorisation (reads included), go to the audit log (PCI DSS 10.2): an
+ * event each when the caller holds a valid token, counted per source and
+ * interval when not (iso_controller_audit_failure, docs/audit.md). */
 static void record_failure(struct api_request *r, const struct route *route)
 {
 	bool refused = r->err.code == ISO_E_UNAUTHORIZED || r->err.code == ISO_E_FORBIDDEN;
