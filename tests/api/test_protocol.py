@@ -371,31 +371,34 @@ class TestVerifyOffThread(ApiTestCase):
     def test_other_requests_are_served_while_verify_reads(self):
         result = {}
 
-        def verify():
-            result["r"] = self.admin.get("/v1/fabric/verify", timeout=T(60))
+        def verify(name):
+            result[name] = self.admin.get("/v1/fabric/verify", timeout=T(60))
 
-        t = threading.Thread(target=verify)
-        t.start()
+        # Two verifies at once: whichever comes second is refused at once (503)
+        # while the first reads; meanwhile the server answers everything else.
+        threads = {n: threading.Thread(target=verify, args=(n,)) for n in ("a", "b")}
+        threads["a"].start()
+        time.sleep(0.1)
+        threads["b"].start()
         try:
-            # the first verify is reading once a second one is refused
-            second = None
             deadline = time.monotonic() + self.delay / 2
-            while time.monotonic() < deadline and t.is_alive():
-                second = self.admin.get("/v1/fabric/verify")
-                if second.status == 503:
-                    break
-                time.sleep(0.05)
-            self.assertIsNotNone(second)
-            self.assertError(second, 503, "unavailable", None)
-            self.assertIn("try again", second.body["error"]["message"])
+            while time.monotonic() < deadline and all(t.is_alive() for t in threads.values()):
+                time.sleep(0.02)
+            done = [n for n, t in threads.items() if not t.is_alive()]
+            self.assertEqual(len(done), 1, "neither verify was refused while the other read")
+            reading = threads["b" if done == ["a"] else "a"]
+            refused = result[done[0]]
+            self.assertError(refused, 503, "unavailable", None)
+            self.assertIn("try again", refused.body["error"]["message"])
             self.assertEqual(self.d.request("GET", "/v1/healthz").status, 200)
             self.assertStatus(self.admin.get("/v1/tenants"), 200)
             self.assertStatus(self.admin.post("/v1/tenants", {"name": "while-verify"}), 201)
-            self.assertTrue(t.is_alive(), "the verify ended before the other requests: "
+            self.assertTrue(reading.is_alive(), "the verify ended before the other requests: "
                             "they were not served while it read")
         finally:
-            t.join(T(60))
-        r = result["r"]
+            for t in threads.values():
+                t.join(T(60))
+        r = result["b" if done == ["a"] else "a"]
         self.assertStatus(r, 200)
         self.assertTrue(r.body["ok"], repr(r))
         self.assertGreaterEqual(r.body["elapsed_ms"], 1000)
