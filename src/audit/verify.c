@@ -15,6 +15,9 @@
 #include "audit/internal.h"
 
 #define CHUNK_BYTES (4u << 20)
+/* The first chunk: most exports verified are small (a tenant's, a test's),
+ * so chunks start at this and double while the stream fills them. */
+#define CHUNK_FIRST (64u << 10)
 #define MAX_LINE    ((size_t)64 << 20)
 
 struct chunk {
@@ -49,6 +52,7 @@ struct verifier {
 	struct iso_audit_verdict *v;
 	bool failed;
 	enum mode mode;
+	size_t chunk_bytes; /* the next chunk's size: CHUNK_FIRST .. CHUNK_BYTES */
 	/* full: the tree of the leaves so far and the line of each event */
 	struct iso_merkle *tree;
 	long *ev_line;
@@ -534,8 +538,8 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 	c->len = c->n = c->tail = 0;
 	c->eof = c->unterminated = c->overlong = false;
 	c->first_line = first_line;
-	if (c->cap < carry + CHUNK_BYTES / 2) {
-		size_t cap = carry + CHUNK_BYTES;
+	if (c->cap < carry + vr->chunk_bytes / 2) {
+		size_t cap = carry + vr->chunk_bytes;
 		char *b = realloc(c->buf, cap);
 		if (!b)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
@@ -557,6 +561,8 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 			c->eof = true;
 			break;
 		}
+		if (vr->chunk_bytes < CHUNK_BYTES)
+			vr->chunk_bytes *= 2; /* a long stream: read it in bigger chunks */
 		/* The carried part is an unfinished line: no newline in it. */
 		if (memchr(c->buf + carry, '\n', c->len - carry))
 			break;
@@ -580,7 +586,7 @@ static int chunk_fill(struct verifier *vr, FILE *f, struct chunk *c, const struc
 		if (!nl && (!c->eof || pos == c->len))
 			break;
 		if (c->n == c->cap_lines) {
-			size_t cap = c->cap_lines ? c->cap_lines * 2 : 8192;
+			size_t cap = c->cap_lines ? c->cap_lines * 2 : 256;
 			struct vline *nlines = realloc(c->lines, cap * sizeof(*nlines));
 			if (!nlines)
 				return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
@@ -693,7 +699,11 @@ static void finish(struct verifier *vr, long lines)
 int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDIT_PK_LEN],
                             struct iso_audit_verdict *v, struct iso_error *err)
 {
-	struct verifier vr = {.name = name ? name : "export", .pk = pk, .v = v, .last_seq = -1};
+	struct verifier vr = {.name = name ? name : "export",
+	                      .pk = pk,
+	                      .v = v,
+	                      .last_seq = -1,
+	                      .chunk_bytes = CHUNK_FIRST};
 	/* Three chunks in turn: one walked in order, one being checked by the
 	 * pool, one being read. */
 	struct chunk ch[3] = {{0}}, *prev = NULL, *cur = &ch[0], *next = NULL;
