@@ -192,15 +192,12 @@ class TestProtocolEdges(ApiTestCase):
     # ---------------------------------------------------------- one 404 for odd paths
 
     def test_trailing_slashes_and_empty_segments_404_everywhere(self):
-        from harness import _quote  # noqa: F401
-        import importlib
         server_routes = [
             ("GET", "/v1/healthz"), ("GET", "/v1/version"), ("GET", "/v1/tenants"),
             ("GET", "/v1/tenants/x"), ("GET", "/v1/tenants/x/projects"), ("GET", "/v1/orgs/x/quota"),
             ("GET", "/v1/tenants/x/projects/y/quota"), ("GET", "/v1/allocations"), ("GET", "/v1/nodes/n"),
             ("POST", "/v1/nodes/n/cordon"), ("POST", "/v1/nodes/n/gpus/0/fault"), ("GET", "/v1/fabric/verify"),
             ("GET", "/v1/audit/proof/inclusion"), ("GET", "/v1/queue"), ("DELETE", "/v1/tokens/t")]
-        del importlib
         for method, path in server_routes:
             segs = path.split("/")
             variants = [path + "/", path + "//", "/" + path, path.replace("/v1/", "/v1//", 1)]
