@@ -53,6 +53,10 @@ any exit, Ctrl-C included):
                 to: refusals are counted). The pending phase runs last because
                 its queue stays behind (its "after" row shows the daemon
                 holding that queue, quiet).
+       busy     (not in the default list: --phases busy) for comparison,
+                legitimate heavy use at the same rate: --pending-conns
+                connections create one whole GPU in pool gpu (placed at once)
+                and release it, back to back; nothing stays pending.
      The attackers count every outcome: status codes (429 and 422 included),
      connection refused or reset, timeouts.
   5. Prints a table (p50/p99 per probe and phase, ratio phase p99 / baseline
@@ -106,6 +110,7 @@ VICTIM_SRC = "127.0.0.2"
 ATTACKER_SRC = "127.0.0.1"
 PROBE_BODY = {"name": "probe", "gpus": {"count": 1, "profile": "1g.10gb"}, "pool": "mig"}
 FLOOD_BODY = {"name": "flood", "gpus": {"count": 8, "whole": True}, "pool": "gpu"}
+BUSY_BODY = {"name": "busy", "gpus": {"count": 1, "whole": True}, "pool": "gpu"}
 HEALTHZ_GAP_S = 0.010
 CREATE_GAP_S = 0.020
 
@@ -410,7 +415,45 @@ def worker_pending(p):
     return st
 
 
-WORKERS = {"anon": worker_anon, "slow": worker_slow, "pending": worker_pending}
+def worker_busy(p):
+    """Legitimate heavy use, for comparison with the pending flood: on each
+    connection, create one whole GPU in pool gpu (placed at once) and release
+    it, back to back. The same write rate with nothing left pending."""
+    lock = threading.Lock()
+    st = {"created": 0, "released": 0, "create_outcomes": {}, "release_outcomes": {}}
+
+    def loop():
+        c = KeepAlive(p["port"], ATTACKER_SRC, 30.0)
+        while time.time() < p["deadline"]:
+            outcome, _, body, code = c.request("POST", "/v1/allocations", BUSY_BODY,
+                                               token=p["token"])
+            with lock:
+                bump(st["create_outcomes"], outcome if code is None else
+                     "%s:%s" % (outcome, code))
+            if outcome == "ok" and isinstance(body, dict):
+                with lock:
+                    st["created"] += 1
+                outcome, _, _, code = c.request("DELETE", "/v1/allocations/" + body["id"],
+                                                token=p["token"])
+                with lock:
+                    bump(st["release_outcomes"], outcome if code is None else
+                         "%s:%s" % (outcome, code))
+                    if outcome == "ok":
+                        st["released"] += 1
+            elif not outcome.startswith("http_"):
+                time.sleep(0.01)
+        c.close()
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(p["conns"])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(0, p["deadline"] - time.time()) + 35)
+    return st
+
+
+WORKERS = {"anon": worker_anon, "slow": worker_slow, "pending": worker_pending,
+           "busy": worker_busy}
 
 
 def worker_main(kind):
@@ -777,7 +820,7 @@ def main():
     phases = [p for p in a.phases.split(",") if p]
     for p in phases:
         if p not in WORKERS:
-            ap.error("--phases: unknown phase %r (anon, slow, pending)" % p)
+            ap.error("--phases: unknown phase %r (anon, slow, pending, busy)" % p)
     isostackd = os.path.join(a.build, "isostackd")
     if not os.path.exists(isostackd):
         ap.error("no isostackd in %s" % a.build)
@@ -885,6 +928,9 @@ def main():
                 sources = ([ATTACKER_SRC] if a.slow_sources <= 1 else
                            ["127.0.1.%d" % (i + 1) for i in range(a.slow_sources)])
                 attack = ("slow", {"port": port, "conns": a.slow_conns, "sources": sources}, 1)
+            elif ph == "busy":
+                attack = ("busy", {"port": port, "token": tokens["attacker"],
+                                   "conns": a.pending_conns}, 1)
             else:
                 # Fill first (its own window, bounded by --pending-fill-s), then
                 # churn the full queue for --phase-s.
@@ -973,6 +1019,9 @@ def attacker_summary(rep, name):
     t = at["total"]
     if at["kind"] == "anon":
         return "%d req, %s" % (t.get("requests", 0), top(t.get("outcomes", {})))
+    if at["kind"] == "busy":
+        return "%d created and released, creates %s" % (t.get("released", 0),
+                                                         top(t.get("create_outcomes", {})))
     if at["kind"] == "slow":
         return "max open %d, opened %d, closed by server %d, connect failed %s" % (
             max([p.get("max_open", 0) for p in at["per_process"]] or [0]), t.get("opened", 0),
