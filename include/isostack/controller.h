@@ -39,6 +39,15 @@ struct iso_tenant_limits {
 #define ISO_DEFAULT_MAX_PENDING 1000
 #define ISO_DEFAULT_MAX_LIVE    2000
 
+/* How fast one tenant may ask (docs/tenancy.md, "Request rates"): token
+ * buckets per tenant, a burst of two seconds' worth. 0 takes the default. */
+struct iso_rate_limits {
+	double writes_per_s; /* changes (POST, PUT, PATCH, DELETE); default 50 */
+	double reads_per_s;  /* reads (GET); default 200 */
+};
+#define ISO_DEFAULT_WRITES_PER_S 50.0
+#define ISO_DEFAULT_READS_PER_S  200.0
+
 struct iso_controller_params {
 	const struct iso_inventory *inv; /* borrowed; outlives the controller */
 	struct iso_store *store;         /* borrowed; outlives the controller */
@@ -52,7 +61,14 @@ struct iso_controller_params {
 	const char *const *admission_policies; /* Lua files, run in order on every request */
 	int n_admission_policies;
 	struct iso_tenant_limits tenant_limits; /* defaults for tenants that set none */
+	struct iso_rate_limits tenant_rates;    /* per tenant; cluster roles are not limited */
 };
+
+/* May `p` send one more request now (a change when `write`)? ISO_E_LIMIT
+ * (429) naming limits.writes_per_s / limits.reads_per_s, with the seconds
+ * until it may in *retry_after_s, when its tenant is past its rate. */
+int iso_controller_rate_admit(struct iso_controller *c, const struct iso_principal *p, bool write,
+                              int *retry_after_s, struct iso_error *err);
 
 /* Opens the controller: checks the audit log against its last signed head
  * (refusing a broken one unless told to accept it), rebuilds the cluster

@@ -41,6 +41,7 @@ struct api_request {
 	char path_copy[512];
 	char request_id[72];
 	char allow[64]; /* methods of the path, for a 405 */
+	int retry_after_s; /* for a 429: when to try again (Retry-After) */
 	struct iso_principal who;
 
 	/* collected once (from MHD or from the raw call), read by everything after */

@@ -233,6 +233,10 @@ static void record_failure(struct api_request *r, const struct route *route)
 
 	if (strcmp(r->method, "GET") == 0 && !refused)
 		return;
+	/* A rate refusal is counted by the limiter (one log line per tenant per
+	 * 10 s): a durable event each would be the very load it refuses. */
+	if (r->retry_after_s > 0)
+		return;
 	iso_controller_audit_failure(r->ctl, &r->who, route->action, route->kind,
 	                             r->n_seg > 2 ? r->seg[2] : "",
 	                             refused ? ISO_AUDIT_DENIED : ISO_AUDIT_ERROR, r->err.message);
@@ -298,6 +302,10 @@ static bool request_head(struct api_request *r)
 		              ISO_API_MAX_BODY);
 	else if (match->auth == ROUTE_AUTH &&
 	         iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0)
+		;
+	else if (match->auth == ROUTE_AUTH &&
+	         iso_controller_rate_admit(r->ctl, &r->who, strcmp(r->method, "GET") != 0,
+	                                   &r->retry_after_s, &r->err) < 0)
 		;
 	else {
 		iso_controller_unlock(r->ctl);
@@ -429,6 +437,11 @@ static enum MHD_Result send_reply(struct api_request *r)
 	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
 	if (r->allow[0])
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (r->retry_after_s > 0) {
+		char secs[16];
+		snprintf(secs, sizeof(secs), "%d", r->retry_after_s);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
 	MHD_destroy_response(resp);
@@ -537,9 +550,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 reply:
 	r->us = (iso_mono_ns() - r->t0_ns) / 1000;
 log:;
-	/* Changes and failures are worth a line each; successful reads only on demand. */
+	/* Changes and failures are worth a line each; successful reads only on
+	 * demand. Failed authentication and rate refusals are counted and logged
+	 * as summaries (auth_failures_counted, tenant_rate_limited): a line each
+	 * would let any client fill the disk. */
 	char target[256];
+	bool counted = r->status == MHD_HTTP_UNAUTHORIZED || r->retry_after_s > 0;
 	enum iso_log_level level = r->status >= 500                                 ? ISO_LOG_ERR
+	                           : counted                                         ? ISO_LOG_DEBUG
 	                           : strcmp(method, "GET") != 0 || r->status >= 400 ? ISO_LOG_INFO
 	                                                                            : ISO_LOG_DEBUG;
 	api_request_log_target(r, target, sizeof(target));

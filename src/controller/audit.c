@@ -562,6 +562,9 @@ void ctl_audit_failures_flush(struct iso_controller *c, bool force)
 	if (r < 0)
 		iso_log(ISO_LOG_ERR, "audit_failures_lost", "buckets=%d failures=%lld error=\"%s\"",
 		        f->n, (long long)total, err.message);
+	else /* the daemon's log gets the summary, not a line per attempt */
+		iso_log(ISO_LOG_WARN, "auth_failures_counted", "buckets=%d failures=%lld", f->n,
+		        (long long)total);
 	f->n = 0;
 }
 

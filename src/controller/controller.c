@@ -287,6 +287,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	if (r == 0)
 		r = ctl_preempt_open(c, params, err);
 	if (r == 0)
+		r = ctl_rates_open(c, &params->tenant_rates, err);
+	if (r == 0)
 		r = ctl_tenancy_open(c, params, err);
 	if (r == 0)
 		r = ctl_fabric_resync(c, err);
@@ -347,6 +349,7 @@ void iso_controller_free(struct iso_controller *c)
 	ctl_tenancy_close(c);
 	ctl_queue_close(c);
 	ctl_preempt_close(c);
+	ctl_rates_close(c);
 	ctl_costs_free(c);
 	pthread_mutex_destroy(&c->lock);
 	ctl_audit_close(c);

@@ -13,6 +13,7 @@ struct ctl_costs;
 struct ctl_fabric;
 struct ctl_preempt;
 struct ctl_queue;
+struct ctl_rates;
 struct ctl_tenancy;
 struct iso_tenancy;
 struct iso_running;
@@ -39,6 +40,7 @@ struct iso_controller {
 	struct ctl_costs *costs;     /* demand.c */
 	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
 	struct ctl_preempt *preempt; /* preempt.c */
+	struct ctl_rates *rates;     /* ratelimit.c */
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
 	bool fabric_async;           /* allocations wait in provisioning for the fabric */
@@ -216,6 +218,11 @@ struct ctl_queue_view {
 };
 int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit,
                    int after, struct ctl_queue_view *out, int *n, bool *more);
+
+/* ---- ratelimit.c: per-tenant request rates ---- */
+int ctl_rates_open(struct iso_controller *c, const struct iso_rate_limits *lim,
+                   struct iso_error *err);
+void ctl_rates_close(struct iso_controller *c);
 
 /* ---- preempt.c: preemption for a blocked head, and its victims ---- */
 int ctl_preempt_open(struct iso_controller *c, const struct iso_controller_params *params,

@@ -36,6 +36,7 @@ struct options {
 	int n_admission_policies;
 	int64_t half_life_ms, preempt_grace_ms, preempt_min_run_ms;
 	unsigned tenant_max_pending, tenant_max_live; /* 0: the default */
+	unsigned tenant_writes_per_s, tenant_reads_per_s;
 	/* connection policy (docs/api.md, "Slow clients"); 0: the default */
 	unsigned max_conns, per_address_conns, conn_reserve;
 	int64_t header_timeout_ms;
@@ -52,6 +53,7 @@ static void usage(FILE *out)
 	             "                 [--max-connections-per-address N] [--connection-reserve N]\n"
 	             "                 [--header-timeout SECONDS]\n"
 	             "                 [--tenant-max-pending N] [--tenant-max-live N]\n"
+	             "                 [--tenant-writes-per-s N] [--tenant-reads-per-s N]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -75,6 +77,8 @@ static void usage(FILE *out)
 	             "  --tenant-max-pending N  pending allocations per tenant (default 1000)\n"
 	             "  --tenant-max-live N  live allocations per tenant (default 2000); a\n"
 	             "                       tenant's own limits (PATCH /v1/tenants) win\n"
+	             "  --tenant-writes-per-s N  changes per tenant a second (default 50, burst 2 s)\n"
+	             "  --tenant-reads-per-s N  reads per tenant a second (default 200, burst 2 s)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
@@ -134,6 +138,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_HEADER_TIMEOUT,
 		O_TENANT_PENDING,
 		O_TENANT_LIVE,
+		O_TENANT_WRITES,
+		O_TENANT_READS,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -155,6 +161,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
 	    {"tenant-max-pending", required_argument, NULL, O_TENANT_PENDING},
 	    {"tenant-max-live", required_argument, NULL, O_TENANT_LIVE},
+	    {"tenant-writes-per-s", required_argument, NULL, O_TENANT_WRITES},
+	    {"tenant-reads-per-s", required_argument, NULL, O_TENANT_READS},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -243,6 +251,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case O_TENANT_LIVE:
 			if (parse_count(optarg, "--tenant-max-live", 1, 1000000, &o->tenant_max_live) <
 			    0)
+				return -1;
+			break;
+		case O_TENANT_WRITES:
+			if (parse_count(optarg, "--tenant-writes-per-s", 1, 1000000,
+			                &o->tenant_writes_per_s) < 0)
+				return -1;
+			break;
+		case O_TENANT_READS:
+			if (parse_count(optarg, "--tenant-reads-per-s", 1, 1000000,
+			                &o->tenant_reads_per_s) < 0)
 				return -1;
 			break;
 		case O_NEW_TOKEN:
@@ -482,6 +500,8 @@ int main(int argc, char **argv)
 	    .preempt_min_run_ms = o.preempt_min_run_ms,
 	    .tenant_limits = {.max_pending = (int)o.tenant_max_pending,
 	                      .max_live = (int)o.tenant_max_live},
+	    .tenant_rates = {.writes_per_s = o.tenant_writes_per_s,
+	                     .reads_per_s = o.tenant_reads_per_s},
 	    .admission_policies = o.admission_policies,
 	    .n_admission_policies = o.n_admission_policies,
 	};

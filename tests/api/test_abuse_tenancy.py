@@ -163,6 +163,45 @@ class TestLimits(TenancyCase):
         self.assertError(r, 403, "forbidden")
 
 
+class TestRates(TenancyCase):
+    """How fast one tenant may ask: every change is an fsync on the one
+    controller thread, so a tenant's rate is everyone's latency."""
+
+    extra_args = ("--tenant-writes-per-s", "1", "--tenant-reads-per-s", "2")
+
+    def audit_size(self):
+        return self.admin.get("/v1/audit/head").body["size"]
+
+    def test_writes_and_reads_are_bucketed_per_tenant(self):
+        self.tenant("fast")
+        self.tenant("other")
+        f = self.d.client(self.token("fast", role="tenant-user"))
+        f2 = self.d.client(self.token("fast", role="tenant-user"))  # a second token: same bucket
+        o = self.d.client(self.token("other", role="tenant-user"))
+        body = {"members": 1, "gpus": SLICE}
+        # a burst of two seconds' worth, then 429 with Retry-After
+        self.assertStatus(f.post("/v1/allocations", body), 201)
+        self.assertStatus(f2.post("/v1/allocations", body), 201)
+        size = self.audit_size()
+        for client in (f, f2):
+            r = client.post("/v1/allocations", body)
+            self.assertError(r, 429, "limit_exceeded", "limits.writes_per_s")
+            self.assertGreaterEqual(int(r.header("Retry-After")), 1)
+        # refusals are counted, not written one by one (the head read itself is
+        # an audited read: one event)
+        self.assertEqual(self.audit_size(), size + 1)
+        # another tenant and the operators are not held back by it
+        self.assertStatus(o.post("/v1/allocations", body), 201)
+        self.assertStatus(self.admin.post("/v1/allocations", dict(body, tenant="fast")), 201)
+        # reads have their own bucket
+        for _ in range(4):
+            f.get("/v1/allocations")
+        r = f.get("/v1/allocations")
+        self.assertError(r, 429, "limit_exceeded", "limits.reads_per_s")
+        self.assertStatus(o.get("/v1/allocations"), 200)
+        self.assertIn("tenant_rate_limited", self.d.stderr_text())
+
+
 class TestNumbers(TenancyCase):
     """A tenant's views hold only numbers of its own state."""
 
