@@ -868,6 +868,13 @@ def main():
             o, _, _, b = one_request(port, "PATCH", "/v1/tenants/attacker",
                                      {"limits": {"max_pending": a.attacker_max_pending}}, admin)
             report["attacker_limit_set"] = o if o == "ok" else "%s %s" % (o, json.dumps(b))
+        # The victim probes as fast as it can (2 changes per create probe,
+        # ~70 a second): more than a tenant's default rate. It measures, so
+        # it gets a rate of its own; the attacker keeps the default.
+        o, _, _, b = one_request(port, "PATCH", "/v1/tenants/victim",
+                                 {"limits": {"writes_per_s": 100000, "reads_per_s": 100000}},
+                                 admin)
+        report["victim_rates_set"] = o if o == "ok" else "%s %s" % (o, json.dumps(b))
         o, _, _, b = one_request(port, "GET", "/v1/tenants/attacker", None, admin)
         report["attacker_tenant"] = b
         o, _, _, b = one_request(port, "POST", "/v1/allocations", PROBE_BODY, tokens["victim"],

@@ -35,6 +35,7 @@ struct iso_principal {
 struct iso_tenant_limits {
 	int max_pending; /* pending allocations; default 1000 */
 	int max_live;    /* allocations holding resources; default 2000 */
+	int writes_per_s, reads_per_s; /* in force (iso_controller_tenant_limits only) */
 };
 #define ISO_DEFAULT_MAX_PENDING 1000
 #define ISO_DEFAULT_MAX_LIVE    2000
@@ -142,8 +143,10 @@ struct iso_tenant_policy {
 	const char *isolation; /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
 	const char *tags;      /* comma-separated [a-z0-9-] labels, "" = none */
 	/* limits (docs/tenancy.md, "Limits"); each only when its has_ is set */
-	bool has_max_pending, has_max_live, has_max_user_priority;
-	int max_pending, max_live; /* 0: the daemon's default */
+	bool has_max_pending, has_max_live, has_max_user_priority, has_writes_per_s,
+	    has_reads_per_s;
+	int max_pending, max_live;   /* 0: the daemon's default */
+	int writes_per_s, reads_per_s; /* 0: the daemon's default */
 	int max_user_priority;     /* -1000..1000; its tenant-admin may set it */
 };
 /* The limits in force for tenant `t` (its own, or the daemon's defaults). */

@@ -41,6 +41,8 @@ struct iso_tenant {
 	int max_pending;         /* pending allocations at once; 0 = the daemon's default */
 	int max_live;            /* allocations holding resources at once; 0 = the default */
 	int max_user_priority;   /* highest priority its tenant-users may ask for */
+	int writes_per_s;        /* its request rates; 0 = the daemon's defaults */
+	int reads_per_s;
 };
 
 /* A bearer token is "iso_<id>_<secret>": the id finds the row, the secret is

@@ -74,6 +74,10 @@ struct iso_tenancy {
 	int64_t half_life_ms;                       /* decay of usage; > 0 */
 	int n_accounts, cap_accounts;
 	struct iso_account *acct; /* [0] is the root, named "root" */
+	/* names -> index + 1 (0: empty), open addressing, at most half full:
+	 * iso_tenancy_find is O(1), not O(accounts), on every request */
+	int *by_name;
+	int by_name_cap;
 };
 
 /* A tree with only the root (unlimited guarantees). 0 or -ENOMEM. */
@@ -90,6 +94,9 @@ void iso_tenancy_kind_label(const struct iso_tenancy *t, int kind, char *buf, si
 int iso_tenancy_add(struct iso_tenancy *t, const char *name, enum iso_acct_level level, int parent,
                     double shares, struct iso_error *err);
 int iso_tenancy_find(const struct iso_tenancy *t, const char *name);
+/* Renames an account (the controller's tombstones for deleted ones). The name
+ * is not checked: a name no object can have is the point. 0 or -ENOMEM. */
+int iso_tenancy_rename(struct iso_tenancy *t, int acct, const char *name);
 /* Sets one kind's quota; checks it nests: a child's guarantee never exceeds its
  * parent's and the children's guarantees never add up to more than the
  * parent's (ISO_E_INVALID "quota.<account>.<kind>"). */

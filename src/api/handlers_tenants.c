@@ -5,7 +5,8 @@ static const char *const tenant_create_keys[] = {
     "name", "description", "org", "shares", "isolation", "tags", "limits", NULL};
 static const char *const tenant_update_keys[] = {"description", "org",  "shares", "isolation",
                                                  "tags",        "limits", NULL};
-static const char *const limit_keys[] = {"max_pending", "max_live", "max_user_priority", NULL};
+static const char *const limit_keys[] = {"max_pending",  "max_live",    "max_user_priority",
+                                         "writes_per_s", "reads_per_s", NULL};
 
 /* "limits": {"max_pending", "max_live", "max_user_priority"}, each optional. */
 static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
@@ -30,6 +31,18 @@ static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_er
 			return -1;
 		pol->has_max_live = true;
 		pol->max_live = (int)v;
+	}
+	if (json_object_get(l, "writes_per_s")) {
+		if (api_get_int(l, "writes_per_s", "limits", true, 0, 1000000, &v, err) < 0)
+			return -1;
+		pol->has_writes_per_s = true;
+		pol->writes_per_s = (int)v;
+	}
+	if (json_object_get(l, "reads_per_s")) {
+		if (api_get_int(l, "reads_per_s", "limits", true, 0, 1000000, &v, err) < 0)
+			return -1;
+		pol->has_reads_per_s = true;
+		pol->reads_per_s = (int)v;
 	}
 	if (json_object_get(l, "max_user_priority")) {
 		if (api_get_int(l, "max_user_priority", "limits", true, -1000, 1000, &v, err) < 0)

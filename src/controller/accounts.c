@@ -134,6 +134,18 @@ int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_po
 			                     "limits.max_live: must be 0 (the default) .. 1000000");
 		t->max_live = pol->max_live;
 	}
+	if (pol->has_writes_per_s) {
+		if (pol->writes_per_s < 0 || pol->writes_per_s > 1000000)
+			return iso_error_set(err, ISO_E_INVALID, "limits.writes_per_s",
+			                     "limits.writes_per_s: must be 0 (the default) .. 1000000");
+		t->writes_per_s = pol->writes_per_s;
+	}
+	if (pol->has_reads_per_s) {
+		if (pol->reads_per_s < 0 || pol->reads_per_s > 1000000)
+			return iso_error_set(err, ISO_E_INVALID, "limits.reads_per_s",
+			                     "limits.reads_per_s: must be 0 (the default) .. 1000000");
+		t->reads_per_s = pol->reads_per_s;
+	}
 	if (pol->has_max_user_priority) {
 		if (pol->max_user_priority < -1000 || pol->max_user_priority > 1000)
 			return iso_error_set(err, ISO_E_INVALID, "limits.max_user_priority",
@@ -148,6 +160,7 @@ void iso_controller_tenant_limits(const struct iso_controller *c, const struct i
 {
 	out->max_pending = t->max_pending > 0 ? t->max_pending : c->limits.max_pending;
 	out->max_live = t->max_live > 0 ? t->max_live : c->limits.max_live;
+	ctl_rates_of(c, t, &out->writes_per_s, &out->reads_per_s);
 }
 
 /* ---- organisations ---- */

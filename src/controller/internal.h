@@ -223,6 +223,11 @@ int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int 
 int ctl_rates_open(struct iso_controller *c, const struct iso_rate_limits *lim,
                    struct iso_error *err);
 void ctl_rates_close(struct iso_controller *c);
+/* A tenant's rates in force: its own, or the daemon's defaults. */
+void ctl_rates_of(const struct iso_controller *c, const struct iso_tenant *t, int *writes,
+                  int *reads);
+/* After a tenant's limits changed: its bucket reads them again. */
+void ctl_rates_forget(struct iso_controller *c, int64_t tenant_id);
 
 /* ---- preempt.c: preemption for a blocked head, and its victims ---- */
 int ctl_preempt_open(struct iso_controller *c, const struct iso_controller_params *params,

@@ -19,6 +19,7 @@
 
 struct bucket {
 	int64_t tenant_id; /* 0: an empty slot */
+	double write_rate, read_rate; /* the tenant's, read once (ctl_rates_forget) */
 	double writes, reads; /* tokens left */
 	int64_t at_ns;        /* when they were counted */
 	int64_t refused;      /* since the last log line */
@@ -97,12 +98,26 @@ static int grow(struct ctl_rates *r)
 	return 0;
 }
 
+void ctl_rates_of(const struct iso_controller *c, const struct iso_tenant *t, int *writes,
+                  int *reads)
+{
+	*writes = t->writes_per_s > 0 ? t->writes_per_s : (int)c->rates->lim.writes_per_s;
+	*reads = t->reads_per_s > 0 ? t->reads_per_s : (int)c->rates->lim.reads_per_s;
+}
+
+void ctl_rates_forget(struct iso_controller *c, int64_t tenant_id)
+{
+	struct bucket *b = find(c->rates, tenant_id);
+
+	if (b->tenant_id)
+		b->write_rate = b->read_rate = 0; /* read again at the next request */
+}
+
 int iso_controller_rate_admit(struct iso_controller *c, const struct iso_principal *p, bool write,
                               int *retry_after_s, struct iso_error *err)
 {
 	struct ctl_rates *r = c->rates;
 	int64_t now = iso_mono_ns();
-	double rate = write ? r->lim.writes_per_s : r->lim.reads_per_s;
 	struct bucket *b;
 
 	*retry_after_s = 0;
@@ -113,16 +128,28 @@ int iso_controller_rate_admit(struct iso_controller *c, const struct iso_princip
 	b = find(r, p->tenant_id);
 	if (!b->tenant_id) {
 		b->tenant_id = p->tenant_id;
-		b->writes = 2.0 * r->lim.writes_per_s; /* a full burst to start */
-		b->reads = 2.0 * r->lim.reads_per_s;
 		b->at_ns = now;
+		b->writes = b->reads = -1; /* a full burst to start, below */
 		r->n++;
+	}
+	if (b->write_rate <= 0) {
+		/* Once per tenant (and after its limits change): one indexed read. */
+		struct iso_tenant t = {0};
+		int w, rd;
+		if (c->store->ops->tenant_get_by_id(c->store, p->tenant_id, &t, NULL) < 0)
+			memset(&t, 0, sizeof(t));
+		ctl_rates_of(c, &t, &w, &rd);
+		b->write_rate = w;
+		b->read_rate = rd;
 	}
 	/* Refill: the burst is two seconds' worth. */
 	double dt = (double)(now - b->at_ns) / 1e9;
-	b->writes = fmin(2.0 * r->lim.writes_per_s, b->writes + dt * r->lim.writes_per_s);
-	b->reads = fmin(2.0 * r->lim.reads_per_s, b->reads + dt * r->lim.reads_per_s);
+	b->writes = b->writes < 0 ? 2.0 * b->write_rate
+	                          : fmin(2.0 * b->write_rate, b->writes + dt * b->write_rate);
+	b->reads = b->reads < 0 ? 2.0 * b->read_rate
+	                        : fmin(2.0 * b->read_rate, b->reads + dt * b->read_rate);
 	b->at_ns = now;
+	double rate = write ? b->write_rate : b->read_rate;
 	double *tokens = write ? &b->writes : &b->reads;
 	if (*tokens >= 1.0) {
 		*tokens -= 1.0;

@@ -505,10 +505,13 @@ void ctl_tenancy_tenant_deleted(struct iso_controller *c, const struct iso_tenan
 	/* "#<id>" is no valid name: a new tenant of the same name gets an
 	 * account of its own, with no guarantees and no history. The old one
 	 * stays in the tree so that its organisation's usage still counts. */
-	snprintf(tree->acct[x].name, sizeof(tree->acct[x].name), "#%lld", (long long)t->id);
-	for (int ch = tree->acct[x].first_child; ch >= 0; ch = tree->acct[ch].next_sibling)
-		snprintf(tree->acct[ch].name, sizeof(tree->acct[ch].name), "#%lld/%d",
-		         (long long)t->id, i++);
+	char name[ISO_NAME_MAX];
+	snprintf(name, sizeof(name), "#%lld", (long long)t->id);
+	iso_tenancy_rename(tree, x, name);
+	for (int ch = tree->acct[x].first_child; ch >= 0; ch = tree->acct[ch].next_sibling) {
+		snprintf(name, sizeof(name), "#%lld/%d", (long long)t->id, i++);
+		iso_tenancy_rename(tree, ch, name);
+	}
 	for (int k = 0; k < ISO_RES_MAX; k++) {
 		tree->acct[x].q[k] = (struct iso_quota){0, ISO_QUOTA_NONE, ISO_QUOTA_NONE};
 		for (int ch = tree->acct[x].first_child; ch >= 0; ch = tree->acct[ch].next_sibling)
@@ -592,7 +595,9 @@ void ctl_tenancy_forget_account(struct iso_controller *c, const char *account)
 		t->acct[acct].q[k] = (struct iso_quota){0, ISO_QUOTA_NONE, ISO_QUOTA_NONE};
 	/* "#<index>" is no valid name: an account created later under the
 	 * same name starts fresh; this one keeps counting in its parent. */
-	snprintf(t->acct[acct].name, sizeof(t->acct[acct].name), "#%d", acct);
+	char name[ISO_NAME_MAX];
+	snprintf(name, sizeof(name), "#%d", acct);
+	iso_tenancy_rename(t, acct, name);
 }
 
 /* Takes x out of its parent's children; returns the sibling before it (-1

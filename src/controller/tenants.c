@@ -148,7 +148,8 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	 * its users' priority. Everything else is the cluster admin's. */
 	bool only_ceiling = pol && pol->has_max_user_priority && !description && !pol->org &&
 	                    pol->shares == 0 && !pol->isolation && !pol->tags &&
-	                    !pol->has_max_pending && !pol->has_max_live;
+	                    !pol->has_max_pending && !pol->has_max_live && !pol->has_writes_per_s &&
+	                    !pol->has_reads_per_s;
 	if (!(only_ceiling && p->role == ISO_ROLE_TENANT_ADMIN && p->tenant_id == t.id))
 		r = ctl_require_admin(p, err);
 	if (r < 0)
@@ -181,6 +182,7 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
+	ctl_rates_forget(c, t.id);
 	if (ctl_tenancy_put_account(c, t.name, ISO_ACCT_TENANT, t.org, t.shares, err) < 0 ||
 	    ctl_tenancy_move_tenant(c, t.name, t.org, false, err) < 0)
 		iso_log(ISO_LOG_ERR, "tenancy_update_failed", "tenant=%s error=\"%s\"", t.name,

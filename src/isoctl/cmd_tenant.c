@@ -5,19 +5,53 @@
 #include "isoctl/isoctl.h"
 
 /* indexes of the flags' values */
-enum { OPT_DESCRIPTION, OPT_ORG, OPT_SHARES, OPT_ISOLATION, OPT_TAGS, NUM_FLAGS };
+enum {
+	OPT_DESCRIPTION,
+	OPT_ORG,
+	OPT_SHARES,
+	OPT_ISOLATION,
+	OPT_TAGS,
+	OPT_MAX_PENDING, /* the limits: keep these last, in limit_keys order */
+	OPT_MAX_LIVE,
+	OPT_MAX_USER_PRIORITY,
+	OPT_WRITES_PER_S,
+	OPT_READS_PER_S,
+	NUM_FLAGS
+};
+
+/* The "limits" keys of the flags OPT_MAX_PENDING.., with their ranges. */
+static const struct {
+	const char *key, *flag;
+	long long min, max;
+} limit_flags[] = {
+    {"max_pending", "--max-pending", 0, 1000000},
+    {"max_live", "--max-live", 0, 1000000},
+    {"max_user_priority", "--max-user-priority", -1000, 1000},
+    {"writes_per_s", "--writes-per-s", 0, 1000000},
+    {"reads_per_s", "--reads-per-s", 0, 1000000},
+};
 
 #define POLICY_FLAGS                                                                               \
 	ISOCTL_FLAG("org", required_argument, OPT_ORG),                                            \
 	    ISOCTL_FLAG("shares", required_argument, OPT_SHARES),                                  \
 	    ISOCTL_FLAG("isolation", required_argument, OPT_ISOLATION),                            \
-	    ISOCTL_FLAG("tags", required_argument, OPT_TAGS)
+	    ISOCTL_FLAG("tags", required_argument, OPT_TAGS),                                      \
+	    ISOCTL_FLAG("max-pending", required_argument, OPT_MAX_PENDING),                        \
+	    ISOCTL_FLAG("max-live", required_argument, OPT_MAX_LIVE),                              \
+	    ISOCTL_FLAG("max-user-priority", required_argument, OPT_MAX_USER_PRIORITY),            \
+	    ISOCTL_FLAG("writes-per-s", required_argument, OPT_WRITES_PER_S),                      \
+	    ISOCTL_FLAG("reads-per-s", required_argument, OPT_READS_PER_S)
 
 #define POLICY_HELP                                                                                \
 	"  --org O        its organisation (\"\" for none; move only while it holds nothing)\n"    \
 	"  --shares S     fair-share weight among its siblings (default 1)\n"                      \
 	"  --isolation C  shared, exclusive-gpu, exclusive-node or exclusive-rack\n"               \
-	"  --tags T       comma-separated labels of [a-z0-9-] for admission policies\n"
+	"  --tags T       comma-separated labels of [a-z0-9-] for admission policies\n"    \
+	"  --max-pending N, --max-live N  allocations pending / holding resources at\n"     \
+	"                 once (0: the daemon's default; docs/tenancy.md \"Limits\")\n"     \
+	"  --max-user-priority N  the highest priority its tenant-users may ask for\n"     \
+	"                 (-1000..1000; its tenant-admin may set this one alone)\n"      \
+	"  --writes-per-s N, --reads-per-s N  its request rates (0: the defaults)\n"
 
 /* The tenancy policy flags into the body. Returns 0 or an exit code. */
 static int policy_body(struct isoctl *ctx, const char *const *flag, json_t *body)
@@ -38,6 +72,21 @@ static int policy_body(struct isoctl *ctx, const char *const *flag, json_t *body
 		r = isoctl_set_string(ctx, body, "isolation", "--isolation", flag[OPT_ISOLATION]);
 	if (!r && flag[OPT_TAGS])
 		r = isoctl_set_string(ctx, body, "tags", "--tags", flag[OPT_TAGS]);
+	for (size_t i = 0; !r && i < ISO_ARRAY_SIZE(limit_flags); i++) {
+		const char *v = flag[OPT_MAX_PENDING + i];
+		json_t *limits;
+		long long n;
+		if (!v)
+			continue;
+		r = isoctl_parse_int(ctx, limit_flags[i].flag, v, limit_flags[i].min,
+		                     limit_flags[i].max, &n);
+		if (r)
+			return r;
+		limits = json_object_get(body, "limits");
+		if (!limits && json_object_set_new(body, "limits", limits = json_object()) < 0)
+			return isoctl_oom();
+		r = isoctl_set_int(limits, limit_flags[i].key, n) < 0 ? isoctl_oom() : 0;
+	}
 	return r;
 }
 
@@ -76,7 +125,7 @@ static int tenant_create(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
 	    "Usage: isoctl tenant create NAME [--description D] [--org O]\n"
-	    "           [--shares S] [--isolation C] [--tags T]\n"
+	    "           [--shares S] [--isolation C] [--tags T] [LIMIT FLAGS]\n"
 	    "\n"
 	    "Creates a tenant (POST /v1/tenants; cluster-admin). NAME is\n"
 	    "[a-z0-9][a-z0-9._-]{0,62}. A duplicate name exits 5.\n" POLICY_HELP;
@@ -140,7 +189,7 @@ static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
 	    "Usage: isoctl tenant update NAME [--description D] [--org O]\n"
-	    "           [--shares S] [--isolation C] [--tags T]\n"
+	    "           [--shares S] [--isolation C] [--tags T] [LIMIT FLAGS]\n"
 	    "\n"
 	    "Changes a tenant (PATCH /v1/tenants/NAME; cluster-admin).\n" POLICY_HELP;
 	static const struct option options[] = {
@@ -154,10 +203,13 @@ static int tenant_update(struct isoctl *ctx, int argc, char **argv)
 
 	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 1, 1, name_arg) < 0)
 		return p.exit_code;
-	if (!flag[OPT_DESCRIPTION] && !flag[OPT_ORG] && !flag[OPT_SHARES] && !flag[OPT_ISOLATION] &&
-	    !flag[OPT_TAGS])
+	bool any = false;
+	for (int i = 0; i < NUM_FLAGS; i++)
+		any |= flag[i] != NULL;
+	if (!any)
 		return isoctl_usage_error(ctx,
-		                          "nothing to change: give --description or a policy flag");
+		                          "nothing to change: give --description, a policy flag or a "
+		                          "limit flag");
 	path = isoctl_path("/v1/tenants/", p.args[0], "");
 	body = json_object();
 	if (!path || !body)

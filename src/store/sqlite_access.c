@@ -68,6 +68,8 @@ static int read_tenant(sqlite3_stmt *st, struct iso_tenant *t, struct iso_error 
 	t->max_pending = (int)iso_sqlite_rd_i64(&row);
 	t->max_live = (int)iso_sqlite_rd_i64(&row);
 	t->max_user_priority = (int)iso_sqlite_rd_i64(&row);
+	t->writes_per_s = (int)iso_sqlite_rd_i64(&row);
+	t->reads_per_s = (int)iso_sqlite_rd_i64(&row);
 	snprintf(id, sizeof(id), "%" PRId64, t->id);
 	return iso_sqlite_row_check(&row, "tenants", id, err);
 }
@@ -82,7 +84,9 @@ static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tena
 	       BIND_FIELD(st, first + 3, t->tags) ||
 	       sqlite3_bind_int(st, first + 4, t->max_pending) ||
 	       sqlite3_bind_int(st, first + 5, t->max_live) ||
-	       sqlite3_bind_int(st, first + 6, t->max_user_priority);
+	       sqlite3_bind_int(st, first + 6, t->max_user_priority) ||
+	       sqlite3_bind_int(st, first + 7, t->writes_per_s) ||
+	       sqlite3_bind_int(st, first + 8, t->reads_per_s);
 }
 
 /* Steps a single-row lookup; `what` names the object for not-found. */

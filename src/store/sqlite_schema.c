@@ -173,11 +173,13 @@ static const char *const migrations[] = {
     "  xid INTEGER NOT NULL,"
     "  at_ms INTEGER NOT NULL,"
     "  PRIMARY KEY (node, gpu)) WITHOUT ROWID;",
-    /* 2: per-tenant limits (0 = the daemon's default) and the ceiling on
-     * the priority its tenant-users may ask for. */
+    /* 2: per-tenant limits and request rates (0 = the daemon's default)
+     * and the ceiling on the priority its tenant-users may ask for. */
     "ALTER TABLE tenants ADD COLUMN max_pending INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE tenants ADD COLUMN max_live INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE tenants ADD COLUMN max_user_priority INTEGER NOT NULL DEFAULT 0;",
+    "ALTER TABLE tenants ADD COLUMN max_user_priority INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tenants ADD COLUMN writes_per_s INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tenants ADD COLUMN reads_per_s INTEGER NOT NULL DEFAULT 0;",
 };
 
 int iso_sqlite_schema_version_known(void)

@@ -31,6 +31,8 @@ static void quota_unset(struct iso_account *a)
 		    .guaranteed = 0, .borrow_limit = ISO_QUOTA_NONE, .lend_limit = ISO_QUOTA_NONE};
 }
 
+static int index_rebuild(struct iso_tenancy *t, int n);
+
 int iso_tenancy_init(struct iso_tenancy *t, int64_t half_life_ms)
 {
 	memset(t, 0, sizeof(*t));
@@ -51,11 +53,12 @@ int iso_tenancy_init(struct iso_tenancy *t, int64_t half_life_ms)
 	quota_unset(&t->acct[0]);
 	for (int k = 0; k < ISO_RES_MAX; k++)
 		t->acct[0].q[k].guaranteed = ISO_QUOTA_NONE;
-	return 0;
+	return index_rebuild(t, 1);
 }
 
 void iso_tenancy_free(struct iso_tenancy *t)
 {
+	free(t->by_name);
 	free(t->acct);
 	memset(t, 0, sizeof(*t));
 }
@@ -101,12 +104,69 @@ static void kind_field(const struct iso_tenancy *t, int kind, char *buf, size_t 
 		snprintf(buf, size, "kind%d", kind);
 }
 
+/* FNV-1a: names are short and chosen by admins, not adversarial keys. */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+static void index_put(int *slots, int cap, const struct iso_tenancy *t, int acct)
+{
+	for (uint32_t i = name_hash(t->acct[acct].name) & (uint32_t)(cap - 1);;
+	     i = (i + 1) & (uint32_t)(cap - 1))
+		if (slots[i] == 0) {
+			slots[i] = acct + 1;
+			return;
+		}
+}
+
+/* Rebuilds the name index at a size for n accounts; on failure the index is
+ * dropped and lookups scan (slower, still right). */
+static int index_rebuild(struct iso_tenancy *t, int n)
+{
+	int cap = 64;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	int *slots = calloc((size_t)cap, sizeof(*slots));
+	free(t->by_name);
+	t->by_name = slots;
+	t->by_name_cap = slots ? cap : 0;
+	if (!slots)
+		return -ENOMEM;
+	for (int i = 0; i < t->n_accounts; i++)
+		index_put(slots, cap, t, i);
+	return 0;
+}
+
 int iso_tenancy_find(const struct iso_tenancy *t, const char *name)
 {
-	for (int i = 0; i < t->n_accounts; i++)
-		if (strcmp(t->acct[i].name, name) == 0)
-			return i;
-	return -1;
+	if (!t->by_name) {
+		for (int i = 0; i < t->n_accounts; i++)
+			if (strcmp(t->acct[i].name, name) == 0)
+				return i;
+		return -1;
+	}
+	for (uint32_t i = name_hash(name) & (uint32_t)(t->by_name_cap - 1);;
+	     i = (i + 1) & (uint32_t)(t->by_name_cap - 1)) {
+		int a = t->by_name[i] - 1;
+		if (a < 0)
+			return -1;
+		if (strcmp(t->acct[a].name, name) == 0)
+			return a;
+	}
+}
+
+int iso_tenancy_rename(struct iso_tenancy *t, int acct, const char *name)
+{
+	if (acct < 0 || acct >= t->n_accounts)
+		return -EINVAL;
+	iso_strlcpy(t->acct[acct].name, name, sizeof(t->acct[acct].name));
+	return index_rebuild(t, t->n_accounts); /* open addressing: no cheap delete */
 }
 
 /* Account names: object names, and the controller's own forms ("-" for
@@ -160,6 +220,10 @@ int iso_tenancy_add(struct iso_tenancy *t, const char *name, enum iso_acct_level
 	a->first_child = a->next_sibling = -1;
 	a->shares = shares;
 	quota_unset(a);
+	if (2 * t->n_accounts > t->by_name_cap)
+		index_rebuild(t, t->n_accounts);
+	else
+		index_put(t->by_name, t->by_name_cap, t, i);
 	/* Append, so that children keep insertion order. */
 	if (t->acct[parent].first_child < 0) {
 		t->acct[parent].first_child = i;

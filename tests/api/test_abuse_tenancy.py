@@ -12,11 +12,13 @@ of two nodes; kind "h100-80gb" counts compute slices.
 Run: python3 tests/api/test_abuse_tenancy.py PATH/TO/isostackd PATH/TO/isoctl
 """
 
+import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import test_tenancy  # noqa: E402
 from test_tenancy import FULL_GPU, KIND, SLICE, TenancyCase, quota  # noqa: E402
 
 
@@ -200,6 +202,27 @@ class TestRates(TenancyCase):
         self.assertError(r, 429, "limit_exceeded", "limits.reads_per_s")
         self.assertStatus(o.get("/v1/allocations"), 200)
         self.assertIn("tenant_rate_limited", self.d.stderr_text())
+
+
+class TestLimitFlags(TenancyCase):
+    cli = test_tenancy.TestCli.cli
+
+    def test_isoctl_sets_limits(self):
+        if not harness.Binaries.isoctl:
+            self.skipTest("no isoctl")
+        out = self.cli("-o", "json", "tenant", "create", "lim", "--max-pending", "5",
+                       "--writes-per-s", "10").stdout
+        self.assertEqual(json.loads(out)["limits"]["max_pending"], 5)
+        self.assertEqual(json.loads(out)["limits"]["writes_per_s"], 10)
+        # the tenant-admin sets its users' ceiling, and nothing else
+        ta = self.token("lim")
+        out = self.cli("-o", "json", "tenant", "update", "lim", "--max-user-priority", "3",
+                       token=ta).stdout
+        self.assertEqual(json.loads(out)["limits"]["max_user_priority"], 3)
+        self.cli("tenant", "update", "lim", "--max-live", "9", token=ta, status=4)
+        for bad in (("--max-live", "x"), ("--max-user-priority", "5000"), ("--reads-per-s", "-1")):
+            p = self.cli("tenant", "update", "lim", *bad, status=2)
+            self.assertIn(bad[0], p.stderr)
 
 
 class TestNumbers(TenancyCase):
