@@ -38,6 +38,8 @@ struct iso_tenant_limits {
 	int writes_per_s, reads_per_s; /* in force (iso_controller_tenant_limits only) */
 };
 #define ISO_DEFAULT_MAX_PENDING 1000
+#define ISO_MAX_PROJECTS        256  /* projects of one tenant */
+#define ISO_MAX_TENANT_TOKENS   1000 /* live tokens of one tenant */
 #define ISO_DEFAULT_MAX_LIVE    2000
 
 /* How fast one tenant may ask (docs/tenancy.md, "Request rates"): token

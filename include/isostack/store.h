@@ -155,6 +155,9 @@ struct iso_store_ops {
 	int (*project_list)(struct iso_store *s, struct iso_project **out, int *n,
 	                    struct iso_error *err);
 	int (*quota_put)(struct iso_store *s, const struct iso_quota_row *q, struct iso_error *err);
+	/* Tokens of a tenant neither revoked nor expired at now_ms. */
+	int (*token_count_live)(struct iso_store *s, int64_t tenant_id, int64_t now_ms, int *n,
+	                        struct iso_error *err);
 	/* Deletes the quotas and usage log of a tenant and its projects. */
 	int (*account_forget)(struct iso_store *s, const char *tenant, struct iso_error *err);
 	int (*quota_delete)(struct iso_store *s, const char *account, const char *kind,

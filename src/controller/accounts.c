@@ -50,23 +50,6 @@ static int org_find(struct iso_controller *c, const char *name, struct iso_org *
 	return -ENOENT;
 }
 
-static int project_find(struct iso_controller *c, int64_t tenant_id, const char *name,
-                        struct iso_project *out, struct iso_error *err)
-{
-	_cleanup_free_ struct iso_project *all = NULL;
-	int n = 0, r = c->store->ops->project_list(c->store, &all, &n, err);
-
-	if (r < 0)
-		return r;
-	for (int i = 0; i < n; i++)
-		if (all[i].tenant_id == tenant_id && strcmp(all[i].name, name) == 0) {
-			if (out)
-				*out = all[i];
-			return 0;
-		}
-	return -ENOENT;
-}
-
 /* Audit details hold integers only (an unambiguous encoding): shares,
  * a real, go as text. */
 static json_t *shares_json(double shares)
@@ -77,14 +60,26 @@ static json_t *shares_json(double shares)
 	return json_pack("{s:s}", "shares", buf);
 }
 
+/* The tree mirrors the store's organisations and projects (deleted ones
+ * lose their names): an O(1) lookup instead of listing them all. */
 bool ctl_org_exists(struct iso_controller *c, const char *name)
 {
-	return org_find(c, name, NULL, NULL) == 0;
+	const struct iso_tenancy *t = ctl_tenancy_tree(c);
+	int x = iso_tenancy_find(t, name);
+
+	return x > 0 && t->acct[x].level == ISO_ACCT_ORG && x != ctl_tenancy_default_org(c);
 }
 
 bool ctl_project_exists(struct iso_controller *c, int64_t tenant_id, const char *name)
 {
-	return project_find(c, tenant_id, name, NULL, NULL) == 0;
+	const struct iso_tenancy *t = ctl_tenancy_tree(c);
+	char tenant[ISO_NAME_MAX], account[ISO_NAME_MAX * 2 + 2];
+	int x;
+
+	iso_controller_tenant_name(c, tenant_id, tenant, sizeof(tenant));
+	snprintf(account, sizeof(account), "%s/%s", tenant, name);
+	x = iso_tenancy_find(t, account);
+	return x > 0 && t->acct[x].level == ISO_ACCT_PROJECT;
 }
 
 int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_policy *pol,
@@ -342,6 +337,18 @@ int iso_controller_project_create(struct iso_controller *c, const struct iso_pri
 	if (ctl_project_exists(c, t.id, name))
 		return iso_error_set(err, ISO_E_CONFLICT, "name", "project \"%s\" already exists",
 		                     name);
+	/* Each project is an account every scheduling pass walks past: a
+	 * tenant-admin may not grow the tree without bound. */
+	const struct iso_tenancy *tree = ctl_tenancy_tree(c);
+	int x = iso_tenancy_find(tree, t.name), n_projects = 0;
+	for (int ch = x > 0 ? tree->acct[x].first_child : -1; ch >= 0;
+	     ch = tree->acct[ch].next_sibling)
+		n_projects += tree->acct[ch].name[0] != '#';
+	if (n_projects >= ISO_MAX_PROJECTS)
+		return iso_error_set(err, ISO_E_LIMIT, "limits.max_projects",
+		                     "tenant %s has %d projects, the most a tenant may have; delete "
+		                     "one first",
+		                     t.name, n_projects);
 	pr.tenant_id = t.id;
 	iso_strlcpy(pr.name, name, sizeof(pr.name));
 	pr.shares = shares;

@@ -239,6 +239,19 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 	    iso_strlcpy(t.description, req->description, sizeof(t.description)) < 0)
 		return iso_error_set(err, ISO_E_INVALID, "description",
 		                     "description: longer than %d bytes", ISO_DESC_MAX - 1);
+	/* Every live token is a credential to watch and a row to keep: a
+	 * tenant-admin may not mint them without bound. */
+	if (t.tenant_id > 0) {
+		int live = 0;
+		r = ops->token_count_live(c->store, t.tenant_id, iso_now_ms(), &live, err);
+		if (r < 0)
+			return r;
+		if (live >= ISO_MAX_TENANT_TOKENS)
+			return iso_error_set(err, ISO_E_LIMIT, "limits.max_tokens",
+			                     "tenant %s has %d live tokens, the most a tenant may have; "
+			                     "revoke some first",
+			                     tn.name, live);
+	}
 	r = ctl_token_new(&t, secret, secret_size, err);
 	if (r < 0)
 		return r;

@@ -61,6 +61,8 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = coalesce(revoked_ms, ?2) WHERE id = ?1",
     [ST_TOKEN_REVOKE_TENANT] = "UPDATE tokens SET revoked_ms = ?2"
                                " WHERE tenant_id = ?1 AND revoked_ms IS NULL",
+    [ST_TOKEN_COUNT_LIVE] = "SELECT count(*) FROM tokens WHERE tenant_id = ?1"
+                            " AND revoked_ms IS NULL AND (expires_ms IS NULL OR expires_ms > ?2)",
     [ST_NODE_SET] = "INSERT INTO node_state(name, sched) VALUES (?1, ?2)"
                     " ON CONFLICT(name) DO UPDATE SET sched = excluded.sched",
     [ST_NODE_LIST] = "SELECT name, sched FROM node_state ORDER BY name",
@@ -395,6 +397,7 @@ static const struct iso_store_ops sqlite_ops = {
     .quota_put = iso_sqlite_quota_put,
     .quota_delete = iso_sqlite_quota_delete,
     .account_forget = iso_sqlite_account_forget,
+    .token_count_live = iso_sqlite_token_count_live,
     .quota_list = iso_sqlite_quota_list,
     .usage_append = iso_sqlite_usage_append,
     .usage_list = iso_sqlite_usage_list,

@@ -347,6 +347,19 @@ int iso_sqlite_token_revoke_tenant(struct iso_store *is, int64_t tenant_id, int6
 	return iso_sqlite_exec_stmt(s->db, st, "token revoke tenant", err);
 }
 
+int iso_sqlite_token_count_live(struct iso_store *is, int64_t tenant_id, int64_t now_ms, int *n,
+                                struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_TOKEN_COUNT_LIVE];
+
+	if (iso_sqlite_bind_i64(st, 1, tenant_id) || iso_sqlite_bind_i64(st, 2, now_ms) ||
+	    sqlite3_step(st) != SQLITE_ROW)
+		return iso_sqlite_fail(s->db, "token count", err);
+	*n = sqlite3_column_int(st, 0);
+	return 0;
+}
+
 /* ---- node runtime state ---- */
 
 int iso_sqlite_node_state_set(struct iso_store *is, const struct iso_node_state *ns,

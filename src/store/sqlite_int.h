@@ -36,6 +36,7 @@ enum sqlite_stmt_id {
 	ST_TOKEN_LIST_TENANT,
 	ST_TOKEN_REVOKE,
 	ST_TOKEN_REVOKE_TENANT,
+	ST_TOKEN_COUNT_LIVE,
 	ST_NODE_SET,
 	ST_NODE_LIST,
 	ST_FKEY_PUT,
@@ -211,6 +212,8 @@ int iso_sqlite_project_delete(struct iso_store *s, int64_t tenant_id, const char
 int iso_sqlite_project_list(struct iso_store *s, struct iso_project **out, int *n,
                             struct iso_error *err);
 int iso_sqlite_quota_put(struct iso_store *s, const struct iso_quota_row *q, struct iso_error *err);
+int iso_sqlite_token_count_live(struct iso_store *s, int64_t tenant_id, int64_t now_ms, int *n,
+                                struct iso_error *err);
 int iso_sqlite_account_forget(struct iso_store *s, const char *tenant, struct iso_error *err);
 int iso_sqlite_quota_delete(struct iso_store *s, const char *account, const char *kind,
                             struct iso_error *err);

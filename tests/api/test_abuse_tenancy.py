@@ -129,6 +129,28 @@ class TestLimits(TenancyCase):
                 self.assertStatus(r, 400)
                 self.assertTrue(r.body["error"]["field"].startswith("limits"), r.body)
 
+    def test_projects_and_tokens_are_bounded(self):
+        self.tenant("grower")
+        for i in range(256):
+            self.assertStatus(self.admin.post("/v1/tenants/grower/projects", {"name": "p%d" % i}),
+                              201)
+        r = self.admin.post("/v1/tenants/grower/projects", {"name": "one-more"})
+        self.assertError(r, 429, "limit_exceeded", "limits.max_projects")
+        # a deleted one makes room
+        self.assertStatus(self.admin.delete("/v1/tenants/grower/projects/p0"), 204)
+        self.assertStatus(self.admin.post("/v1/tenants/grower/projects", {"name": "one-more"}), 201)
+        for i in range(999):
+            r = self.admin.post("/v1/tokens", {"role": "tenant-user", "tenant": "grower"})
+            self.assertStatus(r, 201)
+        last = self.admin.post("/v1/tokens", {"role": "tenant-user", "tenant": "grower"})
+        self.assertStatus(last, 201)
+        r = self.admin.post("/v1/tokens", {"role": "tenant-user", "tenant": "grower"})
+        self.assertError(r, 429, "limit_exceeded", "limits.max_tokens")
+        # a revoked one makes room
+        self.assertStatus(self.admin.delete("/v1/tokens/" + last.body["id"]), 204)
+        self.assertStatus(self.admin.post("/v1/tokens", {"role": "tenant-user", "tenant": "grower"}),
+                          201)
+
     def test_default_limit_from_the_daemon(self):
         self.d.stop()
         self.d.cleanup()
