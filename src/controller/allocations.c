@@ -671,7 +671,7 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 /* One pass over the head of the queue: the queue decides what to try
  * (ctl_queue_plan, bounded), this file places it, preemption acts for a head
  * that still cannot start. A pass cut short by its depth goes on at the
- * next tick (ctl_alloc_tick). */
+ * daemon tick, at most once a second (iso_controller_tick). */
 void ctl_place_pending(struct iso_controller *c)
 {
 	struct ctl_queue_plan plan;
@@ -681,13 +681,22 @@ void ctl_place_pending(struct iso_controller *c)
 		return;
 	}
 	c->queue_more = plan.more;
+	c->queue_pass_ms = iso_now_ms();
 	for (int i = 0; i < plan.n; i++) {
 		_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 		bool blocked_head = false;
 
-		if (c->store->ops->alloc_get(c->store, plan.item[i].id, &a, NULL) < 0 ||
-		    a.state != ISO_ALLOC_PENDING)
+		if (c->store->ops->alloc_get(c->store, plan.item[i].id, &a, NULL) < 0) {
+			iso_log(ISO_LOG_ERR, "queue_item_unreadable", "id=%s", plan.item[i].id);
 			continue;
+		}
+		if (a.state != ISO_ALLOC_PENDING) {
+			/* The queue must only hold pending work: heal, and say so. */
+			iso_log(ISO_LOG_ERR, "queue_item_not_pending", "id=%s state=%s", a.id,
+			        iso_alloc_state_name(a.state));
+			ctl_queue_remove(c, &a);
+			continue;
+		}
 		if (!plan.item[i].start) {
 			/* A head the plan cannot start now may still reclaim what
 			 * its tenant lent (the planner counts borrowed work as

@@ -318,7 +318,9 @@ void iso_controller_tick(struct iso_controller *c)
 	ctl_audit_failures_flush(c, false);
 	ctl_fabric_tick(c);
 	ctl_preempt_tick(c);
-	if (c->queue_more) /* the last pass stopped at its depth: go on */
+	/* The last pass stopped at its depth: try again, at most once a second
+	 * (a full cluster with a long queue must not cost a pass every tick). */
+	if (c->queue_more && iso_now_ms() - c->queue_pass_ms >= 1000)
 		ctl_place_pending(c);
 }
 

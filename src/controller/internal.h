@@ -43,6 +43,7 @@ struct iso_controller {
 	struct ctl_rates *rates;     /* ratelimit.c */
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
+	int64_t queue_pass_ms;           /* when the last pass ran */
 	bool fabric_async;           /* allocations wait in provisioning for the fabric */
 	pthread_mutex_t lock;        /* the API thread and the daemon's ticks take turns */
 };

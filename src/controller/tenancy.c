@@ -253,13 +253,15 @@ static int load(struct iso_controller *c, struct iso_error *err)
 		struct iso_allocation *a = &live[i];
 		struct iso_resvec v;
 		int acct = ctl_tenancy_account_of(c, a);
-		if (acct < 0)
-			continue;
+		/* Pending work of an account no longer in the tree still waits
+		 * (last, under the implicit organisation), as it did before. */
 		if (a->state == ISO_ALLOC_PENDING) {
 			if (ctl_queue_add(c, a) < 0)
 				r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 			continue;
 		}
+		if (acct < 0)
+			continue;
 		if (!holds(a->state))
 			continue;
 		ctl_demand(c, a, &v);
