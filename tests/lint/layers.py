@@ -29,7 +29,7 @@ import tempfile
 LAYERS = [
     ["util"],
     ["model"],
-    ["mig", "inventory", "audit", "fabric", "store"],
+    ["mig", "inventory", "audit", "fabric", "store", "gpu"],
     ["sched"],
     ["tenancy"],
     ["sim"],
@@ -44,6 +44,7 @@ SIDEWAYS = {
     ("inventory", "mig"),  # GPU models in cluster.yaml are looked up in the MIG tables
     ("fabric", "inventory"),  # partitions are built from the inventory's ports
     ("store", "audit"),  # the store persists audit events and heads
+    ("gpu", "mig"),  # GPU drivers create MIG instances by the MIG tables
 }
 
 RANK = {m: i for i, row in enumerate(LAYERS) for m in row}
