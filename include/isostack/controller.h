@@ -26,6 +26,7 @@ struct iso_principal {
 	enum iso_role role;
 	int64_t tenant_id; /* 0 for cluster-wide roles */
 	char tenant[ISO_NAME_MAX];
+	char node[ISO_NAME_MAX]; /* node-agent: the node it acts for, else "" */
 	char user[ISO_NAME_MAX];
 	char owner[ISO_NAME_MAX + 8]; /* what allocations it creates record as owner */
 };
@@ -174,6 +175,7 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 struct iso_token_request {
 	enum iso_role role;
 	const char *tenant;      /* NULL: none / the caller's own */
+	const char *node;        /* node-agent only: the inventory node it acts for */
 	const char *user;        /* NULL: "" */
 	const char *description; /* NULL: "" */
 	int64_t expires_in_s;    /* 0: never */
@@ -192,6 +194,14 @@ int iso_controller_token_revoke(struct iso_controller *c, const struct iso_princ
 /* Name of a tenant by id, for rendering tokens; "" when none. */
 void iso_controller_tenant_name(struct iso_controller *c, int64_t tenant_id, char *buf,
                                 size_t size);
+
+/* ---- authorisation ---- */
+/* The door every authenticated route passes before its handler: ISO_E_FORBIDDEN
+ * when the role x action table (src/controller/authz.c) gives `p` no right to
+ * `action` (a role or an action missing from the table included). Rights that
+ * depend on the target are then checked by the use case. */
+int iso_controller_authorize(const struct iso_principal *p, const char *action,
+                             struct iso_error *err);
 
 /* ---- nodes, GPUs, capacity ---- */
 /* Infrastructure views (nodes, GPUs) are for cluster-wide roles only. */

@@ -19,6 +19,7 @@ enum iso_role {
 	ISO_ROLE_AUDITOR,
 	ISO_ROLE_TENANT_ADMIN,
 	ISO_ROLE_TENANT_USER,
+	ISO_ROLE_NODE_AGENT, /* one node's agent (its token names the node); never a tenant */
 };
 const char *iso_role_name(enum iso_role role); /* "cluster-admin", ... */
 int iso_role_parse(const char *s, enum iso_role *out);
@@ -56,6 +57,7 @@ struct iso_token {
 	char id[ISO_TOKEN_ID_LEN + 1];
 	int64_t tenant_id; /* 0 for cluster-wide roles */
 	enum iso_role role;
+	char node[ISO_NAME_MAX]; /* node-agent: the node it acts for; "" for other roles */
 	char user[ISO_NAME_MAX]; /* who holds it: free-form label, may be "" */
 	char description[ISO_DESC_MAX];
 	uint8_t hash[ISO_TOKEN_HASH_LEN];

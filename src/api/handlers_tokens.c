@@ -4,7 +4,7 @@
 
 #include "api/internal.h"
 
-static const char *const token_issue_keys[] = {"role",        "tenant",       "user",
+static const char *const token_issue_keys[] = {"role",        "tenant",       "node", "user",
                                                "description", "expires_in_s", NULL};
 static const char *const list_keys[] = {"limit", "after", "tenant", NULL};
 
@@ -20,6 +20,7 @@ int api_token_issue(struct api_request *r)
 	    api_check_keys(body, NULL, token_issue_keys, &r->err) < 0 ||
 	    api_get_string(body, "role", NULL, true, &role, &r->err) < 0 ||
 	    api_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
+	    api_get_string(body, "node", NULL, false, &req.node, &r->err) < 0 ||
 	    api_get_string(body, "user", NULL, false, &req.user, &r->err) < 0 ||
 	    api_get_string(body, "description", NULL, false, &req.description, &r->err) < 0 ||
 	    api_get_int(body, "expires_in_s", NULL, false, 0, INT64_MAX / 1000, &req.expires_in_s,
@@ -27,8 +28,8 @@ int api_token_issue(struct api_request *r)
 		return -1;
 	if (iso_role_parse(role, &req.role) < 0)
 		return iso_error_set(&r->err, ISO_E_INVALID, "role",
-		                     "role: must be cluster-admin, auditor, tenant-admin or "
-		                     "tenant-user");
+		                     "role: must be cluster-admin, auditor, tenant-admin, "
+		                     "tenant-user or node-agent");
 	if (iso_controller_token_issue(r->ctl, &r->who, &req, &t, secret, sizeof(secret), &r->err) <
 	    0)
 		return -1;

@@ -59,10 +59,15 @@ json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t)
 	char tenant[ISO_NAME_MAX];
 
 	iso_controller_tenant_name(ctl, t->tenant_id, tenant, sizeof(tenant));
-	return json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o}", "id", t->id, "role",
-	                 iso_role_name(t->role), "tenant", str_or_null(tenant), "user", t->user,
-	                 "description", t->description, "created", api_time(t->created_ms),
-	                 "expires", api_time(t->expires_ms), "revoked", api_time(t->revoked_ms));
+	json_t *o =
+	    json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o}", "id", t->id, "role",
+	              iso_role_name(t->role), "tenant", str_or_null(tenant), "user", t->user,
+	              "description", t->description, "created", api_time(t->created_ms), "expires",
+	              api_time(t->expires_ms), "revoked", api_time(t->revoked_ms));
+	/* Only a node-agent token acts for a node. */
+	if (o && t->node[0])
+		json_object_set_new(o, "node", json_string(t->node));
+	return o;
 }
 
 static const char *member_node(const struct iso_allocation *a, int member)

@@ -106,7 +106,7 @@ static const struct route routes[] = {
     {"GET", "v1/fabric/verify", api_fabric_verify, ROUTE_AUTH, "fabric.verify", "fabric"},
     {"GET", "v1/audit/events", api_audit_events, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/head", api_audit_head, ROUTE_AUTH, "audit.read", "audit"},
-    {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.read", "audit"},
+    {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.pubkey", "audit"},
     {"GET", "v1/audit/proof/inclusion", api_audit_inclusion, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/proof/consistency", api_audit_consistency, ROUTE_AUTH, "audit.read", "audit"},
 };
@@ -306,6 +306,11 @@ static bool request_head(struct api_request *r)
 	else if (match->auth == ROUTE_AUTH &&
 	         iso_controller_rate_admit(r->ctl, &r->who, strcmp(r->method, "GET") != 0,
 	                                   &r->retry_after_s, &r->err) < 0)
+		;
+	/* Deny by default: the route's action must be in the role x action
+	 * table for the caller's role (src/controller/authz.c). */
+	else if (match->auth == ROUTE_AUTH &&
+	         iso_controller_authorize(&r->who, match->action, &r->err) < 0)
 		;
 	else {
 		iso_controller_unlock(r->ctl);

@@ -166,7 +166,7 @@ int iso_controller_org_create(struct iso_controller *c, const struct iso_princip
 {
 	struct iso_tenant t;
 	struct iso_org o = {0};
-	int r = ctl_require_admin(p, err);
+	int r = ctl_authorize(p, "org.create", NULL, err);
 
 	if (r < 0)
 		return r;
@@ -218,9 +218,10 @@ int iso_controller_org_create(struct iso_controller *c, const struct iso_princip
 int iso_controller_org_list(struct iso_controller *c, const struct iso_principal *p,
                             struct iso_org **out, int *n, struct iso_error *err)
 {
-	if (!ctl_is_cluster_role(p))
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "organisations are visible to cluster roles only");
+	int r = ctl_authorize(p, "org.list", NULL, err);
+
+	if (r < 0)
+		return r;
 	return c->store->ops->org_list(c->store, out, n, err);
 }
 
@@ -242,7 +243,7 @@ int iso_controller_org_delete(struct iso_controller *c, const struct iso_princip
                               const char *name, struct iso_error *err)
 {
 	struct iso_tenant *tenants = NULL;
-	int n = 0, members = 0, r = ctl_require_admin(p, err);
+	int n = 0, members = 0, r = ctl_authorize(p, "org.delete", NULL, err);
 
 	if (r < 0)
 		return r;
@@ -281,10 +282,10 @@ int iso_controller_org_delete(struct iso_controller *c, const struct iso_princip
 
 /* ---- projects ---- */
 
-/* The tenant of a project route: visible to the caller, and for changes
- * the caller must be its tenant-admin or the cluster-admin. */
+/* The tenant of a project route: visible to the caller (else 404), then
+ * `action` must be the caller's (else 403). */
 static int project_tenant(struct iso_controller *c, const struct iso_principal *p,
-                          const char *tenant, bool write, struct iso_tenant *out,
+                          const char *tenant, const char *action, struct iso_tenant *out,
                           struct iso_error *err)
 {
 	int r = ctl_resolve_tenant(c, p, tenant, "tenant", out, err);
@@ -294,9 +295,9 @@ static int project_tenant(struct iso_controller *c, const struct iso_principal *
 			err->field[0] = '\0'; /* from the path */
 		return r;
 	}
-	if (write && p->role != ISO_ROLE_CLUSTER_ADMIN && p->role != ISO_ROLE_TENANT_ADMIN)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do this",
-		                     iso_role_name(p->role));
+	r = ctl_authorize(p, action, NULL, err);
+	if (r < 0)
+		return r;
 	return 0;
 }
 
@@ -322,7 +323,7 @@ int iso_controller_project_create(struct iso_controller *c, const struct iso_pri
 	struct iso_project pr = {0};
 	struct iso_tenant t;
 	char account[ISO_NAME_MAX];
-	int r = project_tenant(c, p, tenant, true, &t, err);
+	int r = project_tenant(c, p, tenant, "project.create", &t, err);
 
 	if (r < 0)
 		return r;
@@ -379,7 +380,7 @@ int iso_controller_project_list(struct iso_controller *c, const struct iso_princ
 {
 	_cleanup_free_ struct iso_project *all = NULL;
 	struct iso_tenant t;
-	int count = 0, r = project_tenant(c, p, tenant, false, &t, err);
+	int count = 0, r = project_tenant(c, p, tenant, "project.list", &t, err);
 
 	if (r < 0)
 		return r;
@@ -401,7 +402,7 @@ int iso_controller_project_delete(struct iso_controller *c, const struct iso_pri
 	struct iso_allocation *live = NULL;
 	struct iso_tenant t;
 	char account[ISO_NAME_MAX];
-	int n = 0, using = 0, r = project_tenant(c, p, tenant, true, &t, err);
+	int n = 0, using = 0, r = project_tenant(c, p, tenant, "project.delete", &t, err);
 
 	if (r < 0)
 		return r;
@@ -474,7 +475,7 @@ static int account_resolve(struct iso_controller *c, const struct iso_principal 
 	} else if (iso_name_valid(account) &&
 	           ctl_resolve_tenant(c, p, account, NULL, &out->tenant, NULL) == 0) {
 		out->level = ISO_ACCT_TENANT;
-	} else if (ctl_is_cluster_role(p) && iso_name_valid(account) &&
+	} else if (ctl_scope_of(p, "org.list") == CTL_SCOPE_ALL && iso_name_valid(account) &&
 	           ctl_org_exists(c, account)) {
 		out->level = ISO_ACCT_ORG;
 	} else {
@@ -542,8 +543,10 @@ int iso_controller_quota_set(struct iso_controller *c, const struct iso_principa
 
 	if (r < 0)
 		return r;
-	if (p->role == ISO_ROLE_TENANT_ADMIN ? ref.level != ISO_ACCT_PROJECT
-	                                     : p->role != ISO_ROLE_CLUSTER_ADMIN)
+	/* A tenant-admin shares its tenant's quota out among its projects; the
+	 * tenants' and organisations' quotas are the cluster-admin's. */
+	if (ctl_authorize(p, ref.level == ISO_ACCT_PROJECT ? "quota.set.project" : "quota.set",
+	                  NULL, NULL) < 0)
 		return iso_error_set(
 		    err, ISO_E_FORBIDDEN, NULL, "role %s may not set the quotas of %s %s",
 		    iso_role_name(p->role), iso_acct_level_name(ref.level), ref.name);
@@ -619,6 +622,12 @@ int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p
 	bool more = false;
 	char next[24];
 
+	enum ctl_scope scope;
+
+	int ar = ctl_authorize(p, "queue.read", &scope, err);
+
+	if (ar < 0)
+		return ar;
 	if (!v || ctl_queue_view(c, p, limit, after, v, &n, &more) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	items = json_array();
@@ -628,7 +637,7 @@ int iso_controller_queue(struct iso_controller *c, const struct iso_principal *p
 			continue;
 		/* Positions and reasons count only what the viewer may see. */
 		char reason[ISO_DESC_MAX];
-		if (ctl_is_cluster_role(p))
+		if (scope == CTL_SCOPE_ALL)
 			snprintf(reason, sizeof(reason), "position %d of %d in fair-share order",
 			         v[i].position, ctl_queue_size(c));
 		else
@@ -710,10 +719,15 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 	const struct iso_tenancy *t;
 	_cleanup_free_ int *rank = NULL;
 	_cleanup_free_ double *lf = NULL;
-	bool cluster = ctl_is_cluster_role(p);
+	enum ctl_scope scope;
 	int start = 1, own = -1, n = 0, last = -1;
 	json_t *items;
 
+	int ar = ctl_authorize(p, "usage.read", &scope, err);
+
+	if (ar < 0)
+		return ar;
+	bool cluster = scope == CTL_SCOPE_ALL;
 	ctl_tenancy_accrue(c);
 	t = ctl_tenancy_tree(c);
 	if (after) {

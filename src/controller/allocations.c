@@ -47,21 +47,39 @@ static int provision(struct iso_controller *c, struct iso_allocation *a, struct 
 	return r;
 }
 
-static bool alloc_visible(const struct iso_principal *p, const struct iso_allocation *a)
+/* Is `a` within `scope` of principal `p`? */
+static bool alloc_in_scope(enum ctl_scope scope, const struct iso_principal *p,
+                           const struct iso_allocation *a)
 {
-	if (ctl_is_cluster_role(p))
+	switch (scope) {
+	case CTL_SCOPE_ALL:
 		return true;
-	if (a->tenant_id != p->tenant_id)
+	case CTL_SCOPE_TENANT:
+		return p->tenant_id > 0 && a->tenant_id == p->tenant_id;
+	case CTL_SCOPE_OWN:
+		return p->tenant_id > 0 && a->tenant_id == p->tenant_id &&
+		       strcmp(a->owner, p->owner) == 0;
+	default:
 		return false;
-	return p->role == ISO_ROLE_TENANT_ADMIN || strcmp(a->owner, p->owner) == 0;
+	}
 }
 
-static int require_writer(const struct iso_principal *p, struct iso_error *err)
+static bool alloc_visible(const struct iso_principal *p, const struct iso_allocation *a)
 {
-	if (p->role == ISO_ROLE_AUDITOR)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "role auditor may read allocations, not change them");
-	return 0;
+	return alloc_in_scope(ctl_scope_of(p, "allocation.read"), p, a);
+}
+
+/* May `p` do `action` (to `a`, when not NULL)? */
+static int require_writer(const struct iso_principal *p, const char *action,
+                          const struct iso_allocation *a, struct iso_error *err)
+{
+	enum ctl_scope scope;
+	int r = ctl_authorize(p, action, &scope, err);
+
+	if (r == 0 && a && !alloc_in_scope(scope, p, a))
+		r = iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do %s to %s",
+		                  iso_role_name(p->role), action, a->id);
+	return r;
 }
 
 /* [member, node, gpu, profile or "whole", start, width] for members >= from. */
@@ -250,7 +268,8 @@ static int fill_policy(struct iso_controller *c, const struct iso_principal *p,
 	/* Priority orders a tenant's own work and lets it preempt its own
 	 * lower-priority work: above the ceiling its admin set, a tenant-user
 	 * could evict its colleagues. */
-	if (p->role == ISO_ROLE_TENANT_USER && req->priority > tn->max_user_priority)
+	if (ctl_scope_of(p, "allocation.create") == CTL_SCOPE_OWN &&
+	    req->priority > tn->max_user_priority)
 		return iso_error_set(err, ISO_E_FORBIDDEN, "priority",
 		                     "priority: tenant-users of %s may ask for at most %d (the "
 		                     "tenant's max_user_priority, set by its tenant-admin)",
@@ -344,7 +363,7 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	char hex[17];
 	int r;
 
-	r = require_writer(p, err);
+	r = require_writer(p, "allocation.create", NULL, err);
 	if (r < 0)
 		return r;
 	r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
@@ -481,18 +500,21 @@ int iso_controller_alloc_list(struct iso_controller *c, const struct iso_princip
                               struct iso_error *err)
 {
 	struct iso_alloc_filter f = {.state = q->state, .after = q->after, .limit = q->limit};
+	enum ctl_scope scope;
 	struct iso_tenant tn;
-	int r;
+	int r = ctl_authorize(p, "allocation.list", &scope, err);
 
+	if (r < 0)
+		return r;
 	if (q->tenant) {
 		r = ctl_resolve_tenant(c, p, q->tenant, "tenant", &tn, err);
 		if (r < 0)
 			return r;
 		f.tenant_id = tn.id;
-	} else if (!ctl_is_cluster_role(p)) {
+	} else if (scope != CTL_SCOPE_ALL) {
 		f.tenant_id = p->tenant_id;
 	}
-	if (p->role == ISO_ROLE_TENANT_USER)
+	if (scope == CTL_SCOPE_OWN)
 		f.owner = p->owner;
 	if (q->after) {
 		/* A cursor the caller could not see is as unknown as a made-up one. */
@@ -539,7 +561,7 @@ int iso_controller_alloc_resize(struct iso_controller *c, const struct iso_princ
 	r = get_visible(c, p, id, &a, err);
 	if (r < 0)
 		return r;
-	r = require_writer(p, err);
+	r = require_writer(p, "allocation.resize", &a, err);
 	if (r < 0)
 		return r;
 	if (members < 1 || members > ISO_MAX_MEMBERS)
@@ -622,7 +644,7 @@ int iso_controller_alloc_release(struct iso_controller *c, const struct iso_prin
 	r = get_visible(c, p, id, &a, err);
 	if (r < 0)
 		return r;
-	r = require_writer(p, err);
+	r = require_writer(p, "allocation.release", &a, err);
 	if (r < 0)
 		return r;
 	if (!iso_alloc_state_terminal(a.state)) {

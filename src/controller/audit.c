@@ -413,18 +413,20 @@ void ctl_audit_close(struct iso_controller *c)
 
 static int require_reader(const struct iso_principal *p, struct iso_error *err)
 {
-	if (p->role == ISO_ROLE_TENANT_USER)
-		return iso_error_set(
-		    err, ISO_E_FORBIDDEN, NULL,
-		    "the audit log is for cluster-admins, auditors and tenant-admins");
-	return 0;
+	return ctl_authorize(p, "audit.read", NULL, err);
+}
+
+/* Does `p` read the whole log (else only its tenant's events)? */
+static bool reads_all(const struct iso_principal *p)
+{
+	return ctl_scope_of(p, "audit.read") == CTL_SCOPE_ALL;
 }
 
 /* A reader who can see unauthenticated failures (they belong to no tenant)
  * sees them counted up to now: their interval ends early. */
 static void flush_for_reader(struct iso_controller *c, const struct iso_principal *p)
 {
-	if (ctl_is_cluster_role(p))
+	if (reads_all(p))
 		ctl_audit_failures_flush(c, true);
 }
 
@@ -644,7 +646,7 @@ int iso_controller_audit_events(struct iso_controller *c, const struct iso_princ
 	if (r < 0)
 		return r;
 	flush_for_reader(c, p);
-	if (tenant || !ctl_is_cluster_role(p)) {
+	if (tenant || !reads_all(p)) {
 		r = ctl_resolve_tenant(c, p, tenant, "tenant", &tn, err);
 		if (r < 0)
 			return r;
@@ -694,9 +696,8 @@ int iso_controller_audit_inclusion(struct iso_controller *c, const struct iso_pr
 		return iso_error_set(err, ISO_E_INVALID, "seq",
 		                     "seq must be below size, and size at most %llu",
 		                     (unsigned long long)iso_merkle_size(c->tree));
-	r = c->store->ops->audit_scan(c->store, (int64_t)seq - 1,
-	                              ctl_is_cluster_role(p) ? 0 : p->tenant_id, 1, take_one, &o,
-	                              err);
+	r = c->store->ops->audit_scan(c->store, (int64_t)seq - 1, reads_all(p) ? 0 : p->tenant_id,
+	                              1, take_one, &o, err);
 	if (r < 0)
 		return r;
 	/* Another tenant's event is as absent as a missing one. */

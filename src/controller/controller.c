@@ -1,7 +1,7 @@
 /* controller.c: the controller's lifetime: opening over a store and an
  * inventory, rebuilding what live allocations hold after a restart (or a
- * kill -9), the shared transaction wrapper and the authorisation rules that
- * every use case applies. */
+ * kill -9), the shared transaction wrapper and tenant resolution as the
+ * caller may see it (the rights themselves: authz.c). */
 #include <errno.h>
 #include <string.h>
 
@@ -54,25 +54,16 @@ int ctl_tx_end(struct iso_controller *c, int r, struct iso_error *err)
 	return r;
 }
 
-bool ctl_is_cluster_role(const struct iso_principal *p)
-{
-	return !iso_role_is_tenant_scoped(p->role);
-}
-
-int ctl_require_admin(const struct iso_principal *p, struct iso_error *err)
-{
-	if (p->role != ISO_ROLE_CLUSTER_ADMIN)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do this",
-		                     iso_role_name(p->role));
-	return 0;
-}
-
 int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, const char *name,
                        const char *field, struct iso_tenant *out, struct iso_error *err)
 {
+	bool all = ctl_sees_all_tenants(p);
+
 	if (!name) {
-		if (ctl_is_cluster_role(p))
+		if (all)
 			return iso_error_set(err, ISO_E_INVALID, field, "%s: required", field);
+		if (!p->tenant[0]) /* a principal of no tenant that may not read them all */
+			return iso_error_set(err, ISO_E_NOT_FOUND, field, "no such tenant");
 		name = p->tenant;
 	}
 	if (!iso_name_valid(name))
@@ -80,7 +71,7 @@ int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, 
 		                     "%s: invalid name (want [a-z0-9][a-z0-9._-]{0,62})", field);
 	/* Same answer for another tenant and for no tenant, and the name is not
 	 * echoed: nothing to learn, and nothing of another tenant in any body. */
-	if (!ctl_is_cluster_role(p) && strcmp(name, p->tenant) != 0)
+	if (!all && strcmp(name, p->tenant) != 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, field, "no such tenant");
 	int r = c->store->ops->tenant_get_by_name(c->store, name, out, err);
 	if (r == -ENOENT)
@@ -90,11 +81,7 @@ int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, 
 
 int iso_controller_check_infra_read(const struct iso_principal *p, struct iso_error *err)
 {
-	if (!ctl_is_cluster_role(p))
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "nodes and GPUs are visible to cluster roles only; "
-		                     "see /v1/capacity for aggregate capacity");
-	return 0;
+	return ctl_authorize(p, "node.read", NULL, err);
 }
 
 /* An allocation found mid-transition after a restart is carried to where the

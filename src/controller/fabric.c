@@ -576,18 +576,16 @@ int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err)
 
 /* ---- use cases: status, intent, live verification (cluster-admin, auditor) ---- */
 
-static int require_fabric_reader(const struct iso_principal *p, struct iso_error *err)
+static int require_fabric_reader(const struct iso_principal *p, const char *action,
+                                 struct iso_error *err)
 {
-	if (p->role != ISO_ROLE_CLUSTER_ADMIN && p->role != ISO_ROLE_AUDITOR)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "the fabric is visible to cluster-admin and auditor only");
-	return 0;
+	return ctl_authorize(p, action, NULL, err);
 }
 
 int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err)
 {
-	int r = require_fabric_reader(p, err);
+	int r = require_fabric_reader(p, "fabric.read", err);
 
 	if (r == 0)
 		*out = ctl_fabric_status_json(c);
@@ -599,7 +597,7 @@ int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_prin
 {
 	static const struct iso_fabric_intent none = {0};
 	const struct iso_fabric_intent *in = ctl_fabric_intent(c);
-	int r = require_fabric_reader(p, err);
+	int r = require_fabric_reader(p, "fabric.read", err);
 
 	if (r < 0)
 		return r;
@@ -633,7 +631,7 @@ int iso_controller_fabric_verify_begin(struct iso_controller *c, const struct is
                                        struct iso_fabric_verify_job **out, struct iso_error *err)
 {
 	struct iso_fabric_verify_job *j;
-	int r = require_fabric_reader(p, err);
+	int r = require_fabric_reader(p, "fabric.verify", err);
 
 	*out = NULL;
 	if (r < 0)

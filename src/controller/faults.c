@@ -34,9 +34,9 @@ bool iso_xid_takes_gpu(int xid)
 }
 
 /* The node and the GPU's position in it, checked as the caller may see
- * them: infrastructure is for cluster roles, changes for cluster-admin. */
-static int resolve_gpu(struct iso_controller *c, const struct iso_principal *p, const char *node,
-                       int gpu, int *ni, int *pos, struct iso_error *err)
+ * them: infrastructure is for cluster roles, then `action` must be allowed. */
+static int resolve_gpu(struct iso_controller *c, const struct iso_principal *p, const char *action,
+                       const char *node, int gpu, int *ni, int *pos, struct iso_error *err)
 {
 	int r = iso_controller_check_infra_read(p, err);
 
@@ -52,7 +52,7 @@ static int resolve_gpu(struct iso_controller *c, const struct iso_principal *p, 
 	if (*pos < 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "node %s has no GPU %d", node,
 		                     gpu);
-	return ctl_require_admin(p, err);
+	return ctl_authorize(p, action, NULL, err);
 }
 
 /* Does `a` hold anything on node `node` (gpu < 0) or on GPU `gpu` of it? */
@@ -135,7 +135,7 @@ int iso_controller_gpu_fault(struct iso_controller *c, const struct iso_principa
 	char id[ISO_NAME_MAX + 16];
 	int ni, pos, r;
 
-	r = resolve_gpu(c, p, node, gpu, &ni, &pos, err);
+	r = resolve_gpu(c, p, "gpu.fault", node, gpu, &ni, &pos, err);
 	if (r < 0)
 		return r;
 	if (xid < 0 || xid > ISO_XID_MAX)
@@ -189,7 +189,7 @@ int iso_controller_gpu_restore(struct iso_controller *c, const struct iso_princi
 	char id[ISO_NAME_MAX + 16];
 	int ni, pos, n = 0, r;
 
-	r = resolve_gpu(c, p, node, gpu, &ni, &pos, err);
+	r = resolve_gpu(c, p, "gpu.restore", node, gpu, &ni, &pos, err);
 	if (r < 0)
 		return r;
 	r = c->store->ops->gpu_fault_list(c->store, &faults, &n, err);
@@ -260,8 +260,8 @@ static int node_state_write(struct iso_controller *c, const struct iso_principal
 	return 0;
 }
 
-static int resolve_node(struct iso_controller *c, const struct iso_principal *p, const char *node,
-                        int *ni, struct iso_error *err)
+static int resolve_node(struct iso_controller *c, const struct iso_principal *p, const char *action,
+                        const char *node, int *ni, struct iso_error *err)
 {
 	int r = iso_controller_check_infra_read(p, err);
 
@@ -270,7 +270,7 @@ static int resolve_node(struct iso_controller *c, const struct iso_principal *p,
 	*ni = iso_cluster_state_node_index(&c->cs, node);
 	if (*ni < 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "node \"%s\" not found", node);
-	return ctl_require_admin(p, err);
+	return ctl_authorize(p, action, NULL, err);
 }
 
 int iso_controller_node_down(struct iso_controller *c, const struct iso_principal *p,
@@ -279,7 +279,7 @@ int iso_controller_node_down(struct iso_controller *c, const struct iso_principa
 	char reason[ISO_NAME_MAX + 16];
 	int ni, r;
 
-	r = resolve_node(c, p, node, &ni, err);
+	r = resolve_node(c, p, "node.down", node, &ni, err);
 	if (r < 0)
 		return r;
 	/* Down first, durably and in memory, so nothing is placed there while
@@ -306,7 +306,7 @@ int iso_controller_node_up(struct iso_controller *c, const struct iso_principal 
 {
 	int ni, r;
 
-	r = resolve_node(c, p, node, &ni, err);
+	r = resolve_node(c, p, "node.up", node, &ni, err);
 	if (r < 0)
 		return r;
 	/* Only a down node comes up: "up" never undoes an operator's cordon. */
@@ -334,11 +334,15 @@ int iso_controller_pool_set_sched(struct iso_controller *c, const struct iso_pri
 		known = strcmp(inv->nodes[i].pool, pool) == 0;
 	if (!known)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "pool \"%s\" not found", pool);
-	r = ctl_require_admin(p, err);
-	if (r < 0)
-		return r;
 	if (sched == ISO_NODE_DOWN)
 		return iso_error_set(err, ISO_E_INVALID, NULL, "a pool is not reported down");
+	static const char *const actions[] = {[ISO_NODE_SCHEDULABLE] = "pool.uncordon",
+	                                      [ISO_NODE_CORDONED] = "pool.cordon",
+	                                      [ISO_NODE_DRAINING] = "pool.drain"};
+	r = ctl_authorize(p, (unsigned)sched < ISO_ARRAY_SIZE(actions) ? actions[sched] : NULL,
+	                  NULL, err);
+	if (r < 0)
+		return r;
 	json_t *nodes = json_array(), *skipped = json_array();
 	/* One transaction per node: a pool is a batch of node changes, and a
 	 * failure stops it with the earlier nodes changed (running it again is

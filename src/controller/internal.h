@@ -93,9 +93,27 @@ void ctl_audit_failures_flush(struct iso_controller *c, bool force);
 int ctl_tx_begin(struct iso_controller *c, struct iso_error *err);
 int ctl_tx_end(struct iso_controller *c, int r, struct iso_error *err);
 
-/* Authorisation helpers shared by the use cases. */
-bool ctl_is_cluster_role(const struct iso_principal *p);
-int ctl_require_admin(const struct iso_principal *p, struct iso_error *err);
+/* ---- authz.c: the role x action table (docs/api.md, "Roles") ---- */
+enum ctl_scope {
+	CTL_SCOPE_NONE,   /* refused */
+	CTL_SCOPE_LOOKUP, /* refused, but after the target is looked up in the caller's
+	                   * tenant: another tenant's target answers 404 like a missing
+	                   * one, the caller's own 403 (a narrower action may allow part) */
+	CTL_SCOPE_OWN,    /* the caller's own objects: its token, its user's allocations */
+	CTL_SCOPE_TENANT, /* everything of the caller's tenant */
+	CTL_SCOPE_NODE,   /* the node a node-agent token names */
+	CTL_SCOPE_ALL,    /* the whole cluster */
+};
+/* The scope `p` has for `action`; NONE for a role or an action missing from
+ * the table. */
+enum ctl_scope ctl_scope_of(const struct iso_principal *p, const char *action);
+/* 0 with *scope (may be NULL) when `p` may do `action` at some scope, else
+ * ISO_E_FORBIDDEN naming the role and the action. */
+int ctl_authorize(const struct iso_principal *p, const char *action, enum ctl_scope *scope,
+                  struct iso_error *err);
+/* Filter choice: does `p` read every tenant (tenant.read at scope all), or
+ * only its own? */
+bool ctl_sees_all_tenants(const struct iso_principal *p);
 /* Resolves a tenant name as the caller may see it: another tenant's name is
  * ISO_E_NOT_FOUND exactly like a missing one. NULL name = the caller's own
  * (cluster roles must name one). */

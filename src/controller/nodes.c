@@ -20,7 +20,12 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 	idx = iso_cluster_state_node_index(&c->cs, node);
 	if (idx < 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "node \"%s\" not found", node);
-	r = ctl_require_admin(p, err);
+	/* the audit action and the right it needs */
+	static const char *const actions[] = {[ISO_NODE_SCHEDULABLE] = "node.uncordon",
+	                                      [ISO_NODE_CORDONED] = "node.cordon",
+	                                      [ISO_NODE_DRAINING] = "node.drain"};
+	r = ctl_authorize(p, (unsigned)sched < ISO_ARRAY_SIZE(actions) ? actions[sched] : NULL,
+	                  NULL, err);
 	if (r < 0)
 		return r;
 	iso_strlcpy(ns.name, node, sizeof(ns.name));
@@ -28,11 +33,6 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 	if (r == 0)
 		r = ops->node_state_set(c->store, &ns, err);
 	if (r == 0) {
-		static const char *const actions[] = {
-		    [ISO_NODE_SCHEDULABLE] = "node.uncordon",
-		    [ISO_NODE_CORDONED] = "node.cordon",
-		    [ISO_NODE_DRAINING] = "node.drain",
-		};
 		ctl_emit(
 		    c, p,
 		    &(struct ctl_event){.action = actions[sched],
@@ -72,7 +72,7 @@ void iso_controller_capacity(const struct iso_controller *c, const struct iso_pr
 	/* Free is what the viewer can still get: a node, rack or GPU another
 	 * tenant holds exclusively is not free to it (cluster roles see what a
 	 * tenant holding nothing could get). */
-	int64_t viewer = p && !ctl_is_cluster_role(p) ? p->tenant_id : 0;
+	int64_t viewer = p && ctl_scope_of(p, "capacity.read") != CTL_SCOPE_ALL ? p->tenant_id : 0;
 	const struct iso_inventory *inv = c->inv;
 
 	memset(out, 0, sizeof(*out));

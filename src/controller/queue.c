@@ -456,12 +456,15 @@ int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int 
 	const struct iso_tenancy *t = ctl_tenancy_tree(c);
 	int ai = 0, ii = 0, acct = 0, pos = 0, own_tenant = -1;
 	const struct qitem *it;
-	bool cluster = ctl_is_cluster_role(p);
+	enum ctl_scope scope = ctl_scope_of(p, "queue.read");
+	bool cluster = scope == CTL_SCOPE_ALL;
 
 	*n = 0;
 	*more = false;
 	if (refresh_ranks(c, false) < 0)
 		return -ENOMEM;
+	if (!cluster && scope != CTL_SCOPE_TENANT && scope != CTL_SCOPE_OWN)
+		return 0;
 	if (!cluster) {
 		own_tenant = iso_tenancy_find(t, p->tenant);
 		if (own_tenant <= 0)
@@ -481,7 +484,7 @@ int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int 
 			}
 			if (it->tenant_id != p->tenant_id)
 				continue;
-			if (p->role == ISO_ROLE_TENANT_USER && strcmp(it->owner, p->owner) != 0)
+			if (scope == CTL_SCOPE_OWN && strcmp(it->owner, p->owner) != 0)
 				continue;
 		}
 		pos++;

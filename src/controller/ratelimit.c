@@ -121,7 +121,9 @@ int iso_controller_rate_admit(struct iso_controller *c, const struct iso_princip
 	struct bucket *b;
 
 	*retry_after_s = 0;
-	if (ctl_is_cluster_role(p) || p->tenant_id <= 0)
+	/* Buckets are per tenant: a principal of no tenant (cluster-admin,
+	 * auditor, node-agent) is not limited here. */
+	if (p->tenant_id <= 0)
 		return 0;
 	if (2 * (r->n + 1) > r->cap && grow(r) < 0)
 		return 0; /* out of memory: do not refuse for our own failure */

@@ -40,7 +40,7 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 	struct iso_tenant t = {0};
 	int r;
 
-	r = ctl_require_admin(p, err);
+	r = ctl_authorize(p, "tenant.create", NULL, err);
 	if (r < 0)
 		return r;
 	if (!name)
@@ -118,7 +118,12 @@ int iso_controller_tenant_list(struct iso_controller *c, const struct iso_princi
                                const char *after, int limit, struct iso_tenant **out, int *n,
                                struct iso_error *err)
 {
-	if (!ctl_is_cluster_role(p)) {
+	enum ctl_scope scope;
+	int r = ctl_authorize(p, "tenant.list", &scope, err);
+
+	if (r < 0)
+		return r;
+	if (scope != CTL_SCOPE_ALL) {
 		struct iso_tenant *one = calloc(1, sizeof(*one));
 		if (!one)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
@@ -150,8 +155,13 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	                    pol->shares == 0 && !pol->isolation && !pol->tags &&
 	                    !pol->has_max_pending && !pol->has_max_live && !pol->has_writes_per_s &&
 	                    !pol->has_reads_per_s;
-	if (!(only_ceiling && p->role == ISO_ROLE_TENANT_ADMIN && p->tenant_id == t.id))
-		r = ctl_require_admin(p, err);
+	enum ctl_scope scope;
+	r = ctl_authorize(p, only_ceiling ? "tenant.update.max_user_priority" : "tenant.update",
+	                  &scope, err);
+	if (r == 0 && scope != CTL_SCOPE_ALL &&
+	    !(scope == CTL_SCOPE_TENANT && p->tenant_id == t.id))
+		r = iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not update tenant %s",
+		                  iso_role_name(p->role), t.name);
 	if (r < 0)
 		return r;
 	r = check_description(description, err);
@@ -202,7 +212,7 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 	r = iso_controller_tenant_get(c, p, name, &t, err);
 	if (r < 0)
 		return r;
-	r = ctl_require_admin(p, err);
+	r = ctl_authorize(p, "tenant.delete", NULL, err);
 	if (r < 0)
 		return r;
 	r = ctl_tx_begin(c, err);

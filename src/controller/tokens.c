@@ -98,6 +98,7 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 	out->role = t.role;
 	out->tenant_id = t.tenant_id;
 	iso_strlcpy(out->user, t.user, sizeof(out->user));
+	iso_strlcpy(out->node, t.node, sizeof(out->node));
 	owner_of(&t, out->owner, sizeof(out->owner));
 	if (iso_role_is_tenant_scoped(t.role)) {
 		struct iso_tenant tn;
@@ -187,13 +188,51 @@ int iso_controller_bootstrap_admin(struct iso_controller *c, const char *state_d
 
 /* ---- use cases ---- */
 
+/* Is token `t` within `scope` of principal `p`? */
+static bool token_in_scope(enum ctl_scope scope, const struct iso_principal *p,
+                           const struct iso_token *t)
+{
+	switch (scope) {
+	case CTL_SCOPE_ALL:
+		return true;
+	case CTL_SCOPE_TENANT:
+		return p->tenant_id > 0 && t->tenant_id == p->tenant_id;
+	case CTL_SCOPE_OWN:
+		return strcmp(t->id, p->token_id) == 0;
+	default:
+		return false;
+	}
+}
+
 static bool token_visible(const struct iso_principal *p, const struct iso_token *t)
 {
-	if (ctl_is_cluster_role(p))
-		return true;
-	if (p->role == ISO_ROLE_TENANT_ADMIN)
-		return t->tenant_id == p->tenant_id;
-	return strcmp(t->id, p->token_id) == 0;
+	return token_in_scope(ctl_scope_of(p, "token.read"), p, t);
+}
+
+/* A node-agent token's node: given, well-formed and in the inventory. */
+static int token_node(struct iso_controller *c, const struct iso_token_request *req,
+                      struct iso_token *t, struct iso_error *err)
+{
+	if (req->role != ISO_ROLE_NODE_AGENT) {
+		if (req->node)
+			return iso_error_set(err, ISO_E_INVALID, "node",
+			                     "node: only a node-agent token names a node, not a %s "
+			                     "token",
+			                     iso_role_name(req->role));
+		return 0;
+	}
+	if (!req->node)
+		return iso_error_set(
+		    err, ISO_E_INVALID, "node",
+		    "node: required for a node-agent token (the node it acts for)");
+	if (!iso_name_valid(req->node))
+		return iso_error_set(err, ISO_E_INVALID, "node",
+		                     "node: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
+	if (iso_cluster_state_node_index(&c->cs, req->node) < 0)
+		return iso_error_set(err, ISO_E_INVALID, "node",
+		                     "node: no node \"%s\" in the inventory", req->node);
+	iso_strlcpy(t->node, req->node, sizeof(t->node));
+	return 0;
 }
 
 int iso_controller_token_issue(struct iso_controller *c, const struct iso_principal *p,
@@ -205,16 +244,18 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 	struct iso_tenant tn;
 	int r;
 
-	if (p->role != ISO_ROLE_CLUSTER_ADMIN && p->role != ISO_ROLE_TENANT_ADMIN)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not issue tokens",
-		                     iso_role_name(p->role));
+	enum ctl_scope scope;
+
+	r = ctl_authorize(p, "token.issue", &scope, err);
+	if (r < 0)
+		return r;
 	if (iso_role_is_tenant_scoped(req->role)) {
 		r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
 		if (r < 0)
 			return r;
 		t.tenant_id = tn.id;
 	} else {
-		if (p->role != ISO_ROLE_CLUSTER_ADMIN)
+		if (scope != CTL_SCOPE_ALL)
 			return iso_error_set(err, ISO_E_FORBIDDEN, "role",
 			                     "role: a tenant-admin may issue only tenant-admin "
 			                     "or tenant-user tokens");
@@ -223,6 +264,9 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 			                     "tenant: a %s token belongs to no tenant",
 			                     iso_role_name(req->role));
 	}
+	r = token_node(c, req, &t, err);
+	if (r < 0)
+		return r;
 	if (req->user && req->user[0] && !iso_name_valid(req->user))
 		return iso_error_set(err, ISO_E_INVALID, "user",
 		                     "user: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");
@@ -297,18 +341,21 @@ int iso_controller_token_list(struct iso_controller *c, const struct iso_princip
                               struct iso_token **out, int *n, struct iso_error *err)
 {
 	int64_t tenant_id = -1;
+	enum ctl_scope scope;
 	struct iso_tenant tn;
-	int r;
+	int r = ctl_authorize(p, "token.list", &scope, err);
 
+	if (r < 0)
+		return r;
 	if (tenant) {
 		r = ctl_resolve_tenant(c, p, tenant, "tenant", &tn, err);
 		if (r < 0)
 			return r;
 		tenant_id = tn.id;
-	} else if (!ctl_is_cluster_role(p)) {
+	} else if (scope != CTL_SCOPE_ALL) {
 		tenant_id = p->tenant_id;
 	}
-	if (p->role == ISO_ROLE_TENANT_USER) {
+	if (scope == CTL_SCOPE_OWN) {
 		/* A tenant-user sees one token: its own. */
 		struct iso_token *one = calloc(1, sizeof(*one));
 		if (!one)
@@ -333,9 +380,13 @@ int iso_controller_token_revoke(struct iso_controller *c, const struct iso_princ
 	r = iso_controller_token_get(c, p, id, &t, err);
 	if (r < 0)
 		return r;
-	if (p->role == ISO_ROLE_AUDITOR)
-		return iso_error_set(err, ISO_E_FORBIDDEN, NULL,
-		                     "role auditor may not revoke tokens");
+	enum ctl_scope scope;
+	r = ctl_authorize(p, "token.revoke", &scope, err);
+	if (r == 0 && !token_in_scope(scope, p, &t))
+		r = iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not revoke token %s",
+		                  iso_role_name(p->role), t.id);
+	if (r < 0)
+		return r;
 	char tenant[ISO_NAME_MAX];
 	iso_controller_tenant_name(c, t.tenant_id, tenant, sizeof(tenant));
 	r = ctl_tx_begin(c, err);

@@ -11,6 +11,7 @@ static const char *const role_names[] = {
     [ISO_ROLE_AUDITOR] = "auditor",
     [ISO_ROLE_TENANT_ADMIN] = "tenant-admin",
     [ISO_ROLE_TENANT_USER] = "tenant-user",
+    [ISO_ROLE_NODE_AGENT] = "node-agent",
 };
 
 const char *iso_role_name(enum iso_role role)

@@ -14,7 +14,7 @@
 	"id, name, description, created_ms, updated_ms, org, shares, isolation, tags, "        \
 	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s"
 #define TOKEN_COLS                                                                                 \
-	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms"
+	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms, node"
 #define ALLOC_COLS                                                                                 \
 	"id, tenant_id, tenant, name, state, reason, members, whole, gpu_count, profile, "         \
 	"gpu_model, cpus, memory_mib, pool, owner, created_ms, updated_ms, project, priority, "    \
@@ -52,7 +52,7 @@ static const char *const stmt_sql[ST__COUNT] = {
                        " ORDER BY name LIMIT ?2",
     [ST_TENANT_EXISTS] = "SELECT 1 FROM tenants WHERE id = ?1",
     [ST_TOKEN_INSERT] = "INSERT INTO tokens(" TOKEN_COLS ")"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
     [ST_TOKEN_LIST_ALL] = "SELECT " TOKEN_COLS " FROM tokens WHERE id > ?1"
                           " ORDER BY id LIMIT ?2",

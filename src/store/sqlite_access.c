@@ -223,6 +223,7 @@ static int read_token(sqlite3_stmt *st, struct iso_token *t, struct iso_error *e
 	t->created_ms = iso_sqlite_rd_i64(&row);
 	t->expires_ms = iso_sqlite_rd_i64_or_null(&row);
 	t->revoked_ms = iso_sqlite_rd_i64_or_null(&row);
+	RD_FIELD(&row, t->node);
 	return iso_sqlite_row_check(&row, "tokens", t->id, err);
 }
 
@@ -257,7 +258,7 @@ int iso_sqlite_token_insert(struct iso_store *is, const struct iso_token *t, str
 	    sqlite3_bind_blob(st, 6, t->hash, sizeof(t->hash), SQLITE_STATIC) ||
 	    iso_sqlite_bind_i64(st, 7, t->created_ms) ||
 	    iso_sqlite_bind_i64_or_null(st, 8, t->expires_ms) ||
-	    iso_sqlite_bind_i64_or_null(st, 9, t->revoked_ms))
+	    iso_sqlite_bind_i64_or_null(st, 9, t->revoked_ms) || BIND_FIELD(st, 10, t->node))
 		return iso_sqlite_fail(s->db, "token insert", err);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return iso_sqlite_insert_fail(s->db, "token insert", "token", t->id, err);

@@ -180,6 +180,8 @@ static const char *const migrations[] = {
     "ALTER TABLE tenants ADD COLUMN max_user_priority INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE tenants ADD COLUMN writes_per_s INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE tenants ADD COLUMN reads_per_s INTEGER NOT NULL DEFAULT 0;",
+    /* 3: a node-agent token names the node it acts for ('' for other roles). */
+    "ALTER TABLE tokens ADD COLUMN node TEXT NOT NULL DEFAULT '';",
 };
 
 int iso_sqlite_schema_version_known(void)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """test_rbac.py: the role matrix of docs/api.md, checked on a real isostackd.
 
-Two tenants A and B, a token for every role (cluster-admin, auditor, and a
-tenant-admin and a tenant-user in each tenant, plus a second tenant-user per
-tenant to tell "own" allocations and tokens from a colleague's), and objects in
-both tenants. For every endpoint x role x target (own / a colleague's / other
+Two tenants A and B, a token for every role (cluster-admin, auditor, a
+node-agent, and a tenant-admin and a tenant-user in each tenant, plus a second
+tenant-user per tenant to tell "own" allocations and tokens from a colleague's),
+and objects in both tenants. For every endpoint x role x target (own / a colleague's / other
 tenant's / cluster-wide / missing) the expected status is written out in the
 EXPECT table below and asserted. On top of the statuses:
   - every body a tenant-scoped token receives is searched for every name and
@@ -38,12 +38,16 @@ USER = {
     "admin": None, "auditor": "audrey-aud",
     "A-admin": "alice-adm-a", "A-user": "andy-usr-a", "A-user2": "amos-usr-a",
     "B-admin": "bella-adm-b", "B-user": "boris-usr-b", "B-user2": "bart-usr-b",
+    "agent": None,
 }
+AGENT_NODE = "kiwi01"
 ROLE_OF = {"admin": "cluster-admin", "auditor": "auditor",
            "A-admin": "tenant-admin", "A-user": "tenant-user", "A-user2": "tenant-user",
-           "B-admin": "tenant-admin", "B-user": "tenant-user", "B-user2": "tenant-user"}
-CALLERS = ["none", "admin", "auditor", "A-admin", "A-user", "B-admin", "B-user"]
-COL = {"none": 0, "admin": 1, "auditor": 2, "A-admin": 3, "B-admin": 3, "A-user": 4, "B-user": 4}
+           "B-admin": "tenant-admin", "B-user": "tenant-user", "B-user2": "tenant-user",
+           "agent": "node-agent"}
+CALLERS = ["none", "admin", "auditor", "A-admin", "A-user", "B-admin", "B-user", "agent"]
+COL = {"none": 0, "admin": 1, "auditor": 2, "A-admin": 3, "B-admin": 3, "A-user": 4, "B-user": 4,
+       "agent": 5}
 ALLOC_GPUS = {"count": 1, "profile": "1g.10gb"}
 
 
@@ -56,8 +60,11 @@ def other(t):
 
 
 # Expected status per (endpoint, target) for the callers
-#   (no token, cluster-admin, auditor, tenant-admin, tenant-user).
+#   (no token, cluster-admin, auditor, tenant-admin, tenant-user, node-agent).
 # None: not asserted (the order of checks is the server's choice there).
+# The node-agent (a token of node kiwi01) may do nothing yet: every
+# authenticated route answers 403, before any lookup, so it also learns
+# nothing of which tenants or objects exist (docs/api.md, "Roles").
 #
 # Targets, relative to the caller (cluster roles: "own" is tenant A, "other" B):
 #   own       the caller's tenant (for tenant roles) / an object in it
@@ -69,110 +76,110 @@ def other(t):
 #   missing   a well-formed id or name that does not exist
 #   omit      the request leaves `tenant` out
 EXPECT = {
-    #                                   none admin audit t-adm t-usr
-    ("GET /v1/healthz", "-"):          (200, 200, 200, 200, 200),
-    ("GET /v1/version", "-"):          (401, 200, 200, 200, 200),
-    ("GET /v1/whoami", "-"):           (401, 200, 200, 200, 200),
-    ("GET /v1/capacity", "-"):         (401, 200, 200, 200, 200),
+    #                                   none admin audit t-adm t-usr agent
+    ("GET /v1/healthz", "-"):          (200, 200, 200, 200, 200, 200),
+    ("GET /v1/version", "-"):          (401, 200, 200, 200, 200, 403),
+    ("GET /v1/whoami", "-"):           (401, 200, 200, 200, 200, 403),
+    ("GET /v1/capacity", "-"):         (401, 200, 200, 200, 200, 403),
 
-    ("GET /v1/tenants", "-"):          (401, 200, 200, 200, 200),
-    ("POST /v1/tenants", "-"):         (401, 201, 403, 403, 403),
-    ("GET /v1/tenants/X", "own"):      (401, 200, 200, 200, 200),
-    ("GET /v1/tenants/X", "other"):    (401, 200, 200, 404, 404),
-    ("GET /v1/tenants/X", "missing"):  (401, 404, 404, 404, 404),
-    ("PATCH /v1/tenants/X", "own"):    (401, 200, 403, 403, 403),
-    ("PATCH /v1/tenants/X", "other"):  (401, 200, 403, 404, 404),
-    ("PATCH /v1/tenants/X", "missing"): (401, 404, None, 404, 404),
-    ("DELETE /v1/tenants/X", "own"):   (401, 204, 403, 403, 403),
-    ("DELETE /v1/tenants/X", "other"): (401, 204, 403, 404, 404),
-    ("DELETE /v1/tenants/X", "missing"): (401, 404, None, 404, 404),
+    ("GET /v1/tenants", "-"):          (401, 200, 200, 200, 200, 403),
+    ("POST /v1/tenants", "-"):         (401, 201, 403, 403, 403, 403),
+    ("GET /v1/tenants/X", "own"):      (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tenants/X", "other"):    (401, 200, 200, 404, 404, 403),
+    ("GET /v1/tenants/X", "missing"):  (401, 404, 404, 404, 404, 403),
+    ("PATCH /v1/tenants/X", "own"):    (401, 200, 403, 403, 403, 403),
+    ("PATCH /v1/tenants/X", "other"):  (401, 200, 403, 404, 404, 403),
+    ("PATCH /v1/tenants/X", "missing"): (401, 404, None, 404, 404, 403),
+    ("DELETE /v1/tenants/X", "own"):   (401, 204, 403, 403, 403, 403),
+    ("DELETE /v1/tenants/X", "other"): (401, 204, 403, 404, 404, 403),
+    ("DELETE /v1/tenants/X", "missing"): (401, 404, None, 404, 404, 403),
 
-    ("GET /v1/tokens", "-"):           (401, 200, 200, 200, 200),
-    ("GET /v1/tokens?tenant=X", "own"): (401, 200, 200, 200, 200),
-    ("GET /v1/tokens?tenant=X", "other"): (401, 200, 200, 404, 404),
-    ("GET /v1/tokens?tenant=X", "missing"): (401, 404, 404, 404, 404),
-    ("POST /v1/tokens", "tenant-user/own"):     (401, 201, 403, 201, 403),
-    ("POST /v1/tokens", "tenant-user/omit"):    (401, 400, 403, 201, 403),
-    ("POST /v1/tokens", "tenant-admin/own"):    (401, 201, 403, 201, 403),
-    ("POST /v1/tokens", "tenant-user/other"):   (401, 201, 403, 404, 403),
-    ("POST /v1/tokens", "tenant-user/missing"): (401, 404, 403, 404, 403),
-    ("POST /v1/tokens", "auditor"):             (401, 201, 403, 403, 403),
-    ("POST /v1/tokens", "cluster-admin"):       (401, 201, 403, 403, 403),
-    ("GET /v1/tokens/X", "self"):      (401, 200, 200, 200, 200),
-    ("GET /v1/tokens/X", "sibling"):   (401, 200, 200, 200, 404),
-    ("GET /v1/tokens/X", "other"):     (401, 200, 200, 404, 404),
-    ("GET /v1/tokens/X", "cluster"):   (401, 200, 200, 404, 404),
-    ("GET /v1/tokens/X", "missing"):   (401, 404, 404, 404, 404),
-    ("DELETE /v1/tokens/X", "self"):   (401, 204, 403, 204, 204),
-    ("DELETE /v1/tokens/X", "sibling"): (401, 204, 403, 204, 404),
-    ("DELETE /v1/tokens/X", "other"):  (401, 204, 403, 404, 404),
-    ("DELETE /v1/tokens/X", "cluster"): (401, 204, 403, 404, 404),
-    ("DELETE /v1/tokens/X", "missing"): (401, 404, None, 404, 404),
+    ("GET /v1/tokens", "-"):           (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tokens?tenant=X", "own"): (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tokens?tenant=X", "other"): (401, 200, 200, 404, 404, 403),
+    ("GET /v1/tokens?tenant=X", "missing"): (401, 404, 404, 404, 404, 403),
+    ("POST /v1/tokens", "tenant-user/own"):     (401, 201, 403, 201, 403, 403),
+    ("POST /v1/tokens", "tenant-user/omit"):    (401, 400, 403, 201, 403, 403),
+    ("POST /v1/tokens", "tenant-admin/own"):    (401, 201, 403, 201, 403, 403),
+    ("POST /v1/tokens", "tenant-user/other"):   (401, 201, 403, 404, 403, 403),
+    ("POST /v1/tokens", "tenant-user/missing"): (401, 404, 403, 404, 403, 403),
+    ("POST /v1/tokens", "auditor"):             (401, 201, 403, 403, 403, 403),
+    ("POST /v1/tokens", "cluster-admin"):       (401, 201, 403, 403, 403, 403),
+    ("GET /v1/tokens/X", "self"):      (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tokens/X", "sibling"):   (401, 200, 200, 200, 404, 403),
+    ("GET /v1/tokens/X", "other"):     (401, 200, 200, 404, 404, 403),
+    ("GET /v1/tokens/X", "cluster"):   (401, 200, 200, 404, 404, 403),
+    ("GET /v1/tokens/X", "missing"):   (401, 404, 404, 404, 404, 403),
+    ("DELETE /v1/tokens/X", "self"):   (401, 204, 403, 204, 204, 403),
+    ("DELETE /v1/tokens/X", "sibling"): (401, 204, 403, 204, 404, 403),
+    ("DELETE /v1/tokens/X", "other"):  (401, 204, 403, 404, 404, 403),
+    ("DELETE /v1/tokens/X", "cluster"): (401, 204, 403, 404, 404, 403),
+    ("DELETE /v1/tokens/X", "missing"): (401, 404, None, 404, 404, 403),
 
-    ("GET /v1/nodes", "-"):            (401, 200, 200, 403, 403),
-    ("GET /v1/nodes?pool=P", "-"):     (401, 200, 200, 403, 403),
-    ("GET /v1/nodes/X", "-"):          (401, 200, 200, 403, 403),
-    ("POST /v1/nodes/X/cordon", "-"):  (401, 200, 403, 403, 403),
-    ("POST /v1/nodes/X/drain", "-"):   (401, 200, 403, 403, 403),
-    ("POST /v1/nodes/X/uncordon", "-"): (401, 200, 403, 403, 403),
-    ("GET /v1/gpus", "-"):             (401, 200, 200, 403, 403),
-    ("GET /v1/gpus?node=N", "-"):      (401, 200, 200, 403, 403),
+    ("GET /v1/nodes", "-"):            (401, 200, 200, 403, 403, 403),
+    ("GET /v1/nodes?pool=P", "-"):     (401, 200, 200, 403, 403, 403),
+    ("GET /v1/nodes/X", "-"):          (401, 200, 200, 403, 403, 403),
+    ("POST /v1/nodes/X/cordon", "-"):  (401, 200, 403, 403, 403, 403),
+    ("POST /v1/nodes/X/drain", "-"):   (401, 200, 403, 403, 403, 403),
+    ("POST /v1/nodes/X/uncordon", "-"): (401, 200, 403, 403, 403, 403),
+    ("GET /v1/gpus", "-"):             (401, 200, 200, 403, 403, 403),
+    ("GET /v1/gpus?node=N", "-"):      (401, 200, 200, 403, 403, 403),
 
-    ("GET /v1/allocations", "-"):      (401, 200, 200, 200, 200),
-    ("GET /v1/allocations?tenant=X", "own"): (401, 200, 200, 200, 200),
-    ("GET /v1/allocations?tenant=X", "other"): (401, 200, 200, 404, 404),
-    ("GET /v1/allocations?tenant=X", "missing"): (401, 404, 404, 404, 404),
-    ("POST /v1/allocations", "own"):   (401, 201, 403, 201, 201),
-    ("POST /v1/allocations", "omit"):  (401, 400, 403, 201, 201),
-    ("POST /v1/allocations", "other"): (401, 201, 403, 404, 404),
-    ("POST /v1/allocations", "missing"): (401, 404, 403, 404, 404),
-    ("GET /v1/allocations/X", "mine"):    (401, 200, 200, 200, 200),
-    ("GET /v1/allocations/X", "sibling"): (401, 200, 200, 200, 404),
-    ("GET /v1/allocations/X", "other"):   (401, 200, 200, 404, 404),
-    ("GET /v1/allocations/X", "missing"): (401, 404, 404, 404, 404),
-    ("PATCH /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200),
-    ("PATCH /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404),
-    ("PATCH /v1/allocations/X", "other"):   (401, 200, 403, 404, 404),
-    ("PATCH /v1/allocations/X", "missing"): (401, 404, None, 404, 404),
-    ("DELETE /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200),
-    ("DELETE /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404),
-    ("DELETE /v1/allocations/X", "other"):   (401, 200, 403, 404, 404),
-    ("DELETE /v1/allocations/X", "missing"): (401, 404, None, 404, 404),
+    ("GET /v1/allocations", "-"):      (401, 200, 200, 200, 200, 403),
+    ("GET /v1/allocations?tenant=X", "own"): (401, 200, 200, 200, 200, 403),
+    ("GET /v1/allocations?tenant=X", "other"): (401, 200, 200, 404, 404, 403),
+    ("GET /v1/allocations?tenant=X", "missing"): (401, 404, 404, 404, 404, 403),
+    ("POST /v1/allocations", "own"):   (401, 201, 403, 201, 201, 403),
+    ("POST /v1/allocations", "omit"):  (401, 400, 403, 201, 201, 403),
+    ("POST /v1/allocations", "other"): (401, 201, 403, 404, 404, 403),
+    ("POST /v1/allocations", "missing"): (401, 404, 403, 404, 404, 403),
+    ("GET /v1/allocations/X", "mine"):    (401, 200, 200, 200, 200, 403),
+    ("GET /v1/allocations/X", "sibling"): (401, 200, 200, 200, 404, 403),
+    ("GET /v1/allocations/X", "other"):   (401, 200, 200, 404, 404, 403),
+    ("GET /v1/allocations/X", "missing"): (401, 404, 404, 404, 404, 403),
+    ("PATCH /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200, 403),
+    ("PATCH /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404, 403),
+    ("PATCH /v1/allocations/X", "other"):   (401, 200, 403, 404, 404, 403),
+    ("PATCH /v1/allocations/X", "missing"): (401, 404, None, 404, 404, 403),
+    ("DELETE /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200, 403),
+    ("DELETE /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404, 403),
+    ("DELETE /v1/allocations/X", "other"):   (401, 200, 403, 404, 404, 403),
+    ("DELETE /v1/allocations/X", "missing"): (401, 404, None, 404, 404, 403),
 
-    ("GET /v1/audit/events", "-"):     (401, 200, 200, 200, 403),
-    ("GET /v1/audit/events?tenant=X", "own"): (401, 200, 200, 200, 403),
-    ("GET /v1/audit/events?tenant=X", "other"): (401, 200, 200, 404, 403),
-    ("GET /v1/audit/head", "-"):       (401, 200, 200, 200, 403),
-    ("GET /v1/audit/pubkey", "-"):     (401, 200, 200, 200, 200),
-    ("GET /v1/audit/proof/inclusion", "own"): (401, 200, 200, 200, 403),
-    ("GET /v1/audit/proof/inclusion", "other"): (401, 200, 200, 404, 403),
-    ("GET /v1/audit/proof/inclusion", "missing"): (401, 400, 400, 400, 403),
-    ("GET /v1/audit/proof/consistency", "-"): (401, 200, 200, 200, 403),
+    ("GET /v1/audit/events", "-"):     (401, 200, 200, 200, 403, 403),
+    ("GET /v1/audit/events?tenant=X", "own"): (401, 200, 200, 200, 403, 403),
+    ("GET /v1/audit/events?tenant=X", "other"): (401, 200, 200, 404, 403, 403),
+    ("GET /v1/audit/head", "-"):       (401, 200, 200, 200, 403, 403),
+    ("GET /v1/audit/pubkey", "-"):     (401, 200, 200, 200, 200, 403),
+    ("GET /v1/audit/proof/inclusion", "own"): (401, 200, 200, 200, 403, 403),
+    ("GET /v1/audit/proof/inclusion", "other"): (401, 200, 200, 404, 403, 403),
+    ("GET /v1/audit/proof/inclusion", "missing"): (401, 400, 400, 400, 403, 403),
+    ("GET /v1/audit/proof/consistency", "-"): (401, 200, 200, 200, 403, 403),
 
     # tenancy (docs/tenancy.md "The API"); "own"/"other" as for tenants
-    ("GET /v1/orgs", "-"):             (401, 200, 200, 403, 403),
-    ("POST /v1/orgs", "-"):            (401, 201, 403, 403, 403),
-    ("DELETE /v1/orgs/X", "-"):        (401, 204, 403, 403, 403),
-    ("GET /v1/orgs/X/quota", "-"):     (401, 200, 200, 404, 404),
-    ("PUT /v1/orgs/X/quota", "-"):     (401, 200, 403, 404, 404),
-    ("GET /v1/tenants/X/projects", "own"):     (401, 200, 200, 200, 200),
-    ("GET /v1/tenants/X/projects", "other"):   (401, 200, 200, 404, 404),
-    ("GET /v1/tenants/X/projects", "missing"): (401, 404, 404, 404, 404),
-    ("POST /v1/tenants/X/projects", "own"):    (401, 201, 403, 201, 403),
-    ("POST /v1/tenants/X/projects", "other"):  (401, 201, 403, 404, 404),
-    ("DELETE /v1/tenants/X/projects/P", "own"):   (401, 204, 403, 204, 403),
-    ("DELETE /v1/tenants/X/projects/P", "other"): (401, 204, 403, 404, 404),
-    ("GET /v1/tenants/X/quota", "own"):        (401, 200, 200, 200, 200),
-    ("GET /v1/tenants/X/quota", "other"):      (401, 200, 200, 404, 404),
-    ("GET /v1/tenants/X/quota", "missing"):    (401, 404, 404, 404, 404),
-    ("PUT /v1/tenants/X/quota", "own"):        (401, 200, 403, 403, 403),
-    ("PUT /v1/tenants/X/quota", "other"):      (401, 200, 403, 404, 404),
-    ("GET /v1/tenants/X/projects/P/quota", "own"):   (401, 200, 200, 200, 200),
-    ("GET /v1/tenants/X/projects/P/quota", "other"): (401, 200, 200, 404, 404),
-    ("PUT /v1/tenants/X/projects/P/quota", "own"):   (401, 200, 403, 200, 403),
-    ("PUT /v1/tenants/X/projects/P/quota", "other"): (401, 200, 403, 404, 404),
-    ("GET /v1/queue", "-"):            (401, 200, 200, 200, 200),
-    ("GET /v1/usage", "-"):            (401, 200, 200, 200, 200),
+    ("GET /v1/orgs", "-"):             (401, 200, 200, 403, 403, 403),
+    ("POST /v1/orgs", "-"):            (401, 201, 403, 403, 403, 403),
+    ("DELETE /v1/orgs/X", "-"):        (401, 204, 403, 403, 403, 403),
+    ("GET /v1/orgs/X/quota", "-"):     (401, 200, 200, 404, 404, 403),
+    ("PUT /v1/orgs/X/quota", "-"):     (401, 200, 403, 404, 404, 403),
+    ("GET /v1/tenants/X/projects", "own"):     (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tenants/X/projects", "other"):   (401, 200, 200, 404, 404, 403),
+    ("GET /v1/tenants/X/projects", "missing"): (401, 404, 404, 404, 404, 403),
+    ("POST /v1/tenants/X/projects", "own"):    (401, 201, 403, 201, 403, 403),
+    ("POST /v1/tenants/X/projects", "other"):  (401, 201, 403, 404, 404, 403),
+    ("DELETE /v1/tenants/X/projects/P", "own"):   (401, 204, 403, 204, 403, 403),
+    ("DELETE /v1/tenants/X/projects/P", "other"): (401, 204, 403, 404, 404, 403),
+    ("GET /v1/tenants/X/quota", "own"):        (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tenants/X/quota", "other"):      (401, 200, 200, 404, 404, 403),
+    ("GET /v1/tenants/X/quota", "missing"):    (401, 404, 404, 404, 404, 403),
+    ("PUT /v1/tenants/X/quota", "own"):        (401, 200, 403, 403, 403, 403),
+    ("PUT /v1/tenants/X/quota", "other"):      (401, 200, 403, 404, 404, 403),
+    ("GET /v1/tenants/X/projects/P/quota", "own"):   (401, 200, 200, 200, 200, 403),
+    ("GET /v1/tenants/X/projects/P/quota", "other"): (401, 200, 200, 404, 404, 403),
+    ("PUT /v1/tenants/X/projects/P/quota", "own"):   (401, 200, 403, 200, 403, 403),
+    ("PUT /v1/tenants/X/projects/P/quota", "other"): (401, 200, 403, 404, 404, 403),
+    ("GET /v1/queue", "-"):            (401, 200, 200, 200, 200, 403),
+    ("GET /v1/usage", "-"):            (401, 200, 200, 200, 200, 403),
 }
 ORG = "rbac-org-hush"
 PROJECT = {"A": "alpha-proj-hush", "B": "bravo-proj-hush"}
@@ -244,7 +251,8 @@ class TestRbac(ApiTestCase):
         for t in ("A", "B"):
             cls._must(cls.admin.post("/v1/tenants/%s/projects" % TENANT[t], {"name": PROJECT[t]}), 201)
             cls.secrets[t].add(PROJECT[t])
-        for role in ("auditor", "A-admin", "A-user", "A-user2", "B-admin", "B-user", "B-user2"):
+        for role in ("auditor", "A-admin", "A-user", "A-user2", "B-admin", "B-user", "B-user2",
+                     "agent"):
             obj, sec = cls._issue(role)
             cls.tok[role], cls.secret[role] = obj, sec
             if tenant_of(role):
@@ -260,6 +268,8 @@ class TestRbac(ApiTestCase):
     @classmethod
     def _issue(cls, role, user=Ellipsis, tenant=Ellipsis):
         body = {"role": ROLE_OF[role]}
+        if ROLE_OF[role] == "node-agent":
+            body["node"] = AGENT_NODE
         u = USER[role] if user is Ellipsis else user
         if u is not None:
             body["user"] = u
@@ -326,6 +336,13 @@ class TestRbac(ApiTestCase):
                 self.assertEqual(after, before, "%s [%s] as %s was refused but changed state"
                                  % (endpoint, target, role))
 
+    def assert_token_keys(self, tok):
+        """A token object: `node` on node-agent tokens only."""
+        want = set(harness.TOKEN_KEYS)
+        if tok["role"] == "node-agent":
+            want.add("node")
+        self.assertEqual(set(tok.keys()), want, tok)
+
     def state_of(self, path):
         """What the admin sees at path: the body when it exists, else the status."""
         r = self.admin.get(path)
@@ -356,7 +373,7 @@ class TestRbac(ApiTestCase):
         for ep in DOC_ENDPOINTS:
             self.assertIn(ep, eps, "endpoint of docs/api.md missing from EXPECT")
         for key, row in EXPECT.items():
-            self.assertEqual(len(row), 5, key)
+            self.assertEqual(len(row), 6, key)
 
     # ------------------------------------------------------------ health, identity, capacity
 
@@ -497,7 +514,7 @@ class TestRbac(ApiTestCase):
                 self.assertEqual(len(ids), len(set(ids)))
                 for x in items:
                     self.assertNotIn("token", x)
-                    self.assertEqual(set(x.keys()), harness.TOKEN_KEYS)
+                    self.assert_token_keys(x)
                 t = tenant_of(role)
                 if role in ("A-user", "B-user"):
                     self.assertEqual(ids, [self.tok[role]["id"]], "a tenant-user lists other tokens")
@@ -614,7 +631,7 @@ class TestRbac(ApiTestCase):
                     self.check(ep, target, role, r)
                     if r.status == 200:
                         self.assertEqual(r.body["id"], tid)
-                        self.assertEqual(set(r.body.keys()), harness.TOKEN_KEYS)
+                        self.assert_token_keys(r.body)
         for role in ("A-admin", "A-user", "B-admin", "B-user"):
             with self.subTest(role=role, check="same-as-missing"):
                 o, _ = self._token_target(role, "other", fresh=False)
@@ -935,6 +952,96 @@ class TestRbac(ApiTestCase):
         for path in ("/v1/tenants/" + TENANT["B"], "/v1/tokens/" + self.tok["B-user"]["id"],
                      "/v1/allocations/" + self.alloc["B-user2"]["id"], "/v1/nodes/lime02", "/v1/gpus"):
             self.assertStatus(self.call(aud, "GET", path), 200, path)
+
+    # ------------------------------------------------------------ node-agent
+
+    def test_node_agent_is_refused_beyond_the_matrix(self):
+        """The routes the matrix leaves out (fabric, faults, node down/up,
+        pools) refuse a node-agent too, before reading the body, and change
+        nothing; each refusal is an audit event naming the role."""
+        node = self.admin.get("/v1/nodes/" + AGENT_NODE).body
+        routes = [
+            ("GET", "/v1/fabric", None), ("GET", "/v1/fabric/intent", None),
+            ("GET", "/v1/fabric/verify", None),
+            ("POST", "/v1/nodes/%s/down" % AGENT_NODE, None),
+            ("POST", "/v1/nodes/%s/up" % AGENT_NODE, None),
+            ("POST", "/v1/nodes/%s/gpus/0/fault" % AGENT_NODE, {"xid": 79}),
+            ("DELETE", "/v1/nodes/%s/gpus/0/fault" % AGENT_NODE, None),
+            ("POST", "/v1/pools/kiwi/cordon", None), ("POST", "/v1/pools/kiwi/drain", None),
+            ("POST", "/v1/pools/kiwi/uncordon", None),
+            ("POST", "/v1/tokens", {"role": "node-agent", "node": AGENT_NODE}),
+        ]
+        size = self.admin.get("/v1/audit/head").body["size"]
+        for method, path, body in routes:
+            with self.subTest(method=method, path=path):
+                self.assertError(self.call("agent", method, path, body), 403, "forbidden")
+        # a malformed body is not even read
+        r = self.d.request("POST", "/v1/tokens", raw=b"{not json", token=self.secret["agent"])
+        self.assertError(r, 403, "forbidden")
+        self.assertEqual(self.admin.get("/v1/nodes/" + AGENT_NODE).body, node)
+        denied = [it["event"] for it in self.admin.list_all("/v1/audit/events?after=%d" % (size - 1))
+                  if it["event"]["actor"]["role"] == "node-agent"]
+        self.assertTrue(all(e["outcome"] == "denied" for e in denied), denied)
+        self.assertIn("node.down", {e["action"] for e in denied})
+        self.assertIn("gpu.fault", {e["action"] for e in denied})
+
+    def test_node_agent_tokens(self):
+        tok = self.tok["agent"]
+        self.assertEqual((tok["role"], tok["node"], tok["tenant"]), ("node-agent", AGENT_NODE, None))
+        got = self.admin.get("/v1/tokens/" + tok["id"])
+        self.assertStatus(got, 200)
+        self.assert_token_keys(got.body)
+        self.assertEqual(got.body["node"], AGENT_NODE)
+        self.assertIn(tok["id"], [t["id"] for t in self.admin.list_all("/v1/tokens")
+                                  if t.get("node") == AGENT_NODE])
+        # the auditor sees it too; tenants never see it
+        self.assertEqual(self.call("auditor", "GET", "/v1/tokens/" + tok["id"]).body["node"],
+                         AGENT_NODE)
+        self.assertStatus(self.call("A-admin", "GET", "/v1/tokens/" + tok["id"]), 404)
+        # other roles carry no node
+        for role in ("auditor", "A-admin", "A-user"):
+            self.assertNotIn("node", self.tok[role])
+
+        refused = [
+            # (caller, body, status, field)
+            ("admin", {"role": "node-agent"}, 400, "node"),
+            ("admin", {"role": "node-agent", "node": "nosuch-node-qq"}, 400, "node"),
+            ("admin", {"role": "node-agent", "node": "Kiwi01"}, 400, "node"),
+            ("admin", {"role": "node-agent", "node": ""}, 400, "node"),
+            ("admin", {"role": "node-agent", "node": 7}, 400, "node"),
+            ("admin", {"role": "node-agent", "node": AGENT_NODE, "tenant": TENANT["A"]}, 400,
+             "tenant"),
+            ("admin", {"role": "tenant-user", "tenant": TENANT["A"], "node": AGENT_NODE}, 400,
+             "node"),
+            ("admin", {"role": "auditor", "node": AGENT_NODE}, 400, "node"),
+            ("admin", {"role": "cluster-admin", "node": AGENT_NODE}, 400, "node"),
+            ("A-admin", {"role": "node-agent", "node": AGENT_NODE}, 403, "role"),
+            ("A-user", {"role": "node-agent", "node": AGENT_NODE}, 403, None),
+            ("auditor", {"role": "node-agent", "node": AGENT_NODE}, 403, None),
+        ]
+        n_before = len(self.admin.list_all("/v1/tokens"))
+        for caller, body, status, field in refused:
+            with self.subTest(caller=caller, body=body):
+                r = self.call(caller, "POST", "/v1/tokens", body)
+                code = "invalid_argument" if status == 400 else "forbidden"
+                self.assertError(r, status, code, field=field)
+        self.assertEqual(len(self.admin.list_all("/v1/tokens")), n_before)
+        # the node's agent token is revoked like any other, by the cluster-admin
+        obj, sec = self._issue("agent")
+        self.assertStatus(self.d.request("GET", "/v1/whoami", token=sec), 403)
+        self.assertStatus(self.admin.delete("/v1/tokens/" + obj["id"]), 204)
+        self.assertStatus(self.d.request("GET", "/v1/whoami", token=sec), 401)
+
+    def test_node_agent_token_survives_a_restart(self):
+        with harness.Daemon(CONFIG) as d:
+            r = d.client().post("/v1/tokens", {"role": "node-agent", "node": "lime02",
+                                               "description": "agent of lime02"})
+            self.assertStatus(r, 201)
+            d.restart()
+            got = d.client().get("/v1/tokens/" + r.body["id"])
+            self.assertStatus(got, 200)
+            self.assertEqual((got.body["role"], got.body["node"]), ("node-agent", "lime02"))
+            self.assertStatus(d.request("GET", "/v1/tenants", token=r.body["token"]), 403)
 
     def _world_snapshot(self):
         return (self.admin.list_all("/v1/tenants"), self.admin.list_all("/v1/tokens"),

@@ -1,0 +1,163 @@
+/* authz.c: who may do what, as one explicit table of roles x actions.
+ *
+ * Before this table, "cluster role" meant "not tenant-scoped", so any new
+ * role that is not a tenant (the node agents' `node-agent`) would have passed
+ * every check written for cluster-admin and auditor. Here every right is a
+ * cell: a role or an action that is not in the table is refused, so a new
+ * role or a new route can do nothing until someone writes down what it may
+ * do. The API checks each request's route action against the table before
+ * its handler runs (iso_controller_authorize), and the use cases ask the
+ * same table for the scope they filter by (ctl_authorize). docs/api.md,
+ * "Roles", is this table in words. */
+#include <errno.h>
+#include <string.h>
+
+#include "controller/internal.h"
+
+#define A CTL_SCOPE_ALL
+#define T CTL_SCOPE_TENANT
+#define O CTL_SCOPE_OWN
+#define N CTL_SCOPE_NODE
+#define L CTL_SCOPE_LOOKUP
+#define D CTL_SCOPE_NONE /* denied */
+
+#define N_ROLES (ISO_ROLE_NODE_AGENT + 1)
+
+struct right {
+	const char *action; /* the route's action (server.c), or a narrower part of one */
+	enum ctl_scope scope[N_ROLES];
+	const char *why; /* appended to a refusal, or NULL */
+};
+
+/* Columns in enum iso_role order. The node-agent's rights (its own node's
+ * desired state and status, issue 13) come with their routes; until then
+ * it may do nothing. */
+static const struct right rights[] = {
+    /* action                          c-adm aud t-adm t-usr agent */
+    {"version.read", {A, A, A, A, D}, NULL},
+    {"whoami", {O, O, O, O, D}, NULL},
+    {"capacity.read", {A, A, T, T, D}, NULL},
+
+    {"tenant.create", {A, D, D, D, D}, NULL},
+    {"tenant.list", {A, A, T, T, D}, NULL},
+    {"tenant.read", {A, A, T, T, D}, NULL},
+    {"tenant.update", {A, D, L, L, D}, NULL},
+    /* the one field a tenant-admin may set on its own tenant */
+    {"tenant.update.max_user_priority", {A, D, T, D, D}, NULL},
+    {"tenant.delete", {A, D, L, L, D}, NULL},
+
+    {"org.create", {A, D, D, D, D}, NULL},
+    {"org.list", {A, A, D, D, D}, "organisations are visible to cluster roles only"},
+    {"org.delete", {A, D, D, D, D}, NULL},
+    {"quota.read", {A, A, T, T, D}, NULL},
+    {"quota.set", {A, D, L, L, D}, NULL},
+    /* a project's quotas, which its tenant-admin shares out */
+    {"quota.set.project", {A, D, T, D, D}, NULL},
+    {"project.list", {A, A, T, T, D}, NULL},
+    {"project.create", {A, D, T, L, D}, NULL},
+    {"project.delete", {A, D, T, L, D}, NULL},
+    {"queue.read", {A, A, T, O, D}, NULL},
+    {"usage.read", {A, A, T, T, D}, NULL},
+
+    {"token.issue", {A, D, T, D, D}, NULL},
+    {"token.list", {A, A, T, O, D}, NULL},
+    {"token.read", {A, A, T, O, D}, NULL},
+    {"token.revoke", {A, D, T, O, D}, NULL},
+
+#define INFRA                                                                                      \
+	"nodes and GPUs are visible to cluster roles only; see /v1/capacity for aggregate "        \
+	"capacity"
+    {"node.list", {A, A, D, D, D}, INFRA},
+    {"node.read", {A, A, D, D, D}, INFRA},
+    {"gpu.list", {A, A, D, D, D}, INFRA},
+    {"node.cordon", {A, D, D, D, D}, NULL},
+    {"node.uncordon", {A, D, D, D, D}, NULL},
+    {"node.drain", {A, D, D, D, D}, NULL},
+    {"node.down", {A, D, D, D, D}, NULL},
+    {"node.up", {A, D, D, D, D}, NULL},
+    {"gpu.fault", {A, D, D, D, D}, NULL},
+    {"gpu.restore", {A, D, D, D, D}, NULL},
+    {"pool.cordon", {A, D, D, D, D}, NULL},
+    {"pool.drain", {A, D, D, D, D}, NULL},
+    {"pool.uncordon", {A, D, D, D, D}, NULL},
+#undef INFRA
+
+    /* own: a tenant-user's allocations are those it created, and its
+     * priority stays under its tenant's max_user_priority */
+    {"allocation.create", {A, D, T, O, D}, NULL},
+    {"allocation.list", {A, A, T, O, D}, NULL},
+    {"allocation.read", {A, A, T, O, D}, NULL},
+    {"allocation.resize", {A, D, T, O, D}, "allocations are changed by their tenant"},
+    {"allocation.release", {A, D, T, O, D}, "allocations are changed by their tenant"},
+
+    {"fabric.read", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
+    {"fabric.verify", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
+
+    {"audit.read",
+     {A, A, T, D, D},
+     "the audit log is for cluster-admins, auditors and tenant-admins"},
+    {"audit.pubkey", {A, A, A, A, D}, NULL},
+};
+
+#undef A
+#undef T
+#undef O
+#undef N
+#undef L
+#undef D
+
+enum ctl_scope ctl_scope_of(const struct iso_principal *p, const char *action)
+{
+	const struct right *row = NULL;
+
+	if (!p || !action || (unsigned)p->role >= N_ROLES)
+		return CTL_SCOPE_NONE;
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(rights); i++)
+		if (strcmp(rights[i].action, action) == 0) {
+			row = &rights[i];
+			break;
+		}
+	/* A node-agent token without its node can act for no node. */
+	if (!row || (row->scope[p->role] == CTL_SCOPE_NODE && !p->node[0]))
+		return CTL_SCOPE_NONE;
+	return row->scope[p->role];
+}
+
+static int refuse(const struct iso_principal *p, const char *action, struct iso_error *err)
+{
+	const char *why = NULL;
+
+	for (size_t i = 0; action && i < ISO_ARRAY_SIZE(rights); i++)
+		if (strcmp(rights[i].action, action) == 0)
+			why = rights[i].why;
+	return iso_error_set(err, ISO_E_FORBIDDEN, NULL, "role %s may not do %s%s%s",
+	                     p ? iso_role_name(p->role) : "none", action ? action : "this",
+	                     why ? ": " : "", why ? why : "");
+}
+
+int ctl_authorize(const struct iso_principal *p, const char *action, enum ctl_scope *scope,
+                  struct iso_error *err)
+{
+	enum ctl_scope s = ctl_scope_of(p, action);
+
+	if (scope)
+		*scope = s;
+	if (s == CTL_SCOPE_NONE || s == CTL_SCOPE_LOOKUP)
+		return refuse(p, action, err);
+	return 0;
+}
+
+int iso_controller_authorize(const struct iso_principal *p, const char *action,
+                             struct iso_error *err)
+{
+	/* LOOKUP cells go on to the use case, which looks the target up in the
+	 * caller's tenant first and then refuses (ctl_authorize). */
+	if (ctl_scope_of(p, action) == CTL_SCOPE_NONE)
+		return refuse(p, action, err);
+	return 0;
+}
+
+bool ctl_sees_all_tenants(const struct iso_principal *p)
+{
+	return ctl_scope_of(p, "tenant.read") == CTL_SCOPE_ALL;
+}
