@@ -20,6 +20,7 @@
 #define NV_MAX_CI          8
 
 struct nv_fns {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator, not an expression */
 #define X(name, ret, params) ret(*name) params;
 	NVML_FUNCTIONS(X)
 #undef X
@@ -420,7 +421,7 @@ static int nv_list_instances(struct iso_gpu *g, unsigned gpu, struct iso_gpu_ins
 	if ((r = nv_mig_devices(n, gpu, &migs, &ctx.n_migs, err)) < 0)
 		return r;
 	ctx.migs = migs;
-	ctx.cap = 2 * ISO_MIG_MAX_SLICES;
+	ctx.cap = (size_t)2 * ISO_MIG_MAX_SLICES;
 	if (!(ctx.v = calloc(ctx.cap, sizeof(*ctx.v))))
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	if ((r = nv_each_gi(n, gpu, nv_list_one, &ctx, err)) < 0) {

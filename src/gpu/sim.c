@@ -12,6 +12,7 @@
 #include <sodium.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "isostack/gpu.h"
 
@@ -142,10 +143,10 @@ static int load_instance(struct sim *s, struct sim_gpu *gp, json_t *o, const cha
 	return 0;
 }
 
-static int load(struct sim *s, const char *text, struct iso_error *err)
+static int load(struct sim *s, struct iso_error *err)
 {
 	json_error_t jerr;
-	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root = json_load_file(s->path, JSON_REJECT_DUPLICATES, &jerr);
 	json_t *gpus, *v;
 	char field[ISO_ERR_FIELD_MAX];
 	int r = 0;
@@ -194,44 +195,6 @@ static int load(struct sim *s, const char *text, struct iso_error *err)
 	return r;
 }
 
-static int read_text(const char *path, char **out, struct iso_error *err)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	*out = NULL;
-	if (!f) {
-		if (errno == ENOENT)
-			return -ENOENT;
-		return iso_error_set(err, ISO_E_INTERNAL, "state_dir", "cannot read %s: %s", path,
-		                     strerror(errno));
-	}
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			char *n;
-			cap = cap ? cap * 2 : 8192;
-			if (cap > (1u << 24) || !(n = realloc(buf, cap))) {
-				free(buf);
-				return iso_error_set(err, ISO_E_INVALID, "state_dir",
-				                     "%s: too large", path);
-			}
-			buf = n;
-		}
-		size_t got = fread(buf + len, 1, cap - len - 1, f);
-		len += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		free(buf);
-		return iso_error_set(err, ISO_E_INTERNAL, "state_dir", "cannot read %s", path);
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
-}
-
 /* ---- the driver ---- */
 
 static void sim_close(struct iso_gpu *g)
@@ -243,7 +206,6 @@ static int sim_open(const struct iso_gpu_open_args *args, struct iso_gpu **out,
                     struct iso_error *err)
 {
 	struct sim *s;
-	char *text = NULL;
 	size_t n_models = args && args->models ? args->n_models : 8;
 	int r;
 
@@ -262,10 +224,8 @@ static int sim_open(const struct iso_gpu_open_args *args, struct iso_gpu **out,
 		free(s);
 		return iso_error_set(err, ISO_E_INVALID, "state_dir", "path too long");
 	}
-	r = read_text(s->path, &text, err);
-	if (r == 0) {
-		r = load(s, text, err);
-		free(text);
+	if (access(s->path, F_OK) == 0) {
+		r = load(s, err);
 		/* A state on disk must describe the GPUs we were told of. */
 		for (size_t i = 0; r == 0 && args->models && i < n_models; i++)
 			if ((size_t)s->n_gpus != n_models ||
@@ -274,7 +234,10 @@ static int sim_open(const struct iso_gpu_open_args *args, struct iso_gpu **out,
 				    err, ISO_E_INVALID, "models",
 				    "%s holds other GPUs than the %zu asked for (GPU %zu)", s->path,
 				    n_models, i);
-	} else if (r == -ENOENT) {
+	} else if (errno != ENOENT) {
+		r = iso_error_set(err, ISO_E_INTERNAL, "state_dir", "cannot read %s: %s", s->path,
+		                  strerror(errno));
+	} else {
 		r = 0;
 		for (size_t i = 0; r == 0 && i < n_models; i++) {
 			struct sim_gpu *gp = &s->gpus[i];
