@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "isostack/gpu.h"
@@ -438,6 +439,74 @@ static void test_xid_seen_by_wait(void **state)
 	assert_int_equal(b->g->ops->wait_xid(b->g, 10, &x, NULL), -ETIMEDOUT);
 }
 
+/* Runs fn in a child process with a driver of its own; its exit status. */
+static int in_child(struct bk *b, void (*fn)(struct bk *child))
+{
+	pid_t pid = fork();
+	int status = -1;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct bk child = *b;
+		child.g = NULL;
+		if (bk_open_err(&child, NULL) != 0)
+			_exit(2);
+		fn(&child);
+		bk_close(&child);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void child_creates(struct bk *c)
+{
+	if (c->g->ops->create_instance(c->g, 1, "2g.10gb", 4, NULL, NULL) != 0)
+		_exit(3);
+}
+
+static void child_sees_none(struct bk *c)
+{
+	struct iso_gpu_instance *v = NULL;
+	size_t n = 99;
+
+	if (c->g->ops->list_instances(c->g, 1, &v, &n, NULL) != 0 || n != 0)
+		_exit(4);
+	free(v);
+}
+
+static void child_injects(struct bk *c)
+{
+	(void)c;
+	inject_xid(c, 0, 48, ISO_GPU_ID_NONE, ISO_GPU_ID_NONE);
+}
+
+/* nvml over the fake: the GPUs are the same for every process, as on a
+ * host (the fake's state file), and an XID injected by another process
+ * reaches a waiting driver (what an end-to-end test does). */
+static void test_processes_share_gpus(void **state)
+{
+	struct bk *b = *state;
+	struct iso_gpu_instance *v = NULL;
+	struct iso_gpu_xid x;
+
+	must_create(b, 1, "1g.5gb", 0);
+	assert_int_equal(in_child(b, child_creates), 0);
+	assert_int_equal(list(b, 1, &v), 2);
+	assert_string_equal(v[1].profile, "2g.10gb");
+	assert_int_equal(v[1].start, 4);
+	free(v);
+	/* The other process's instance is an instance like any: it blocks. */
+	assert_int_equal(create(b, 1, "3g.20gb", 4, NULL), -ENOSPC);
+	assert_int_equal(destroy(b, 1, 4), 0);
+	assert_int_equal(destroy(b, 1, 0), 0);
+	assert_int_equal(in_child(b, child_sees_none), 0);
+	assert_int_equal(in_child(b, child_injects), 0);
+	assert_int_equal(b->g->ops->wait_xid(b->g, 1000, &x, NULL), 0);
+	assert_int_equal(x.gpu, 0);
+	assert_int_equal(x.xid, 48);
+}
+
 /* The device's own description of every profile equals src/mig's table:
  * profile ID, compute slices, max count, placements on the memory axis. */
 static void test_geometry_equals_mig_tables(void **state)
@@ -737,6 +806,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_library_without_nvml, setup_nvml, teardown),
 	    cmocka_unit_test_setup_teardown(test_nvml_errors_reported, setup_nvml, teardown),
 	    cmocka_unit_test_setup_teardown(test_mig_off_refused, setup_nvml, teardown),
+	    cmocka_unit_test_setup_teardown(test_processes_share_gpus, setup_nvml, teardown),
 	    cmocka_unit_test(test_names_and_enums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
