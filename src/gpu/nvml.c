@@ -434,6 +434,29 @@ static int nv_list_instances(struct iso_gpu *g, unsigned gpu, struct iso_gpu_ins
 	return 0;
 }
 
+#define NV_MAX_PLACEMENTS (ISO_MIG_MAX_SLICES * 2)
+
+/* The device's placements for a profile ID. NVML writes as many as the
+ * profile has, so their number is asked first and must fit. */
+static int nv_placements(struct nv *n, unsigned gpu, unsigned id,
+                         nvmlGpuInstancePlacement_t pl[NV_MAX_PLACEMENTS], unsigned *np,
+                         const char *field, struct iso_error *err)
+{
+	nvmlDevice_t dev = n->gpus[gpu].dev;
+	nvmlReturn_t rc = n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(dev, id, NULL, np);
+
+	if (rc == NVML_SUCCESS && *np > NV_MAX_PLACEMENTS)
+		return iso_error_set(err, ISO_E_INTERNAL, field,
+		                     "GPU %u: profile %u has %u placements, more than %d", gpu, id,
+		                     *np, NV_MAX_PLACEMENTS);
+	if (rc == NVML_SUCCESS)
+		rc = n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(dev, id, pl, np);
+	if (rc != NVML_SUCCESS)
+		return nv_fail(n, err, rc, field, "nvmlDeviceGetGpuInstancePossiblePlacements_v2",
+		               gpu);
+	return 0;
+}
+
 static int nv_list_profiles(struct iso_gpu *g, unsigned gpu, struct iso_gpu_profile_info **out,
                             size_t *count, struct iso_error *err)
 {
@@ -453,7 +476,7 @@ static int nv_list_profiles(struct iso_gpu *g, unsigned gpu, struct iso_gpu_prof
 	 * src/mig's table shows up (with an empty name). */
 	for (unsigned e = 0; e < NVML_GPU_INSTANCE_PROFILE_COUNT; e++) {
 		nvmlGpuInstanceProfileInfo_t info;
-		nvmlGpuInstancePlacement_t pl[ISO_MIG_MAX_SLICES * 2];
+		nvmlGpuInstancePlacement_t pl[NV_MAX_PLACEMENTS];
 		unsigned np = 0;
 		struct iso_gpu_profile_info *o = &v[*count];
 
@@ -464,18 +487,8 @@ static int nv_list_profiles(struct iso_gpu *g, unsigned gpu, struct iso_gpu_prof
 		if (rc != NVML_SUCCESS)
 			return nv_fail(n, err, rc, "gpu", "nvmlDeviceGetGpuInstanceProfileInfo",
 			               gpu);
-		rc =
-		    n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(gp->dev, info.id, NULL, &np);
-		if (rc == NVML_SUCCESS && np > ISO_ARRAY_SIZE(pl))
-			return iso_error_set(err, ISO_E_INTERNAL, "gpu",
-			                     "GPU %u: profile %u has %u placements", gpu, info.id,
-			                     np);
-		if (rc == NVML_SUCCESS)
-			rc = n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(gp->dev, info.id,
-			                                                        pl, &np);
-		if (rc != NVML_SUCCESS)
-			return nv_fail(n, err, rc, "gpu",
-			               "nvmlDeviceGetGpuInstancePossiblePlacements_v2", gpu);
+		if ((r = nv_placements(n, gpu, info.id, pl, &np, "gpu", err)) < 0)
+			return r;
 		o->nvml_enum = e;
 		o->id = info.id;
 		o->compute = (int)info.sliceCount;
@@ -526,7 +539,7 @@ static int nv_create(struct iso_gpu *g, unsigned gpu, const char *profile, int s
 	struct nv *n = nv_of(g);
 	struct nv_gpu *gp;
 	const struct iso_mig_profile *p;
-	nvmlGpuInstancePlacement_t pl[ISO_MIG_MAX_SLICES * 2], want;
+	nvmlGpuInstancePlacement_t pl[NV_MAX_PLACEMENTS], want;
 	nvmlComputeInstanceProfileInfo_t ci_info;
 	nvmlGpuInstance_t gi;
 	nvmlComputeInstance_t ci;
@@ -553,15 +566,8 @@ static int nv_create(struct iso_gpu *g, unsigned gpu, const char *profile, int s
 		       -EOPNOTSUPP;
 	/* The start must be one of the device's own placements for the
 	 * profile (on the memory-slice axis: a 3g is 4 wide). */
-	rc = n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(gp->dev, gp->id[k], NULL, &np);
-	if (rc == NVML_SUCCESS && np > ISO_ARRAY_SIZE(pl))
-		np = ISO_ARRAY_SIZE(pl);
-	if (rc == NVML_SUCCESS)
-		rc =
-		    n->f.nvmlDeviceGetGpuInstancePossiblePlacements_v2(gp->dev, gp->id[k], pl, &np);
-	if (rc != NVML_SUCCESS)
-		return nv_fail(n, err, rc, "profile",
-		               "nvmlDeviceGetGpuInstancePossiblePlacements_v2", gpu);
+	if ((r = nv_placements(n, gpu, gp->id[k], pl, &np, "profile", err)) < 0)
+		return r;
 	for (unsigned i = 0; i < np; i++)
 		if ((int)pl[i].start == start) {
 			allowed = true;
