@@ -777,6 +777,18 @@ static void test_names_and_enums(void **state)
 	assert_int_equal(iso_gpu_profile_enum(h100, iso_mig_profile_find(h100, "1g.20gb")), 9);
 	assert_int_equal(iso_gpu_profile_enum(h100, iso_mig_profile_find(h100, "7g.80gb")), 4);
 	assert_int_equal(iso_gpu_profile_enum(a30, iso_mig_profile_find(a30, "2g.12gb+me")), 8);
+	/* Every built-in model: the sim's device name maps back to it, and
+	 * each of its profiles has an enum of its own. */
+	for (int i = 0; iso_gpu_model_at(i); i++) {
+		const struct iso_gpu_model *m = iso_gpu_model_at(i);
+		assert_ptr_equal(iso_gpu_model_for_name(m->product), m);
+		for (int k = 0; k < m->n_profiles; k++) {
+			int e = iso_gpu_profile_enum(m, &m->profiles[k]);
+			assert_true(e >= 0);
+			for (int j = 0; j < k; j++)
+				assert_int_not_equal(e, iso_gpu_profile_enum(m, &m->profiles[j]));
+		}
+	}
 	assert_ptr_equal(iso_gpu_driver_find("nvml"), &iso_gpu_nvml_ops);
 	assert_null(iso_gpu_driver_find("cuda"));
 }
