@@ -258,7 +258,7 @@ struct iso_capacity {
 	int64_t memory_mib, memory_mib_free;
 };
 /* Capacity as `p` sees it: free is what it can still get. */
-void iso_controller_capacity(const struct iso_controller *c, const struct iso_principal *p,
+void iso_controller_capacity(struct iso_controller *c, const struct iso_principal *p,
                              struct iso_capacity *out);
 
 /* ---- allocations ---- */

@@ -41,6 +41,10 @@ struct iso_cluster_state {
 	 * one flag per GPU numbered node by node in inventory order; NULL until
 	 * the first quarantine. */
 	bool *quarantined;
+	/* Bumped by every take, give, quarantine and restore here, and by the
+	 * controller when it writes `sched`: a cache of anything derived from
+	 * the state (capacity) is current while this is unchanged. */
+	uint64_t version;
 };
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv);

@@ -209,6 +209,7 @@ static int rebuild_state(struct iso_controller *c, struct iso_error *err)
 		int idx = iso_cluster_state_node_index(&c->cs, states[i].name);
 		if (idx >= 0)
 			c->cs.sched[idx] = states[i].sched;
+		c->cs.version++;
 	}
 	free(states);
 

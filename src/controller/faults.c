@@ -257,6 +257,7 @@ static int node_state_write(struct iso_controller *c, const struct iso_principal
 	        "request_id=%s by=%s node=%s from=%s to=%s", p->request_id, p->token_id, name,
 	        iso_node_sched_name(c->cs.sched[ni]), iso_node_sched_name(sched));
 	c->cs.sched[ni] = sched;
+	c->cs.version++;
 	return 0;
 }
 

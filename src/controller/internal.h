@@ -44,6 +44,8 @@ struct iso_controller {
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
 	int64_t queue_pass_ms;           /* when the last pass ran */
+	struct iso_capacity capacity;    /* nodes.c: free as a tenant holding nothing sees it */
+	uint64_t capacity_version;       /* cs.version it was counted at, 0: never */
 	bool fabric_async;           /* allocations wait in provisioning for the fabric */
 	pthread_mutex_t lock;        /* the API thread and the daemon's ticks take turns */
 };
@@ -213,8 +215,10 @@ int ctl_queue_add(struct iso_controller *c, const struct iso_allocation *a);
 void ctl_queue_remove(struct iso_controller *c, const struct iso_allocation *a);
 /* Records whether `a` holds resources now (placed..active), with its charge. */
 int ctl_queue_running_set(struct iso_controller *c, const struct iso_allocation *a, bool holds);
+/* Of a tenant (its account and its projects'): allocations pending, live,
+ * and live with an exclusive isolation class (exclusive may be NULL). */
 void ctl_queue_tenant_counts(const struct iso_controller *c, int tenant_acct, int *pending,
-                             int *live);
+                             int *live, int *exclusive);
 int ctl_queue_size(const struct iso_controller *c);
 #define CTL_PLAN_MAX 64
 struct ctl_queue_plan {

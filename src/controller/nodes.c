@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/internal.h"
+#include "isostack/tenancy.h"
 
 int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_principal *p,
                                   const char *node, enum iso_node_sched sched,
@@ -47,6 +48,7 @@ int iso_controller_node_set_sched(struct iso_controller *c, const struct iso_pri
 		return r;
 	enum iso_node_sched before = c->cs.sched[idx];
 	c->cs.sched[idx] = sched;
+	c->cs.version++;
 	iso_log(ISO_LOG_INFO, "node_state", "request_id=%s by=%s node=%s from=%s to=%s",
 	        p->request_id, p->token_id, node, iso_node_sched_name(before),
 	        iso_node_sched_name(sched));
@@ -66,13 +68,11 @@ int iso_controller_live_allocations(struct iso_controller *c, const struct iso_p
 	return c->store->ops->alloc_list(c->store, &f, out, n, err);
 }
 
-void iso_controller_capacity(const struct iso_controller *c, const struct iso_principal *p,
-                             struct iso_capacity *out)
+/* Counts capacity over every node, as `viewer` (0: a tenant holding
+ * nothing) sees it: O(nodes x GPUs). */
+static void count_capacity(const struct iso_controller *c, int64_t viewer,
+                           struct iso_capacity *out)
 {
-	/* Free is what the viewer can still get: a node, rack or GPU another
-	 * tenant holds exclusively is not free to it (cluster roles see what a
-	 * tenant holding nothing could get). */
-	int64_t viewer = p && ctl_scope_of(p, "capacity.read") != CTL_SCOPE_ALL ? p->tenant_id : 0;
 	const struct iso_inventory *inv = c->inv;
 
 	memset(out, 0, sizeof(*out));
@@ -111,4 +111,30 @@ void iso_controller_capacity(const struct iso_controller *c, const struct iso_pr
 			}
 		}
 	}
+}
+
+void iso_controller_capacity(struct iso_controller *c, const struct iso_principal *p,
+                             struct iso_capacity *out)
+{
+	/* Free is what the viewer can still get: a node, rack or GPU another
+	 * tenant holds exclusively is not free to it (cluster roles see what a
+	 * tenant holding nothing could get). */
+	int64_t viewer = p && ctl_scope_of(p, "capacity.read") != CTL_SCOPE_ALL ? p->tenant_id : 0;
+	int exclusive = 0, pending, live;
+
+	/* A tenant that holds nothing exclusively sees what one holding nothing
+	 * sees: one count per change of the cluster state, not per request. */
+	if (viewer) {
+		int acct = iso_tenancy_find(ctl_tenancy_tree(c), p->tenant);
+		ctl_queue_tenant_counts(c, acct, &pending, &live, &exclusive);
+	}
+	if (exclusive > 0) {
+		count_capacity(c, viewer, out);
+		return;
+	}
+	if (c->capacity_version != c->cs.version + 1) {
+		count_capacity(c, 0, &c->capacity);
+		c->capacity_version = c->cs.version + 1; /* +1: 0 means never counted */
+	}
+	*out = c->capacity;
 }

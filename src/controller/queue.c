@@ -40,6 +40,7 @@ struct qlist {
 struct rlist {
 	struct iso_running *v;
 	int n, cap;
+	int n_exclusive; /* of them, with an exclusive isolation class */
 };
 
 struct ctl_queue {
@@ -225,10 +226,13 @@ int ctl_queue_running_set(struct iso_controller *c, const struct iso_allocation 
 		return -ENOMEM;
 	l = &q->running[acct];
 	at = rlist_find(l, a->id);
+	bool exclusive = ctl_alloc_isolation(a) != ISO_ISOLATION_SHARED;
+
 	if (!holds) {
 		if (at >= 0) {
 			l->v[at] = l->v[--l->n];
 			q->n_running--;
+			l->n_exclusive -= exclusive;
 		}
 		return 0;
 	}
@@ -243,6 +247,7 @@ int ctl_queue_running_set(struct iso_controller *c, const struct iso_allocation 
 		}
 		at = l->n++;
 		q->n_running++;
+		l->n_exclusive += exclusive;
 	}
 	struct iso_running *x = &l->v[at];
 	memset(x, 0, sizeof(*x));
@@ -259,22 +264,26 @@ int ctl_queue_running_set(struct iso_controller *c, const struct iso_allocation 
 /* ---- counts, for the per-tenant limits ---- */
 
 void ctl_queue_tenant_counts(const struct iso_controller *c, int tenant_acct, int *pending,
-                             int *live)
+                             int *live, int *exclusive)
 {
 	const struct ctl_queue *q = c->pending;
 	const struct iso_tenancy *t = ctl_tenancy_tree(c);
+	int n_excl = 0;
 
 	*pending = *live = 0;
-	if (tenant_acct <= 0)
-		return;
-	/* The tenant's own account and its projects: admin-made, few. */
-	for (int x = tenant_acct; x >= 0;) {
-		if (x < q->n_acct) {
-			*pending += q->pending[x].n;
-			*live += q->running[x].n;
+	if (tenant_acct > 0) {
+		/* The tenant's own account and its projects: at most 256. */
+		for (int x = tenant_acct; x >= 0;) {
+			if (x < q->n_acct) {
+				*pending += q->pending[x].n;
+				*live += q->running[x].n;
+				n_excl += q->running[x].n_exclusive;
+			}
+			x = x == tenant_acct ? t->acct[x].first_child : t->acct[x].next_sibling;
 		}
-		x = x == tenant_acct ? t->acct[x].first_child : t->acct[x].next_sibling;
 	}
+	if (exclusive)
+		*exclusive = n_excl;
 }
 
 int ctl_queue_size(const struct iso_controller *c)

@@ -480,7 +480,7 @@ int ctl_tenancy_check_limits(struct iso_controller *c, const struct iso_tenant *
 	int max_pending = t->max_pending > 0 ? t->max_pending : c->limits.max_pending;
 	int max_live = t->max_live > 0 ? t->max_live : c->limits.max_live;
 
-	ctl_queue_tenant_counts(c, acct, &pending, &live);
+	ctl_queue_tenant_counts(c, acct, &pending, &live, NULL);
 	/* A new allocation may start pending or live: both must have room. */
 	if (pending >= max_pending)
 		return iso_error_set(err, ISO_E_LIMIT, "limits.max_pending",

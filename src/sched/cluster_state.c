@@ -118,6 +118,8 @@ bool iso_cluster_state_gpu_quarantined(const struct iso_cluster_state *cs, int n
 int iso_cluster_state_gpu_quarantine(struct iso_cluster_state *cs, int node, int pos)
 {
 	int id = gpu_id(cs, node, pos);
+
+	cs->version++;
 	const struct iso_gpu *gpu;
 	struct iso_gpu_occupancy *o;
 
@@ -150,6 +152,8 @@ int iso_cluster_state_gpu_quarantine(struct iso_cluster_state *cs, int node, int
 void iso_cluster_state_gpu_restore(struct iso_cluster_state *cs, int node, int pos)
 {
 	int id = gpu_id(cs, node, pos);
+
+	cs->version++;
 
 	if (id < 0 || !cs->quarantined || !cs->quarantined[id])
 		return;
@@ -459,6 +463,7 @@ int iso_cluster_state_take_members(struct iso_cluster_state *cs, const struct is
 	char field[ISO_ERR_FIELD_MAX];
 	int k, si, r = 0;
 
+	cs->version++;
 	if (from < 0 || a->n_members < 0 || from > a->n_members || a->n_slots < 0 ||
 	    (a->n_members > 0 && !a->placed) || (a->n_slots > 0 && !a->slots))
 		return iso_error_set(err, ISO_E_INVALID, NULL, "malformed placement");
@@ -513,6 +518,7 @@ void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct i
 	_cleanup_free_ int *nodes = NULL;
 	int r;
 
+	cs->version++;
 	if (from < 0 || from >= a->n_members)
 		return;
 	nodes = resolve_members(cs, a, from, NULL, &r);

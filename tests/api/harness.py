@@ -590,6 +590,40 @@ class ApiTestCase(unittest.TestCase):
         self.assertRegex(v, RFC3339_MS, what)
 
 
+class SharedDaemonCase(ApiTestCase):
+    """One daemon for the whole class (tests use fresh names so they do not
+    meet): `config`, `daemon_args` and `daemon_env` say how it starts, and
+    `set_up_world` (a classmethod) adds what every test of the class needs.
+    A failure while starting or setting up still cleans the daemon up."""
+
+    config = "small.yaml"
+    daemon_args = ()
+    daemon_env = None
+
+    @classmethod
+    def set_up_world(cls):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(cls.config, extra_args=cls.daemon_args, env=cls.daemon_env)
+        try:
+            cls.d.start()
+            cls.admin = cls.d.client()
+            cls.set_up_world()
+        except BaseException:
+            cls.d.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.d.alive():
+                cls.d.stop()
+        finally:
+            cls.d.cleanup()
+
+
 def check_error_shape(tc, r):
     tc.assertTrue(r.is_json, "error body is not JSON: %r" % r)
     b = r.body

@@ -87,6 +87,25 @@ class TestCharges(TenancyCase):
         used = {u["account"]: u["used"] for u in self.admin.get("/v1/usage").body["items"]}["en"]
         self.assertEqual((used["nodes"], used["cpus"], used["gpus"]), (1, 32, 2))
 
+    def test_capacity_follows_every_change(self):
+        # a tenant's capacity is counted once per change of the cluster, not
+        # per request: every kind of change must show at once
+        self.tenant("watch")
+        w = self.d.client(self.token("watch"))
+        free = lambda: w.get("/v1/capacity").body["gpus_free"]  # noqa: E731
+        self.assertEqual(free(), 8)
+        a = self.alloc(w, 1, gpus=FULL_GPU)
+        self.assertEqual(free(), 7)
+        node = self.admin.get("/v1/nodes").body["items"][3]["name"]
+        self.assertStatus(self.admin.post("/v1/nodes/%s/cordon" % node, {}), 200)
+        self.assertEqual(free(), 5)
+        self.assertStatus(self.admin.post("/v1/nodes/%s/uncordon" % node, {}), 200)
+        self.assertEqual(free(), 7)
+        self.assertStatus(self.admin.post("/v1/nodes/%s/gpus/0/fault" % node, {"xid": 79}), 200)
+        self.assertEqual(free(), 6)
+        self.assertStatus(w.delete("/v1/allocations/" + a["id"]), 200)
+        self.assertEqual(free(), 7)
+
     def test_a_request_must_ask_for_something(self):
         self.tenant("t")
         c = self.d.client(self.token("t"))

@@ -33,27 +33,10 @@ TINY_NODE = "tn-n01"
 MIG_3G = {"count": 1, "profile": "3g.40gb"}
 
 
-class DaemonCase(ApiTestCase):
+class DaemonCase(harness.SharedDaemonCase):
     """One daemon for the class; tests use fresh names so they do not meet."""
 
     config = SMALL
-
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(cls.config)
-        try:
-            cls.d.start()
-        except BaseException:
-            cls.d.cleanup()
-            raise
-        cls.admin = cls.d.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
 
 
 class FreshDaemonCase(ApiTestCase):

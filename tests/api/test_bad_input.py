@@ -19,36 +19,24 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, T, uniq  # noqa: E402
+from harness import ApiTestCase, T, uniq  # noqa: E402
 
 CONFIG = "small.yaml"
 
 
-class TestBadRequests(ApiTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(CONFIG)
-        try:
-            cls.d.start()
-            cls.admin = cls.d.client()
-            r = cls.admin.post("/v1/tenants", {"name": "badin", "description": "d"})
-            assert r.status == 201, r
-            r = cls.admin.post("/v1/allocations", {"tenant": "badin", "gpus": {"count": 1, "profile": "1g.10gb"}})
-            assert r.status == 201, r
-            cls.alloc = r.body
-            r = cls.admin.post("/v1/tokens", {"role": "tenant-user", "tenant": "badin", "user": "u"})
-            assert r.status == 201, r
-            cls.tok = r.body
-        except BaseException:
-            cls.d.cleanup()
-            raise
+class TestBadRequests(harness.SharedDaemonCase):
+    config = CONFIG
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+    def set_up_world(cls):
+        r = cls.admin.post("/v1/tenants", {"name": "badin", "description": "d"})
+        assert r.status == 201, r
+        r = cls.admin.post("/v1/allocations", {"tenant": "badin", "gpus": {"count": 1, "profile": "1g.10gb"}})
+        assert r.status == 201, r
+        cls.alloc = r.body
+        r = cls.admin.post("/v1/tokens", {"role": "tenant-user", "tenant": "badin", "user": "u"})
+        assert r.status == 201, r
+        cls.tok = r.body
 
     def snapshot(self):
         return (self.admin.list_all("/v1/tenants"), self.admin.list_all("/v1/tokens"),

@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, T  # noqa: E402
+from harness import ApiTestCase, T  # noqa: E402
 
 CONFIG = "small.yaml"
 
@@ -45,25 +45,14 @@ class Result:
             " ".join(self.argv), self.rc, self.out[-3000:], self.err[-3000:])
 
 
-class IsoctlCase(ApiTestCase):
+class IsoctlCase(harness.SharedDaemonCase):
+    config = CONFIG
+
     @classmethod
     def setUpClass(cls):
         if not harness.Binaries.isoctl or not os.path.exists(harness.Binaries.isoctl):
             raise AssertionError("no isoctl binary: pass it as argv[2]")
-        cls.d = Daemon(CONFIG)
-        try:
-            cls.d.start()
-        except BaseException:
-            cls.d.cleanup()
-            raise
-        cls.admin = cls.d.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+        super().setUpClass()
 
     def isoctl(self, *argv, token="admin", url=None, env=None, stdin=None):
         e = {k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")}

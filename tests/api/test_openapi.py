@@ -22,7 +22,6 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon  # noqa: E402
 
 REDOCLY = os.path.join(harness.SOURCE_ROOT, "tools", "redocly", "node_modules", ".bin", "redocly")
 
@@ -103,26 +102,15 @@ class Validator:
         return out
 
 
-class TestOpenApiMatchesServer(ApiTestCase):
+class TestOpenApiMatchesServer(harness.SharedDaemonCase):
+    config = "small.yaml"
+
     @classmethod
     def setUpClass(cls):
         cls.spec = load_spec()
         cls.v = Validator(cls.spec)
-        cls.d = Daemon("small.yaml")
-        try:
-            cls.d.start()
-        except BaseException:
-            cls.d.cleanup()
-            raise
-        cls.admin = cls.d.client()
         cls.seen = set()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+        super().setUpClass()
 
     def operation(self, method, path):
         """The spec's operation for a concrete path: the template that matches."""

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, T, check_error_shape  # noqa: E402
+from harness import T, check_error_shape  # noqa: E402
 
 CONFIG = "small.yaml"
 
@@ -86,19 +86,8 @@ def req(method, target, headers=(), body=b"", host=True):
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-class TestProtocolEdges(ApiTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(CONFIG)
-        cls.d.start()
-        cls.admin = cls.d.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+class TestProtocolEdges(harness.SharedDaemonCase):
+    config = CONFIG
 
     def tearDown(self):
         self.assertEqual(self.d.request("GET", "/v1/healthz").status, 200)
@@ -250,24 +239,14 @@ def closed_by_server(s, wait):
         return True
 
 
-class TestSlowClients(ApiTestCase):
+class TestSlowClients(harness.SharedDaemonCase):
     """Connection policy with small limits: 24 connections, 8 of them out of
     reach of clients still sending their head, 6 per address, and a head
     deadline long enough (30 s) not to interfere here."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(CONFIG, extra_args=["--max-connections", "24", "--connection-reserve", "8",
-                                           "--max-connections-per-address", "6",
-                                           "--header-timeout", "30"])
-        cls.d.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+    config = CONFIG
+    daemon_args = ("--max-connections", "24", "--connection-reserve", "8",
+                   "--max-connections-per-address", "6", "--header-timeout", "30")
 
     def setUp(self):
         self.socks = []
@@ -299,20 +278,11 @@ class TestSlowClients(ApiTestCase):
         self.assertIn("event=http_conn_reserve", self.d.stderr_text())
 
 
-class TestHeadDeadline(ApiTestCase):
+class TestHeadDeadline(harness.SharedDaemonCase):
     """A 1 s deadline for the request head, however slowly it trickles."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(CONFIG, extra_args=["--header-timeout", "1"])
-        cls.d.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+    config = CONFIG
+    daemon_args = ("--header-timeout", "1")
 
     def test_trickling_head_is_cut(self):
         s = slow_conn(self.d.port, "127.0.0.1")
@@ -345,25 +315,19 @@ class TestHeadDeadline(ApiTestCase):
             c.close()
 
 
-class TestVerifyOffThread(ApiTestCase):
+class TestVerifyOffThread(harness.SharedDaemonCase):
     """GET /v1/fabric/verify reads the fabric off the server thread and
     without the controller lock: the sim driver is made to take 3 s (x the
     sanitizer scale) per read, and other requests, a change included, are
     answered while it reads. A second verify meanwhile is refused (503)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.delay = T(3)
-        cls.d = Daemon(CONFIG, env={"ISO_TEST_SIM_FABRIC_READ_MS": str(int(cls.delay * 1000))})
-        cls.d.start()
-        cls.admin = cls.d.client()
+    config = CONFIG
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+    def setUpClass(cls):
+        cls.delay = T(3)  # scaled once the binaries (ASan or not) are known
+        cls.daemon_env = {"ISO_TEST_SIM_FABRIC_READ_MS": str(int(cls.delay * 1000))}
+        super().setUpClass()
 
     def test_other_requests_are_served_while_verify_reads(self):
         result = {}

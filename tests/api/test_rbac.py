@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, check_error_shape  # noqa: E402
+from harness import check_error_shape  # noqa: E402
 
 # tests/api/data/rbac.yaml: pool "kiwi" = kiwi01, kiwi02; pool "lime" = lime01,
 # lime02; 8 x h100-80gb each. A's allocations go to kiwi, B's to lime, so the
@@ -208,23 +208,12 @@ def missing_like(real_id):
     return real_id[:-8] + tail
 
 
-class TestRbac(ApiTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(CONFIG)
-        try:
-            cls.d.start()
-            cls._setup_world()
-        except BaseException:
-            cls.d.cleanup()
-            raise
+class TestRbac(harness.SharedDaemonCase):
+    config = CONFIG
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
+    def set_up_world(cls):
+        cls._setup_world()
 
     # ------------------------------------------------------------ fixture
 
