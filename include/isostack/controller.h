@@ -145,12 +145,12 @@ struct iso_tenant_policy {
 	double shares;         /* fair-share weight among its siblings, > 0 */
 	const char *isolation; /* shared | exclusive-gpu | exclusive-node | exclusive-rack */
 	const char *tags;      /* comma-separated [a-z0-9-] labels, "" = none */
-	/* limits (docs/tenancy.md, "Limits"); each only when its has_ is set */
-	bool has_max_pending, has_max_live, has_max_user_priority, has_writes_per_s,
-	    has_reads_per_s;
-	int max_pending, max_live;   /* 0: the daemon's default */
-	int writes_per_s, reads_per_s; /* 0: the daemon's default */
-	int max_user_priority;     /* -1000..1000; its tenant-admin may set it */
+	/* limits (docs/tenancy.md, "Limits"), by enum iso_tenant_limit; each
+	 * only when set (0 for most: the daemon's default) */
+	struct {
+		bool set;
+		int value;
+	} limit[ISO_TENANT_LIMITS];
 };
 /* The limits in force for tenant `t` (its own, or the daemon's defaults). */
 void iso_controller_tenant_limits(const struct iso_controller *c, const struct iso_tenant *t,

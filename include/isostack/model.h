@@ -46,6 +46,28 @@ struct iso_tenant {
 	int reads_per_s;
 };
 
+/* The per-tenant limits above as one table (docs/tenancy.md, "Limits"), so
+ * the API, the controller and isoctl parse, check and name them alike. */
+enum iso_tenant_limit {
+	ISO_LIMIT_MAX_PENDING,
+	ISO_LIMIT_MAX_LIVE,
+	ISO_LIMIT_MAX_USER_PRIORITY,
+	ISO_LIMIT_WRITES_PER_S,
+	ISO_LIMIT_READS_PER_S,
+	ISO_TENANT_LIMITS
+};
+struct iso_tenant_limit_def {
+	const char *name; /* "max_pending": the key in "limits", the field in errors */
+	const char *flag; /* "--max-pending": isoctl's */
+	size_t offset;    /* of its int in struct iso_tenant */
+	int min, max;
+};
+const struct iso_tenant_limit_def *iso_tenant_limit_def(enum iso_tenant_limit l);
+static inline int *iso_tenant_limit(struct iso_tenant *t, enum iso_tenant_limit l)
+{
+	return (int *)(void *)((char *)t + iso_tenant_limit_def(l)->offset);
+}
+
 /* A bearer token is "iso_<id>_<secret>": the id finds the row, the secret is
  * compared in constant time against a stored BLAKE2b hash. */
 #define ISO_TOKEN_ID_LEN     12 /* hex chars */

@@ -5,50 +5,31 @@ static const char *const tenant_create_keys[] = {
     "name", "description", "org", "shares", "isolation", "tags", "limits", NULL};
 static const char *const tenant_update_keys[] = {"description", "org",  "shares", "isolation",
                                                  "tags",        "limits", NULL};
-static const char *const limit_keys[] = {"max_pending",  "max_live",    "max_user_priority",
-                                         "writes_per_s", "reads_per_s", NULL};
-
-/* "limits": {"max_pending", "max_live", "max_user_priority"}, each optional. */
+/* "limits": {"max_pending", "max_live", ...}, each optional (the keys and
+ * ranges of iso_tenant_limit_def). */
 static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
 {
 	json_t *l = json_object_get(body, "limits");
+	const char *keys[ISO_TENANT_LIMITS + 1];
 	int64_t v;
 
 	if (!l)
 		return 0;
 	if (!json_is_object(l))
 		return iso_error_set(err, ISO_E_INVALID, "limits", "limits: must be an object");
-	if (api_check_keys(l, "limits", limit_keys, err) < 0)
+	for (int i = 0; i < ISO_TENANT_LIMITS; i++)
+		keys[i] = iso_tenant_limit_def(i)->name;
+	keys[ISO_TENANT_LIMITS] = NULL;
+	if (api_check_keys(l, "limits", keys, err) < 0)
 		return -1;
-	if (json_object_get(l, "max_pending")) {
-		if (api_get_int(l, "max_pending", "limits", true, 0, 1000000, &v, err) < 0)
+	for (int i = 0; i < ISO_TENANT_LIMITS; i++) {
+		const struct iso_tenant_limit_def *d = iso_tenant_limit_def(i);
+		if (!json_object_get(l, d->name))
+			continue;
+		if (api_get_int(l, d->name, "limits", true, d->min, d->max, &v, err) < 0)
 			return -1;
-		pol->has_max_pending = true;
-		pol->max_pending = (int)v;
-	}
-	if (json_object_get(l, "max_live")) {
-		if (api_get_int(l, "max_live", "limits", true, 0, 1000000, &v, err) < 0)
-			return -1;
-		pol->has_max_live = true;
-		pol->max_live = (int)v;
-	}
-	if (json_object_get(l, "writes_per_s")) {
-		if (api_get_int(l, "writes_per_s", "limits", true, 0, 1000000, &v, err) < 0)
-			return -1;
-		pol->has_writes_per_s = true;
-		pol->writes_per_s = (int)v;
-	}
-	if (json_object_get(l, "reads_per_s")) {
-		if (api_get_int(l, "reads_per_s", "limits", true, 0, 1000000, &v, err) < 0)
-			return -1;
-		pol->has_reads_per_s = true;
-		pol->reads_per_s = (int)v;
-	}
-	if (json_object_get(l, "max_user_priority")) {
-		if (api_get_int(l, "max_user_priority", "limits", true, -1000, 1000, &v, err) < 0)
-			return -1;
-		pol->has_max_user_priority = true;
-		pol->max_user_priority = (int)v;
+		pol->limit[i].set = true;
+		pol->limit[i].value = (int)v;
 	}
 	return 0;
 }

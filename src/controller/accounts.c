@@ -117,35 +117,18 @@ int ctl_tenant_policy_apply(struct iso_controller *c, const struct iso_tenant_po
 			                     sizeof(t->tags) - 1);
 		iso_strlcpy(t->tags, pol->tags, sizeof(t->tags));
 	}
-	if (pol->has_max_pending) {
-		if (pol->max_pending < 0 || pol->max_pending > 1000000)
-			return iso_error_set(err, ISO_E_INVALID, "limits.max_pending",
-			                     "limits.max_pending: must be 0 (the default) .. 1000000");
-		t->max_pending = pol->max_pending;
-	}
-	if (pol->has_max_live) {
-		if (pol->max_live < 0 || pol->max_live > 1000000)
-			return iso_error_set(err, ISO_E_INVALID, "limits.max_live",
-			                     "limits.max_live: must be 0 (the default) .. 1000000");
-		t->max_live = pol->max_live;
-	}
-	if (pol->has_writes_per_s) {
-		if (pol->writes_per_s < 0 || pol->writes_per_s > 1000000)
-			return iso_error_set(err, ISO_E_INVALID, "limits.writes_per_s",
-			                     "limits.writes_per_s: must be 0 (the default) .. 1000000");
-		t->writes_per_s = pol->writes_per_s;
-	}
-	if (pol->has_reads_per_s) {
-		if (pol->reads_per_s < 0 || pol->reads_per_s > 1000000)
-			return iso_error_set(err, ISO_E_INVALID, "limits.reads_per_s",
-			                     "limits.reads_per_s: must be 0 (the default) .. 1000000");
-		t->reads_per_s = pol->reads_per_s;
-	}
-	if (pol->has_max_user_priority) {
-		if (pol->max_user_priority < -1000 || pol->max_user_priority > 1000)
-			return iso_error_set(err, ISO_E_INVALID, "limits.max_user_priority",
-			                     "limits.max_user_priority: must be -1000..1000");
-		t->max_user_priority = pol->max_user_priority;
+	for (int l = 0; l < ISO_TENANT_LIMITS; l++) {
+		const struct iso_tenant_limit_def *d = iso_tenant_limit_def(l);
+		int v = pol->limit[l].value;
+		char field[ISO_ERR_FIELD_MAX];
+
+		if (!pol->limit[l].set)
+			continue;
+		snprintf(field, sizeof(field), "limits.%s", d->name);
+		if (v < d->min || v > d->max)
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %d..%d", field,
+			                     d->min, d->max);
+		*iso_tenant_limit(t, l) = v;
 	}
 	return 0;
 }

@@ -151,10 +151,10 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		return r;
 	/* A tenant-admin may set one thing on its own tenant: the ceiling on
 	 * its users' priority. Everything else is the cluster admin's. */
-	bool only_ceiling = pol && pol->has_max_user_priority && !description && !pol->org &&
-	                    pol->shares == 0 && !pol->isolation && !pol->tags &&
-	                    !pol->has_max_pending && !pol->has_max_live && !pol->has_writes_per_s &&
-	                    !pol->has_reads_per_s;
+	bool only_ceiling = pol && pol->limit[ISO_LIMIT_MAX_USER_PRIORITY].set && !description &&
+	                    !pol->org && pol->shares == 0 && !pol->isolation && !pol->tags;
+	for (int l = 0; only_ceiling && l < ISO_TENANT_LIMITS; l++)
+		only_ceiling = l == ISO_LIMIT_MAX_USER_PRIORITY || !pol->limit[l].set;
 	enum ctl_scope scope;
 	r = ctl_authorize(p, only_ceiling ? "tenant.update.max_user_priority" : "tenant.update",
 	                  &scope, err);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "isoctl/isoctl.h"
+#include "isostack/model.h"
 
 /* indexes of the flags' values */
 enum {
@@ -11,24 +12,12 @@ enum {
 	OPT_SHARES,
 	OPT_ISOLATION,
 	OPT_TAGS,
-	OPT_MAX_PENDING, /* the limits: keep these last, in limit_keys order */
+	OPT_MAX_PENDING, /* the limits: last, in enum iso_tenant_limit's order */
 	OPT_MAX_LIVE,
 	OPT_MAX_USER_PRIORITY,
 	OPT_WRITES_PER_S,
 	OPT_READS_PER_S,
 	NUM_FLAGS
-};
-
-/* The "limits" keys of the flags OPT_MAX_PENDING.., with their ranges. */
-static const struct {
-	const char *key, *flag;
-	long long min, max;
-} limit_flags[] = {
-    {"max_pending", "--max-pending", 0, 1000000},
-    {"max_live", "--max-live", 0, 1000000},
-    {"max_user_priority", "--max-user-priority", -1000, 1000},
-    {"writes_per_s", "--writes-per-s", 0, 1000000},
-    {"reads_per_s", "--reads-per-s", 0, 1000000},
 };
 
 #define POLICY_FLAGS                                                                               \
@@ -72,20 +61,20 @@ static int policy_body(struct isoctl *ctx, const char *const *flag, json_t *body
 		r = isoctl_set_string(ctx, body, "isolation", "--isolation", flag[OPT_ISOLATION]);
 	if (!r && flag[OPT_TAGS])
 		r = isoctl_set_string(ctx, body, "tags", "--tags", flag[OPT_TAGS]);
-	for (size_t i = 0; !r && i < ISO_ARRAY_SIZE(limit_flags); i++) {
+	for (int i = 0; !r && i < ISO_TENANT_LIMITS; i++) {
+		const struct iso_tenant_limit_def *d = iso_tenant_limit_def(i);
 		const char *v = flag[OPT_MAX_PENDING + i];
 		json_t *limits;
 		long long n;
 		if (!v)
 			continue;
-		r = isoctl_parse_int(ctx, limit_flags[i].flag, v, limit_flags[i].min,
-		                     limit_flags[i].max, &n);
+		r = isoctl_parse_int(ctx, d->flag, v, d->min, d->max, &n);
 		if (r)
 			return r;
 		limits = json_object_get(body, "limits");
 		if (!limits && json_object_set_new(body, "limits", limits = json_object()) < 0)
 			return isoctl_oom();
-		r = isoctl_set_int(limits, limit_flags[i].key, n) < 0 ? isoctl_oom() : 0;
+		r = isoctl_set_int(limits, d->name, n) < 0 ? isoctl_oom() : 0;
 	}
 	return r;
 }

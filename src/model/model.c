@@ -2,6 +2,7 @@
  * states and the allocation state machine. The transition table here is the
  * only place that decides which state changes are legal. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "isostack/model.h"
@@ -128,4 +129,23 @@ void iso_node_clear(struct iso_node *n)
 	free(n->gpus);
 	free(n->port.vf_guids);
 	memset(n, 0, sizeof(*n));
+}
+
+const struct iso_tenant_limit_def *iso_tenant_limit_def(enum iso_tenant_limit l)
+{
+	static const struct iso_tenant_limit_def defs[ISO_TENANT_LIMITS] = {
+	    [ISO_LIMIT_MAX_PENDING] = {"max_pending", "--max-pending",
+	                               offsetof(struct iso_tenant, max_pending), 0, 1000000},
+	    [ISO_LIMIT_MAX_LIVE] = {"max_live", "--max-live", offsetof(struct iso_tenant, max_live),
+	                            0, 1000000},
+	    [ISO_LIMIT_MAX_USER_PRIORITY] = {"max_user_priority", "--max-user-priority",
+	                                     offsetof(struct iso_tenant, max_user_priority), -1000,
+	                                     1000},
+	    [ISO_LIMIT_WRITES_PER_S] = {"writes_per_s", "--writes-per-s",
+	                                offsetof(struct iso_tenant, writes_per_s), 0, 1000000},
+	    [ISO_LIMIT_READS_PER_S] = {"reads_per_s", "--reads-per-s",
+	                               offsetof(struct iso_tenant, reads_per_s), 0, 1000000},
+	};
+
+	return &defs[(unsigned)l < ISO_TENANT_LIMITS ? l : 0];
 }
