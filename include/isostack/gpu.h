@@ -6,6 +6,8 @@
  * model of the same rules over src/mig's tables with its state in a file,
  * and `nvml`, libnvidia-ml.so.1 loaded with dlopen (no build-time NVIDIA
  * dependency). A driver never touches an instance it was not asked about.
+ * An opened nvml driver may be called from several threads (wait_xid in one,
+ * changes in another); a sim driver is one thread's.
  * Facts and sources: docs/gpu.md and docs/reference-mig.md. */
 #ifndef ISOSTACK_GPU_H
 #define ISOSTACK_GPU_H

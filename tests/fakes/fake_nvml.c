@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -169,11 +170,12 @@ static struct {
 	struct nvmlGpuInstance_st gi_h[MAX_GPUS][MAX_GI];
 	struct nvmlComputeInstance_st ci_h[MAX_GPUS][MAX_GI][MAX_CI];
 	int lock_fd;
+	pthread_mutex_t mutex;
 	/* How many saves the lock file counts (disk_gen, read under the lock)
 	 * and which of them F holds (gen, when have_gen). */
 	bool have_gen;
 	uint64_t gen, disk_gen;
-} F = {.lock_fd = -1};
+} F = {.lock_fd = -1, .mutex = PTHREAD_MUTEX_INITIALIZER};
 
 static nvmlReturn_t fail_unknown(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static nvmlReturn_t fail_unknown(const char *fmt, ...)
@@ -436,13 +438,16 @@ static nvmlReturn_t save_state(void)
 	return NVML_SUCCESS;
 }
 
-/* Every call runs between begin() and end(): the state file is locked and
- * read fresh, so other processes' changes are seen. */
+/* Every call that reads or changes instances runs between begin() and end():
+ * one thread of this process at a time (the agent waits for XIDs in one
+ * thread while it changes instances in another), and the state file locked
+ * and read again when another process changed it. */
 static nvmlReturn_t begin(void)
 {
 	const char *path = state_path();
 	char lock[PATH_MAX];
 
+	pthread_mutex_lock(&F.mutex); /* end() unlocks, whatever begin() returns */
 	if (!F.initialized)
 		return NVML_ERROR_UNINITIALIZED;
 	if (path) {
@@ -466,6 +471,7 @@ static nvmlReturn_t end(nvmlReturn_t rc, bool changed)
 		close(F.lock_fd);
 		F.lock_fd = -1;
 	}
+	pthread_mutex_unlock(&F.mutex);
 	return rc;
 }
 

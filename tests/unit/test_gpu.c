@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -507,6 +508,45 @@ static void test_processes_share_gpus(void **state)
 	assert_int_equal(x.xid, 48);
 }
 
+struct waiter {
+	struct iso_gpu *g;
+	int r;
+	struct iso_gpu_xid x;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->r = w->g->ops->wait_xid(w->g, 20000, &w->x, NULL);
+	return NULL;
+}
+
+/* nvml over the fake: one thread waits for XIDs (as the agent will) while
+ * another creates and destroys instances; neither disturbs the other. */
+static void test_wait_beside_changes(void **state)
+{
+	struct bk *b = *state;
+	struct waiter w = {.g = b->g};
+	struct iso_gpu_instance *v = NULL;
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
+	for (int i = 0; i < 100; i++) {
+		must_create(b, 0, "3g.40gb", 4);
+		must_create(b, 0, "1g.10gb", i % 4);
+		assert_int_equal(list(b, 0, &v), 2);
+		free(v);
+		assert_int_equal(destroy(b, 0, i % 4), 0);
+		assert_int_equal(destroy(b, 0, 4), 0);
+	}
+	inject_xid(b, 2, 31, ISO_GPU_ID_NONE, ISO_GPU_ID_NONE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.r, 0);
+	assert_int_equal(w.x.gpu, 2);
+	assert_int_equal(w.x.xid, 31);
+}
+
 /* The device's own description of every profile equals src/mig's table:
  * profile ID, compute slices, max count, placements on the memory axis. */
 static void test_geometry_equals_mig_tables(void **state)
@@ -819,6 +859,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_nvml_errors_reported, setup_nvml, teardown),
 	    cmocka_unit_test_setup_teardown(test_mig_off_refused, setup_nvml, teardown),
 	    cmocka_unit_test_setup_teardown(test_processes_share_gpus, setup_nvml, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_beside_changes, setup_nvml, teardown),
 	    cmocka_unit_test(test_names_and_enums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
