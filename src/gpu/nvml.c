@@ -545,6 +545,7 @@ static int nv_create(struct iso_gpu *g, unsigned gpu, const char *profile, int s
 	nvmlComputeInstance_t ci;
 	unsigned np = 0, cur = 0, pending = 0;
 	nvmlReturn_t rc;
+	const char *call;
 	int k, r, ce;
 	bool allowed = false;
 
@@ -584,13 +585,16 @@ static int nv_create(struct iso_gpu *g, unsigned gpu, const char *profile, int s
 	/* One compute instance of the GPU instance's full size. */
 	ce = ci_enum_for(p->compute);
 	memset(&ci_info, 0, sizeof(ci_info));
+	call = "nvmlGpuInstanceGetComputeInstanceProfileInfo";
 	rc = ce < 0 ? NVML_ERROR_NOT_SUPPORTED
 	            : n->f.nvmlGpuInstanceGetComputeInstanceProfileInfo(
 	                  gi, (unsigned)ce, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci_info);
-	if (rc == NVML_SUCCESS)
+	if (rc == NVML_SUCCESS) {
+		call = "nvmlGpuInstanceCreateComputeInstance";
 		rc = n->f.nvmlGpuInstanceCreateComputeInstance(gi, ci_info.id, &ci);
+	}
 	if (rc != NVML_SUCCESS) {
-		r = nv_fail(n, err, rc, "profile", "nvmlGpuInstanceCreateComputeInstance", gpu);
+		r = nv_fail(n, err, rc, "profile", call, gpu);
 		/* Leave nothing half made: the GPU instance goes again. */
 		if (n->f.nvmlGpuInstanceDestroy(gi) != NVML_SUCCESS)
 			iso_log(ISO_LOG_ERR, "gpu_rollback_failed", "gpu=%u start=%d", gpu, start);
@@ -602,7 +606,6 @@ static int nv_create(struct iso_gpu *g, unsigned gpu, const char *profile, int s
 struct nv_find_ctx {
 	int start;
 	nvmlGpuInstance_t gi;
-	int compute;
 	bool found;
 };
 
@@ -614,7 +617,6 @@ static int nv_find_one(struct nv *n, unsigned gpu, int k, nvmlGpuInstance_t gi,
 	if ((int)info->placement.start != ctx->start)
 		return 0;
 	ctx->gi = gi;
-	ctx->compute = n->gpus[gpu].model->profiles[k].compute;
 	ctx->found = true;
 	return 1; /* stop */
 }
