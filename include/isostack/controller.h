@@ -66,6 +66,11 @@ struct iso_controller_params {
 	int n_admission_policies;
 	struct iso_tenant_limits tenant_limits; /* defaults for tenants that set none */
 	struct iso_rate_limits tenant_rates;    /* per tenant; cluster roles are not limited */
+	/* node agents (docs/agents.md); zero values take the defaults */
+	int agent_max_waiters; /* long polls waiting at once, all nodes; default 10,000 */
+	int agent_lease_s;     /* silent longer: unreachable; default 10 */
+	int agent_grace_s;     /* unreachable longer: evicted; default 300 */
+	bool agents_required;  /* nodes whose agent never reported are held to the lease too */
 };
 
 /* May `p` send one more request now (a change when `write`)? ISO_E_LIMIT
@@ -378,6 +383,29 @@ int iso_controller_audit_consistency(struct iso_controller *c, const struct iso_
                                      uint8_t proof[][ISO_AUDIT_HASH_LEN], int *n,
                                      struct iso_error *err);
 const uint8_t *iso_controller_audit_pubkey(const struct iso_controller *c);
+
+/* ---- node agents (docs/agents.md; agents.c) ---- */
+/* Called once with a waiting request's document (owned by the callee): when
+ * the node's generation moved, at the deadline, or at shutdown. */
+typedef void (*iso_desired_fn)(void *arg, json_t *doc);
+struct iso_desired_wait {
+	uint64_t after; /* answer when the generation is no longer this */
+	int wait_s;     /* 0..60; 0: answer now */
+	iso_desired_fn fn;
+	void *arg;
+};
+/* Node `node`'s desired state {"node","generation","term","gpus","vfs"}
+ * (node-agent of that node, cluster-admin, auditor; another node is
+ * ISO_E_NOT_FOUND for a node-agent). With `wait` (may be NULL) and its
+ * generation still `after`, the request is registered instead (*out NULL)
+ * and wait->fn answers it later; ISO_E_LIMIT when too many already wait. */
+int iso_controller_node_desired(struct iso_controller *c, const struct iso_principal *p,
+                                const char *node, const struct iso_desired_wait *wait,
+                                json_t **out, struct iso_error *err);
+/* Answers every waiting request now (before the API stops). */
+void iso_controller_agents_release_waiters(struct iso_controller *c);
+/* The controller's fencing term: stored, bumped at every start. */
+int64_t iso_controller_agent_term(const struct iso_controller *c);
 
 #define ISO_MAX_MEMBERS 1024
 

@@ -45,6 +45,12 @@ struct iso_cluster_state {
 	 * controller when it writes `sched`: a cache of anything derived from
 	 * the state (capacity) is current while this is unchanged. */
 	uint64_t version;
+	/* Told of every member a take or give (that succeeded) put on or took
+	 * off node `node`: the node agents' desired state follows it
+	 * (src/controller/agents.c). NULL: nobody listens. */
+	void (*on_member)(void *arg, int node, const struct iso_allocation *a, int member,
+	                  bool taken);
+	void *on_member_arg;
 };
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv);

@@ -63,6 +63,7 @@ struct api_request {
 	api_deferred_fn defer_fn; /* set by api_defer */
 	void *defer_arg;
 	bool deferred_done;
+	bool parked; /* suspended until the controller answers (api_park) */
 
 	/* reply: a handler sets status and reply (owned) or fails with err */
 	int status;
@@ -119,6 +120,13 @@ void api_request_log_target(const struct api_request *r, char *buf, size_t size)
  * (-EAGAIN, r->err set) and the handler frees arg itself. api_handle_raw runs
  * fn on the calling thread after the handler. */
 int api_defer(struct api_request *r, api_deferred_fn fn, void *arg);
+/* A handler whose answer comes later from the controller itself (a long
+ * poll) parks the request instead: it returns 0 without a reply, and
+ * api_unpark(r, status, body), called later with the controller lock held,
+ * answers it. Only for requests with a connection (r->conn); false when it
+ * cannot park (then answer now). */
+bool api_park(struct api_request *r);
+void api_unpark(struct api_request *r, int status, json_t *body);
 
 /* ---- the fuzz entry point (server.c) ---- */
 struct api_raw_header {
@@ -175,6 +183,7 @@ int api_gpu_fault(struct api_request *r);
 int api_gpu_restore(struct api_request *r);
 int api_node_down(struct api_request *r);
 int api_node_up(struct api_request *r);
+int api_node_desired(struct api_request *r);
 int api_pool_cordon(struct api_request *r);
 int api_pool_drain(struct api_request *r);
 int api_pool_uncordon(struct api_request *r);

@@ -92,6 +92,7 @@ static const struct route routes[] = {
     {"DELETE", "v1/nodes/*/gpus/*/fault", api_gpu_restore, ROUTE_AUTH, "gpu.restore", "node"},
     {"POST", "v1/nodes/*/down", api_node_down, ROUTE_AUTH, "node.down", "node"},
     {"POST", "v1/nodes/*/up", api_node_up, ROUTE_AUTH, "node.up", "node"},
+    {"GET", "v1/nodes/*/desired", api_node_desired, ROUTE_AUTH, "node.desired.read", "node"},
     {"POST", "v1/pools/*/cordon", api_pool_cordon, ROUTE_AUTH, "pool.cordon", "pool"},
     {"POST", "v1/pools/*/drain", api_pool_drain, ROUTE_AUTH, "pool.drain", "pool"},
     {"POST", "v1/pools/*/uncordon", api_pool_uncordon, ROUTE_AUTH, "pool.uncordon", "pool"},
@@ -334,7 +335,7 @@ static void request_finish(struct api_request *r)
 	if (r->body_too_large)
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
 		              ISO_API_MAX_BODY);
-	else if (match->handler(r) == 0 && (r->reply || r->defer_fn))
+	else if (match->handler(r) == 0 && (r->reply || r->defer_fn || r->parked))
 		goto out;
 	if (r->err.code == ISO_OK)
 		iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
@@ -359,6 +360,24 @@ int api_defer(struct api_request *r, api_deferred_fn fn, void *arg)
 	r->defer_fn = fn;
 	r->defer_arg = arg;
 	return 0;
+}
+
+bool api_park(struct api_request *r)
+{
+	if (!r->conn)
+		return false;
+	/* Inside libmicrohttpd's callback, under the controller lock: whoever
+	 * answers it takes that lock first, so the resume cannot come early. */
+	MHD_suspend_connection(r->conn);
+	r->parked = true;
+	return true;
+}
+
+void api_unpark(struct api_request *r, int status, json_t *body)
+{
+	api_reply(r, status, body);
+	r->deferred_done = true;
+	MHD_resume_connection(r->conn);
 }
 
 /* Runs r's deferred work (without the controller lock) and turns a failure
@@ -544,6 +563,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		goto reply; /* resumed: the worker has set the reply */
 	r->t0_ns = iso_mono_ns();
 	request_finish(r);
+	if (r->parked)
+		return MHD_YES; /* api_unpark resumes it with its reply */
 	if (r->defer_fn) {
 		/* Off this thread: the connection sleeps until the worker resumes it. */
 		MHD_suspend_connection(conn);
@@ -677,8 +698,13 @@ static void api_free(struct iso_api *api)
 		return;
 	if (api->worker_started)
 		pthread_join(api->worker, NULL); /* it resumes its connection first */
-	if (api->mhd)
+	if (api->mhd) {
+		/* Parked long polls are answered (resumed) before the stop. */
+		iso_controller_lock(api->ctl);
+		iso_controller_agents_release_waiters(api->ctl);
+		iso_controller_unlock(api->ctl);
 		MHD_stop_daemon(api->mhd);
+	}
 	pthread_mutex_destroy(&api->defer_mu);
 	api_limits_free(api->limits);
 	if (api->tls_key_pem)

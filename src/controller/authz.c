@@ -29,9 +29,8 @@ struct right {
 	const char *why; /* appended to a refusal, or NULL */
 };
 
-/* Columns in enum iso_role order. The node-agent's rights (its own node's
- * desired state and status, issue 13) come with their routes; until then
- * it may do nothing. */
+/* Columns in enum iso_role order. The node-agent may read its own node's
+ * desired state, nothing else (docs/agents.md). */
 static const struct right rights[] = {
     /* action                          c-adm aud t-adm t-usr agent */
     {"version.read", {A, A, A, A, D}, NULL},
@@ -80,6 +79,7 @@ static const struct right rights[] = {
     {"pool.cordon", {A, D, D, D, D}, NULL},
     {"pool.drain", {A, D, D, D, D}, NULL},
     {"pool.uncordon", {A, D, D, D, D}, NULL},
+    {"node.desired.read", {A, A, D, D, N}, INFRA},
 #undef INFRA
 
     /* own: a tenant-user's allocations are those it created, and its

@@ -267,7 +267,9 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 		c->limits.max_pending = ISO_DEFAULT_MAX_PENDING;
 	if (c->limits.max_live <= 0)
 		c->limits.max_live = ISO_DEFAULT_MAX_LIVE;
-	r = rebuild_state(c, err);
+	r = ctl_agents_open(c, params, err);
+	if (r == 0)
+		r = rebuild_state(c, err);
 	if (r == 0)
 		r = ctl_costs_open(c, err);
 	if (r == 0)
@@ -298,6 +300,9 @@ void iso_controller_lock(struct iso_controller *c)
 
 void iso_controller_unlock(struct iso_controller *c)
 {
+	/* Whatever changed under the lock is committed or undone by now: the
+	 * node agents' documents catch up before anyone else runs. */
+	ctl_agents_settle(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -306,6 +311,7 @@ void iso_controller_tick(struct iso_controller *c)
 	ctl_audit_failures_flush(c, false);
 	ctl_fabric_tick(c);
 	ctl_preempt_tick(c);
+	ctl_agents_tick(c);
 	/* The last pass stopped at its depth: try again, at most once a second
 	 * (a full cluster with a long queue must not cost a pass every tick). */
 	if (c->queue_more && iso_now_ms() - c->queue_pass_ms >= 1000)
@@ -341,6 +347,7 @@ void iso_controller_free(struct iso_controller *c)
 	ctl_preempt_close(c);
 	ctl_rates_close(c);
 	ctl_costs_free(c);
+	ctl_agents_close(c);
 	pthread_mutex_destroy(&c->lock);
 	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);

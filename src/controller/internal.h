@@ -9,6 +9,7 @@
 
 #include "isostack/fabric.h"
 
+struct ctl_agents;
 struct ctl_costs;
 struct ctl_fabric;
 struct ctl_preempt;
@@ -41,6 +42,7 @@ struct iso_controller {
 	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
 	struct ctl_preempt *preempt; /* preempt.c */
 	struct ctl_rates *rates;     /* ratelimit.c */
+	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
 	int64_t queue_pass_ms;           /* when the last pass ran */
@@ -160,6 +162,18 @@ bool ctl_fabric_driver_sync(const struct iso_controller *c);
 /* At start: stages and applies the whole intent from the allocations held,
  * and makes every provisioning allocation wait for it. */
 int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err);
+
+/* ---- agents.c: the node agents' desired state, status and leases ---- */
+/* Before the allocations are rebuilt: hooks the cluster state, bumps the
+ * stored term. */
+int ctl_agents_open(struct iso_controller *c, const struct iso_controller_params *params,
+                    struct iso_error *err);
+void ctl_agents_close(struct iso_controller *c);
+/* Rebuilds the documents of nodes touched since, moving generations and
+ * answering waiters (at every unlock: every change is committed or undone). */
+void ctl_agents_settle(struct iso_controller *c);
+/* Waiters past their deadline, leases. */
+void ctl_agents_tick(struct iso_controller *c);
 
 /* ---- demand.c: what an allocation is charged (what it denies others) ---- */
 int ctl_costs_open(struct iso_controller *c, struct iso_error *err);

@@ -40,6 +40,8 @@ struct options {
 	/* connection policy (docs/api.md, "Slow clients"); 0: the default */
 	unsigned max_conns, per_address_conns, conn_reserve;
 	int64_t header_timeout_ms;
+	/* node agents (docs/agents.md); 0: the default */
+	unsigned agent_max_waiters;
 };
 
 static void usage(FILE *out)
@@ -54,6 +56,7 @@ static void usage(FILE *out)
 	             "                 [--header-timeout SECONDS]\n"
 	             "                 [--tenant-max-pending N] [--tenant-max-live N]\n"
 	             "                 [--tenant-writes-per-s N] [--tenant-reads-per-s N]\n"
+	             "                 [--agent-max-waiters N]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -79,6 +82,7 @@ static void usage(FILE *out)
 	             "                       tenant's own limits (PATCH /v1/tenants) win\n"
 	             "  --tenant-writes-per-s N  changes per tenant a second (default 50, burst 2 s)\n"
 	             "  --tenant-reads-per-s N  reads per tenant a second (default 200, burst 2 s)\n"
+	             "  --agent-max-waiters N long polls of desired state at once (default 10000)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
@@ -140,6 +144,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_TENANT_LIVE,
 		O_TENANT_WRITES,
 		O_TENANT_READS,
+		O_AGENT_WAITERS,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -163,6 +168,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"tenant-max-live", required_argument, NULL, O_TENANT_LIVE},
 	    {"tenant-writes-per-s", required_argument, NULL, O_TENANT_WRITES},
 	    {"tenant-reads-per-s", required_argument, NULL, O_TENANT_READS},
+	    {"agent-max-waiters", required_argument, NULL, O_AGENT_WAITERS},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -261,6 +267,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case O_TENANT_READS:
 			if (parse_count(optarg, "--tenant-reads-per-s", 1, 1000000,
 			                &o->tenant_reads_per_s) < 0)
+				return -1;
+			break;
+		case O_AGENT_WAITERS:
+			if (parse_count(optarg, "--agent-max-waiters", 1, 1000000,
+			                &o->agent_max_waiters) < 0)
 				return -1;
 			break;
 		case O_NEW_TOKEN:
@@ -504,6 +515,7 @@ int main(int argc, char **argv)
 	                     .reads_per_s = o.tenant_reads_per_s},
 	    .admission_policies = o.admission_policies,
 	    .n_admission_policies = o.n_admission_policies,
+	    .agent_max_waiters = (int)o.agent_max_waiters,
 	};
 	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);

@@ -504,6 +504,8 @@ int iso_cluster_state_take_members(struct iso_cluster_state *cs, const struct is
 			return r;
 		}
 	}
+	for (k = from; cs->on_member && k < a->n_members; k++)
+		cs->on_member(cs->on_member_arg, nodes[k - from], a, k, true);
 	return 0;
 
 bad_member:
@@ -533,6 +535,8 @@ void iso_cluster_state_give_members(struct iso_cluster_state *cs, const struct i
 	}
 	for (int k = a->n_members - 1; k >= from; k--)
 		member_give(cs, nodes[k - from], a);
+	for (int k = from; cs->on_member && k < a->n_members; k++)
+		cs->on_member(cs->on_member_arg, nodes[k - from], a, k, false);
 }
 
 int iso_cluster_state_take(struct iso_cluster_state *cs, const struct iso_allocation *a,

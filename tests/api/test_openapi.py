@@ -216,6 +216,11 @@ class TestOpenApiMatchesServer(harness.SharedDaemonCase):
         call("POST", "/v1/nodes/sm-n02/down")
         call("GET", "/v1/nodes/sm-n02")
         call("POST", "/v1/nodes/sm-n02/up")
+        # node agents (docs/agents.md): the desired state, as its own agent reads it
+        agent = call("POST", "/v1/tokens", {"role": "node-agent", "node": "sm-n01"}, 201)
+        doc = call("GET", "/v1/nodes/sm-n01/desired", client=self.d.client(agent["token"]))
+        call("GET", "/v1/nodes/sm-n01/desired?after=%d&wait_s=1" % doc["generation"])
+        call("GET", "/v1/nodes/sm-n02/desired", status=404, client=self.d.client(agent["token"]))
         # fabric
         call("GET", "/v1/fabric")
         call("GET", "/v1/fabric/intent")

@@ -1,0 +1,70 @@
+/* handlers_agents.c: the node agents' routes (docs/agents.md): a node's
+ * desired state, read at once or long-polled (the connection is parked,
+ * without a thread, until the controller answers it), and the status an
+ * agent reports. Who may act for which node is the controller's business. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+
+static const char *const desired_keys[] = {"after", "wait_s", NULL};
+
+/* A decimal number 0..max from the query, or -1 with r->err naming it. */
+static int64_t query_number(struct api_request *r, const char *key, uint64_t max)
+{
+	const char *v = api_query(r, key);
+	char *end = NULL;
+
+	if (!v)
+		return 0;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (!v[0] || v[0] < '0' || v[0] > '9' || errno || *end || n > max) {
+		iso_error_set(&r->err, ISO_E_INVALID, key, "%s: must be an integer 0..%llu", key,
+		              (unsigned long long)max);
+		return -1;
+	}
+	return (int64_t)n;
+}
+
+static void desired_ready(void *arg, json_t *doc)
+{
+	struct api_request *r = arg;
+
+	if (doc)
+		api_unpark(r, MHD_HTTP_OK, doc);
+	else
+		api_unpark(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		           json_pack("{s:{s:s, s:s, s:n}, s:s}", "error", "code", "internal",
+		                     "message", "out of memory", "field", "request_id",
+		                     r->request_id));
+}
+
+int api_node_desired(struct api_request *r)
+{
+	struct iso_desired_wait wait = {.fn = desired_ready, .arg = r};
+	json_t *doc = NULL;
+	int64_t after, wait_s;
+
+	if (api_check_query(r, desired_keys) < 0)
+		return -1;
+	after = query_number(r, "after", INT64_MAX);
+	wait_s = after < 0 ? -1 : query_number(r, "wait_s", 60);
+	if (after < 0 || wait_s < 0)
+		return -1;
+	if (wait_s > 0 && !api_query(r, "after"))
+		return iso_error_set(&r->err, ISO_E_INVALID, "after",
+		                     "after: required with wait_s (the generation you hold)");
+	wait.after = (uint64_t)after;
+	wait.wait_s = (int)wait_s;
+	/* Without a connection to park (api_handle_raw), answer at once. */
+	if (!r->conn)
+		wait.wait_s = 0;
+	if (iso_controller_node_desired(r->ctl, &r->who, r->seg[2], &wait, &doc, &r->err) < 0)
+		return -1;
+	if (!doc)
+		return api_park(r) ? 0 : -1; /* registered; r->conn is set */
+	api_reply(r, MHD_HTTP_OK, doc);
+	return 0;
+}
