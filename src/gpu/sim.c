@@ -132,6 +132,11 @@ static int load_instance(struct sim *s, struct sim_gpu *gp, json_t *o, const cha
 		return bad(err, s->path, FIELD("ci"), "expected a compute instance id 0..64");
 	if (!uuid || strncmp(uuid, "MIG-", 4) != 0 || strlen(uuid) >= ISO_GPU_UUID_MAX)
 		return bad(err, s->path, FIELD("uuid"), "expected \"MIG-...\"");
+	/* CUDA_VISIBLE_DEVICES names an instance by it: one per node. */
+	for (int i = 0; i <= s->n_gpus; i++)
+		for (int k = 0; k < s->gpus[i].n; k++)
+			if (strcmp(s->gpus[i].inst[k].uuid, uuid) == 0)
+				return bad(err, s->path, FIELD("uuid"), "duplicate MIG UUID");
 #undef FIELD
 	in = &gp->inst[gp->n++];
 	in->profile = p;
@@ -177,6 +182,11 @@ static int load(struct sim *s, struct iso_error *err)
 			r = bad(err, s->path, field, "expected \"GPU-...\"");
 			break;
 		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(s->gpus[j].uuid, uuid) == 0)
+				r = bad(err, s->path, field, "duplicate GPU UUID");
+		if (r < 0)
+			break;
 		iso_strlcpy(gp->uuid, uuid, sizeof(gp->uuid));
 		iso_gpu_occupancy_init(&gp->occ, gp->model);
 		snprintf(field, sizeof(field), "gpus[%zu].instances", i);

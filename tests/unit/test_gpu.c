@@ -678,6 +678,37 @@ static void test_sim_state_garbled(void **state)
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(bk_open_err(b, &err), -EINVAL);
 	assert_string_equal(err.field, "gpus[0].instances[1].start");
+	/* One MIG UUID for two instances (found by fuzz_gpu_sim), on one GPU
+	 * or on two, and one GPU UUID for two GPUs. */
+	write_file(path, "{\"version\": 1, \"gpus\": [\n"
+	                 " {\"model\": \"h100-80gb\", \"uuid\": \"GPU-1\", \"instances\": [\n"
+	                 "  {\"profile\": \"1g.10gb\", \"start\": 0, \"gi\": 1, \"ci\": 0, "
+	                 "\"uuid\": \"MIG-1\"}]},\n"
+	                 " {\"model\": \"a100-40gb\", \"uuid\": \"GPU-2\", \"instances\": []},\n"
+	                 " {\"model\": \"a30-24gb\", \"uuid\": \"GPU-3\", \"instances\": [\n"
+	                 "  {\"profile\": \"1g.6gb\", \"start\": 3, \"gi\": 1, \"ci\": 0, "
+	                 "\"uuid\": \"MIG-1\"}]}]}\n");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(bk_open_err(b, &err), -EINVAL);
+	assert_string_equal(err.field, "gpus[2].instances[0].uuid");
+	write_file(path, "{\"version\": 1, \"gpus\": [\n"
+	                 " {\"model\": \"h100-80gb\", \"uuid\": \"GPU-1\", \"instances\": [\n"
+	                 "  {\"profile\": \"1g.10gb\", \"start\": 0, \"gi\": 1, \"ci\": 0, "
+	                 "\"uuid\": \"MIG-1\"},\n"
+	                 "  {\"profile\": \"1g.10gb\", \"start\": 1, \"gi\": 2, \"ci\": 0, "
+	                 "\"uuid\": \"MIG-1\"}]},\n"
+	                 " {\"model\": \"a100-40gb\", \"uuid\": \"GPU-2\", \"instances\": []},\n"
+	                 " {\"model\": \"a30-24gb\", \"uuid\": \"GPU-3\", \"instances\": []}]}\n");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(bk_open_err(b, &err), -EINVAL);
+	assert_string_equal(err.field, "gpus[0].instances[1].uuid");
+	write_file(path, "{\"version\": 1, \"gpus\": [\n"
+	                 " {\"model\": \"h100-80gb\", \"uuid\": \"GPU-1\", \"instances\": []},\n"
+	                 " {\"model\": \"a100-40gb\", \"uuid\": \"GPU-1\", \"instances\": []},\n"
+	                 " {\"model\": \"a30-24gb\", \"uuid\": \"GPU-3\", \"instances\": []}]}\n");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(bk_open_err(b, &err), -EINVAL);
+	assert_string_equal(err.field, "gpus[1].uuid");
 	/* An unknown model, and GPUs other than the node's. */
 	write_file(path, "{\"version\": 1, \"gpus\": [{\"model\": \"v100\", \"uuid\": \"GPU-1\", "
 	                 "\"instances\": []}]}");
