@@ -407,6 +407,60 @@ void iso_controller_agents_release_waiters(struct iso_controller *c);
 /* The controller's fencing term: stored, bumped at every start. */
 int64_t iso_controller_agent_term(const struct iso_controller *c);
 
+/* A node agent's status report (PUT /v1/nodes/{node}/status), as parsed. */
+#define ISO_AGENT_MAX_GPUS      64
+#define ISO_AGENT_MAX_INSTANCES 256
+#define ISO_AGENT_TEXT_MAX      97 /* model, uuid: up to 96 bytes */
+struct iso_agent_gpu {
+	int index;
+	char model[ISO_AGENT_TEXT_MAX];
+	char uuid[ISO_AGENT_TEXT_MAX];
+	bool mig;
+};
+struct iso_agent_instance {
+	int gpu, start, member;
+	char profile[32]; /* a MIG profile, or "whole" */
+	char uuid[ISO_AGENT_TEXT_MAX];
+	char allocation[ISO_ID_MAX];
+	bool ready;
+	char reason[257];
+};
+struct iso_agent_status {
+	int64_t term_seen;
+	char version[65];
+	int n_gpus, n_instances;
+	struct iso_agent_gpu *gpus;
+	struct iso_agent_instance *instances;
+};
+/* Keeps `st` (copied) as node `node`'s latest status, which is also its
+ * agent's heartbeat. ISO_E_INVALID naming the field for a GPU or profile the
+ * inventory does not have there; ISO_E_CONFLICT when term_seen is above the
+ * controller's term (a newer controller exists). */
+int iso_controller_node_status(struct iso_controller *c, const struct iso_principal *p,
+                               const char *node, const struct iso_agent_status *st,
+                               struct iso_error *err);
+/* Node `ni`'s agent as the API shows it; false when none reported since the
+ * controller started. */
+struct iso_agent_view {
+	bool connected; /* reported within the lease */
+	int64_t last_seen_ms;
+	char version[65];
+	int64_t term_seen;
+};
+bool iso_controller_node_agent(const struct iso_controller *c, int ni, struct iso_agent_view *out);
+/* Is node `ni` unreachable (its agent silent past the lease)? */
+bool iso_controller_node_unreachable(const struct iso_controller *c, int ni);
+/* Member `k` of `a` as its node's agent last reported it: *ready -1 (no
+ * report of it), 0 or 1; the reported instances with a UUID, by GPU and
+ * start, into out[max] (*n of them). */
+struct iso_member_device {
+	int gpu;
+	char uuid[ISO_AGENT_TEXT_MAX];
+};
+void iso_controller_member_devices(const struct iso_controller *c, const struct iso_allocation *a,
+                                   int k, int *ready, struct iso_member_device *out, int max,
+                                   int *n);
+
 #define ISO_MAX_MEMBERS 1024
 
 #endif

@@ -51,7 +51,17 @@ struct iso_cluster_state {
 	void (*on_member)(void *arg, int node, const struct iso_allocation *a, int member,
 	                  bool taken);
 	void *on_member_arg;
+	/* Per node, true while its agent is silent past the lease (the
+	 * controller's agents.c): placed on like a cordoned node, without
+	 * changing `sched`. NULL: every node is reachable. */
+	const bool *unreachable;
 };
+
+/* May new work go to node `ni` (schedulable and reachable)? */
+static inline bool iso_cluster_state_node_open(const struct iso_cluster_state *cs, int ni)
+{
+	return cs->sched[ni] == ISO_NODE_SCHEDULABLE && !(cs->unreachable && cs->unreachable[ni]);
+}
 
 int iso_cluster_state_init(struct iso_cluster_state *cs, const struct iso_inventory *inv);
 void iso_cluster_state_free(struct iso_cluster_state *cs);

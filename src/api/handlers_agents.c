@@ -68,3 +68,174 @@ int api_node_desired(struct api_request *r)
 	api_reply(r, MHD_HTTP_OK, doc);
 	return 0;
 }
+
+static const char *const status_keys[] = {"term_seen", "version", "gpus", "instances", NULL};
+static const char *const gpu_keys[] = {"index", "model", "uuid", "mig_mode", NULL};
+static const char *const instance_keys[] = {"gpu",    "start", "profile", "uuid", "allocation",
+                                            "member", "ready", "reason",  NULL};
+
+/* Printable ASCII, min..max bytes (an agent's version, models and UUIDs). */
+static int get_ascii(json_t *obj, const char *key, const char *prefix, bool required, size_t min,
+                     size_t max, char *out, size_t size, struct iso_error *err)
+{
+	const char *s = NULL;
+	char field[ISO_ERR_FIELD_MAX];
+	size_t n;
+	int r = api_get_string(obj, key, prefix, required, &s, err);
+
+	if (r < 0 || !s)
+		return r;
+	snprintf(field, sizeof(field), "%s.%s", prefix, key);
+	n = strlen(s);
+	if (n < min || n > max || n >= size)
+		return iso_error_set(err, ISO_E_INVALID, prefix[0] ? field : key,
+		                     "%s: must be %zu..%zu characters", prefix[0] ? field : key,
+		                     min, max);
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return iso_error_set(err, ISO_E_INVALID, prefix[0] ? field : key,
+			                     "%s: printable ASCII only", prefix[0] ? field : key);
+	memcpy(out, s, n + 1);
+	return 0;
+}
+
+/* The array `key` of `body`, at most max items, each an object. */
+static int get_objects(json_t *body, const char *key, size_t max, json_t **out,
+                       struct iso_error *err)
+{
+	json_t *v = json_object_get(body, key);
+	char field[ISO_ERR_FIELD_MAX];
+	size_t i;
+	json_t *item;
+
+	if (!v || json_is_null(v))
+		return iso_error_set(err, ISO_E_INVALID, key, "%s: required", key);
+	if (!json_is_array(v))
+		return iso_error_set(err, ISO_E_INVALID, key, "%s: must be an array", key);
+	if (json_array_size(v) > max)
+		return iso_error_set(err, ISO_E_INVALID, key, "%s: at most %zu items", key, max);
+	json_array_foreach (v, i, item)
+		if (!json_is_object(item)) {
+			snprintf(field, sizeof(field), "%s[%zu]", key, i);
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: must be an object",
+			                     field);
+		}
+	*out = v;
+	return 0;
+}
+
+static int parse_gpu(json_t *o, const char *prefix, struct iso_agent_gpu *g, struct iso_error *err)
+{
+	const char *mode = NULL;
+	char field[ISO_ERR_FIELD_MAX];
+	int64_t index = 0;
+
+	if (api_check_keys(o, prefix, gpu_keys, err) < 0 ||
+	    api_get_int(o, "index", prefix, true, 0, 63, &index, err) < 0 ||
+	    get_ascii(o, "model", prefix, true, 1, 96, g->model, sizeof(g->model), err) < 0 ||
+	    get_ascii(o, "uuid", prefix, true, 1, 96, g->uuid, sizeof(g->uuid), err) < 0 ||
+	    api_get_string(o, "mig_mode", prefix, true, &mode, err) < 0)
+		return -EINVAL;
+	g->index = (int)index;
+	if (strcmp(mode, "enabled") != 0 && strcmp(mode, "disabled") != 0) {
+		snprintf(field, sizeof(field), "%s.mig_mode", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be enabled or disabled",
+		                     field);
+	}
+	g->mig = strcmp(mode, "enabled") == 0;
+	return 0;
+}
+
+static bool alloc_id_valid(const char *s)
+{
+	if (strncmp(s, "a-", 2) != 0 || strlen(s) != 18)
+		return false;
+	for (int i = 2; i < 18; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static int parse_instance(json_t *o, const char *prefix, struct iso_agent_instance *in,
+                          struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+	const char *reason = NULL;
+	int64_t gpu = 0, start = 0, member = 0;
+
+	if (api_check_keys(o, prefix, instance_keys, err) < 0 ||
+	    api_get_int(o, "gpu", prefix, true, 0, 63, &gpu, err) < 0 ||
+	    api_get_int(o, "start", prefix, true, 0, 7, &start, err) < 0 ||
+	    get_ascii(o, "profile", prefix, true, 1, 31, in->profile, sizeof(in->profile), err) <
+	        0 ||
+	    get_ascii(o, "uuid", prefix, false, 0, 96, in->uuid, sizeof(in->uuid), err) < 0 ||
+	    get_ascii(o, "allocation", prefix, true, 1, ISO_ID_MAX - 1, in->allocation,
+	              sizeof(in->allocation), err) < 0 ||
+	    api_get_int(o, "member", prefix, true, 0, ISO_MAX_MEMBERS - 1, &member, err) < 0)
+		return -EINVAL;
+	if (!alloc_id_valid(in->allocation)) {
+		snprintf(field, sizeof(field), "%s.allocation", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: not an allocation id (a- and 16 hex digits)", field);
+	}
+	snprintf(field, sizeof(field), "%s.ready", prefix);
+	json_t *ready = json_object_get(o, "ready");
+	if (!ready || json_is_null(ready))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: required", field);
+	if (api_get_bool(o, "ready", prefix, &in->ready, err) < 0 ||
+	    api_get_string(o, "reason", prefix, false, &reason, err) < 0)
+		return -EINVAL;
+	if (reason && (strlen(reason) > 256 || !iso_text_valid(reason))) {
+		snprintf(field, sizeof(field), "%s.reason", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: at most 256 bytes of text without control characters",
+		                     field);
+	}
+	iso_strlcpy(in->reason, reason ? reason : "", sizeof(in->reason));
+	in->gpu = (int)gpu;
+	in->start = (int)start;
+	in->member = (int)member;
+	return 0;
+}
+
+int api_node_status(struct api_request *r)
+{
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	_cleanup_free_ struct iso_agent_gpu *gpus = NULL;
+	_cleanup_free_ struct iso_agent_instance *inst = NULL;
+	struct iso_agent_status st = {0};
+	json_t *arr_g = NULL, *arr_i = NULL, *item;
+	char prefix[32];
+	size_t i;
+
+	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
+	    api_check_keys(body, NULL, status_keys, &r->err) < 0 ||
+	    api_get_int(body, "term_seen", NULL, true, 0, INT64_MAX, &st.term_seen, &r->err) < 0 ||
+	    get_ascii(body, "version", "", true, 1, 64, st.version, sizeof(st.version), &r->err) <
+	        0 ||
+	    get_objects(body, "gpus", ISO_AGENT_MAX_GPUS, &arr_g, &r->err) < 0 ||
+	    get_objects(body, "instances", ISO_AGENT_MAX_INSTANCES, &arr_i, &r->err) < 0)
+		return -1;
+	gpus = calloc(json_array_size(arr_g) + 1, sizeof(*gpus));
+	inst = calloc(json_array_size(arr_i) + 1, sizeof(*inst));
+	if (!gpus || !inst)
+		return iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "out of memory");
+	json_array_foreach (arr_g, i, item) {
+		snprintf(prefix, sizeof(prefix), "gpus[%zu]", i);
+		if (parse_gpu(item, prefix, &gpus[i], &r->err) < 0)
+			return -1;
+	}
+	json_array_foreach (arr_i, i, item) {
+		snprintf(prefix, sizeof(prefix), "instances[%zu]", i);
+		if (parse_instance(item, prefix, &inst[i], &r->err) < 0)
+			return -1;
+	}
+	st.gpus = gpus;
+	st.n_gpus = (int)json_array_size(arr_g);
+	st.instances = inst;
+	st.n_instances = (int)json_array_size(arr_i);
+	if (iso_controller_node_status(r->ctl, &r->who, r->seg[2], &st, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_NO_CONTENT, json_null());
+	return 0;
+}

@@ -69,6 +69,35 @@ static int decode_policy(json_t *body, struct iso_alloc_request *req, struct iso
 	return 0;
 }
 
+/* The allocation, each member with what its node's agent last reported
+ * (docs/agents.md). */
+static json_t *alloc_json(struct api_request *r, const struct iso_allocation *a)
+{
+	json_t *o = api_alloc_json(a), *nodes = json_object_get(o, "nodes"), *m;
+	size_t k;
+	json_array_foreach (nodes, k, m) {
+		struct iso_member_device dev[ISO_AGENT_MAX_GPUS]; /* at most 7 per GPU it holds */
+		char cvd[ISO_AGENT_MAX_GPUS * ISO_AGENT_TEXT_MAX] = "";
+		int ready, n = 0;
+		json_t *devices = json_array();
+
+		iso_controller_member_devices(r->ctl, a, (int)k, &ready, dev,
+		                              (int)ISO_ARRAY_SIZE(dev), &n);
+		for (int d = 0; d < n; d++) {
+			json_array_append_new(devices, json_pack("{s:i, s:s}", "gpu", dev[d].gpu,
+			                                         "uuid", dev[d].uuid));
+			if (strlen(cvd) + strlen(dev[d].uuid) + 2 < sizeof(cvd))
+				snprintf(cvd + strlen(cvd), sizeof(cvd) - strlen(cvd), "%s%s",
+				         d ? "," : "", dev[d].uuid);
+		}
+		json_object_update_new(m, json_pack("{s:o, s:o, s:o}", "ready",
+		                                    ready < 0 ? json_null() : json_boolean(ready),
+		                                    "devices", devices, "cuda_visible_devices",
+		                                    n ? json_string(cvd) : json_null()));
+	}
+	return o;
+}
+
 int api_alloc_create(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
@@ -99,7 +128,7 @@ int api_alloc_create(struct api_request *r)
 	if (copy_field(req.shape.pool, sizeof(req.shape.pool), pool, "pool", &r->err) < 0 ||
 	    iso_controller_alloc_create(r->ctl, &r->who, &req, &a, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_CREATED, api_alloc_json(&a));
+	api_reply(r, MHD_HTTP_CREATED, alloc_json(r, &a));
 	return 0;
 }
 
@@ -128,7 +157,7 @@ int api_alloc_list(struct api_request *r)
 		return -1;
 	json_t *arr = json_array();
 	for (int i = 0; i < n && i < limit; i++)
-		json_array_append_new(arr, api_alloc_json(&items[i]));
+		json_array_append_new(arr, alloc_json(r, &items[i]));
 	api_reply(r, MHD_HTTP_OK, api_list(arr, n > limit ? items[limit - 1].id : NULL));
 	iso_allocations_free(items, n);
 	return 0;
@@ -141,7 +170,7 @@ int api_alloc_get(struct api_request *r)
 	if (api_check_query(r, NULL) < 0 ||
 	    iso_controller_alloc_get(r->ctl, &r->who, r->seg[2], &a, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, api_alloc_json(&a));
+	api_reply(r, MHD_HTTP_OK, alloc_json(r, &a));
 	return 0;
 }
 
@@ -156,7 +185,7 @@ int api_alloc_resize(struct api_request *r)
 	    api_get_int(body, "members", NULL, true, 1, ISO_MAX_MEMBERS, &members, &r->err) < 0 ||
 	    iso_controller_alloc_resize(r->ctl, &r->who, r->seg[2], (int)members, &a, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, api_alloc_json(&a));
+	api_reply(r, MHD_HTTP_OK, alloc_json(r, &a));
 	return 0;
 }
 
@@ -167,6 +196,6 @@ int api_alloc_release(struct api_request *r)
 	if (api_check_query(r, NULL) < 0 ||
 	    iso_controller_alloc_release(r->ctl, &r->who, r->seg[2], &a, &r->err) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, api_alloc_json(&a));
+	api_reply(r, MHD_HTTP_OK, alloc_json(r, &a));
 	return 0;
 }

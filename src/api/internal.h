@@ -184,6 +184,7 @@ int api_gpu_restore(struct api_request *r);
 int api_node_down(struct api_request *r);
 int api_node_up(struct api_request *r);
 int api_node_desired(struct api_request *r);
+int api_node_status(struct api_request *r);
 int api_pool_cordon(struct api_request *r);
 int api_pool_drain(struct api_request *r);
 int api_pool_uncordon(struct api_request *r);

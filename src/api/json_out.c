@@ -126,6 +126,18 @@ static const char *node_state_name(enum iso_node_sched sched, const struct iso_n
 	return iso_node_sched_name(sched);
 }
 
+/* The node's agent (docs/agents.md), or null when none reported. */
+static json_t *node_agent_json(const struct iso_controller *ctl, int i)
+{
+	struct iso_agent_view v;
+
+	if (!iso_controller_node_agent(ctl, i, &v))
+		return json_null();
+	return json_pack("{s:b, s:o, s:s, s:I}", "connected", v.connected, "last_seen",
+	                 api_time(v.last_seen_ms), "version", v.version, "term_seen",
+	                 (json_int_t)v.term_seen);
+}
+
 json_t *api_node_json(struct iso_controller *ctl, int i)
 {
 	const struct iso_inventory *inv = iso_controller_inventory(ctl);
@@ -141,13 +153,18 @@ json_t *api_node_json(struct iso_controller *ctl, int i)
 		                 n->port.port_num, "guid", guid, "pkey_capacity",
 		                 n->port.pkey_capacity, "vfs", n->port.n_vfs);
 	}
-	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:I, s:s, s:i, s:o, s:i, s:o}",
+	/* A down node stays "down"; otherwise an agent silent past its lease
+	 * shows first (the stored cordon state is unchanged under it). */
+	const char *state = cs->sched[i] != ISO_NODE_DOWN && iso_controller_node_unreachable(ctl, i)
+	                        ? "unreachable"
+	                        : node_state_name(cs->sched[i], u);
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:I, s:s, s:i, s:o, s:i, s:o, s:o}",
 	                 "name", n->name, "pool", n->pool, "rack", n->rack, "pdu", n->pdu, "cpus",
 	                 n->cpus, "memory_mib", (json_int_t)n->memory_mib, "cpus_used",
 	                 u->cpus_used, "memory_mib_used", (json_int_t)u->memory_mib_used, "state",
-	                 node_state_name(cs->sched[i], u), "gpus", n->n_gpus, "gpu_model",
+	                 state, "gpus", n->n_gpus, "gpu_model",
 	                 n->n_gpus ? json_string(n->gpus[0].model->name) : json_null(), "members",
-	                 u->members, "port", port);
+	                 u->members, "port", port, "agent", node_agent_json(ctl, i));
 }
 
 json_t *api_capacity_json(const struct iso_capacity *c)

@@ -93,6 +93,7 @@ static const struct route routes[] = {
     {"POST", "v1/nodes/*/down", api_node_down, ROUTE_AUTH, "node.down", "node"},
     {"POST", "v1/nodes/*/up", api_node_up, ROUTE_AUTH, "node.up", "node"},
     {"GET", "v1/nodes/*/desired", api_node_desired, ROUTE_AUTH, "node.desired.read", "node"},
+    {"PUT", "v1/nodes/*/status", api_node_status, ROUTE_AUTH, "node.status.write", "node"},
     {"POST", "v1/pools/*/cordon", api_pool_cordon, ROUTE_AUTH, "pool.cordon", "pool"},
     {"POST", "v1/pools/*/drain", api_pool_drain, ROUTE_AUTH, "pool.drain", "pool"},
     {"POST", "v1/pools/*/uncordon", api_pool_uncordon, ROUTE_AUTH, "pool.uncordon", "pool"},

@@ -15,7 +15,16 @@
  * Generations survive a restart without a store write per change: the served
  * generation is term << 32 | a per-run counter, and the term is bumped in the
  * store at every start, so anything served after a restart is greater than
- * anything served before it. */
+ * anything served before it.
+ *
+ * The status an agent reports (its GPUs, its instances and whether each is
+ * ready) is its heartbeat too, and is kept in memory only: the agent derives
+ * it from the devices at every tick, so after a restart the controller says
+ * it knows nothing until the agent reports again. A node whose agent is
+ * silent past the lease is unreachable (placed on like a cordoned node,
+ * through the cluster state's `unreachable` flags, without writing the
+ * cordon state), and after the grace its work is evicted as when a node goes
+ * down. Both transitions, and the way back, are audited. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +35,9 @@
 #define WAITERS_PER_NODE 4
 #define DEFAULT_WAITERS  10000
 #define MAX_WAIT_S       60
+#define DEFAULT_LEASE_S  10
+#define DEFAULT_GRACE_S  300
+#define LEASE_CHECK_MS   100
 
 struct agent_entry {
 	char alloc[ISO_ID_MAX];
@@ -49,6 +61,16 @@ struct agent_node {
 	bool dirty;
 	struct agent_waiter w[WAITERS_PER_NODE];
 	int n_w;
+
+	/* the agent's latest status, in memory only */
+	bool seen; /* reported since the controller started */
+	int64_t last_seen_ms, term_seen;
+	char version[65];
+	struct iso_agent_instance *inst;
+	int n_inst;
+	/* the lease */
+	int64_t unreachable_ms; /* since when; 0: reachable */
+	bool evicted;           /* the grace ended and its work was evicted */
 };
 
 struct ctl_agents {
@@ -58,6 +80,9 @@ struct ctl_agents {
 	int n_dirty;
 	int64_t term;
 	int waiters, max_waiters;
+	bool *unreachable; /* per node; the cluster state reads it */
+	int64_t lease_ms, grace_ms, opened_ms, checked_ms;
+	bool required; /* nodes never seen are held to the lease too */
 };
 
 static void entry_free(struct agent_entry *e)
@@ -301,10 +326,18 @@ int ctl_agents_open(struct iso_controller *c, const struct iso_controller_params
 	ag->n = n;
 	ag->max_waiters =
 	    params->agent_max_waiters > 0 ? params->agent_max_waiters : DEFAULT_WAITERS;
+	ag->lease_ms =
+	    1000LL * (params->agent_lease_s > 0 ? params->agent_lease_s : DEFAULT_LEASE_S);
+	ag->grace_ms =
+	    1000LL * (params->agent_grace_s > 0 ? params->agent_grace_s : DEFAULT_GRACE_S);
+	ag->required = params->agents_required;
+	ag->opened_ms = iso_now_ms();
 	ag->nodes = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->nodes));
 	ag->dirty = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->dirty));
-	if (!ag->nodes || !ag->dirty)
+	ag->unreachable = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->unreachable));
+	if (!ag->nodes || !ag->dirty || !ag->unreachable)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	c->cs.unreachable = ag->unreachable;
 	/* Every node gets its first document at the first settle. */
 	for (int i = 0; i < n; i++)
 		mark_dirty(ag, i);
@@ -321,6 +354,7 @@ void ctl_agents_close(struct iso_controller *c)
 		return;
 	c->cs.on_member = NULL;
 	c->cs.on_member_arg = NULL;
+	c->cs.unreachable = NULL;
 	for (int i = 0; ag->nodes && i < ag->n; i++) {
 		struct agent_node *n = &ag->nodes[i];
 		for (int j = 0; j < n->n_e; j++)
@@ -328,16 +362,102 @@ void ctl_agents_close(struct iso_controller *c)
 		free(n->e);
 		free(n->text);
 		json_decref(n->gpus);
+		free(n->inst);
 	}
 	free(ag->nodes);
 	free(ag->dirty);
+	free(ag->unreachable);
 	free(ag);
 	c->agents = NULL;
+}
+
+/* Audits a node's lease transition (the daemon is the actor). */
+static void record_node(struct iso_controller *c, int ni, const char *action, json_t *details)
+{
+	struct ctl_event ev = {
+	    .action = action, .kind = "node", .id = c->inv->nodes[ni].name, .details = details};
+
+	ctl_record(c, NULL, &ev, ISO_AUDIT_SUCCESS, NULL);
+}
+
+static void set_unreachable(struct iso_controller *c, int ni, int64_t now, int64_t silent_ms)
+{
+	struct ctl_agents *ag = c->agents;
+	struct agent_node *n = &ag->nodes[ni];
+
+	n->unreachable_ms = now;
+	n->evicted = false;
+	ag->unreachable[ni] = true;
+	c->cs.version++; /* capacity counted again */
+	iso_log(ISO_LOG_WARN, "node_unreachable", "node=%s silent_ms=%lld lease_s=%lld",
+	        c->inv->nodes[ni].name, (long long)silent_ms, (long long)(ag->lease_ms / 1000));
+	record_node(c, ni, "node.unreachable",
+	            json_pack("{s:I, s:I, s:b}", "silent_ms", (json_int_t)silent_ms, "lease_s",
+	                      (json_int_t)(ag->lease_ms / 1000), "agent_seen", n->seen));
+}
+
+static void set_reachable(struct iso_controller *c, int ni)
+{
+	struct ctl_agents *ag = c->agents;
+	struct agent_node *n = &ag->nodes[ni];
+	int64_t was = iso_now_ms() - n->unreachable_ms;
+
+	n->unreachable_ms = 0;
+	n->evicted = false;
+	ag->unreachable[ni] = false;
+	c->cs.version++;
+	iso_log(ISO_LOG_INFO, "node_reachable", "node=%s unreachable_ms=%lld",
+	        c->inv->nodes[ni].name, (long long)was);
+	record_node(c, ni, "node.reachable", json_pack("{s:I}", "unreachable_ms", (json_int_t)was));
+	ctl_place_pending(c);
+}
+
+/* The grace is over: its work goes, exactly as when the node goes down. */
+static void evict_lost(struct iso_controller *c, int ni)
+{
+	struct agent_node *n = &c->agents->nodes[ni];
+	const char *name = c->inv->nodes[ni].name;
+	char reason[ISO_NAME_MAX + 32];
+	struct iso_error err = {0};
+
+	n->evicted = true;
+	record_node(c, ni, "node.agent_lost",
+	            json_pack("{s:I}", "grace_s", (json_int_t)(c->agents->grace_ms / 1000)));
+	snprintf(reason, sizeof(reason), "node %s unreachable", name);
+	if (ctl_evict_node(c, name, reason, &err) < 0) {
+		/* Tried again at the next check. */
+		n->evicted = false;
+		iso_log(ISO_LOG_ERR, "node_evict_failed", "node=%s error=\"%s\"", name,
+		        err.message);
+		return;
+	}
+	iso_log(ISO_LOG_ERR, "node_agent_lost", "node=%s grace_s=%lld", name,
+	        (long long)(c->agents->grace_ms / 1000));
+	ctl_place_pending(c);
+}
+
+static void check_leases(struct iso_controller *c, int64_t now)
+{
+	struct ctl_agents *ag = c->agents;
+
+	for (int i = 0; i < ag->n; i++) {
+		struct agent_node *n = &ag->nodes[i];
+
+		if (!n->seen && !ag->required)
+			continue;
+		int64_t silent = now - (n->seen ? n->last_seen_ms : ag->opened_ms);
+		if (!n->unreachable_ms && silent > ag->lease_ms)
+			set_unreachable(c, i, now, silent);
+		else if (n->unreachable_ms && !n->evicted &&
+		         now - n->unreachable_ms >= ag->grace_ms)
+			evict_lost(c, i);
+	}
 }
 
 void ctl_agents_tick(struct iso_controller *c)
 {
 	struct ctl_agents *ag = c->agents;
+	int64_t now = iso_now_ms();
 
 	if (!ag)
 		return;
@@ -345,6 +465,10 @@ void ctl_agents_tick(struct iso_controller *c)
 	for (int i = 0; ag->waiters > 0 && i < ag->n; i++)
 		if (ag->nodes[i].n_w)
 			answer_waiters(c, i, false);
+	if (now - ag->checked_ms >= LEASE_CHECK_MS) {
+		ag->checked_ms = now;
+		check_leases(c, now);
+	}
 }
 
 int64_t iso_controller_agent_term(const struct iso_controller *c)
@@ -409,4 +533,161 @@ void iso_controller_agents_release_waiters(struct iso_controller *c)
 
 	for (int i = 0; ag && ag->waiters > 0 && i < ag->n; i++)
 		answer_waiters(c, i, true);
+}
+
+/* The inventory GPU of node `ni` with device index `index`, or NULL. */
+static const struct iso_gpu *node_gpu(const struct iso_controller *c, int ni, int index)
+{
+	const struct iso_node *node = &c->inv->nodes[ni];
+
+	for (int g = 0; g < node->n_gpus; g++)
+		if (node->gpus[g].index == index)
+			return &node->gpus[g];
+	return NULL;
+}
+
+/* What only the inventory can check: the GPUs and profiles are this node's. */
+static int check_status(const struct iso_controller *c, int ni, const struct iso_agent_status *st,
+                        struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+
+	for (int i = 0; i < st->n_gpus; i++) {
+		snprintf(field, sizeof(field), "gpus[%d].index", i);
+		if (!node_gpu(c, ni, st->gpus[i].index))
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: node %s has no GPU %d in the inventory", field,
+			                     c->inv->nodes[ni].name, st->gpus[i].index);
+		for (int j = 0; j < i; j++)
+			if (st->gpus[j].index == st->gpus[i].index)
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "%s: GPU %d is reported twice", field,
+				                     st->gpus[i].index);
+	}
+	for (int i = 0; i < st->n_instances; i++) {
+		const struct iso_agent_instance *in = &st->instances[i];
+		const struct iso_gpu *gpu = node_gpu(c, ni, in->gpu);
+
+		snprintf(field, sizeof(field), "instances[%d].gpu", i);
+		if (!gpu)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: node %s has no GPU %d in the inventory", field,
+			                     c->inv->nodes[ni].name, in->gpu);
+		snprintf(field, sizeof(field), "instances[%d].profile", i);
+		if (strcmp(in->profile, "whole") != 0 &&
+		    (!gpu->mig_enabled || !iso_mig_profile_find(gpu->model, in->profile)))
+			return iso_error_set(
+			    err, ISO_E_INVALID, field,
+			    "%s: \"%s\" is not \"whole\" nor a MIG profile of GPU %d "
+			    "(%s%s)",
+			    field, in->profile, in->gpu, gpu->model->name,
+			    gpu->mig_enabled ? "" : ", MIG disabled");
+	}
+	return 0;
+}
+
+int iso_controller_node_status(struct iso_controller *c, const struct iso_principal *p,
+                               const char *node, const struct iso_agent_status *st,
+                               struct iso_error *err)
+{
+	struct ctl_agents *ag = c->agents;
+	struct iso_agent_instance *inst = NULL;
+	int ni, r;
+
+	r = resolve_agent_node(c, p, "node.status.write", node, &ni, err);
+	if (r < 0)
+		return r;
+	if (st->term_seen > ag->term)
+		return iso_error_set(err, ISO_E_CONFLICT, "term_seen",
+		                     "term_seen: %lld is above this controller's term %lld: a "
+		                     "newer controller exists",
+		                     (long long)st->term_seen, (long long)ag->term);
+	r = check_status(c, ni, st, err);
+	if (r < 0)
+		return r;
+	if (st->n_instances > 0) {
+		inst = calloc((size_t)st->n_instances, sizeof(*inst));
+		if (!inst)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		memcpy(inst, st->instances, (size_t)st->n_instances * sizeof(*inst));
+	}
+	struct agent_node *n = &ag->nodes[ni];
+	if (!n->seen)
+		iso_log(ISO_LOG_INFO, "agent_registered",
+		        "request_id=%s by=%s node=%s version=\"%s\" term_seen=%lld", p->request_id,
+		        p->token_id, node, st->version, (long long)st->term_seen);
+	free(n->inst);
+	n->inst = inst;
+	n->n_inst = st->n_instances;
+	n->seen = true;
+	n->last_seen_ms = iso_now_ms();
+	n->term_seen = st->term_seen;
+	iso_strlcpy(n->version, st->version, sizeof(n->version));
+	if (n->unreachable_ms)
+		set_reachable(c, ni);
+	return 0;
+}
+
+bool iso_controller_node_agent(const struct iso_controller *c, int ni, struct iso_agent_view *out)
+{
+	const struct ctl_agents *ag = c->agents;
+	const struct agent_node *n;
+
+	if (!ag || ni < 0 || ni >= ag->n || !ag->nodes[ni].seen)
+		return false;
+	n = &ag->nodes[ni];
+	out->connected = !n->unreachable_ms && iso_now_ms() - n->last_seen_ms <= ag->lease_ms;
+	out->last_seen_ms = n->last_seen_ms;
+	out->term_seen = n->term_seen;
+	iso_strlcpy(out->version, n->version, sizeof(out->version));
+	return true;
+}
+
+bool iso_controller_node_unreachable(const struct iso_controller *c, int ni)
+{
+	return c->agents && ni >= 0 && ni < c->agents->n && c->agents->nodes[ni].unreachable_ms;
+}
+
+static int instance_cmp(const void *pa, const void *pb)
+{
+	const struct iso_agent_instance *a = *(const struct iso_agent_instance *const *)pa;
+	const struct iso_agent_instance *b = *(const struct iso_agent_instance *const *)pb;
+
+	if (a->gpu != b->gpu)
+		return a->gpu < b->gpu ? -1 : 1;
+	return a->start - b->start;
+}
+
+void iso_controller_member_devices(const struct iso_controller *c, const struct iso_allocation *a,
+                                   int k, int *ready, struct iso_member_device *out, int max,
+                                   int *n_out)
+{
+	const struct iso_agent_instance *mine[ISO_AGENT_MAX_INSTANCES];
+	const struct agent_node *n;
+	int ni, n_mine = 0;
+
+	*ready = -1;
+	*n_out = 0;
+	if (!c->agents || k < 0 || k >= a->n_members)
+		return;
+	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
+	if (ni < 0 || !c->agents->nodes[ni].seen)
+		return;
+	n = &c->agents->nodes[ni];
+	for (int i = 0; i < n->n_inst && n_mine < ISO_AGENT_MAX_INSTANCES; i++)
+		if (n->inst[i].member == k && strcmp(n->inst[i].allocation, a->id) == 0)
+			mine[n_mine++] = &n->inst[i];
+	if (!n_mine)
+		return;
+	qsort(mine, (size_t)n_mine, sizeof(*mine), instance_cmp);
+	*ready = 1;
+	for (int i = 0; i < n_mine; i++) {
+		if (!mine[i]->ready)
+			*ready = 0;
+		if (mine[i]->uuid[0] && *n_out < max) {
+			out[*n_out].gpu = mine[i]->gpu;
+			iso_strlcpy(out[*n_out].uuid, mine[i]->uuid, sizeof(out[*n_out].uuid));
+			(*n_out)++;
+		}
+	}
 }

@@ -30,7 +30,8 @@ struct right {
 };
 
 /* Columns in enum iso_role order. The node-agent may read its own node's
- * desired state, nothing else (docs/agents.md). */
+ * desired state and write its own node's status, nothing else
+ * (docs/agents.md). */
 static const struct right rights[] = {
     /* action                          c-adm aud t-adm t-usr agent */
     {"version.read", {A, A, A, A, D}, NULL},
@@ -80,6 +81,7 @@ static const struct right rights[] = {
     {"pool.drain", {A, D, D, D, D}, NULL},
     {"pool.uncordon", {A, D, D, D, D}, NULL},
     {"node.desired.read", {A, A, D, D, N}, INFRA},
+    {"node.status.write", {A, D, D, D, N}, INFRA},
 #undef INFRA
 
     /* own: a tenant-user's allocations are those it created, and its

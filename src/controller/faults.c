@@ -97,6 +97,12 @@ static int evict_holders(struct iso_controller *c, const char *node, int gpu, co
 	return r;
 }
 
+int ctl_evict_node(struct iso_controller *c, const char *node, const char *reason,
+                   struct iso_error *err)
+{
+	return evict_holders(c, node, -1, reason, NULL, err);
+}
+
 /* Evicts what is left on the GPU and takes it out of service in memory. */
 static int quarantine(struct iso_controller *c, int ni, int pos, int xid, json_t *evicted,
                       struct iso_error *err)

@@ -333,6 +333,12 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
  * is evicted. */
 int ctl_faults_reapply(struct iso_controller *c, struct iso_error *err);
 
+/* faults.c: evicts every live allocation with a member on `node` (requeued
+ * or failed by its own policy, audited as allocation.fault with `reason`),
+ * as a node going down does; agents.c calls it when a lease's grace ends. */
+int ctl_evict_node(struct iso_controller *c, const char *node, const char *reason,
+                   struct iso_error *err);
+
 /* Token generation, shared by bootstrap and issuance. */
 int ctl_token_new(struct iso_token *t, char *secret, size_t size, struct iso_error *err);
 

@@ -80,7 +80,7 @@ static void count_capacity(const struct iso_controller *c, int64_t viewer,
 		const struct iso_node *node = &inv->nodes[i];
 		const struct iso_node_usage *u = &c->cs.usage[i];
 		/* Free capacity counts only where new work may land. */
-		bool open = c->cs.sched[i] == ISO_NODE_SCHEDULABLE &&
+		bool open = iso_cluster_state_node_open(&c->cs, i) &&
 		            iso_cluster_state_open_to(&c->cs, i, -1, viewer);
 
 		out->nodes++;

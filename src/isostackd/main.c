@@ -41,7 +41,8 @@ struct options {
 	unsigned max_conns, per_address_conns, conn_reserve;
 	int64_t header_timeout_ms;
 	/* node agents (docs/agents.md); 0: the default */
-	unsigned agent_max_waiters;
+	unsigned agent_lease_s, agent_grace_s, agent_max_waiters;
+	bool agents_required;
 };
 
 static void usage(FILE *out)
@@ -56,6 +57,7 @@ static void usage(FILE *out)
 	             "                 [--header-timeout SECONDS]\n"
 	             "                 [--tenant-max-pending N] [--tenant-max-live N]\n"
 	             "                 [--tenant-writes-per-s N] [--tenant-reads-per-s N]\n"
+	             "                 [--agent-lease-s N] [--agent-grace-s N] [--agents-required]\n"
 	             "                 [--agent-max-waiters N]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
@@ -82,6 +84,9 @@ static void usage(FILE *out)
 	             "                       tenant's own limits (PATCH /v1/tenants) win\n"
 	             "  --tenant-writes-per-s N  changes per tenant a second (default 50, burst 2 s)\n"
 	             "  --tenant-reads-per-s N  reads per tenant a second (default 200, burst 2 s)\n"
+	             "  --agent-lease-s N    an agent silent this long: node unreachable (default 10)\n"
+	             "  --agent-grace-s N    unreachable this long: its work evicted (default 300)\n"
+	             "  --agents-required    the lease holds for nodes whose agent never reported\n"
 	             "  --agent-max-waiters N long polls of desired state at once (default 10000)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
@@ -144,6 +149,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_TENANT_LIVE,
 		O_TENANT_WRITES,
 		O_TENANT_READS,
+		O_AGENT_LEASE,
+		O_AGENT_GRACE,
+		O_AGENTS_REQUIRED,
 		O_AGENT_WAITERS,
 	};
 	static const struct option longopts[] = {
@@ -168,6 +176,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"tenant-max-live", required_argument, NULL, O_TENANT_LIVE},
 	    {"tenant-writes-per-s", required_argument, NULL, O_TENANT_WRITES},
 	    {"tenant-reads-per-s", required_argument, NULL, O_TENANT_READS},
+	    {"agent-lease-s", required_argument, NULL, O_AGENT_LEASE},
+	    {"agent-grace-s", required_argument, NULL, O_AGENT_GRACE},
+	    {"agents-required", no_argument, NULL, O_AGENTS_REQUIRED},
 	    {"agent-max-waiters", required_argument, NULL, O_AGENT_WAITERS},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
@@ -268,6 +279,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (parse_count(optarg, "--tenant-reads-per-s", 1, 1000000,
 			                &o->tenant_reads_per_s) < 0)
 				return -1;
+			break;
+		case O_AGENT_LEASE:
+			if (parse_count(optarg, "--agent-lease-s", 1, 86400, &o->agent_lease_s) < 0)
+				return -1;
+			break;
+		case O_AGENT_GRACE:
+			if (parse_count(optarg, "--agent-grace-s", 1, 864000, &o->agent_grace_s) < 0)
+				return -1;
+			break;
+		case O_AGENTS_REQUIRED:
+			o->agents_required = true;
 			break;
 		case O_AGENT_WAITERS:
 			if (parse_count(optarg, "--agent-max-waiters", 1, 1000000,
@@ -516,6 +538,9 @@ int main(int argc, char **argv)
 	    .admission_policies = o.admission_policies,
 	    .n_admission_policies = o.n_admission_policies,
 	    .agent_max_waiters = (int)o.agent_max_waiters,
+	    .agent_lease_s = (int)o.agent_lease_s,
+	    .agent_grace_s = (int)o.agent_grace_s,
+	    .agents_required = o.agents_required,
 	};
 	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);

@@ -166,7 +166,7 @@ static bool fit_member(struct search *s, int ni, int k)
 	const struct iso_node *node = &cs->inv->nodes[ni];
 	const struct iso_node_usage *u = &cs->usage[ni];
 
-	if (cs->sched[ni] != ISO_NODE_SCHEDULABLE || !iso_sched_node_in_pool(node, shape) ||
+	if (!iso_cluster_state_node_open(cs, ni) || !iso_sched_node_in_pool(node, shape) ||
 	    !iso_place_node_allowed(cs, ni) || !iso_place_fabric_allows(cs, ni, s->a->tenant_id))
 		return false;
 	if ((int64_t)u->cpus_used + shape->cpus > node->cpus ||

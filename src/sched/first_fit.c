@@ -21,7 +21,7 @@ static bool fit_member(const struct iso_cluster_state *cs, int ni, const struct 
 	const struct iso_node_usage *u = &cs->usage[ni];
 	int n = 0;
 
-	if (cs->sched[ni] != ISO_NODE_SCHEDULABLE || !iso_sched_node_in_pool(node, shape))
+	if (!iso_cluster_state_node_open(cs, ni) || !iso_sched_node_in_pool(node, shape))
 		return false;
 	if ((int64_t)u->cpus_used + shape->cpus > node->cpus ||
 	    u->memory_mib_used + shape->memory_mib > node->memory_mib)

@@ -67,7 +67,7 @@ static bool node_ok(const struct req *q, int ni)
 	const struct iso_node *node = &cs->inv->nodes[ni];
 	const struct iso_node_usage *u = &cs->usage[ni];
 
-	if (cs->sched[ni] != ISO_NODE_SCHEDULABLE)
+	if (!iso_cluster_state_node_open(cs, ni))
 		return false;
 	if (q->pool >= 0 && q->ix->nodes[ni].pool != q->pool)
 		return false;

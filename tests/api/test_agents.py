@@ -5,14 +5,21 @@ and whole GPUs, exactly), its generation (moves on create and release, only
 for the node touched, and only grows across a restart), the fencing term, the
 long poll (answered on a change, or with the same document at wait_s), the
 waiter limits, who may read it (a node-agent only its own node), and bad input
-for every query parameter.
+for every query parameter; the status an agent reports (strict parsing,
+every field named; a term above the controller's is 409; in memory only) and
+what it shows (agent on the node, ready/devices/cuda_visible_devices on the
+allocation's members); the lease (unreachable, then evicted after the grace,
+reachable again on a report; nodes that never had an agent are left alone
+unless --agents-required).
 
 Run: python3 tests/api/test_agents.py PATH/TO/isostackd PATH/TO/isoctl
 """
 
+import json
 import os
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -247,6 +254,234 @@ class TestScope(AgentCase):
                          ("?wait_s=5", "after"), ("?since=1", "since")):
             self.assertError(self.admin.get(base + q), 400, "invalid_argument", field, q)
         self.assertError(self.admin.post(base, {}), 405, "method_not_allowed")
+
+
+def status_body(term_seen=1, gpus=None, instances=None, version="0.1.0"):
+    return {"term_seen": term_seen, "version": version,
+            "gpus": gpus if gpus is not None else
+            [{"index": 0, "model": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0a", "mig_mode": "enabled"}],
+            "instances": instances if instances is not None else []}
+
+
+def instance(alloc, member=0, gpu=0, start=0, profile="3g.40gb", uuid="MIG-0a-1", ready=True, reason=None):
+    i = {"gpu": gpu, "start": start, "profile": profile, "uuid": uuid, "allocation": alloc,
+         "member": member, "ready": ready}
+    if reason is not None:
+        i["reason"] = reason
+    return i
+
+
+class TestStatus(AgentCase):
+    def put(self, node, body, client=None):
+        return (client or self.admin).request("PUT", "/v1/nodes/%s/status" % node, body)
+
+    def test_status_shows_on_the_node_and_the_allocation(self):
+        a = self.alloc({"members": 2, "gpus": {"count": 1, "profile": "3g.40gb"}, "pool": "mig"})
+        # first-fit: member 0 at GPU 0 slice 0, member 1 at slice 4 of the same GPU
+        starts = {p["member"]: (p["gpu"], p["start"]) for p in a["placement"]}
+        node = self.admin.get("/v1/nodes/" + MIG_NODE).body
+        self.assertIsNone(node["agent"], "no agent reported yet")
+        got = self.admin.get("/v1/allocations/" + a["id"]).body
+        for m in got["nodes"]:
+            self.assertIsNone(m["ready"])
+            self.assertEqual(m["devices"], [])
+            self.assertIsNone(m["cuda_visible_devices"])
+        term = self.desired(MIG_NODE)["term"]
+        agent = self.d.client(self.agent_token(MIG_NODE))
+        self.assertStatus(self.put(MIG_NODE, status_body(term, instances=[
+            instance(a["id"], 0, *starts[0], uuid="MIG-aaaa"),
+            instance(a["id"], 1, *starts[1], uuid="", ready=False, reason="creating")]),
+            client=agent), 204)
+        node = self.admin.get("/v1/nodes/" + MIG_NODE).body
+        self.assertEqual(set(node["agent"]), {"connected", "last_seen", "version", "term_seen"})
+        self.assertTrue(node["agent"]["connected"])
+        self.assertEqual(node["agent"]["version"], "0.1.0")
+        self.assertEqual(node["agent"]["term_seen"], term)
+        self.assertTime(node["agent"]["last_seen"])
+        self.assertIsNone(self.admin.get("/v1/nodes/" + WHOLE_NODE).body["agent"])
+        # the owning tenant sees its members' readiness and devices
+        tok = issue_token(self, self.admin, "tenant-admin", tenant=self.tenant)[1]
+        got = self.d.client(tok).get("/v1/allocations/" + a["id"])
+        self.assertStatus(got, 200)
+        m0, m1 = got.body["nodes"]
+        self.assertEqual((m0["ready"], m0["devices"], m0["cuda_visible_devices"]),
+                         (True, [{"gpu": starts[0][0], "uuid": "MIG-aaaa"}], "MIG-aaaa"))
+        self.assertEqual((m1["ready"], m1["devices"], m1["cuda_visible_devices"]), (False, [], None))
+        # the next report replaces the last one
+        self.assertStatus(self.put(MIG_NODE, status_body(term, instances=[
+            instance(a["id"], 0, *starts[0], uuid="MIG-aaaa"),
+            instance(a["id"], 1, *starts[1], uuid="MIG-bbbb")]), client=agent), 204)
+        m1 = self.admin.get("/v1/allocations/" + a["id"]).body["nodes"][1]
+        self.assertEqual((m1["ready"], m1["cuda_visible_devices"]), (True, "MIG-bbbb"))
+
+    def test_whole_gpus_join_cuda_visible_devices(self):
+        a = self.alloc({"gpus": {"count": 2, "whole": True}, "pool": "whole"})
+        self.assertStatus(self.put(WHOLE_NODE, status_body(instances=[
+            instance(a["id"], 0, 1, 0, "whole", "GPU-bbbb"), instance(a["id"], 0, 0, 0, "whole", "GPU-aaaa")],
+            gpus=[])), 204)
+        m = self.admin.get("/v1/allocations/" + a["id"]).body["nodes"][0]
+        self.assertEqual(m["cuda_visible_devices"], "GPU-aaaa,GPU-bbbb")
+        self.assertEqual(m["devices"], [{"gpu": 0, "uuid": "GPU-aaaa"}, {"gpu": 1, "uuid": "GPU-bbbb"}])
+        self.assertTrue(m["ready"])
+
+    def test_status_is_not_kept_across_a_restart(self):
+        self.assertStatus(self.put(MIG_NODE, status_body()), 204)
+        self.assertIsNotNone(self.admin.get("/v1/nodes/" + MIG_NODE).body["agent"])
+        self.d.restart()
+        self.admin = self.d.client()
+        self.assertIsNone(self.admin.get("/v1/nodes/" + MIG_NODE).body["agent"])
+
+    def test_a_term_above_the_controllers_is_refused(self):
+        term = self.desired(MIG_NODE)["term"]
+        self.assertError(self.put(MIG_NODE, status_body(term + 1)), 409, "conflict", "term_seen")
+        self.assertIsNone(self.admin.get("/v1/nodes/" + MIG_NODE).body["agent"], "nothing kept")
+        self.assertStatus(self.put(MIG_NODE, status_body(term)), 204)
+        self.assertStatus(self.put(MIG_NODE, status_body(0)), 204, "an older term seen is fine")
+
+    def test_who_may_report(self):
+        agent = self.d.client(self.agent_token(MIG_NODE))
+        self.assertError(self.put(WHOLE_NODE, status_body(), client=agent), 404, "not_found")
+        self.assertError(self.put("nope", status_body(), client=agent), 404, "not_found")
+        self.assertError(self.put("nope", status_body()), 404, "not_found")
+        auditor = self.d.client(issue_token(self, self.admin, "auditor")[1])
+        self.assertError(self.put(MIG_NODE, status_body(), client=auditor), 403, "forbidden")
+        tok = issue_token(self, self.admin, "tenant-admin", tenant=self.tenant)[1]
+        self.assertError(self.put(MIG_NODE, status_body(), client=self.d.client(tok)), 403, "forbidden")
+        self.assertIsNone(self.admin.get("/v1/nodes/" + WHOLE_NODE).body["agent"])
+
+    def test_bad_input_names_the_field(self):
+        good_i = instance("a-0123456789abcdef")
+        cases = [
+            ({"version": "x", "gpus": [], "instances": []}, "term_seen"),
+            (dict(status_body(), term_seen=-1), "term_seen"),
+            (dict(status_body(), term_seen="1"), "term_seen"),
+            (dict(status_body(), term_seen=1.5), "term_seen"),
+            (dict(status_body(), version=""), "version"),
+            (dict(status_body(), version="x" * 65), "version"),
+            (dict(status_body(), version="v\n1"), "version"),
+            (dict(status_body(), version=7), "version"),
+            ({"term_seen": 1, "version": "x", "instances": []}, "gpus"),
+            (dict(status_body(), gpus={}), "gpus"),
+            (dict(status_body(), gpus=[1]), "gpus[0]"),
+            (dict(status_body(), gpus=[{"index": 0}] * 65), "gpus"),
+            (dict(status_body(), extra=1), "extra"),
+            ({"term_seen": 1, "version": "x", "gpus": []}, "instances"),
+            (dict(status_body(), instances=[{}] * 257), "instances"),
+        ]
+        gpu = status_body()["gpus"][0]
+        for key, bad in (("index", -1), ("index", 2), ("index", 64), ("index", "0"), ("model", ""),
+                         ("model", "m" * 97), ("uuid", None), ("uuid", "\u00e9"), ("mig_mode", "on"),
+                         ("mig_mode", True), ("colour", "red")):
+            g = dict(gpu)
+            if bad is None:
+                del g[key]
+            else:
+                g[key] = bad
+            cases.append((status_body(gpus=[g]), "gpus[0].%s" % key))
+        cases.append((status_body(gpus=[gpu, gpu]), "gpus[1].index"))
+        for key, bad in (("gpu", 2), ("gpu", -1), ("gpu", None), ("start", 8), ("start", -1),
+                         ("profile", "9g.90gb"), ("profile", ""), ("profile", None),
+                         ("uuid", "u" * 97), ("uuid", 5), ("allocation", "a-xyz"),
+                         ("allocation", "t-0123456789abcdef"), ("allocation", None),
+                         ("member", -1), ("member", 1024), ("member", None), ("ready", "yes"),
+                         ("ready", None), ("reason", "r" * 257), ("reason", "a\u0007b"), ("reason", 1),
+                         ("extra", 1)):
+            i = dict(good_i)
+            if bad is None:
+                del i[key]
+            else:
+                i[key] = bad
+            cases.append((status_body(instances=[dict(good_i), i]), "instances[1].%s" % key))
+        for body, field in cases:
+            r = self.put(MIG_NODE, body)
+            self.assertError(r, 400, "invalid_argument", field, "%.300r" % body)
+        # a MIG profile on a GPU without MIG; "whole" is fine there
+        self.assertError(self.put(WHOLE_NODE, status_body(instances=[dict(good_i, gpu=1)], gpus=[])),
+                         400, "invalid_argument", "instances[0].profile")
+        self.assertStatus(self.put(WHOLE_NODE, status_body(
+            instances=[dict(good_i, gpu=1, profile="whole")], gpus=[])), 204)
+        for raw in ("", "[]", "{", "null"):
+            self.assertError(self.admin.request("PUT", "/v1/nodes/%s/status" % MIG_NODE, raw=raw),
+                             400, "invalid_argument")
+        self.assertError(self.admin.request("PUT", "/v1/nodes/%s/status?x=1" % MIG_NODE, status_body()),
+                         400, "invalid_argument", "x")
+        self.assertIsNone(self.admin.get("/v1/nodes/" + MIG_NODE).body["agent"], "nothing refused is kept")
+
+
+class TestLease(AgentCase):
+    daemon_args = ("--agent-lease-s", "1", "--agent-grace-s", "2", "--agents-required")
+
+    def node(self, name):
+        return self.admin.get("/v1/nodes/" + name).body
+
+    def wait_until(self, what, pred, timeout=20):
+        deadline = time.time() + T(timeout)
+        while time.time() < deadline:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.1)
+        self.fail("timed out waiting until " + what)
+
+    def events(self, action):
+        evs = [i["event"] for i in self.admin.list_all("/v1/audit/events", limit=1000)]
+        return [e for e in evs if e["action"] == action]
+
+    def test_silent_node_becomes_unreachable_then_evicted_and_a_report_brings_it_back(self):
+        a = self.alloc({"gpus": {"count": 1, "profile": "3g.40gb"}, "pool": "mig"})
+        self.assertEqual(a["state"], "active")
+        self.wait_until("ag-n01 is unreachable", lambda: self.node(MIG_NODE)["state"] == "unreachable")
+        # no new work goes there: it waits instead
+        b = self.alloc({"gpus": {"count": 1, "profile": "1g.10gb"}, "pool": "mig"})
+        self.assertEqual(b["state"], "pending", "placed on an unreachable node: %r" % b)
+        # the stored cordon state is unchanged: after a restart nothing of it is left
+        # (checked below through the audit trail: no node.cordon event)
+        self.assertEqual(len(self.events("node.unreachable")), 2, "both silent nodes, once each")
+        # after the grace its work is evicted and requeued (on_preempt requeue)
+        got = self.wait_until("a is evicted", lambda: (lambda x: x if x["state"] == "pending" else None)(
+            self.admin.get("/v1/allocations/" + a["id"]).body))
+        self.assertEqual(got["nodes"], [])
+        self.assertEqual(self.desired(MIG_NODE)["gpus"][0]["instances"], [])
+        lost = self.events("node.agent_lost")
+        self.assertIn(MIG_NODE, [e["object"]["id"] for e in lost])
+        faults = [e for e in self.events("allocation.fault") if e["object"]["id"] == a["id"]]
+        self.assertEqual(len(faults), 1)
+        self.assertIn("node %s unreachable" % MIG_NODE, json.dumps(faults[0]))
+        # the agent reports again: reachable, audited, and the waiting work is placed
+        self.assertStatus(self.admin.request("PUT", "/v1/nodes/%s/status" % MIG_NODE, status_body()), 204)
+        node = self.node(MIG_NODE)
+        self.assertEqual(node["state"], "schedulable")
+        self.assertTrue(node["agent"]["connected"])
+        self.assertEqual([e["object"]["id"] for e in self.events("node.reachable")], [MIG_NODE])
+        self.assertEqual(self.admin.get("/v1/allocations/" + a["id"]).body["state"], "active")
+        self.assertEqual(self.admin.get("/v1/allocations/" + b["id"]).body["state"], "active")
+        self.assertEqual(self.events("node.cordon"), [])
+        # the other node's agent never reported: still unreachable
+        self.assertEqual(self.node(WHOLE_NODE)["state"], "unreachable")
+        self.assertIsNone(self.node(WHOLE_NODE)["agent"])
+
+    def test_a_cordon_under_an_unreachable_node_is_kept(self):
+        self.assertStatus(self.admin.post("/v1/nodes/%s/cordon" % MIG_NODE), 200)
+        self.wait_until("unreachable", lambda: self.node(MIG_NODE)["state"] == "unreachable")
+        self.assertStatus(self.admin.request("PUT", "/v1/nodes/%s/status" % MIG_NODE, status_body()), 204)
+        self.assertEqual(self.node(MIG_NODE)["state"], "cordoned")
+
+
+class TestLeaseNotRequired(AgentCase):
+    daemon_args = ("--agent-lease-s", "1", "--agent-grace-s", "1")
+
+    def test_nodes_that_never_had_an_agent_are_not_held_to_the_lease(self):
+        self.assertStatus(self.admin.request("PUT", "/v1/nodes/%s/status" % MIG_NODE, status_body()), 204)
+        deadline = time.time() + T(20)
+        while time.time() < deadline:
+            if self.admin.get("/v1/nodes/" + MIG_NODE).body["state"] == "unreachable":
+                break
+            time.sleep(0.1)
+        self.assertEqual(self.admin.get("/v1/nodes/" + MIG_NODE).body["state"], "unreachable")
+        self.assertFalse(self.admin.get("/v1/nodes/" + MIG_NODE).body["agent"]["connected"])
+        self.assertEqual(self.admin.get("/v1/nodes/" + WHOLE_NODE).body["state"], "schedulable")
+        a = self.alloc({"gpus": {"count": 1, "whole": True}, "pool": "whole"})
+        self.assertEqual(a["state"], "active")
 
 
 if __name__ == "__main__":

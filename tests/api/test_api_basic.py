@@ -339,7 +339,7 @@ class TestAllocations(FreshDaemonCase):
         self.assertEqual(a["members"], 1)
         self.assertEqual(a["gpus"], {"count": 1, "whole": False, "profile": "3g.40gb", "model": None})
         self.assertEqual((a["cpus"], a["memory_mib"], a["pool"], a["owner"]), (8, 65536, None, "alice"))
-        self.assertEqual(a["nodes"], [{"member": 0, "node": "sm-n01"}])
+        self.assertEqual(a["nodes"], [{"member": 0, "node": "sm-n01", **harness.NO_AGENT_REPORT}])
         self.assertEqual(len(a["placement"]), 1)
         p = a["placement"][0]
         self.assertEqual(p["profile"], "3g.40gb")
@@ -400,7 +400,7 @@ class TestAllocations(FreshDaemonCase):
         t, c = self.tenant_with_user()
         a = create_alloc(self, c, {"cpus": 16, "memory_mib": 4096, "pool": "cpu"})
         self.assertEqual(a["state"], "active")
-        self.assertEqual(a["nodes"], [{"member": 0, "node": "sm-c01"}])
+        self.assertEqual(a["nodes"], [{"member": 0, "node": "sm-c01", **harness.NO_AGENT_REPORT}])
         self.assertEqual(a["placement"], [])
         self.assertEqual(a["pool"], "cpu")
         n = self.admin.get("/v1/nodes/sm-c01")

@@ -221,6 +221,21 @@ class TestOpenApiMatchesServer(harness.SharedDaemonCase):
         doc = call("GET", "/v1/nodes/sm-n01/desired", client=self.d.client(agent["token"]))
         call("GET", "/v1/nodes/sm-n01/desired?after=%d&wait_s=1" % doc["generation"])
         call("GET", "/v1/nodes/sm-n02/desired", status=404, client=self.d.client(agent["token"]))
+        held = [i for g in doc["gpus"] for i in g["instances"]] + [
+            dict(g["whole"], start=0, profile="whole") for g in doc["gpus"] if g["whole"]]
+        call("PUT", "/v1/nodes/sm-n01/status", {
+            "term_seen": doc["term"], "version": "spec",
+            "gpus": [{"index": 0, "model": "H100", "uuid": "GPU-0", "mig_mode": "enabled"}],
+            "instances": [{"gpu": g["index"], "start": i["start"], "profile": i["profile"],
+                           "uuid": "MIG-%d-%d" % (g["index"], i["start"]), "allocation": i["allocation"],
+                           "member": i["member"], "ready": True}
+                          for g in doc["gpus"] for i in g["instances"]]},
+             status=204, client=self.d.client(agent["token"]))
+        call("PUT", "/v1/nodes/sm-n01/status", {"term_seen": doc["term"] + 1, "version": "spec",
+                                               "gpus": [], "instances": []}, status=409)
+        call("GET", "/v1/nodes/sm-n01")
+        for i in held[:1]:
+            call("GET", "/v1/allocations/" + i["allocation"])
         # fabric
         call("GET", "/v1/fabric")
         call("GET", "/v1/fabric/intent")
