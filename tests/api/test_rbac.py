@@ -62,9 +62,11 @@ def other(t):
 # Expected status per (endpoint, target) for the callers
 #   (no token, cluster-admin, auditor, tenant-admin, tenant-user, node-agent).
 # None: not asserted (the order of checks is the server's choice there).
-# The node-agent (a token of node kiwi01) may do nothing yet: every
-# authenticated route answers 403, before any lookup, so it also learns
-# nothing of which tenants or objects exist (docs/api.md, "Roles").
+# The node-agent (a token of node kiwi01) may only read its node's desired
+# state and report its status (docs/agents.md): any other node is 404 like a
+# missing one, and every other authenticated route answers 403, before any
+# lookup, so it also learns nothing of which tenants or objects exist
+# (docs/api.md, "Roles").
 #
 # Targets, relative to the caller (cluster roles: "own" is tenant A, "other" B):
 #   own       the caller's tenant (for tenant roles) / an object in it
@@ -123,6 +125,13 @@ EXPECT = {
     ("POST /v1/nodes/X/drain", "-"):   (401, 200, 403, 403, 403, 403),
     ("POST /v1/nodes/X/uncordon", "-"): (401, 200, 403, 403, 403, 403),
     ("GET /v1/gpus", "-"):             (401, 200, 200, 403, 403, 403),
+    # node agents: "own" is the agent's node (kiwi01), "other" another node
+    ("GET /v1/nodes/X/desired", "own"):     (401, 200, 200, 403, 403, 200),
+    ("GET /v1/nodes/X/desired", "other"):   (401, 200, 200, 403, 403, 404),
+    ("GET /v1/nodes/X/desired", "missing"): (401, 404, 404, 403, 403, 404),
+    ("PUT /v1/nodes/X/status", "own"):      (401, 204, 403, 403, 403, 204),
+    ("PUT /v1/nodes/X/status", "other"):    (401, 204, 403, 403, 403, 404),
+    ("PUT /v1/nodes/X/status", "missing"):  (401, 404, 403, 403, 403, 404),
     ("GET /v1/gpus?node=N", "-"):      (401, 200, 200, 403, 403, 403),
 
     ("GET /v1/allocations", "-"):      (401, 200, 200, 200, 200, 403),
@@ -192,6 +201,7 @@ DOC_ENDPOINTS = [
     "DELETE /v1/tenants/X", "GET /v1/tokens", "POST /v1/tokens", "GET /v1/tokens/X",
     "DELETE /v1/tokens/X", "GET /v1/nodes", "GET /v1/nodes/X", "POST /v1/nodes/X/cordon",
     "POST /v1/nodes/X/drain", "POST /v1/nodes/X/uncordon", "GET /v1/gpus", "GET /v1/allocations",
+    "GET /v1/nodes/X/desired", "PUT /v1/nodes/X/status",
     "POST /v1/allocations", "GET /v1/allocations/X", "PATCH /v1/allocations/X",
     "DELETE /v1/allocations/X", "GET /v1/audit/events", "GET /v1/audit/head",
     "GET /v1/audit/pubkey", "GET /v1/audit/proof/inclusion", "GET /v1/audit/proof/consistency",
@@ -973,6 +983,33 @@ class TestRbac(harness.SharedDaemonCase):
         self.assertTrue(all(e["outcome"] == "denied" for e in denied), denied)
         self.assertIn("node.down", {e["action"] for e in denied})
         self.assertIn("gpu.fault", {e["action"] for e in denied})
+
+    def test_node_agent_routes(self):
+        """The agent routes (docs/agents.md), on a daemon of their own: a
+        status report starts the node's lease, which must not touch the
+        shared world."""
+        status = {"term_seen": 0, "version": "rbac", "gpus": [], "instances": []}
+        with harness.Daemon(CONFIG) as d:
+            admin = d.client()
+            self.assertStatus(admin.post("/v1/tenants", {"name": TENANT["A"]}), 201)
+            secret = {"none": None, "admin": d.admin_token}
+            for role, body in (("auditor", {"role": "auditor"}),
+                               ("A-admin", {"role": "tenant-admin", "tenant": TENANT["A"]}),
+                               ("A-user", {"role": "tenant-user", "tenant": TENANT["A"], "user": "u"}),
+                               ("agent", {"role": "node-agent", "node": AGENT_NODE})):
+                r = admin.post("/v1/tokens", body)
+                self.assertStatus(r, 201)
+                secret[role] = r.body["token"]
+            for role, tok in secret.items():
+                for target, node in (("own", AGENT_NODE), ("other", "kiwi02"),
+                                     ("missing", "nosuch-node-qq")):
+                    with self.subTest(role=role, target=target):
+                        r = d.request("GET", "/v1/nodes/%s/desired" % node, token=tok)
+                        self.check("GET /v1/nodes/X/desired", target, role, r)
+                        if r.status == 200:
+                            self.assertEqual(r.body["node"], node)
+                        r = d.request("PUT", "/v1/nodes/%s/status" % node, body=status, token=tok)
+                        self.check("PUT /v1/nodes/X/status", target, role, r)
 
     def test_node_agent_tokens(self):
         tok = self.tok["agent"]
