@@ -46,10 +46,10 @@ struct iso_tenant_limits {
 /* How fast one tenant may ask (docs/tenancy.md, "Request rates"): token
  * buckets per tenant, a burst of two seconds' worth. 0 takes the default. */
 struct iso_rate_limits {
-	double writes_per_s; /* changes (POST, PUT, PATCH, DELETE); default 50 */
+	double writes_per_s; /* changes (POST, PUT, PATCH, DELETE); default 20 */
 	double reads_per_s;  /* reads (GET); default 200 */
 };
-#define ISO_DEFAULT_WRITES_PER_S 50.0
+#define ISO_DEFAULT_WRITES_PER_S 20.0
 #define ISO_DEFAULT_READS_PER_S  200.0
 
 struct iso_controller_params {

@@ -82,7 +82,7 @@ static void usage(FILE *out)
 	             "  --tenant-max-pending N  pending allocations per tenant (default 1000)\n"
 	             "  --tenant-max-live N  live allocations per tenant (default 2000); a\n"
 	             "                       tenant's own limits (PATCH /v1/tenants) win\n"
-	             "  --tenant-writes-per-s N  changes per tenant a second (default 50, burst 2 s)\n"
+	             "  --tenant-writes-per-s N  changes per tenant a second (default 20, burst 2 s)\n"
 	             "  --tenant-reads-per-s N  reads per tenant a second (default 200, burst 2 s)\n"
 	             "  --agent-lease-s N    an agent silent this long: node unreachable (default 10)\n"
 	             "  --agent-grace-s N    unreachable this long: its work evicted (default 300)\n"

@@ -276,6 +276,12 @@ class Daemon:
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
         os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
         self.extra_args = list(extra_args)
+        # Tests drive one tenant far faster than the daemon's default rates
+        # allow a tenant (docs/tenancy.md, "Request rates"); tests of the rates
+        # themselves give their own flags, which win.
+        for flag in ("--tenant-writes-per-s", "--tenant-reads-per-s"):
+            if flag not in self.extra_args:
+                self.extra_args += [flag, "100000"]
         self.env = dict(os.environ)
         self.env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
         if env:
