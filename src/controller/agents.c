@@ -54,23 +54,23 @@ struct agent_waiter {
 
 struct agent_node {
 	struct agent_entry *e;
-	int n_e, cap_e;
-	uint32_t gen; /* this run's counter */
 	char *text;   /* the gpus array as served, for the comparison */
 	json_t *gpus; /* the same, as JSON */
-	bool dirty;
 	struct agent_waiter w[WAITERS_PER_NODE];
+	int n_e, cap_e;
 	int n_w;
+	uint32_t gen; /* this run's counter */
 
 	/* the agent's latest status, in memory only */
-	bool seen; /* reported since the controller started */
-	int64_t last_seen_ms, term_seen;
-	char version[65];
 	struct iso_agent_instance *inst;
-	int n_inst;
+	int64_t last_seen_ms, term_seen;
 	/* the lease */
 	int64_t unreachable_ms; /* since when; 0: reachable */
-	bool evicted;           /* the grace ended and its work was evicted */
+	int n_inst;
+	char version[65];
+	bool dirty;
+	bool seen;    /* reported since the controller started */
+	bool evicted; /* the grace ended and its work was evicted */
 };
 
 struct ctl_agents {
@@ -679,6 +679,7 @@ void iso_controller_member_devices(const struct iso_controller *c, const struct 
 			mine[n_mine++] = &n->inst[i];
 	if (!n_mine)
 		return;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sorted */
 	qsort(mine, (size_t)n_mine, sizeof(*mine), instance_cmp);
 	*ready = 1;
 	for (int i = 0; i < n_mine; i++) {
