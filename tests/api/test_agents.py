@@ -17,6 +17,7 @@ Run: python3 tests/api/test_agents.py PATH/TO/isostackd PATH/TO/isoctl
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -482,6 +483,22 @@ class TestLeaseNotRequired(AgentCase):
         self.assertEqual(self.admin.get("/v1/nodes/" + WHOLE_NODE).body["state"], "schedulable")
         a = self.alloc({"gpus": {"count": 1, "whole": True}, "pool": "whole"})
         self.assertEqual(a["state"], "active")
+
+
+class TestFlags(ApiTestCase):
+    def test_bad_agent_flags_are_refused_by_name(self):
+        for flag, value in (("--agent-lease-s", "0"), ("--agent-lease-s", "x"), ("--agent-lease-s", "-1"),
+                            ("--agent-lease-s", "86401"), ("--agent-grace-s", "0"),
+                            ("--agent-grace-s", "1.5"), ("--agent-max-waiters", "0"),
+                            ("--agent-max-waiters", "")):
+            p = subprocess.run([harness.Binaries.isostackd, "--config", harness.data_path(AGENTS),
+                                "--check-config", flag, value], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=T(30))
+            self.assertNotEqual(p.returncode, 0, "%s %r accepted" % (flag, value))
+            self.assertIn("%s: \"%s\" is not a whole number" % (flag, value), p.stderr)
+        p = subprocess.run([harness.Binaries.isostackd, "--help"], stdout=subprocess.PIPE, text=True)
+        for flag in ("--agent-lease-s", "--agent-grace-s", "--agents-required", "--agent-max-waiters"):
+            self.assertIn(flag, p.stdout)
 
 
 if __name__ == "__main__":
