@@ -373,6 +373,16 @@ static int cohort_check(const struct iso_tenancy *t, int x, int kind, int64_t r,
 	kind_field(t, kind, kf, sizeof(kf));
 	iso_tenancy_kind_label(t, kind, label, sizeof(label));
 	snprintf(field, sizeof(field), "quota.%s.%s", a->name, kf);
+	/* A project's cohort is its own tenant's projects: the figures are the
+	 * tenant's own. A tenant's or an organisation's cohort is other
+	 * tenants: what they leave idle or borrow is theirs to know, and this
+	 * message reaches the tenant (as its allocation's reason). */
+	if (a->level < ISO_ACCT_PROJECT)
+		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+		                     "%s %s: %s: request %lld + in use %lld exceeds guaranteed %lld, "
+		                     "and the rest is not idle to borrow now",
+		                     iso_acct_level_name(a->level), a->name, label, (long long)r,
+		                     (long long)used, (long long)q->guaranteed);
 	return iso_error_set(err, ISO_E_NO_CAPACITY, field,
 	                     "%s %s: %s: request %lld + in use %lld exceeds guaranteed %lld and "
 	                     "its cohort has only %lld idle to lend (%lld already borrowed)",

@@ -196,7 +196,9 @@ class TestQuotas(TenancyCase):
         b4 = self.alloc(tb, 4)
         self.assertEqual(b4["state"], "pending")
         self.assertTrue(b4["reason"].startswith("waiting for quota: "), b4["reason"])
-        self.assertIn("3 idle to lend", b4["reason"])
+        # ... without the sibling tenant's idle or borrowed figures (issue 12 s.4)
+        self.assertIn("not idle to borrow now", b4["reason"])
+        self.assertNotIn("idle to lend", b4["reason"])
         # borrowing 3 from the idle sibling: fine
         b3 = self.alloc(tb, 3)
         self.assertEqual(b3["state"], "active", repr(b3))

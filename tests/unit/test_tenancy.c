@@ -115,7 +115,8 @@ static void test_quota_table(void **state)
 	    {16, 16, 30, 0, 0, "acme", 14, "organisation org1: h100-80gb compute slices",
 	     "quota.org1.h100-80gb"},
 	    /* ... and org2 lends only what it does not use: 2 idle under its limit of 10 */
-	    {16, 16, 30, 16, 18, "acme", 8, "only 2 idle to lend", "quota.org1.h100-80gb"},
+	    {16, 16, 30, 16, 18, "acme", 8, "the rest is not idle to borrow now",
+	     "quota.org1.h100-80gb"},
 	    /* beta's borrowing limit 8 */
 	    {0, 0, 32, 0, 0, "beta", 8, NULL, NULL},
 	    {0, 0, 32, 0, 0, "beta", 9,
@@ -127,7 +128,7 @@ static void test_quota_table(void **state)
 	    {0, 0, 0, 18, 0, "gamma", 4, NULL, NULL},
 	    {0, 0, 0, 18, 0, "gamma", 5,
 	     "tenant gamma: h100-80gb compute slices: request 5 + in use 18 "
-	     "exceeds guaranteed 18 and its cohort has only 4 idle to lend",
+	     "exceeds guaranteed 18, and the rest is not idle to borrow now",
 	     "quota.gamma.h100-80gb"},
 	    /* a guarantee its owner uses is not lent: org2's total is the limit */
 	    {0, 0, 0, 18, 16, "gamma", 2, NULL, NULL},
