@@ -402,7 +402,8 @@ struct iso_desired_wait {
 int iso_controller_node_desired(struct iso_controller *c, const struct iso_principal *p,
                                 const char *node, const struct iso_desired_wait *wait,
                                 json_t **out, struct iso_error *err);
-/* Answers every waiting request now (before the API stops). */
+/* Answers every waiting request now, and any that comes later at once
+ * (before the API stops). */
 void iso_controller_agents_release_waiters(struct iso_controller *c);
 /* The controller's fencing term: stored, bumped at every start. */
 int64_t iso_controller_agent_term(const struct iso_controller *c);

@@ -83,6 +83,7 @@ struct ctl_agents {
 	bool *unreachable; /* per node; the cluster state reads it */
 	int64_t lease_ms, grace_ms, opened_ms, checked_ms;
 	bool required; /* nodes never seen are held to the lease too */
+	bool closing;  /* the API is stopping: nobody waits any more */
 };
 
 static void entry_free(struct agent_entry *e)
@@ -508,7 +509,8 @@ int iso_controller_node_desired(struct iso_controller *c, const struct iso_princ
 		                     MAX_WAIT_S);
 	ctl_agents_settle(c);
 	struct agent_node *n = &ag->nodes[ni];
-	if (!wait || !wait->fn || wait->wait_s == 0 || wait->after != served_generation(ag, ni)) {
+	if (!wait || !wait->fn || wait->wait_s == 0 || ag->closing ||
+	    wait->after != served_generation(ag, ni)) {
 		*out = document(c, ni);
 		return *out ? 0 : iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	}
@@ -531,6 +533,8 @@ void iso_controller_agents_release_waiters(struct iso_controller *c)
 {
 	struct ctl_agents *ag = c->agents;
 
+	if (ag)
+		ag->closing = true; /* a request still coming in is answered at once */
 	for (int i = 0; ag && ag->waiters > 0 && i < ag->n; i++)
 		answer_waiters(c, i, true);
 }

@@ -207,6 +207,18 @@ class TestLongPoll(AgentCase):
         self.assertStatus(self.admin.get("/v1/nodes/%s/desired?after=%d&wait_s=1" % (MIG_NODE, g)), 200)
 
 
+class TestStop(AgentCase):
+    def test_a_daemon_stops_cleanly_with_requests_waiting(self):
+        g = self.desired(MIG_NODE)["generation"]
+        outs = [[] for _ in range(3)]
+        threads = [self.poll(MIG_NODE, g, 60, outs[i]) for i in range(3)]
+        time.sleep(0.5)  # ordering only: let them park
+        self.d.stop()  # exit status 0, no sanitizer report (harness)
+        for t in threads:
+            t.join(T(20))
+            self.assertFalse(t.is_alive(), "a waiting request outlived the daemon")
+
+
 class TestWaiterCap(AgentCase):
     daemon_args = ("--agent-max-waiters", "2")
 
