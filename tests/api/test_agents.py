@@ -151,6 +151,30 @@ class TestDesired(AgentCase):
         self.assertEqual(self.desired(MIG_NODE)["term"], before["term"] + 2)
 
 
+class TestUndoneChanges(AgentCase):
+    daemon_args = ("--preempt-grace", "2")
+
+    def test_a_preemption_trial_moves_no_generation(self):
+        """Deciding a preemption gives the victims back and places the
+        preemptor on trial, then undoes both: the document, and so its
+        generation, must not move until the victims really go."""
+        low = self.alloc({"members": 2, "gpus": {"count": 1, "profile": "7g.80gb"}, "pool": "mig"})
+        self.assertEqual(low["state"], "active")
+        g = self.desired(MIG_NODE)["generation"]
+        high = self.alloc({"gpus": {"count": 1, "profile": "7g.80gb"}, "pool": "mig", "priority": 5})
+        self.assertEqual(high["state"], "pending")
+        got = self.admin.get("/v1/allocations/" + low["id"]).body
+        self.assertTrue(got["reason"].startswith("preempted"), "no preemption decided: %r" % got)
+        self.assertEqual(self.desired(MIG_NODE)["generation"], g)
+        # after the grace the victim goes and the preemptor runs: now it moves
+        deadline = time.time() + T(20)
+        while time.time() < deadline and self.admin.get("/v1/allocations/" + high["id"]).body["state"] != "active":
+            time.sleep(0.1)
+        doc = self.desired(MIG_NODE)
+        self.assertGreater(doc["generation"], g)
+        self.assertEqual([i["allocation"] for gp in doc["gpus"] for i in gp["instances"]], [high["id"]])
+
+
 class TestLongPoll(AgentCase):
     def test_long_poll_is_answered_when_the_document_changes(self):
         g = self.desired(MIG_NODE)["generation"]
