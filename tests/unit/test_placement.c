@@ -314,6 +314,99 @@ static void test_take_give_members(void **state)
 	assert_true(same_as(f, &empty));
 }
 
+/* The on_member hook (the node agents' desired state follows it): one call
+ * per member a take or give changed, with its node, none for a take that
+ * fails. */
+struct member_call {
+	int node, member;
+	bool taken;
+};
+struct member_calls {
+	struct member_call c[8];
+	int n;
+};
+
+static void record_member(void *arg, int node, const struct iso_allocation *a, int member,
+                          bool taken)
+{
+	struct member_calls *mc = arg;
+
+	assert_string_equal(a->id, "a-test");
+	assert_true(mc->n < 8);
+	mc->c[mc->n++] = (struct member_call){node, member, taken};
+}
+
+static void expect_calls(struct member_calls *mc, const struct member_call *want, int n)
+{
+	assert_int_equal(mc->n, n);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(mc->c[i].node, want[i].node);
+		assert_int_equal(mc->c[i].member, want[i].member);
+		assert_int_equal(mc->c[i].taken, want[i].taken);
+	}
+	mc->n = 0;
+}
+
+static void test_on_member_hook(void **state)
+{
+	struct fixture *f = *state;
+	struct member_calls mc = {0};
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a =
+	    alloc_of(mig_shape("3g.40gb", 1, 1, 10));
+	struct iso_error err;
+
+	f->cs.on_member = record_member;
+	f->cs.on_member_arg = &mc;
+	add_member(&a, "gpu-a01");
+	add_slot(&a, 0, 0, "3g.40gb", 0, 4);
+	add_member(&a, "gpu-a01");
+	add_slot(&a, 1, 0, "3g.40gb", 4, 4);
+	assert_int_equal(iso_cluster_state_take(&f->cs, &a, &err), 0);
+	expect_calls(&mc, (struct member_call[]){{A01, 0, true}, {A01, 1, true}}, 2);
+	add_member(&a, "gpu-b01");
+	add_slot(&a, 2, 1, "3g.40gb", 0, 4);
+	assert_int_equal(iso_cluster_state_take_members(&f->cs, &a, 2, &err), 0);
+	expect_calls(&mc, (struct member_call[]){{B01, 2, true}}, 1);
+	/* a take that fails half-way (the same slots again) tells nothing */
+	assert_int_equal(iso_cluster_state_take_members(&f->cs, &a, 2, &err), -ENOSPC);
+	assert_int_equal(iso_cluster_state_take(&f->cs, &a, &err), -ENOSPC);
+	assert_int_equal(mc.n, 0);
+	iso_cluster_state_give_members(&f->cs, &a, 2);
+	expect_calls(&mc, (struct member_call[]){{B01, 2, false}}, 1);
+	a.n_members = 2;
+	a.n_slots = 2;
+	iso_cluster_state_give(&f->cs, &a);
+	expect_calls(&mc, (struct member_call[]){{A01, 0, false}, {A01, 1, false}}, 2);
+	f->cs.on_member = NULL;
+}
+
+/* An unreachable node (its agent silent past the lease) is placed on like a
+ * cordoned one by every policy, while its cordon state stays as it is. */
+static void test_unreachable_like_cordoned(void **state)
+{
+	struct fixture *f = *state;
+	bool unreachable[N_NODES] = {[A01] = true};
+	const char *const policies[] = {"first-fit", "best-fit", "isostack"};
+
+	f->cs.unreachable = unreachable;
+	for (size_t p = 0; p < ISO_ARRAY_SIZE(policies); p++) {
+		_cleanup_(iso_allocation_clearp) struct iso_allocation a =
+		    alloc_of(mig_shape("1g.10gb", 1, 0, 0));
+		const struct iso_placer *pl = iso_placer_find(policies[p]);
+		struct iso_error err;
+
+		assert_non_null(pl);
+		assert_int_equal(iso_placer_place(pl, &f->cs, &a, 1, &err), 0);
+		assert_string_equal(a.placed[0].node, "gpu-b01");
+		assert_int_equal(f->cs.sched[A01], ISO_NODE_SCHEDULABLE);
+		assert_false(iso_cluster_state_node_open(&f->cs, A01));
+		assert_true(iso_cluster_state_node_open(&f->cs, B01));
+		iso_cluster_state_give(&f->cs, &a);
+	}
+	f->cs.unreachable = NULL;
+	assert_true(iso_cluster_state_node_open(&f->cs, A01));
+}
+
 /* Every rejected take leaves the state exactly as it was, including takes
  * that fail after part of the allocation had been applied. */
 static void expect_take_fails(struct fixture *f, struct iso_allocation *a, int rc,
@@ -1156,6 +1249,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_take_give_roundtrip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_give_members, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_rejects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_on_member_hook, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unreachable_like_cordoned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_fit_mig, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_fit_multi_instance, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_fit_lowest_start, setup, teardown),
