@@ -35,7 +35,8 @@ LAYERS = [
     ["sim"],
     ["controller"],
     ["api", "client"],  # client/ is drawn beside api/: the HTTP client isoctl uses
-    ["isoctl", "isostackd"],
+    ["agent"],  # the node agent's reconcile and loop: over gpu/ and client/
+    ["isoctl", "isostackd", "isostack-agent"],
 ]
 
 # Edges between modules of one layer, (from, to): each says which of the two

@@ -1,0 +1,105 @@
+/* agent.h: the node agent's logic (isostack-agent, docs/agent.md), kept in
+ * the library so that it is tested without HTTP. Reconcile is
+ * level-triggered: each call derives the node's actual MIG instances from the
+ * GPU driver, destroys what is not desired, creates what is desired and
+ * missing at the desired start, never touches an instance that is desired and
+ * present, and builds the status document of docs/agents.md from what the
+ * driver reports afterwards. The only state it keeps is the highest fencing
+ * term seen, in a file of the state dir, so that a restart keeps it. The
+ * daemon loop (long poll, status, heartbeat, back-off) is iso_agent_run. */
+#ifndef ISOSTACK_AGENT_H
+#define ISOSTACK_AGENT_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isostack/gpu.h"
+#include "isostack/util.h"
+
+#define ISO_AGENT_ALLOC_MAX 32 /* "a-" + 16 hex digits, with room */
+#define ISO_AGENT_TERM_FILE "agent-term"
+
+/* One desired MIG instance, or (profile "whole") a GPU held whole. */
+struct iso_agent_want {
+	unsigned gpu;
+	char profile[ISO_GPU_PROFILE_MAX];
+	int start;
+	int width;
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+};
+
+struct iso_agent_desired_gpu {
+	unsigned index;
+	bool mig;
+};
+
+/* GET /v1/nodes/{node}/desired, parsed. */
+struct iso_agent_desired {
+	char node[ISO_NAME_MAX];
+	uint64_t generation;
+	uint64_t term;
+	size_t n_gpus;
+	struct iso_agent_desired_gpu gpus[ISO_GPU_MAX];
+	size_t n_wants;
+	struct iso_agent_want *wants; /* malloc'd */
+};
+
+/* Parses a desired-state document strictly (docs/agents.md): every field
+ * known and typed, `node` equal to `node`. An error names the field
+ * ("gpus[1].instances[0].start"). *out is cleared first. */
+int iso_agent_desired_parse(const json_t *doc, const char *node, struct iso_agent_desired *out,
+                            struct iso_error *err);
+void iso_agent_desired_clear(struct iso_agent_desired *d);
+
+/* The highest term seen, kept in DIR/agent-term; 0 when the file is absent. */
+int iso_agent_term_load(const char *dir, uint64_t *out, struct iso_error *err);
+int iso_agent_term_store(const char *dir, uint64_t term, struct iso_error *err);
+
+/* What one reconcile did. */
+struct iso_agent_tick {
+	unsigned created, destroyed;
+	unsigned busy;   /* destroys refused IN_USE, retried next tick */
+	unsigned failed; /* creates or destroys that failed otherwise */
+	uint64_t term_seen;
+};
+
+/* Makes the node match `d` through driver `g`, remembering terms in
+ * `state_dir`, and sets *status to the status document (the caller owns it;
+ * also on a refused document, from the actual state unchanged). A document
+ * whose term is below the highest seen is refused (ISO_E_CONFLICT, field
+ * "term") and nothing is touched. Failures of single instances do not fail
+ * the call: they show as ready false with a reason. */
+int iso_agent_reconcile(struct iso_gpu *g, const char *state_dir, const struct iso_agent_desired *d,
+                        json_t **status, struct iso_agent_tick *tick, struct iso_error *err);
+
+/* ---- the daemon (src/agent/daemon.c) ---- */
+
+#define ISO_AGENT_NODES_MAX 256
+
+struct iso_agent_config {
+	const char *controller; /* base URL */
+	const char *token;
+	const char *nodes[ISO_AGENT_NODES_MAX];
+	size_t n_nodes;
+	const struct iso_gpu_driver_ops *driver;
+	const char *state_dir; /* each node works in state_dir/<node>/ */
+	int heartbeat_s;       /* status at least this often; also the long poll's wait_s (<= 25) */
+	atomic_bool *stop;     /* set by the caller (SIGTERM) to stop */
+};
+
+/* Parses the command line (docs/agent.md). Returns 0 and fills *cfg (strings
+ * point into argv, token read from --token-file into *token_buf, malloc'd);
+ * 1 when --help printed usage; -EINVAL with *err naming the flag. */
+int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, char **token_buf,
+                         struct iso_error *err);
+extern const char iso_agent_usage[];
+
+/* Serves every node of cfg, one thread and one connection per node, until
+ * *cfg->stop. Returns 0, or -errno when a node could not start. */
+int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err);
+
+#endif

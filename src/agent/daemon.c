@@ -1,0 +1,381 @@
+/* daemon.c: the node agent's loop and its command line, as library code so
+ * that src/isostack-agent/main.c stays a thin main. Per node, one thread and
+ * one connection: long-poll the node's desired state (after = the generation
+ * held, wait_s = the heartbeat period, at most 25 s), reconcile, PUT the
+ * status. Every answer, changed or not, is a tick: the node is reconciled
+ * again from the devices and the status doubles as the heartbeat, so it is
+ * sent at least once per heartbeat period. When the controller cannot be
+ * reached the loop backs off (0.5 s doubling to 10 s) and retries. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "isostack/agent.h"
+#include "isostack/client.h"
+
+#define LONG_POLL_MAX_S 25
+#define BACKOFF_MIN_MS  500
+#define BACKOFF_MAX_MS  10000
+#define TOKEN_MAX       512
+
+const char iso_agent_usage[] =
+    "usage: isostack-agent --controller URL --token-file FILE --node NAME [--node NAME ...]\n"
+    "                      --gpu-driver sim|nvml --state-dir DIR [--heartbeat-s N]\n"
+    "  --controller URL   isostackd's base URL (http[s]://host:port)\n"
+    "  --token-file FILE  a node-agent token of the node (or cluster-admin, for sim hosts)\n"
+    "  --node NAME        a node to serve (repeat for several; sim driver only)\n"
+    "  --gpu-driver NAME  sim or nvml\n"
+    "  --state-dir DIR    the agent's state: DIR/<node>/ per node (term; sim GPUs)\n"
+    "  --heartbeat-s N    status at least every N seconds, 1..25 (default 3)\n"
+    "  --help             this text\n"
+    "See docs/agent.md.\n";
+
+enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTBEAT, O_HELP };
+
+static const struct option longopts[] = {
+    {"controller", required_argument, NULL, O_CONTROLLER},
+    {"token-file", required_argument, NULL, O_TOKEN_FILE},
+    {"node", required_argument, NULL, O_NODE},
+    {"gpu-driver", required_argument, NULL, O_DRIVER},
+    {"state-dir", required_argument, NULL, O_STATE_DIR},
+    {"heartbeat-s", required_argument, NULL, O_HEARTBEAT},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* getopt_long takes any unique prefix; a prefix that works today would mean
+ * another flag tomorrow, so flags are spelled out. */
+static int spelled_out(char **argv, int idx, struct iso_error *err)
+{
+	const char *name = longopts[idx].name, *text = argv[optind - 1];
+	size_t len;
+
+	if (strncmp(text, "--", 2) != 0 || (optarg && optarg == text))
+		text = argv[optind - 2];
+	len = strcspn(text + 2, "=");
+	if (len == strlen(name) && strncmp(text + 2, name, len) == 0)
+		return 0;
+	return iso_error_set(err, ISO_E_INVALID, name, "option '%.*s' is abbreviated: write '--%s'",
+	                     (int)(len + 2), text, name);
+}
+
+static int read_token(const char *path, char **out, struct iso_error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "r");
+	char buf[TOKEN_MAX + 2];
+	size_t n;
+
+	if (!f)
+		return iso_error_set(err, ISO_E_INVALID, "--token-file", "--token-file %s: %s",
+		                     path, strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	if (n == 0 || n > TOKEN_MAX || strlen(buf) != n)
+		return iso_error_set(err, ISO_E_INVALID, "--token-file",
+		                     "--token-file %s: expected one token of 1..%d characters",
+		                     path, TOKEN_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] <= ' ' || buf[i] > '~')
+			return iso_error_set(err, ISO_E_INVALID, "--token-file",
+			                     "--token-file %s: the token holds a character that is "
+			                     "not printable ASCII",
+			                     path);
+	if (!(*out = strdup(buf)))
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	return 0;
+}
+
+int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, char **token_buf,
+                         struct iso_error *err)
+{
+	const char *token_file = NULL;
+	int ch, idx;
+
+	memset(cfg, 0, sizeof(*cfg));
+	*token_buf = NULL;
+	cfg->heartbeat_s = 3;
+	opterr = 0;
+	optind = 1;
+	while (idx = -1, (ch = getopt_long(argc, argv, ":", longopts, &idx)) != -1) {
+		char *end;
+		long v;
+		int r;
+
+		if (ch != '?' && ch != ':' && idx >= 0 && (r = spelled_out(argv, idx, err)) < 0)
+			return r;
+		switch (ch) {
+		case O_CONTROLLER:
+			cfg->controller = optarg;
+			break;
+		case O_TOKEN_FILE:
+			token_file = optarg;
+			break;
+		case O_NODE:
+			if (!iso_name_valid(optarg))
+				return iso_error_set(err, ISO_E_INVALID, "--node",
+				                     "--node: \"%s\" is not a node name", optarg);
+			for (size_t i = 0; i < cfg->n_nodes; i++)
+				if (strcmp(cfg->nodes[i], optarg) == 0)
+					return iso_error_set(err, ISO_E_INVALID, "--node",
+					                     "--node %s given twice", optarg);
+			if (cfg->n_nodes == ISO_AGENT_NODES_MAX)
+				return iso_error_set(err, ISO_E_INVALID, "--node",
+				                     "--node: at most %d nodes",
+				                     ISO_AGENT_NODES_MAX);
+			cfg->nodes[cfg->n_nodes++] = optarg;
+			break;
+		case O_DRIVER:
+			if (!(cfg->driver = iso_gpu_driver_find(optarg)))
+				return iso_error_set(err, ISO_E_INVALID, "--gpu-driver",
+				                     "--gpu-driver: \"%s\" is not sim or nvml",
+				                     optarg);
+			break;
+		case O_STATE_DIR:
+			if (!*optarg)
+				return iso_error_set(err, ISO_E_INVALID, "--state-dir",
+				                     "--state-dir: empty path");
+			cfg->state_dir = optarg;
+			break;
+		case O_HEARTBEAT:
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > LONG_POLL_MAX_S)
+				return iso_error_set(
+				    err, ISO_E_INVALID, "--heartbeat-s",
+				    "--heartbeat-s: expected an integer 1..%d, got "
+				    "\"%s\"",
+				    LONG_POLL_MAX_S, optarg);
+			cfg->heartbeat_s = (int)v;
+			break;
+		case O_HELP:
+			return 1;
+		case ':':
+			return iso_error_set(err, ISO_E_INVALID, argv[optind - 1],
+			                     "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return iso_error_set(err, ISO_E_INVALID, argv[optind - 1],
+			                     "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return iso_error_set(err, ISO_E_INVALID, argv[optind], "unexpected argument '%s'",
+		                     argv[optind]);
+	if (!cfg->controller)
+		return iso_error_set(err, ISO_E_INVALID, "--controller",
+		                     "--controller is required");
+	if (!token_file)
+		return iso_error_set(err, ISO_E_INVALID, "--token-file",
+		                     "--token-file is required");
+	if (cfg->n_nodes == 0)
+		return iso_error_set(err, ISO_E_INVALID, "--node", "--node is required");
+	if (!cfg->driver)
+		return iso_error_set(err, ISO_E_INVALID, "--gpu-driver",
+		                     "--gpu-driver is required");
+	if (!cfg->state_dir)
+		return iso_error_set(err, ISO_E_INVALID, "--state-dir", "--state-dir is required");
+	if (cfg->n_nodes > 1 && cfg->driver != &iso_gpu_sim_ops)
+		return iso_error_set(err, ISO_E_INVALID, "--node",
+		                     "--node: several nodes need --gpu-driver sim (one host is one "
+		                     "node)");
+	if (read_token(token_file, token_buf, err) < 0)
+		return -EINVAL;
+	cfg->token = *token_buf;
+	return 0;
+}
+
+/* ---- one node ---- */
+
+struct node_loop {
+	const struct iso_agent_config *cfg;
+	const char *node;
+	char dir[PATH_MAX];
+	struct iso_gpu *gpu;
+	struct iso_client *client;
+	pthread_t thread;
+	bool started;
+};
+
+static void sleep_ms(const struct iso_agent_config *cfg, long ms)
+{
+	while (ms > 0 && !atomic_load(cfg->stop)) {
+		long step = ms < 100 ? ms : 100;
+		struct timespec ts = {0, step * 1000000L};
+
+		nanosleep(&ts, NULL);
+		ms -= step;
+	}
+}
+
+/* One long poll. 0 and *doc when answered 200; -errno otherwise, logged. */
+static int poll_desired(struct node_loop *n, uint64_t after, json_t **doc)
+{
+	_cleanup_response_ struct iso_response resp = {0};
+	_cleanup_free_ char *esc = iso_client_escape(n->node);
+	struct iso_error e = {0};
+	char path[256];
+	int r;
+
+	if (!esc)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/v1/nodes/%s/desired?after=%" PRIu64 "&wait_s=%d", esc, after,
+	         n->cfg->heartbeat_s);
+	if ((r = iso_client_request(n->client, "GET", path, NULL, &resp, &e)) < 0 ||
+	    (r = iso_response_error(&resp, &e)) < 0) {
+		iso_log(ISO_LOG_WARN, "agent.poll_failed", "node=%s status=%ld msg=\"%s\"", n->node,
+		        resp.status, e.message);
+		return r;
+	}
+	*doc = json_incref(resp.body);
+	return 0;
+}
+
+static int put_status(struct node_loop *n, json_t *status)
+{
+	_cleanup_response_ struct iso_response resp = {0};
+	_cleanup_free_ char *esc = iso_client_escape(n->node);
+	struct iso_error e = {0};
+	char path[256];
+	int r;
+
+	if (!esc)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/v1/nodes/%s/status", esc);
+	if ((r = iso_client_request(n->client, "PUT", path, status, &resp, &e)) < 0 ||
+	    (r = iso_response_error(&resp, &e)) < 0) {
+		iso_log(ISO_LOG_WARN, "agent.status_failed",
+		        "node=%s status=%ld field=%s msg=\"%s\"", n->node, resp.status, e.field,
+		        e.message);
+		return r;
+	}
+	return 0;
+}
+
+static void *node_main(void *arg)
+{
+	struct node_loop *n = arg;
+	uint64_t generation = 0;
+	long backoff = BACKOFF_MIN_MS;
+	bool reached = false;
+
+	iso_log(ISO_LOG_INFO, "agent.node_start", "node=%s driver=%s dir=%s", n->node,
+	        n->cfg->driver->name, n->dir);
+	while (!atomic_load(n->cfg->stop)) {
+		struct iso_agent_desired d;
+		struct iso_agent_tick tick;
+		struct iso_error e = {0};
+		json_t *doc = NULL, *status = NULL;
+		int r = poll_desired(n, generation, &doc);
+
+		if (r < 0) {
+			if (atomic_load(n->cfg->stop))
+				break;
+			reached = false;
+			sleep_ms(n->cfg, backoff);
+			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+			continue;
+		}
+		if (!reached)
+			iso_log(ISO_LOG_INFO, "agent.connected", "node=%s controller=%s", n->node,
+			        n->cfg->controller);
+		reached = true;
+		backoff = BACKOFF_MIN_MS;
+		r = iso_agent_desired_parse(doc, n->node, &d, &e);
+		json_decref(doc);
+		if (r < 0) {
+			iso_log(ISO_LOG_ERR, "agent.desired_refused", "node=%s field=%s msg=\"%s\"",
+			        n->node, e.field, e.message);
+			sleep_ms(n->cfg, (long)n->cfg->heartbeat_s * 1000);
+			continue;
+		}
+		if (d.generation != generation)
+			iso_log(ISO_LOG_INFO, "agent.desired",
+			        "node=%s generation=%" PRIu64 " term=%" PRIu64 " instances=%zu",
+			        n->node, d.generation, d.term, d.n_wants);
+		r = iso_agent_reconcile(n->gpu, n->dir, &d, &status, &tick, &e);
+		if (r < 0)
+			iso_log(ISO_LOG_ERR, "agent.reconcile_failed",
+			        "node=%s field=%s msg=\"%s\"", n->node, e.field, e.message);
+		else
+			generation = d.generation;
+		if (tick.created || tick.destroyed || tick.failed || tick.busy)
+			iso_log(ISO_LOG_INFO, "agent.reconciled",
+			        "node=%s generation=%" PRIu64 " created=%u destroyed=%u busy=%u "
+			        "failed=%u",
+			        n->node, d.generation, tick.created, tick.destroyed, tick.busy,
+			        tick.failed);
+		/* A retry is due for an IN_USE or a failure: come back after a
+		 * heartbeat even if the document does not move. */
+		if (status)
+			put_status(n, status);
+		json_decref(status);
+		iso_agent_desired_clear(&d);
+		if (r < 0)
+			sleep_ms(n->cfg, (long)n->cfg->heartbeat_s * 1000);
+	}
+	iso_log(ISO_LOG_INFO, "agent.node_stop", "node=%s", n->node);
+	return NULL;
+}
+
+static int node_open(struct node_loop *n, struct iso_error *err)
+{
+	struct iso_client_options co = {.url = n->cfg->controller,
+	                                .token = n->cfg->token,
+	                                .timeout_ms = (n->cfg->heartbeat_s + 10) * 1000L,
+	                                .user_agent = "isostack-agent/" ISO_VERSION};
+	struct iso_gpu_open_args ga = {.state_dir = n->dir};
+	int r;
+
+	if (snprintf(n->dir, sizeof(n->dir), "%s/%s", n->cfg->state_dir, n->node) >=
+	    (int)sizeof(n->dir))
+		return iso_error_set(err, ISO_E_INVALID, "--state-dir",
+		                     "--state-dir: path too long");
+	if (mkdir(n->cfg->state_dir, 0700) < 0 && errno != EEXIST)
+		return iso_error_set(err, ISO_E_INVALID, "--state-dir", "--state-dir %s: %s",
+		                     n->cfg->state_dir, strerror(errno));
+	if (mkdir(n->dir, 0700) < 0 && errno != EEXIST)
+		return iso_error_set(err, ISO_E_INVALID, "--state-dir", "--state-dir: %s: %s",
+		                     n->dir, strerror(errno));
+	if ((r = iso_client_new(&co, &n->client, err)) < 0)
+		return r;
+	return n->cfg->driver->open(&ga, &n->gpu, err);
+}
+
+int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err)
+{
+	struct node_loop *loops = calloc(cfg->n_nodes, sizeof(*loops));
+	int r = 0;
+
+	if (!loops)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	for (size_t i = 0; i < cfg->n_nodes && r == 0; i++) {
+		loops[i].cfg = cfg;
+		loops[i].node = cfg->nodes[i];
+		if ((r = node_open(&loops[i], err)) < 0)
+			break;
+		if (pthread_create(&loops[i].thread, NULL, node_main, &loops[i]) != 0)
+			r = iso_error_set(err, ISO_E_INTERNAL, "", "cannot start a thread");
+		else
+			loops[i].started = true;
+	}
+	if (r < 0)
+		atomic_store(cfg->stop, true);
+	for (size_t i = 0; i < cfg->n_nodes; i++) {
+		if (loops[i].started)
+			pthread_join(loops[i].thread, NULL);
+		if (loops[i].gpu)
+			loops[i].gpu->ops->close(loops[i].gpu);
+		iso_client_free(loops[i].client);
+	}
+	free(loops);
+	return r;
+}

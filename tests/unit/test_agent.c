@@ -1,0 +1,426 @@
+/* test_agent.c: the node agent's reconcile (src/agent/reconcile.c), run
+ * against the sim GPU driver and against the nvml driver dlopen-ing the
+ * project's fake libnvidia-ml.so.1 (env ISOSTACK_FAKE_NVML, as test_gpu):
+ * create, destroy, a restart with instances present, orphans destroyed, a
+ * neighbour untouched while another is created or destroyed, IN_USE retried
+ * on the next tick, a lower term refused (and remembered across a restart),
+ * and garbled desired documents refused naming the field. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isostack/agent.h"
+
+static const char *const sim_models[] = {"h100-80gb", "a100-40gb", "a30-24gb"};
+static const char *const fake_config = "{\"gpus\": [{\"model\": \"H100-80GB\"}, "
+                                       "{\"model\": \"A100-40GB\"}, {\"model\": \"A30\"}]}\n";
+
+struct bk {
+	bool nvml;
+	char dir[PATH_MAX];
+	struct iso_gpu *g;
+};
+
+static void bk_open(struct bk *b)
+{
+	struct iso_gpu_open_args a = {.state_dir = b->dir};
+	struct iso_error err = {0};
+
+	if (!b->nvml) {
+		a.models = sim_models;
+		a.n_models = ISO_ARRAY_SIZE(sim_models);
+	}
+	if ((b->nvml ? &iso_gpu_nvml_ops : &iso_gpu_sim_ops)->open(&a, &b->g, &err) != 0)
+		fail_msg("open: %s", err.message);
+}
+
+static void bk_close(struct bk *b)
+{
+	if (b->g)
+		b->g->ops->close(b->g);
+	b->g = NULL;
+}
+
+static int setup(void **state, bool nvml)
+{
+	struct bk *b = calloc(1, sizeof(*b));
+	char path[PATH_MAX + 16];
+	FILE *f;
+
+	b->nvml = nvml;
+	snprintf(b->dir, sizeof(b->dir), "/tmp/test_agent.XXXXXX");
+	assert_non_null(mkdtemp(b->dir));
+	if (nvml) {
+		const char *lib = getenv("ISOSTACK_FAKE_NVML");
+		if (!lib)
+			fail_msg("ISOSTACK_FAKE_NVML is not set (meson sets it)");
+		snprintf(path, sizeof(path), "%s/config.json", b->dir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(fake_config, f);
+		fclose(f);
+		setenv("ISOSTACK_NVML_LIBRARY", lib, 1);
+		setenv("ISOSTACK_FAKE_NVML_CONFIG", path, 1);
+		snprintf(path, sizeof(path), "%s/state.json", b->dir);
+		setenv("ISOSTACK_FAKE_NVML_STATE", path, 1);
+	}
+	bk_open(b);
+	*state = b;
+	return 0;
+}
+
+static int setup_sim(void **state)
+{
+	return setup(state, false);
+}
+static int setup_nvml(void **state)
+{
+	return setup(state, true);
+}
+
+static int teardown(void **state)
+{
+	struct bk *b = *state;
+	char cmd[PATH_MAX + 16];
+
+	bk_close(b);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", b->dir);
+	assert_int_equal(system(cmd), 0);
+	free(b);
+	return 0;
+}
+
+static void set_busy(struct bk *b, unsigned gpu, int start, bool busy)
+{
+	if (b->nvml) {
+		void *h = dlopen(getenv("ISOSTACK_FAKE_NVML"), RTLD_NOW | RTLD_NOLOAD);
+		int (*f)(unsigned, unsigned, int);
+
+		assert_non_null(h);
+		*(void **)&f = dlsym(h, "isostack_fake_nvml_set_busy");
+		assert_non_null(f);
+		assert_int_equal(f(gpu, (unsigned)start, busy), 0);
+		dlclose(h);
+	} else {
+		assert_int_equal(iso_gpu_sim_set_busy(b->g, gpu, start, busy, NULL), 0);
+	}
+}
+
+/* A desired document for node "n1": GPU 0 (H100) holds `insts` (a JSON
+ * array's inside), GPU 1 nothing. */
+static json_t *doc(unsigned long long term, const char *insts)
+{
+	char text[4096];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(text, sizeof(text),
+	         "{\"node\": \"n1\", \"generation\": 7, \"term\": %llu, \"vfs\": [], \"gpus\": ["
+	         "{\"index\": 0, \"mig\": true, \"instances\": [%s], \"whole\": null},"
+	         "{\"index\": 1, \"mig\": true, \"instances\": [], \"whole\": null}]}",
+	         term, insts);
+	j = json_loads(text, 0, &je);
+	if (!j)
+		fail_msg("bad test document: %s", je.text);
+	return j;
+}
+
+#define INST(profile, start, width, alloc, member)                                                 \
+	"{\"profile\": \"" profile "\", \"start\": " #start ", \"width\": " #width                 \
+	", \"allocation\": \"" alloc "\", \"member\": " #member "}"
+#define A1 "a-00000000000000a1"
+#define A2 "a-00000000000000a2"
+
+/* Reconciles to `insts` at `term`; returns the status (caller frees). */
+static json_t *tick_r(struct bk *b, unsigned long long term, const char *insts,
+                      struct iso_agent_tick *t, int want_r)
+{
+	struct iso_agent_desired d;
+	struct iso_error err = {0};
+	json_t *j = doc(term, insts), *status = NULL;
+	int r;
+
+	r = iso_agent_desired_parse(j, "n1", &d, &err);
+	json_decref(j);
+	if (r != 0)
+		fail_msg("parse: %s (%s)", err.message, err.field);
+	r = iso_agent_reconcile(b->g, b->dir, &d, &status, t, &err);
+	iso_agent_desired_clear(&d);
+	if (r != want_r)
+		fail_msg("reconcile: %d, wanted %d: %s", r, want_r, err.message);
+	if (r != 0)
+		assert_string_equal(err.field, "term");
+	assert_non_null(status);
+	return status;
+}
+
+static json_t *tick(struct bk *b, const char *insts, struct iso_agent_tick *t)
+{
+	return tick_r(b, 1, insts, t, 0);
+}
+
+/* The driver's instances on GPU 0 as "start:profile" words. */
+static void actual(struct bk *b, char *out, size_t size)
+{
+	struct iso_gpu_instance *v = NULL;
+	size_t n = 0, len = 0;
+
+	assert_int_equal(b->g->ops->list_instances(b->g, 0, &v, &n, NULL), 0);
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%d:%s", i ? " " : "", v[i].start,
+		                        v[i].profile);
+	free(v);
+}
+
+static const char *uuid_at(json_t *status, int start)
+{
+	size_t i;
+	json_t *in;
+
+	json_array_foreach (json_object_get(status, "instances"), i, in)
+		if (json_integer_value(json_object_get(in, "start")) == start)
+			return json_string_value(json_object_get(in, "uuid"));
+	return NULL;
+}
+
+static void test_create_and_destroy(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char act[256];
+	json_t *st = tick(b, INST("3g.40gb", 4, 4, A1, 0), &t), *in, *g0;
+
+	assert_int_equal(t.created, 1);
+	assert_int_equal(t.destroyed, 0);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "4:3g.40gb");
+	/* The status of docs/agents.md: the desired GPUs, and the instance. */
+	assert_int_equal(json_integer_value(json_object_get(st, "term_seen")), 1);
+	assert_int_equal(json_array_size(json_object_get(st, "gpus")), 2);
+	g0 = json_array_get(json_object_get(st, "gpus"), 0);
+	assert_string_equal(json_string_value(json_object_get(g0, "mig_mode")), "enabled");
+	assert_true(strncmp(json_string_value(json_object_get(g0, "uuid")), "GPU-", 4) == 0);
+	assert_int_equal(json_array_size(json_object_get(st, "instances")), 1);
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	assert_true(json_is_true(json_object_get(in, "ready")));
+	assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "MIG-", 4) == 0);
+	assert_string_equal(json_string_value(json_object_get(in, "allocation")), A1);
+	assert_string_equal(json_string_value(json_object_get(in, "profile")), "3g.40gb");
+	json_decref(st);
+
+	st = tick(b, "", &t);
+	assert_int_equal(t.created, 0);
+	assert_int_equal(t.destroyed, 1);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "");
+	assert_int_equal(json_array_size(json_object_get(st, "instances")), 0);
+	json_decref(st);
+}
+
+/* A restarted agent finds its instances and touches none of them. */
+static void test_restart_keeps_instances(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char uuid[ISO_GPU_UUID_MAX];
+	json_t *st = tick(b, INST("3g.40gb", 4, 4, A1, 0) "," INST("1g.10gb", 0, 1, A2, 1), &t);
+
+	assert_int_equal(t.created, 2);
+	iso_strlcpy(uuid, uuid_at(st, 4), sizeof(uuid));
+	json_decref(st);
+	bk_close(b);
+	bk_open(b);
+	st = tick(b, INST("3g.40gb", 4, 4, A1, 0) "," INST("1g.10gb", 0, 1, A2, 1), &t);
+	assert_int_equal(t.created, 0);
+	assert_int_equal(t.destroyed, 0);
+	assert_string_equal(uuid_at(st, 4), uuid);
+	json_decref(st);
+}
+
+/* An instance no allocation holds (left by a crash, made by hand) goes. */
+static void test_orphan_destroyed(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char act[256];
+	json_t *st;
+
+	assert_int_equal(b->g->ops->create_instance(b->g, 0, "2g.20gb", 2, NULL, NULL), 0);
+	st = tick(b, INST("1g.10gb", 0, 1, A1, 0), &t);
+	assert_int_equal(t.destroyed, 1);
+	assert_int_equal(t.created, 1);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "0:1g.10gb");
+	json_decref(st);
+}
+
+/* Creating or destroying one instance leaves its neighbour as it was (same
+ * MIG UUID: not destroyed and rebuilt). */
+static void test_neighbour_untouched(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char ua[ISO_GPU_UUID_MAX], ub[ISO_GPU_UUID_MAX];
+	json_t *st = tick(b, INST("1g.10gb", 0, 1, A1, 0), &t);
+
+	iso_strlcpy(ua, uuid_at(st, 0), sizeof(ua));
+	json_decref(st);
+	st = tick(b, INST("1g.10gb", 0, 1, A1, 0) "," INST("3g.40gb", 4, 4, A2, 0), &t);
+	assert_int_equal(t.created, 1);
+	assert_int_equal(t.destroyed, 0);
+	assert_string_equal(uuid_at(st, 0), ua);
+	iso_strlcpy(ub, uuid_at(st, 4), sizeof(ub));
+	json_decref(st);
+	st = tick(b, INST("3g.40gb", 4, 4, A2, 0), &t);
+	assert_int_equal(t.destroyed, 1);
+	assert_int_equal(t.created, 0);
+	assert_string_equal(uuid_at(st, 4), ub);
+	assert_null(uuid_at(st, 0));
+	json_decref(st);
+}
+
+/* A busy instance (a process runs in it) is not destroyed; the next tick
+ * after it is idle is. */
+static void test_in_use_retried(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char act[256];
+
+	json_decref(tick(b, INST("1g.10gb", 0, 1, A1, 0), &t));
+	set_busy(b, 0, 0, true);
+	json_decref(tick(b, "", &t));
+	assert_int_equal(t.busy, 1);
+	assert_int_equal(t.destroyed, 0);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "0:1g.10gb");
+	set_busy(b, 0, 0, false);
+	json_decref(tick(b, "", &t));
+	assert_int_equal(t.destroyed, 1);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "");
+}
+
+/* A document of a lower term than one already seen changes nothing, also
+ * after a restart of the agent (the term is in the state dir). */
+static void test_lower_term_refused(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	uint64_t seen = 0;
+	char act[256];
+	json_t *st;
+
+	json_decref(tick_r(b, 5, INST("1g.10gb", 0, 1, A1, 0), &t, 0));
+	bk_close(b);
+	bk_open(b);
+	st = tick_r(b, 4, "", &t, iso_error_errno(ISO_E_CONFLICT));
+	assert_int_equal(t.destroyed, 0);
+	assert_int_equal(t.term_seen, 5);
+	assert_int_equal(json_integer_value(json_object_get(st, "term_seen")), 5);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "0:1g.10gb");
+	json_decref(st);
+	assert_int_equal(iso_agent_term_load(b->dir, &seen, NULL), 0);
+	assert_int_equal(seen, 5);
+	/* The same term or a higher one is obeyed. */
+	json_decref(tick_r(b, 6, "", &t, 0));
+	assert_int_equal(t.destroyed, 1);
+}
+
+static void expect_refused(const char *text, const char *field)
+{
+	struct iso_agent_desired d;
+	struct iso_error err = {0};
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+
+	if (!j)
+		fail_msg("bad test document: %s", je.text);
+	assert_int_equal(iso_agent_desired_parse(j, "n1", &d, &err), -EINVAL);
+	if (strcmp(err.field, field) != 0)
+		fail_msg("%s: field \"%s\", wanted \"%s\" (%s)", text, err.field, field,
+		         err.message);
+	assert_non_null(strstr(err.message, "desired state"));
+	json_decref(j);
+}
+
+#define GPU0(x) "{\"index\": 0, \"mig\": true, \"instances\": [" x "], \"whole\": null}"
+#define DOC(gpus)                                                                                  \
+	"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"vfs\": [], \"gpus\": [" gpus "]}"
+
+static void test_garbled_desired_refused(void **state)
+{
+	(void)state;
+	expect_refused("[]", "");
+	expect_refused("{\"node\": \"n2\", \"generation\": 7, \"term\": 1, \"vfs\": [], "
+	               "\"gpus\": []}",
+	               "node");
+	expect_refused("{\"node\": \"n1\", \"term\": 1, \"vfs\": [], \"gpus\": []}", "generation");
+	expect_refused("{\"node\": \"n1\", \"generation\": 7, \"term\": -1, \"vfs\": [], "
+	               "\"gpus\": []}",
+	               "term");
+	expect_refused("{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"vfs\": [], "
+	               "\"gpus\": [], \"extra\": 1}",
+	               "extra");
+	expect_refused(DOC("7"), "gpus[0]");
+	expect_refused(DOC("{\"index\": 0, \"mig\": 1, \"instances\": [], \"whole\": null}"),
+	               "gpus[0].mig");
+	expect_refused(DOC(GPU0(INST("1g.10gb", 0, 1, A1, 0)) "," GPU0("")), "gpus[1].index");
+	expect_refused(DOC(GPU0("{\"profile\": \"1g.10gb\", \"start\": \"x\", \"width\": 1, "
+	                        "\"allocation\": \"" A1 "\", \"member\": 0}")),
+	               "gpus[0].instances[0].start");
+	expect_refused(DOC(GPU0(INST("1g.10gb", 0, 1, A1, 0) "," INST("1g.10gb", 0, 1, A2, 0))),
+	               "gpus[0].instances[1].start");
+	expect_refused(DOC(GPU0(INST("1g.10gb", 0, 1, A1, 2000))), "gpus[0].instances[0].member");
+	expect_refused(DOC("{\"index\": 0, \"mig\": false, \"instances\": [], \"whole\": 3}"),
+	               "gpus[0].whole");
+}
+
+/* A garbled term file is refused, not read as 0 (which would undo the
+ * fence). */
+static void test_term_file_garbled(void **state)
+{
+	struct bk *b = *state;
+	struct iso_error err = {0};
+	char path[PATH_MAX + 16];
+	uint64_t seen;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", b->dir, ISO_AGENT_TERM_FILE);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("5x\n", f);
+	fclose(f);
+	assert_int_equal(iso_agent_term_load(b->dir, &seen, &err), -EINVAL);
+	assert_string_equal(err.field, "state_dir");
+}
+
+#define BOTH(t)                                                                                    \
+	cmocka_unit_test_setup_teardown(t, setup_sim, teardown),                                   \
+	    cmocka_unit_test_setup_teardown(t, setup_nvml, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    BOTH(test_create_and_destroy),
+	    BOTH(test_restart_keeps_instances),
+	    BOTH(test_orphan_destroyed),
+	    BOTH(test_neighbour_untouched),
+	    BOTH(test_in_use_retried),
+	    BOTH(test_lower_term_refused),
+	    cmocka_unit_test(test_garbled_desired_refused),
+	    cmocka_unit_test_setup_teardown(test_term_file_garbled, setup_sim, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
