@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""test_agent_daemon.py: the node agent daemon (build/isostack-agent,
+docs/agent.md) against a real isostackd: one agent with the sim GPU driver
+serves both nodes of tests/api/data/agents.yaml; a MIG allocation's instance
+is created by it and the member shows ready with its MIG UUID; on release the
+instance goes away; a killed agent makes its node unreachable (short lease,
+--agents-required) and a restarted one makes it reachable again, finding its
+instance where it left it; every bad flag exits 2 naming the flag.
+
+Run: python3 tests/api/test_agent_daemon.py PATH/TO/isostackd PATH/TO/isoctl
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ApiTestCase, Daemon, T, create_alloc, create_tenant  # noqa: E402
+
+MIG_NODE, WHOLE_NODE = "ag-n01", "ag-n02"
+
+
+def agent_binary():
+    return os.path.join(os.path.dirname(harness.Binaries.isostackd), "isostack-agent")
+
+
+class Agent:
+    """One isostack-agent process serving `nodes`."""
+
+    def __init__(self, url, token_file, state_dir, nodes):
+        self.argv = [agent_binary(), "--controller", url, "--token-file", token_file,
+                     "--gpu-driver", "sim", "--state-dir", state_dir, "--heartbeat-s", "1"]
+        for n in nodes:
+            self.argv += ["--node", n]
+        self.log = tempfile.TemporaryFile()
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=self.log)
+
+    def stop(self):
+        """SIGTERM; returns the exit code."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            return self.proc.wait(timeout=T(30))
+        return self.proc.returncode if self.proc else None
+
+    def close(self):
+        self.kill()
+        self.log.close()
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def text(self):
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+
+class TestAgentDaemon(ApiTestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="test_agent_daemon.")
+        self.d = Daemon("agents.yaml", extra_args=("--agent-lease-s", "3", "--agent-grace-s", "600",
+                                                   "--agents-required"))
+        try:
+            self.d.start()
+        except BaseException:
+            self.d.cleanup()
+            raise
+        self.admin = self.d.client()
+        self.tenant = create_tenant(self, self.admin)["name"]
+        self.token_file = os.path.join(self.tmp, "agent.token")
+        with open(self.token_file, "w") as f:
+            f.write(self.d.admin_token + "\n")
+        self.agent = Agent(self.d.url(), self.token_file, os.path.join(self.tmp, "state"),
+                           [MIG_NODE, WHOLE_NODE])
+
+    def tearDown(self):
+        try:
+            self.agent.close()
+            self.d.stop()
+        finally:
+            self.d.cleanup()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def wait_until(self, what, pred, timeout=20):
+        deadline = time.time() + T(timeout)
+        while time.time() < deadline:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.1)
+        self.fail("timed out waiting until %s; agent log:\n%s" % (what, self.agent.text()[-3000:]))
+
+    def node(self, name):
+        return self.admin.get("/v1/nodes/" + name).body
+
+    def member(self, alloc_id):
+        r = self.admin.get("/v1/allocations/" + alloc_id)
+        self.assertStatus(r, 200)
+        return r.body["nodes"][0]
+
+    def sim_instances(self, node):
+        """The instances in the sim driver's state file of `node`."""
+        import json
+        with open(os.path.join(self.tmp, "state", node, "gpu-sim.json")) as f:
+            st = json.load(f)
+        return [(g, i["start"], i["profile"], i["uuid"]) for g, gpu in enumerate(st["gpus"])
+                for i in gpu["instances"]]
+
+    def test_instance_created_ready_released_and_lease(self):
+        self.agent.start()
+        self.wait_until("both nodes connected",
+                        lambda: all((self.node(n).get("agent") or {}).get("connected")
+                                    for n in (MIG_NODE, WHOLE_NODE)))
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "3g.40gb"},
+                                            "pool": "mig"})
+        m = self.wait_until("the member is ready", lambda: (lambda m: m if m.get("ready") else None)(
+            self.member(a["id"])))
+        self.assertEqual(m["node"], MIG_NODE)
+        self.assertEqual(len(m["devices"]), 1, repr(m))
+        uuid = m["devices"][0]["uuid"]
+        self.assertTrue(uuid.startswith("MIG-"), repr(m))
+        self.assertEqual(m["cuda_visible_devices"], uuid)
+        self.assertEqual([x[3] for x in self.sim_instances(MIG_NODE)], [uuid])
+        self.assertIn("event=agent.created node=ag-n01", self.agent.text())
+
+        # Killed: the node goes unreachable after the lease; restarted: back, and
+        # the instance is the same one (found, not rebuilt).
+        self.agent.kill()
+        self.wait_until("ag-n01 unreachable", lambda: self.node(MIG_NODE)["state"] == "unreachable")
+        self.agent.start()
+        self.wait_until("ag-n01 reachable", lambda: self.node(MIG_NODE)["state"] != "unreachable")
+        self.wait_until("ready again", lambda: self.member(a["id"]).get("ready"))
+        self.assertEqual(self.member(a["id"])["devices"][0]["uuid"], uuid)
+
+        # Released: the agent destroys the instance and stops reporting it.
+        r = self.admin.delete("/v1/allocations/" + a["id"])
+        self.assertIn(r.status, (200, 202, 204), repr(r))
+        self.wait_until("the instance is gone", lambda: self.sim_instances(MIG_NODE) == [])
+        self.assertIn("event=agent.destroyed node=ag-n01", self.agent.text())
+        self.assertEqual(self.agent.stop(), 0, self.agent.text()[-2000:])
+        self.assertIn("event=agent.stop", self.agent.text())
+
+
+class TestAgentFlags(unittest.TestCase):
+    def run_agent(self, *args):
+        p = subprocess.run([agent_binary()] + list(args), capture_output=True, text=True, timeout=T(30))
+        return p.returncode, p.stderr
+
+    def test_bad_flags_exit_2_naming_the_flag(self):
+        tmp = tempfile.mkdtemp(prefix="test_agent_flags.")
+        try:
+            tok = os.path.join(tmp, "t")
+            with open(tok, "w") as f:
+                f.write("iso_0123456789ab_secret\n")
+            empty = os.path.join(tmp, "empty")
+            open(empty, "w").close()
+            good = {"--controller": "http://127.0.0.1:1", "--token-file": tok, "--node": "n1",
+                    "--gpu-driver": "sim", "--state-dir": os.path.join(tmp, "s")}
+
+            def argv(**over):
+                out = []
+                for k, v in good.items():
+                    v = over.get(k, v)
+                    if v is not None:
+                        out += [k, v]
+                return out
+
+            cases = [
+                (argv() + ["--bogus"], "--bogus"),
+                (argv() + ["stray"], "stray"),
+                (["--contr", "http://x"] + argv()[2:], "--controller"),
+                (argv(**{"--controller": None}), "--controller"),
+                (argv(**{"--token-file": None}), "--token-file"),
+                (argv(**{"--token-file": os.path.join(tmp, "missing")}), "--token-file"),
+                (argv(**{"--token-file": empty}), "--token-file"),
+                (argv(**{"--node": None}), "--node"),
+                (argv(**{"--node": "Bad Name"}), "--node"),
+                (argv() + ["--node", "n1"], "--node"),
+                (argv(**{"--gpu-driver": None}), "--gpu-driver"),
+                (argv(**{"--gpu-driver": "cuda"}), "--gpu-driver"),
+                (argv(**{"--gpu-driver": "nvml"}) + ["--node", "n2"], "--node"),
+                (argv(**{"--state-dir": None}), "--state-dir"),
+                (argv() + ["--heartbeat-s", "0"], "--heartbeat-s"),
+                (argv() + ["--heartbeat-s", "26"], "--heartbeat-s"),
+                (argv() + ["--heartbeat-s", "1x"], "--heartbeat-s"),
+                (argv() + ["--heartbeat-s"], "--heartbeat-s"),
+            ]
+            for args, flag in cases:
+                rc, err = self.run_agent(*args)
+                self.assertEqual(rc, 2, "%r: %s" % (args, err))
+                first = err.splitlines()[0] if err else ""
+                self.assertTrue(first.startswith("isostack-agent: "), "%r: %s" % (args, err))
+                self.assertIn(flag, first, "%r: %s" % (args, err))
+                self.assertIn("usage:", err)
+            rc, _ = self.run_agent("--help")
+            self.assertEqual(rc, 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    harness.main()
