@@ -151,6 +151,26 @@ class TestAgentDaemon(ApiTestCase):
         self.assertIn("event=agent.stop", self.agent.text())
 
 
+    def test_node_agent_token_serves_only_its_node(self):
+        r = self.admin.post("/v1/tokens", {"role": "node-agent", "node": MIG_NODE})
+        self.assertStatus(r, 201)
+        with open(self.token_file, "w") as f:
+            f.write(r.body["token"] + "\n")
+        self.agent.close()
+        self.agent = Agent(self.d.url(), self.token_file, os.path.join(self.tmp, "state"), [MIG_NODE])
+        self.agent.start()
+        self.wait_until("ag-n01 connected", lambda: (self.node(MIG_NODE).get("agent") or {}).get("connected"))
+        self.agent.close()
+        # The same token for the other node: refused (404, as a missing node),
+        # logged, and the node never gets an agent.
+        self.agent = Agent(self.d.url(), self.token_file, os.path.join(self.tmp, "state"), [WHOLE_NODE])
+        self.agent.start()
+        self.wait_until("the refusal is logged", lambda: "event=agent.poll_failed node=ag-n02 status=404"
+                        in self.agent.text())
+        self.assertIsNone(self.node(WHOLE_NODE)["agent"])
+        self.assertNotIn(r.body["token"], self.agent.text(), "the token is never logged")
+
+
 class TestAgentFlags(unittest.TestCase):
     def run_agent(self, *args):
         p = subprocess.run([agent_binary()] + list(args), capture_output=True, text=True, timeout=T(30))
