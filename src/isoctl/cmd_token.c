@@ -5,7 +5,7 @@
 #include "isoctl/isoctl.h"
 
 /* Indexes of the flags' values. */
-enum { OPT_ROLE, OPT_TENANT, OPT_USER, OPT_DESCRIPTION, OPT_EXPIRES_IN, NUM_FLAGS };
+enum { OPT_ROLE, OPT_TENANT, OPT_USER, OPT_DESCRIPTION, OPT_EXPIRES_IN, OPT_NODE, NUM_FLAGS };
 
 static const char usage_token[] =
     "Usage: isoctl token SUBCOMMAND ...\n"
@@ -52,13 +52,15 @@ static int print_issued(const json_t *body)
 static int token_issue(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-	    "Usage: isoctl token issue --role ROLE [--tenant T] [--user U]\n"
+	    "Usage: isoctl token issue --role ROLE [--tenant T] [--user U] [--node N]\n"
 	    "                          [--description D] [--expires-in SECONDS]\n"
 	    "\n"
 	    "Issues a token (POST /v1/tokens) and prints its id and secret. The secret\n"
 	    "is shown this once only. -o token prints the secret alone, for scripts:\n"
 	    "  ALICE=$(isoctl token issue --role tenant-user --tenant acme -o token)\n"
-	    "  --role ROLE          cluster-admin, auditor, tenant-admin or tenant-user\n"
+	    "  --role ROLE          cluster-admin, auditor, tenant-admin, tenant-user or\n"
+	    "                       node-agent\n"
+	    "  --node N             the node of a node-agent token (its agent's credential)\n"
 	    "  --tenant T           tenant of a tenant role (a tenant-admin may omit it)\n"
 	    "  --user U             who holds the token: a label, owner of its allocations\n"
 	    "  --description D      free text\n"
@@ -70,6 +72,7 @@ static int token_issue(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("user", required_argument, OPT_USER),
 	    ISOCTL_FLAG("description", required_argument, OPT_DESCRIPTION),
 	    ISOCTL_FLAG("expires-in", required_argument, OPT_EXPIRES_IN),
+	    ISOCTL_FLAG("node", required_argument, OPT_NODE),
 	    ISOCTL_GLOBAL_OPTIONS};
 	/* The flags passed on as strings: which flag, body key, name in errors. */
 	static const struct {
@@ -78,7 +81,8 @@ static int token_issue(struct isoctl *ctx, int argc, char **argv)
 	} strings[] = {{OPT_ROLE, "role", "--role"},
 	               {OPT_TENANT, "tenant", "--tenant"},
 	               {OPT_USER, "user", "--user"},
-	               {OPT_DESCRIPTION, "description", "--description"}};
+	               {OPT_DESCRIPTION, "description", "--description"},
+	               {OPT_NODE, "node", "--node"}};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *body = json_object();
 	const char *flag[NUM_FLAGS] = {0};

@@ -151,6 +151,14 @@ class TestWalkthrough(IsoctlCase):
                 self.assertIn("isoctl: warning: the token secret is shown only once", r.err)
                 self.assertRegex(r.out, r"iso_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
 
+    def test_token_issue_for_a_node_agent(self):
+        node = self.ok("node", "list", "-o", "id").out.split()[0]
+        tok = json.loads(self.ok("-o", "json", "token", "issue", "--role", "node-agent",
+                                 "--node", node).out)
+        self.assertEqual((tok["role"], tok["node"]), ("node-agent", node))
+        r = self.fails(6, "token", "issue", "--role", "node-agent", "--node", "no-such-node")
+        self.assertIn("node", r.err)
+
     def test_token_file(self):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             f.write("  %s  \n" % self.d.admin_token)
