@@ -83,7 +83,7 @@ static int parse_owner(const json_t *o, const char *at, struct iso_agent_want *w
 	static const char *const keys[] = {"profile",    "start",  "width",
 	                                   "allocation", "member", NULL};
 	char field[ISO_ERR_FIELD_MAX];
-	uint64_t member;
+	uint64_t member = 0;
 	int r;
 
 	if ((r = only_keys(o, at, keys, err)) < 0 ||
@@ -101,7 +101,7 @@ static int parse_gpu(const json_t *o, size_t i, struct iso_agent_desired *d, str
 	char field[ISO_ERR_FIELD_MAX], at[64];
 	const json_t *insts = json_object_get(o, "instances"), *whole = json_object_get(o, "whole");
 	const json_t *mig = json_object_get(o, "mig");
-	uint64_t index;
+	uint64_t index = 0;
 	size_t k;
 	const json_t *v;
 	int r;
@@ -129,7 +129,7 @@ static int parse_gpu(const json_t *o, size_t i, struct iso_agent_desired *d, str
 	json_array_foreach (insts, k, v) {
 		struct iso_agent_want w = {.gpu = (unsigned)index};
 		char iat[96];
-		uint64_t start, width;
+		uint64_t start = 0, width = 0;
 
 		snprintf(iat, sizeof(iat), "%s.instances[%zu]", at, k);
 		if (!json_is_object(v))

@@ -85,7 +85,11 @@ class TestAgentDaemon(ApiTestCase):
 
     def tearDown(self):
         try:
+            self.agent.kill()
+            text = self.agent.text()
             self.agent.close()
+            self.assertNotIn("Sanitizer", text, text[-3000:])
+            self.assertNotIn("runtime error:", text, text[-3000:])
             self.d.stop()
         finally:
             self.d.cleanup()
