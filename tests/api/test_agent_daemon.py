@@ -175,6 +175,31 @@ class TestAgentDaemon(ApiTestCase):
         self.assertNotIn(r.body["token"], self.agent.text(), "the token is never logged")
 
 
+    def test_controller_gone_then_back(self):
+        """The agent backs off while isostackd is down and reports again once
+        it is back on the same address (the controller knows no agent after a
+        restart until one reports, docs/agents.md)."""
+        self.agent.start()
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        uuid = self.wait_until("ready", lambda: self.member(a["id"]).get("ready") and
+                               self.member(a["id"])["devices"][0]["uuid"])
+        self.d.stop()
+        self.wait_until("the agent sees the controller gone",
+                        lambda: "event=agent.poll_failed node=ag-n01" in self.agent.text())
+        port, free = self.d.port, harness.free_port
+        harness.free_port = lambda: port
+        try:
+            self.d.start()
+        finally:
+            harness.free_port = free
+        self.admin = self.d.client()
+        self.wait_until("ready again after the restart", lambda: self.member(a["id"]).get("ready"))
+        self.assertEqual(self.member(a["id"])["devices"][0]["uuid"], uuid, "the same instance, not rebuilt")
+        self.assertEqual(self.agent.text().count("event=agent.connected node=ag-n01"), 2)
+        self.assertGreater(self.node(MIG_NODE)["agent"]["term_seen"], 1)
+
+
 class TestAgentFlags(unittest.TestCase):
     def run_agent(self, *args):
         p = subprocess.run([agent_binary()] + list(args), capture_output=True, text=True, timeout=T(30))
