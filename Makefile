@@ -56,11 +56,11 @@ test-unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 # libFuzzer harnesses over every parser (tests/fuzz, docs/fuzzing.md), each
-# run for FUZZ_SECONDS; FUZZ_HARNESSES picks some (default: all). Warnings
-# are gcc's to enforce (clang words -Wformat=2 differently), not this build's.
+# run for FUZZ_SECONDS; FUZZ_HARNESSES picks some (default: all). clang's
+# warnings are errors here too, as gcc's are everywhere else.
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized -Dfuzzing=true -Dtests=disabled \
-		-Dwerror=false -Db_sanitize=address,undefined -Db_lundef=false
+		-Db_sanitize=address,undefined -Db_lundef=false
 
 fuzz: test-deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD)

@@ -605,6 +605,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* libmicrohttpd's format and arguments: checked as printf's, so that clang's
+ * -Wformat-nonliteral (the fuzz build) accepts the vsnprintf below. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
