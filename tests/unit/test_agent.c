@@ -20,8 +20,10 @@
 #include "isostack/agent.h"
 
 static const char *const sim_models[] = {"h100-80gb", "a100-40gb", "a30-24gb"};
+/* GPU 1 has MIG off on the fake (the sim has it on everywhere). */
 static const char *const fake_config = "{\"gpus\": [{\"model\": \"H100-80GB\"}, "
-                                       "{\"model\": \"A100-40GB\"}, {\"model\": \"A30\"}]}\n";
+                                       "{\"model\": \"A100-40GB\", \"mig\": false}, "
+                                       "{\"model\": \"A30\"}]}\n";
 
 struct bk {
 	bool nvml;
@@ -288,26 +290,97 @@ static void test_neighbour_untouched(void **state)
 	json_decref(st);
 }
 
-/* A busy instance (a process runs in it) is not destroyed; the next tick
- * after it is idle is. */
+/* A busy instance (a process runs in it) is not destroyed; a desired
+ * instance it overlaps is reported not ready with the reason; the next tick
+ * after it is idle destroys it and creates the desired one. */
 static void test_in_use_retried(void **state)
 {
 	struct bk *b = *state;
 	struct iso_agent_tick t;
 	char act[256];
+	json_t *st, *in;
 
 	json_decref(tick(b, INST("1g.10gb", 0, 1, A1, 0), &t));
 	set_busy(b, 0, 0, true);
-	json_decref(tick(b, "", &t));
+	st = tick(b, INST("3g.40gb", 0, 4, A2, 0), &t);
 	assert_int_equal(t.busy, 1);
 	assert_int_equal(t.destroyed, 0);
+	assert_int_equal(t.failed, 1);
 	actual(b, act, sizeof(act));
 	assert_string_equal(act, "0:1g.10gb");
+	assert_int_equal(json_array_size(json_object_get(st, "instances")), 1);
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	assert_true(json_is_false(json_object_get(in, "ready")));
+	assert_string_equal(json_string_value(json_object_get(in, "uuid")), "");
+	assert_non_null(strstr(json_string_value(json_object_get(in, "reason")), "create failed"));
+	json_decref(st);
 	set_busy(b, 0, 0, false);
-	json_decref(tick(b, "", &t));
+	st = tick(b, INST("3g.40gb", 0, 4, A2, 0), &t);
 	assert_int_equal(t.destroyed, 1);
+	assert_int_equal(t.created, 1);
 	actual(b, act, sizeof(act));
-	assert_string_equal(act, "");
+	assert_string_equal(act, "0:3g.40gb");
+	assert_true(json_is_true(
+	    json_object_get(json_array_get(json_object_get(st, "instances"), 0), "ready")));
+	json_decref(st);
+}
+
+/* A GPU held whole is reported with the GPU's UUID, ready only with MIG
+ * off (the fake's GPU 1; the sim has MIG on everywhere). */
+static void test_whole_gpu_reported(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_desired d;
+	struct iso_agent_tick t;
+	json_t *j = json_loads("{\"node\": \"n1\", \"generation\": 3, \"term\": 1, \"vfs\": [], "
+	                       "\"gpus\": [{\"index\": 1, \"mig\": false, \"instances\": [], "
+	                       "\"whole\": {\"allocation\": \"" A1 "\", \"member\": 2}}]}",
+	                       0, NULL),
+	       *st = NULL, *in;
+
+	assert_non_null(j);
+	assert_int_equal(iso_agent_desired_parse(j, "n1", &d, NULL), 0);
+	json_decref(j);
+	assert_int_equal(iso_agent_reconcile(b->g, b->dir, &d, &st, &t, NULL), 0);
+	iso_agent_desired_clear(&d);
+	assert_int_equal(t.created + t.destroyed, 0);
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	assert_string_equal(json_string_value(json_object_get(in, "profile")), "whole");
+	assert_int_equal(json_integer_value(json_object_get(in, "member")), 2);
+	assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "GPU-", 4) == 0);
+	assert_int_equal(json_is_true(json_object_get(in, "ready")), b->nvml);
+	if (!b->nvml)
+		assert_string_equal(json_string_value(json_object_get(in, "reason")),
+		                    "MIG mode is enabled");
+	json_decref(st);
+}
+
+/* A GPU instance left without its compute instance (a create cut short)
+ * is destroyed and made again, though its start and profile are desired. */
+static void test_half_made_instance_rebuilt(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char path[PATH_MAX];
+	json_t *st;
+	FILE *f;
+
+	bk_close(b);
+	snprintf(path, sizeof(path), "%s", getenv("ISOSTACK_FAKE_NVML_STATE"));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"gpus\": [{\"model\": \"H100-80GB\", \"instances\": [{\"gi\": 1, "
+	      "\"profile_id\": 9, \"start\": 4, \"size\": 4, \"cis\": []}]}, "
+	      "{\"model\": \"A100-40GB\", \"instances\": []}, {\"model\": \"A30\", "
+	      "\"instances\": []}], \"events\": [], \"next_seq\": 1, \"next_uuid\": 1}\n",
+	      f);
+	fclose(f);
+	bk_open(b);
+	st = tick(b, INST("3g.40gb", 4, 4, A1, 0), &t);
+	assert_int_equal(t.destroyed, 1);
+	assert_int_equal(t.created, 1);
+	assert_true(strncmp(uuid_at(st, 4), "MIG-", 4) == 0);
+	json_decref(st);
 }
 
 /* A document of a lower term than one already seen changes nothing, also
@@ -418,6 +491,8 @@ int main(void)
 	    BOTH(test_neighbour_untouched),
 	    BOTH(test_in_use_retried),
 	    BOTH(test_lower_term_refused),
+	    BOTH(test_whole_gpu_reported),
+	    cmocka_unit_test_setup_teardown(test_half_made_instance_rebuilt, setup_nvml, teardown),
 	    cmocka_unit_test(test_garbled_desired_refused),
 	    cmocka_unit_test_setup_teardown(test_term_file_garbled, setup_sim, teardown),
 	};
