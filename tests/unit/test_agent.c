@@ -325,6 +325,27 @@ static void test_in_use_retried(void **state)
 	json_decref(st);
 }
 
+/* A want the host cannot make (a profile the GPU does not have, a GPU the
+ * host does not have) is reported not ready with why; the rest goes on. */
+static void test_unmakeable_reported(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	char act[256];
+	json_t *st = tick(b, INST("9g.99gb", 0, 1, A1, 0) "," INST("3g.40gb", 4, 4, A2, 0), &t),
+	       *in;
+
+	assert_int_equal(t.failed, 1);
+	assert_int_equal(t.created, 1);
+	actual(b, act, sizeof(act));
+	assert_string_equal(act, "4:3g.40gb");
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	assert_string_equal(json_string_value(json_object_get(in, "profile")), "9g.99gb");
+	assert_true(json_is_false(json_object_get(in, "ready")));
+	assert_non_null(strstr(json_string_value(json_object_get(in, "reason")), "create failed"));
+	json_decref(st);
+}
+
 /* A GPU held whole is reported with the GPU's UUID, ready only with MIG
  * off (the fake's GPU 1; the sim has MIG on everywhere). */
 static void test_whole_gpu_reported(void **state)
@@ -492,6 +513,7 @@ int main(void)
 	    BOTH(test_in_use_retried),
 	    BOTH(test_lower_term_refused),
 	    BOTH(test_whole_gpu_reported),
+	    BOTH(test_unmakeable_reported),
 	    cmocka_unit_test_setup_teardown(test_half_made_instance_rebuilt, setup_nvml, teardown),
 	    cmocka_unit_test(test_garbled_desired_refused),
 	    cmocka_unit_test_setup_teardown(test_term_file_garbled, setup_sim, teardown),
