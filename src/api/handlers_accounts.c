@@ -40,19 +40,24 @@ int api_org_create(struct api_request *r)
 	return 0;
 }
 
+/* Paged like every list: by name, `after` the last name shown. */
 int api_org_list(struct api_request *r)
 {
-	struct iso_org *items = NULL;
-	int n = 0;
+	static const char *const keys[] = {"limit", "after", NULL};
+	_cleanup_free_ struct iso_org *items = NULL;
+	const char *after;
+	int n = 0, limit, shown = 0, first = 0;
 
-	if (api_check_query(r, NULL) < 0 ||
+	if (api_check_query(r, keys) < 0 || api_page(r, &limit, &after) < 0 ||
 	    iso_controller_org_list(r->ctl, &r->who, &items, &n, &r->err) < 0)
 		return -1;
+	while (after && first < n && strcmp(items[first].name, after) <= 0)
+		first++;
 	json_t *arr = json_array();
-	for (int i = 0; i < n; i++)
+	for (int i = first; i < n && shown < limit; i++, shown++)
 		json_array_append_new(arr, org_json(&items[i]));
-	free(items);
-	api_reply(r, MHD_HTTP_OK, api_list(arr, NULL));
+	api_reply(r, MHD_HTTP_OK,
+	          api_list(arr, first + shown < n ? items[first + shown - 1].name : NULL));
 	return 0;
 }
 

@@ -298,6 +298,25 @@ class TestNumbers(TenancyCase):
         self.assertStatus(self.admin.get("/v1/usage?limit=0"), 400)
 
 
+class TestOrgPages(TenancyCase):
+    def test_org_list_is_paged(self):
+        names = ["org%02d" % i for i in range(5)]
+        for n in names:
+            self.assertStatus(self.admin.post("/v1/orgs", {"name": n}), 201)
+        seen, after = [], None
+        while True:
+            r = self.admin.get("/v1/orgs?limit=2" + ("&after=" + after if after else ""))
+            self.assertStatus(r, 200)
+            self.assertLessEqual(len(r.body["items"]), 2)
+            seen += [o["name"] for o in r.body["items"]]
+            after = r.body["next"]
+            if not after:
+                break
+        self.assertEqual(seen, names)
+        for bad in ("limit=0", "limit=x", "sort=name"):
+            self.assertStatus(self.admin.get("/v1/orgs?" + bad), 400)
+
+
 class TestDeletedTenant(TenancyCase):
     def test_same_name_starts_fresh(self):
         self.tenant("reborn")
