@@ -58,7 +58,8 @@ def main():
     port = free_port()
     proc = subprocess.Popen([os.path.join(build, "isostackd"), "--config",
                              os.path.join(ROOT, "examples", "cluster.yaml"), "--state-dir",
-                             os.path.join(tmp, "state"), "--listen", "127.0.0.1:%d" % port],
+                             os.path.join(tmp, "state"), "--listen", "127.0.0.1:%d" % port,
+                             "--no-agents"],  # no node agents run here (docs/agents.md)
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

@@ -71,6 +71,10 @@ struct iso_controller_params {
 	int agent_lease_s;     /* silent longer: unreachable; default 10 */
 	int agent_grace_s;     /* unreachable longer: evicted; default 300 */
 	bool agents_required;  /* nodes whose agent never reported are held to the lease too */
+	/* the provisioning gate: active only once every member's agent reports
+	 * its instances ready, failed after the timeout; no_agents skips it */
+	bool no_agents;
+	int provisioning_timeout_s; /* default 300 */
 };
 
 /* May `p` send one more request now (a change when `write`)? ISO_E_LIMIT

@@ -42,6 +42,7 @@
 struct agent_entry {
 	char alloc[ISO_ID_MAX];
 	int member;
+	bool gated; /* the provisioning gate is past for its allocation */
 	int n_slots;
 	struct iso_slot *slots; /* the member's slots, owned */
 };
@@ -590,6 +591,8 @@ static int check_status(const struct iso_controller *c, int ni, const struct iso
 	return 0;
 }
 
+static void gate_node(struct iso_controller *c, int ni);
+
 int iso_controller_node_status(struct iso_controller *c, const struct iso_principal *p,
                                const char *node, const struct iso_agent_status *st,
                                struct iso_error *err)
@@ -629,7 +632,78 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	iso_strlcpy(n->version, st->version, sizeof(n->version));
 	if (n->unreachable_ms)
 		set_reachable(c, ni);
+	if (c->agent_gate)
+		gate_node(c, ni);
 	return 0;
+}
+
+/* Has node `n`'s agent reported every one of `slots` (member `k` of
+ * allocation `id`) present and ready? A member without GPUs needs its
+ * agent to have reported at all. */
+static bool slots_ready(const struct agent_node *n, const char *id, int k,
+                        const struct iso_slot *slots, int n_slots)
+{
+	if (!n->seen)
+		return false;
+	for (int s = 0; s < n_slots; s++) {
+		const struct iso_slot *sl = &slots[s];
+		bool found = false;
+
+		if (sl->member != k)
+			continue;
+		for (int i = 0; i < n->n_inst && !found; i++) {
+			const struct iso_agent_instance *in = &n->inst[i];
+			found = in->ready && in->member == k && in->gpu == sl->gpu &&
+			        strcmp(in->allocation, id) == 0 &&
+			        (sl->whole ? strcmp(in->profile, "whole") == 0
+			                   : strcmp(in->profile, sl->profile) == 0 &&
+			                         in->start == sl->start);
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_allocation *a, int k)
+{
+	int ni;
+
+	if (!c->agents || k < 0 || k >= a->n_members)
+		return false;
+	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
+	if (ni < 0 || ni >= c->agents->n)
+		return false;
+	return slots_ready(&c->agents->nodes[ni], a->id, k, a->slots, a->n_slots);
+}
+
+/* A report made members of node `ni` ready: their allocations pass the gate
+ * now, not at the next pass. Each entry is checked until its allocation is
+ * past provisioning, so a heartbeat of a settled node reads no store. */
+static void gate_node(struct iso_controller *c, int ni)
+{
+	struct agent_node *n = &c->agents->nodes[ni];
+	char(*ids)[ISO_ID_MAX] = NULL;
+	int n_ids = 0;
+
+	for (int i = 0; i < n->n_e; i++) {
+		struct agent_entry *e = &n->e[i];
+
+		if (e->gated || !slots_ready(n, e->alloc, e->member, e->slots, e->n_slots))
+			continue;
+		e->gated = true;
+		if (!ids && !(ids = calloc((size_t)n->n_e, sizeof(*ids))))
+			return;
+		iso_strlcpy(ids[n_ids++], e->alloc, sizeof(ids[0]));
+	}
+	/* Copied first: activating an allocation may not touch the entries,
+	 * but the list must not depend on it. */
+	for (int i = 0; i < n_ids; i++)
+		if (ctl_alloc_gate_id(c, ids[i]) == 0)
+			for (int j = 0; j < n->n_e; j++)
+				if (strcmp(n->e[j].alloc, ids[i]) == 0)
+					n->e[j].gated = false; /* still waiting: look again */
+	free(ids);
 }
 
 bool iso_controller_node_agent(const struct iso_controller *c, int ni, struct iso_agent_view *out)

@@ -30,19 +30,44 @@ static int advance(struct iso_allocation *a, enum iso_alloc_state to, struct iso
 
 #define WAIT_FABRIC "waiting for the fabric to confirm P_Key membership"
 
+/* The provisioning gate's agent part: NULL when every member's agent has
+ * reported its instances ready (or --no-agents), else the first node
+ * waited for. */
+static const char *agent_waited(const struct iso_controller *c, const struct iso_allocation *a)
+{
+	if (!c->agent_gate)
+		return NULL;
+	for (int k = 0; k < a->n_members; k++)
+		if (!ctl_agents_member_ready(c, a, k))
+			return a->placed[k].node;
+	return NULL;
+}
+
+static void set_wait_reason(struct iso_allocation *a, const char *node)
+{
+	snprintf(a->reason, sizeof(a->reason), "waiting for the agent of node %s", node);
+}
+
 /* placed -> provisioning -> active. With a fabric that confirms later
  * (OpenSM) the allocation stays in provisioning until the tick sees the
- * read-back; the sim drivers confirm as they apply. */
+ * read-back; the sim drivers confirm as they apply. Then, unless
+ * --no-agents, it waits for every member's agent (ctl_alloc_gate). */
 static int provision(struct iso_controller *c, struct iso_allocation *a, struct iso_error *err)
 {
+	const char *node = NULL;
 	int r = advance(a, ISO_ALLOC_PLACED, err);
+
 	if (r == 0)
 		r = advance(a, ISO_ALLOC_PROVISIONING, err);
-	if (r == 0 && !c->fabric_async) {
+	if (r == 0 && !c->fabric_async)
+		node = agent_waited(c, a);
+	if (r == 0 && !c->fabric_async && !node) {
 		r = advance(a, ISO_ALLOC_ACTIVE, err);
 		a->started_ms = a->updated_ms;
 	}
-	if (r == 0)
+	if (r == 0 && node)
+		set_wait_reason(a, node);
+	else if (r == 0)
 		iso_strlcpy(a->reason, c->fabric_async ? WAIT_FABRIC : "", sizeof(a->reason));
 	return r;
 }
@@ -207,9 +232,10 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 		return r;
 	a->reason[0] = '\0';
 	a->started_ms = ctl_alloc_now(a);
-	emit_alloc(
-	    c, NULL, a, "allocation.active",
-	    json_pack("{s:s, s:I}", "fabric", "confirmed", "generation", (json_int_t)generation));
+	emit_alloc(c, NULL, a, "allocation.active",
+	           json_pack("{s:s, s:I, s:s}", "fabric", "confirmed", "generation",
+	                     (json_int_t)generation, "agents",
+	                     c->agent_gate ? "ready" : "not waited for"));
 	r = store_write(c, a, false, false, err);
 	if (r == 0)
 		ctl_queue_running_set(c, a, true); /* its start time moved */
@@ -217,6 +243,79 @@ int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint6
 		iso_log(ISO_LOG_INFO, "allocation_active", "id=%s tenant=%s generation=%llu", a->id,
 		        a->tenant, (unsigned long long)generation);
 	return r;
+}
+
+int ctl_alloc_gate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
+                   struct iso_error *err)
+{
+	const char *node = agent_waited(c, a);
+	char was[sizeof(a->reason)];
+	int r;
+
+	if (!node) {
+		r = ctl_alloc_activate(c, a, generation, err);
+		return r < 0 ? r : 1;
+	}
+	iso_strlcpy(was, a->reason, sizeof(was));
+	set_wait_reason(a, node);
+	if (strcmp(was, a->reason) == 0)
+		return 0;
+	r = store_write(c, a, false, false, err);
+	return r < 0 ? r : 0;
+}
+
+int ctl_alloc_gate_id(struct iso_controller *c, const char *id)
+{
+	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
+	struct iso_error err = {0};
+	int r;
+
+	if (ctl_fabric_waiting(c, id))
+		return 0;
+	r = c->store->ops->alloc_get(c->store, id, &a, &err);
+	if (r == 0 && a.state != ISO_ALLOC_PROVISIONING)
+		return 1;
+	if (r == 0)
+		r = ctl_alloc_gate(c, &a, ctl_fabric_generation(c), &err);
+	if (r < 0)
+		iso_log(ISO_LOG_ERR, "provision_gate_failed", "id=%s error=\"%s\"", id,
+		        err.message);
+	return r;
+}
+
+void ctl_alloc_gate_pass(struct iso_controller *c)
+{
+	struct iso_alloc_filter filter = {.state = ISO_ALLOC_PROVISIONING};
+	struct iso_allocation *waiting = NULL;
+	struct iso_error err = {0};
+	int64_t now = iso_now_ms();
+	int n = 0;
+
+	if (!c->agent_gate || now - c->gate_checked_ms < 1000)
+		return;
+	c->gate_checked_ms = now;
+	if (c->store->ops->alloc_list(c->store, &filter, &waiting, &n, &err) < 0) {
+		iso_log(ISO_LOG_ERR, "provision_gate_failed", "error=\"%s\"", err.message);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct iso_allocation *a = &waiting[i];
+		char why[ISO_DESC_MAX];
+
+		if (now - a->updated_ms >= c->provision_ms) {
+			snprintf(why, sizeof(why), "provisioning timed out after %llds: %s",
+			         (long long)(c->provision_ms / 1000), a->reason);
+			if (ctl_alloc_evict(c, a, false, "allocation.provision_timeout", why, NULL,
+			                    &err) < 0)
+				iso_log(ISO_LOG_ERR, "provision_timeout_failed",
+				        "id=%s error=\"%s\"", a->id, err.message);
+		} else if (!ctl_fabric_waiting(c, a->id) &&
+		           ctl_alloc_gate(c, a, ctl_fabric_generation(c), &err) < 0) {
+			iso_log(ISO_LOG_ERR, "provision_gate_failed", "id=%s error=\"%s\"", a->id,
+			        err.message);
+		}
+	}
+	iso_allocations_free(waiting, n);
 }
 
 /* The request's tenancy fields, checked. The allocation keeps the class it

@@ -95,7 +95,7 @@ static int reconcile_one(struct iso_controller *c, struct iso_allocation *a)
 	/* With a fabric that confirms later, provisioning waits for it (the
 	 * whole intent is applied again at start). */
 	if (a->state == ISO_ALLOC_PLACED || a->state == ISO_ALLOC_PROVISIONING)
-		want = c->fabric_async ? ISO_ALLOC_PROVISIONING : ISO_ALLOC_ACTIVE;
+		want = c->fabric_async || c->agent_gate ? ISO_ALLOC_PROVISIONING : ISO_ALLOC_ACTIVE;
 	else if (a->state == ISO_ALLOC_RELEASING)
 		want = ISO_ALLOC_RELEASED;
 
@@ -262,6 +262,9 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	if (r < 0)
 		return r;
 	c->fabric_async = ctl_fabric_partitioned(c) && !ctl_fabric_driver_sync(c);
+	c->agent_gate = !params->no_agents;
+	c->provision_ms =
+	    1000LL * (params->provisioning_timeout_s > 0 ? params->provisioning_timeout_s : 300);
 	c->limits = params->tenant_limits;
 	if (c->limits.max_pending <= 0)
 		c->limits.max_pending = ISO_DEFAULT_MAX_PENDING;
@@ -312,6 +315,7 @@ void iso_controller_tick(struct iso_controller *c)
 	ctl_fabric_tick(c);
 	ctl_preempt_tick(c);
 	ctl_agents_tick(c);
+	ctl_alloc_gate_pass(c);
 	/* The last pass stopped at its depth: try again, at most once a second
 	 * (a full cluster with a long queue must not cost a pass every tick). */
 	if (c->queue_more && iso_now_ms() - c->queue_pass_ms >= 1000)

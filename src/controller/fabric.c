@@ -462,7 +462,25 @@ int ctl_fabric_wait(struct iso_controller *c, const char *id, uint64_t generatio
 	return 0;
 }
 
-/* Promotes the allocations whose generation the fabric has confirmed. */
+bool ctl_fabric_waiting(const struct iso_controller *c, const char *id)
+{
+	const struct ctl_fabric *f = c->fabric;
+
+	/* A waiter whose generation is confirmed is done, even before the tick
+	 * has promoted it (the sim drivers confirm as they apply). */
+	for (int i = 0; f && i < f->n_waiters; i++)
+		if (strcmp(f->waiters[i].id, id) == 0)
+			return f->status.confirmed < f->waiters[i].generation;
+	return false;
+}
+
+uint64_t ctl_fabric_generation(const struct iso_controller *c)
+{
+	return c->fabric ? c->fabric->generation : 0;
+}
+
+/* Promotes the allocations whose generation the fabric has confirmed, through
+ * the provisioning gate (which may still wait for their agents). */
 static void promote(struct iso_controller *c)
 {
 	struct ctl_fabric *f = c->fabric;
@@ -478,7 +496,7 @@ static void promote(struct iso_controller *c)
 		}
 		r = c->store->ops->alloc_get(c->store, f->waiters[i].id, &a, &err);
 		if (r == 0 && a.state == ISO_ALLOC_PROVISIONING)
-			r = ctl_alloc_activate(c, &a, f->waiters[i].generation, &err);
+			r = ctl_alloc_gate(c, &a, f->waiters[i].generation, &err);
 		if (r < 0)
 			iso_log(ISO_LOG_ERR, "fabric_promote_failed", "id=%s error=\"%s\"",
 			        f->waiters[i].id, err.message);

@@ -49,6 +49,9 @@ struct iso_controller {
 	struct iso_capacity capacity;    /* nodes.c: free as a tenant holding nothing sees it */
 	uint64_t capacity_version;       /* cs.version it was counted at, 0: never */
 	bool fabric_async;           /* allocations wait in provisioning for the fabric */
+	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
+	int64_t provision_ms;        /* the gate fails what waits longer */
+	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
 	pthread_mutex_t lock;        /* the API thread and the daemon's ticks take turns */
 };
 
@@ -153,6 +156,10 @@ void ctl_fabric_abort(struct iso_controller *c);
 bool ctl_fabric_confirmed(const struct iso_controller *c, uint64_t generation);
 /* Allocation `id` becomes active once `generation` is confirmed. */
 int ctl_fabric_wait(struct iso_controller *c, const char *id, uint64_t generation);
+/* Is allocation `id` still waiting for the fabric's confirmation? */
+bool ctl_fabric_waiting(const struct iso_controller *c, const char *id);
+/* The generation of the intent last committed (0: no fabric). */
+uint64_t ctl_fabric_generation(const struct iso_controller *c);
 void ctl_fabric_tick(struct iso_controller *c);
 json_t *ctl_fabric_status_json(const struct iso_controller *c);
 const struct iso_fabric_intent *ctl_fabric_intent(const struct iso_controller *c);
@@ -327,6 +334,22 @@ void ctl_alloc_signal_preempt(struct iso_controller *c, const char *id, const ch
 /* allocations.c: provisioning -> active once the fabric confirmed. */
 int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
                        struct iso_error *err);
+/* The provisioning gate (docs/agents.md): `a`, provisioning with its fabric
+ * part confirmed, goes active when every member's agent reports its
+ * instances ready (audited, one transaction); else its reason names the
+ * node waited for. 1: activated, 0: still waiting, -errno. */
+int ctl_alloc_gate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
+                   struct iso_error *err);
+/* The gate of every provisioning allocation, and the provisioning timeout
+ * (the tick, at most once a second); the fabric's waiters are left to the
+ * fabric until it confirms. */
+void ctl_alloc_gate_pass(struct iso_controller *c);
+/* The gate of allocation `id` if it is provisioning and not waiting for the
+ * fabric. 0: still waiting; 1: activated or past provisioning; -errno. */
+int ctl_alloc_gate_id(struct iso_controller *c, const char *id);
+/* agents.c: has member `k` of `a` every instance and whole GPU of its slots
+ * reported present and ready by its node's agent? */
+bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_allocation *a, int k);
 
 /* faults.c: at start, after the allocations are rebuilt: stored GPU faults
  * are quarantined again and whatever is still on faulted GPUs or down nodes

@@ -41,8 +41,8 @@ struct options {
 	unsigned max_conns, per_address_conns, conn_reserve;
 	int64_t header_timeout_ms;
 	/* node agents (docs/agents.md); 0: the default */
-	unsigned agent_lease_s, agent_grace_s, agent_max_waiters;
-	bool agents_required;
+	unsigned agent_lease_s, agent_grace_s, agent_max_waiters, provisioning_timeout_s;
+	bool agents_required, no_agents;
 };
 
 static void usage(FILE *out)
@@ -58,7 +58,8 @@ static void usage(FILE *out)
 	             "                 [--tenant-max-pending N] [--tenant-max-live N]\n"
 	             "                 [--tenant-writes-per-s N] [--tenant-reads-per-s N]\n"
 	             "                 [--agent-lease-s N] [--agent-grace-s N] [--agents-required]\n"
-	             "                 [--agent-max-waiters N]\n"
+	             "                 [--agent-max-waiters N] [--no-agents]\n"
+	             "                 [--provisioning-timeout-s N]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
@@ -88,6 +89,8 @@ static void usage(FILE *out)
 	             "  --agent-grace-s N    unreachable this long: its work evicted (default 300)\n"
 	             "  --agents-required    the lease holds for nodes whose agent never reported\n"
 	             "  --agent-max-waiters N long polls of desired state at once (default 10000)\n"
+	             "  --no-agents          active once the fabric confirms: no wait for node agents\n"
+	             "  --provisioning-timeout-s N  not active by then: failed (default 300)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
@@ -153,6 +156,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_AGENT_GRACE,
 		O_AGENTS_REQUIRED,
 		O_AGENT_WAITERS,
+		O_NO_AGENTS,
+		O_PROVISION_TIMEOUT,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -180,6 +185,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"agent-grace-s", required_argument, NULL, O_AGENT_GRACE},
 	    {"agents-required", no_argument, NULL, O_AGENTS_REQUIRED},
 	    {"agent-max-waiters", required_argument, NULL, O_AGENT_WAITERS},
+	    {"no-agents", no_argument, NULL, O_NO_AGENTS},
+	    {"provisioning-timeout-s", required_argument, NULL, O_PROVISION_TIMEOUT},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -290,6 +297,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case O_AGENTS_REQUIRED:
 			o->agents_required = true;
+			break;
+		case O_NO_AGENTS:
+			o->no_agents = true;
+			break;
+		case O_PROVISION_TIMEOUT:
+			if (parse_count(optarg, "--provisioning-timeout-s", 1, 864000,
+			                &o->provisioning_timeout_s) < 0)
+				return -1;
 			break;
 		case O_AGENT_WAITERS:
 			if (parse_count(optarg, "--agent-max-waiters", 1, 1000000,
@@ -541,6 +556,8 @@ int main(int argc, char **argv)
 	    .agent_lease_s = (int)o.agent_lease_s,
 	    .agent_grace_s = (int)o.agent_grace_s,
 	    .agents_required = o.agents_required,
+	    .no_agents = o.no_agents,
+	    .provisioning_timeout_s = (int)o.provisioning_timeout_s,
 	};
 	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);

@@ -268,7 +268,7 @@ class Daemon:
     context manager); an atexit hook kills anything left over."""
 
     def __init__(self, config, binary=None, state_dir=None, extra_args=(), env=None,
-                 test_rates=True):
+                 test_rates=True, agents=False):
         self.binary = binary or Binaries.isostackd
         if not self.binary:
             raise DaemonError("no isostackd binary: pass it as argv[1]")
@@ -284,6 +284,11 @@ class Daemon:
         for flag in ("--tenant-writes-per-s", "--tenant-reads-per-s"):
             if test_rates and flag not in self.extra_args:
                 self.extra_args += [flag, "100000"]
+        # Tests run no node agents, so allocations go active without waiting
+        # for one (docs/agents.md, "Provisioning gate"); tests of the gate and
+        # of the agent pass agents=True.
+        if not agents and "--no-agents" not in self.extra_args:
+            self.extra_args.append("--no-agents")
         self.env = dict(os.environ)
         self.env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
         if env:

@@ -68,8 +68,11 @@ class Agent:
 class TestAgentDaemon(ApiTestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="test_agent_daemon.")
+        # With the provisioning gate (no --no-agents): active only once the
+        # agent reported the member's instances ready.
         self.d = Daemon("agents.yaml", extra_args=("--agent-lease-s", "3", "--agent-grace-s", "600",
-                                                   "--agents-required"))
+                                                   "--agents-required", "--provisioning-timeout-s", "8"),
+                        agents=True)
         try:
             self.d.start()
         except BaseException:
@@ -107,6 +110,9 @@ class TestAgentDaemon(ApiTestCase):
     def node(self, name):
         return self.admin.get("/v1/nodes/" + name).body
 
+    def state(self, alloc_id):
+        return self.admin.get("/v1/allocations/" + alloc_id).body["state"]
+
     def member(self, alloc_id):
         r = self.admin.get("/v1/allocations/" + alloc_id)
         self.assertStatus(r, 200)
@@ -127,8 +133,10 @@ class TestAgentDaemon(ApiTestCase):
                                     for n in (MIG_NODE, WHOLE_NODE)))
         a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "3g.40gb"},
                                             "pool": "mig"})
+        self.assertEqual((a["state"], a["reason"]), ("provisioning", "waiting for the agent of node " + MIG_NODE))
         m = self.wait_until("the member is ready", lambda: (lambda m: m if m.get("ready") else None)(
             self.member(a["id"])))
+        self.wait_until("active", lambda: self.state(a["id"]) == "active")
         self.assertEqual(m["node"], MIG_NODE)
         self.assertEqual(len(m["devices"]), 1, repr(m))
         uuid = m["devices"][0]["uuid"]
@@ -154,6 +162,23 @@ class TestAgentDaemon(ApiTestCase):
         self.assertEqual(self.agent.stop(), 0, self.agent.text()[-2000:])
         self.assertIn("event=agent.stop", self.agent.text())
 
+
+    def test_provisioning_waits_for_the_agent_and_times_out_without_it(self):
+        """With the agent stopped an allocation stays provisioning, saying
+        which node it waits for, and fails after --provisioning-timeout-s;
+        with it running, the next one goes active."""
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        self.assertEqual(a["state"], "provisioning")
+        got = self.wait_until("failed", lambda: (lambda b: b if b["state"] != "provisioning" else None)(
+            self.admin.get("/v1/allocations/" + a["id"]).body), timeout=30)
+        self.assertEqual(got["state"], "failed")
+        self.assertIn("provisioning timed out after 8s: waiting for the agent of node " + MIG_NODE, got["reason"])
+        self.agent.start()
+        b = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        self.wait_until("active", lambda: self.state(b["id"]) == "active")
+        self.assertTrue(self.member(b["id"])["ready"])
 
     def test_node_agent_token_serves_only_its_node(self):
         r = self.admin.post("/v1/tokens", {"role": "node-agent", "node": MIG_NODE})

@@ -41,9 +41,10 @@ class AgentCase(ApiTestCase):
     """A fresh daemon per test: documents and generations are exact."""
 
     daemon_args = ()
+    agents = False  # True: with the provisioning gate (no --no-agents)
 
     def setUp(self):
-        self.d = Daemon(AGENTS, extra_args=self.daemon_args)
+        self.d = Daemon(AGENTS, extra_args=self.daemon_args, agents=self.agents)
         try:
             self.d.start()
         except BaseException:
@@ -521,19 +522,113 @@ class TestLeaseNotRequired(AgentCase):
         self.assertEqual(a["state"], "active")
 
 
+class TestProvisioningGate(AgentCase):
+    """Without --no-agents an allocation goes active only once every member's
+    agent reported all its instances (or whole GPUs) present and ready, in
+    one audited transaction; until then it is provisioning and says which
+    node it waits for; past --provisioning-timeout-s it fails with that."""
+
+    agents = True
+    daemon_args = ("--provisioning-timeout-s", "4")
+
+    def put(self, node, body):
+        return self.admin.request("PUT", "/v1/nodes/%s/status" % node, body)
+
+    def state(self, a):
+        got = self.admin.get("/v1/allocations/" + a["id"]).body
+        return got["state"], got["reason"]
+
+    def events(self, action, alloc_id):
+        evs = [i["event"] for i in self.admin.list_all("/v1/audit/events", limit=1000)]
+        return [e for e in evs if e["action"] == action and e["object"]["id"] == alloc_id]
+
+    def test_active_only_when_every_member_is_ready(self):
+        a = self.alloc({"members": 2, "gpus": {"count": 1, "profile": "3g.40gb"}, "pool": "mig"})
+        waiting = ("provisioning", "waiting for the agent of node %s" % MIG_NODE)
+        self.assertEqual((a["state"], a["reason"]), waiting)
+        starts = {p["member"]: (p["gpu"], p["start"]) for p in a["placement"]}
+        term = self.desired(MIG_NODE)["term"]
+        # one member ready, the other still being made: still waiting
+        self.assertStatus(self.put(MIG_NODE, status_body(term, instances=[
+            instance(a["id"], 0, *starts[0], uuid="MIG-aaaa"),
+            instance(a["id"], 1, *starts[1], uuid="", ready=False, reason="creating")])), 204)
+        self.assertEqual(self.state(a), waiting)
+        # ready, but not where the member was placed: still waiting
+        self.assertStatus(self.put(MIG_NODE, status_body(term, instances=[
+            instance(a["id"], 0, *starts[0], uuid="MIG-aaaa"),
+            instance(a["id"], 1, starts[1][0], starts[1][1] ^ 4, uuid="MIG-bbbb")])), 204)
+        self.assertEqual(self.state(a), waiting)
+        self.assertEqual(self.events("allocation.active", a["id"]), [])
+        # both ready: active at once (the report itself activates it)
+        self.assertStatus(self.put(MIG_NODE, status_body(term, instances=[
+            instance(a["id"], 0, *starts[0], uuid="MIG-aaaa"),
+            instance(a["id"], 1, *starts[1], uuid="MIG-bbbb")])), 204)
+        self.assertEqual(self.state(a), ("active", ""))
+        ev = self.events("allocation.active", a["id"])
+        self.assertEqual(len(ev), 1, repr(ev))
+        self.assertEqual(ev[0]["details"]["agents"], "ready", repr(ev))
+
+    def test_whole_gpus_are_waited_for_too(self):
+        a = self.alloc({"gpus": {"count": 2, "whole": True}, "pool": "whole"})
+        self.assertEqual((a["state"], a["reason"]),
+                         ("provisioning", "waiting for the agent of node %s" % WHOLE_NODE))
+        self.assertStatus(self.put(WHOLE_NODE, status_body(instances=[
+            instance(a["id"], 0, 0, 0, "whole", "GPU-aaaa")], gpus=[])), 204)
+        self.assertEqual(self.state(a)[0], "provisioning")
+        self.assertStatus(self.put(WHOLE_NODE, status_body(instances=[
+            instance(a["id"], 0, 0, 0, "whole", "GPU-aaaa"),
+            instance(a["id"], 0, 1, 0, "whole", "GPU-bbbb")], gpus=[])), 204)
+        self.assertEqual(self.state(a), ("active", ""))
+
+    def test_still_waiting_after_a_restart(self):
+        """A restart does not carry a provisioning allocation to active: the
+        controller knows no agent until one reports again."""
+        a = self.alloc({"gpus": {"count": 1, "profile": "3g.40gb"}, "pool": "mig"})
+        p = a["placement"][0]
+        self.d.stop()
+        self.d.start()
+        self.admin = self.d.client()
+        self.assertEqual(self.state(a), ("provisioning", "waiting for the agent of node %s" % MIG_NODE))
+        self.assertStatus(self.put(MIG_NODE, status_body(self.desired(MIG_NODE)["term"], instances=[
+            instance(a["id"], 0, p["gpu"], p["start"], uuid="MIG-aaaa")])), 204)
+        self.assertEqual(self.state(a), ("active", ""))
+
+    def test_provisioning_timeout_fails_it_with_the_reason(self):
+        a = self.alloc({"gpus": {"count": 1, "profile": "1g.10gb"}, "pool": "mig"})
+        self.assertEqual(a["state"], "provisioning")
+        deadline = time.time() + T(20)
+        while time.time() < deadline and self.state(a)[0] == "provisioning":
+            time.sleep(0.2)
+        state, reason = self.state(a)
+        self.assertEqual(state, "failed")
+        self.assertIn("provisioning timed out after 4s", reason)
+        self.assertIn("waiting for the agent of node %s" % MIG_NODE, reason)
+        self.assertEqual(len(self.events("allocation.provision_timeout", a["id"])), 1)
+        # what it held is given back
+        self.assertEqual(self.desired(MIG_NODE)["gpus"], empty_gpus(True))
+
+
+class TestNoAgents(AgentCase):
+    def test_no_agents_is_active_at_once(self):
+        a = self.alloc({"gpus": {"count": 1, "profile": "1g.10gb"}, "pool": "mig"})
+        self.assertEqual((a["state"], a["reason"]), ("active", ""))
+
+
 class TestFlags(ApiTestCase):
     def test_bad_agent_flags_are_refused_by_name(self):
         for flag, value in (("--agent-lease-s", "0"), ("--agent-lease-s", "x"), ("--agent-lease-s", "-1"),
                             ("--agent-lease-s", "86401"), ("--agent-grace-s", "0"),
                             ("--agent-grace-s", "1.5"), ("--agent-max-waiters", "0"),
-                            ("--agent-max-waiters", "")):
+                            ("--agent-max-waiters", ""), ("--provisioning-timeout-s", "0"),
+                            ("--provisioning-timeout-s", "x")):
             p = subprocess.run([harness.Binaries.isostackd, "--config", harness.data_path(AGENTS),
                                 "--check-config", flag, value], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, timeout=T(30))
             self.assertNotEqual(p.returncode, 0, "%s %r accepted" % (flag, value))
             self.assertIn("%s: \"%s\" is not a whole number" % (flag, value), p.stderr)
         p = subprocess.run([harness.Binaries.isostackd, "--help"], stdout=subprocess.PIPE, text=True)
-        for flag in ("--agent-lease-s", "--agent-grace-s", "--agents-required", "--agent-max-waiters"):
+        for flag in ("--agent-lease-s", "--agent-grace-s", "--agents-required", "--agent-max-waiters",
+                     "--no-agents", "--provisioning-timeout-s"):
             self.assertIn(flag, p.stdout)
 
 

@@ -166,10 +166,10 @@ def wait_pkeys(tc, fab, guid, want, timeout=10):
 
 
 class FabricApiTest(harness.ApiTestCase):
-    def start(self, cap=64, services=0):
+    def start(self, cap=64, services=0, agents=False):
         self.fab = Fabric(cap, services)
         self.addCleanup(self.fab.stop)
-        self.daemon = harness.Daemon(self.fab.config, env=self.fab.env)
+        self.daemon = harness.Daemon(self.fab.config, env=self.fab.env, agents=agents)
         self.addCleanup(self.daemon.cleanup)
         self.daemon.start()
         self.admin = harness.Client(self.daemon, self.daemon.admin_token)
@@ -254,6 +254,34 @@ class FabricApiTest(harness.ApiTestCase):
         code, rep = self.isoctl_verify("--live", "--json")
         self.assertEqual(code, 8, rep)
         self.assertIn("cross_tenant", {x["kind"] for x in rep["violations"]}, rep)
+
+    def test_gate_waits_for_the_fabric_then_the_agent(self):
+        """Without --no-agents, OpenSM's confirmation is not enough: the
+        allocation then waits for its node's agent, and the agent's report
+        activates it (docs/agents.md, "Provisioning gate")."""
+        self.start(agents=True)
+        t = harness.create_tenant(self, self.admin)["name"]
+        a = harness.create_alloc(self, self.admin, {"tenant": t, "gpus": {"profile": "1g.10gb", "count": 1},
+                                                   "cpus": 1, "memory_mib": 1024, "pool": "shared"})
+        self.assertEqual(a["state"], "provisioning")
+        p = a["placement"][0]
+        waiting = "waiting for the agent of node " + p["node"]
+        deadline = time.time() + harness.T(20)
+        while True:
+            got = self.admin.get("/v1/allocations/" + a["id"]).body
+            if got["reason"] == waiting or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual((got["state"], got["reason"]), ("provisioning", waiting))
+        self.assertGreaterEqual(self.admin.get("/v1/fabric").body["confirmed"], 1)
+        term = self.admin.get("/v1/nodes/%s/desired" % p["node"]).body["term"]
+        r = self.admin.request("PUT", "/v1/nodes/%s/status" % p["node"], {
+            "term_seen": term, "version": "test", "gpus": [], "instances": [{
+                "gpu": p["gpu"], "start": p["start"], "profile": p["profile"], "uuid": "MIG-e2e",
+                "allocation": a["id"], "member": 0, "ready": True}]})
+        self.assertStatus(r, 204)
+        got = self.admin.get("/v1/allocations/" + a["id"]).body
+        self.assertEqual((got["state"], got["reason"]), ("active", ""))
 
     def test_opensm_down_then_back(self):
         self.start()
