@@ -31,12 +31,10 @@ build: deps $(BUILD)/build.ninja
 build-asan: test-deps $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 
-# Installs what is missing, builds, and serves the example cluster in the foreground.
+# Installs what is missing, builds, and serves the example cluster in the
+# foreground: isostackd and one sim node agent for every node (scripts/run.sh).
 run: build
-	@mkdir -p $(STATE_DIR) && chmod 700 $(STATE_DIR)
-	@echo "isostack: starting isostackd on $(CONFIG), state in $(STATE_DIR)/ (Ctrl-C stops it)"
-	@echo "isostack: try: export ISOSTACK_URL=http://$(LISTEN) ISOSTACK_TOKEN=\$$(cat $(STATE_DIR)/admin.token); $(BUILD)/isoctl capacity"
-	exec $(BUILD)/isostackd --config $(CONFIG) --state-dir $(STATE_DIR) --listen $(LISTEN)
+	BUILD=$(BUILD) CONFIG=$(CONFIG) STATE_DIR=$(STATE_DIR) LISTEN=$(LISTEN) scripts/run.sh
 
 # The InfiniBand path without hardware: ibsim + OpenSM on examples/cluster-ib.yaml's
 # GUIDs, isostackd with the opensm driver in the foreground (scripts/run-ib.sh).

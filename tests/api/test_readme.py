@@ -13,6 +13,7 @@ Run: python3 tests/api/test_readme.py PATH/TO/isostackd PATH/TO/isoctl
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,11 +39,36 @@ class TestReadme(ApiTestCase):
     def setUp(self):
         if not harness.Binaries.isoctl or not os.path.exists(harness.Binaries.isoctl):
             raise AssertionError("no isoctl binary: pass it as argv[2]")
-        self.d = Daemon(os.path.join(harness.SOURCE_ROOT, "examples", "cluster.yaml"))
+        # As `make run` serves it (scripts/run.sh): with the provisioning gate
+        # and one sim agent for every node, the admin token as its credential.
+        self.d = Daemon(os.path.join(harness.SOURCE_ROOT, "examples", "cluster.yaml"), agents=True)
         self.addCleanup(self.d.cleanup)
         self.d.start()
         self.addCleanup(self.d.stop)
         self.admin = self.d.client()
+        self.agent_dir = tempfile.mkdtemp(prefix="isoreadme-agent-")
+        self.addCleanup(shutil.rmtree, self.agent_dir, True)
+        token_file = os.path.join(self.agent_dir, "admin.token")
+        with open(token_file, "w") as f:
+            f.write(self.d.admin_token + "\n")
+        argv = [os.path.join(os.path.dirname(harness.Binaries.isostackd), "isostack-agent"),
+                "--controller", self.d.url(), "--token-file", token_file, "--gpu-driver", "sim",
+                "--state-dir", os.path.join(self.agent_dir, "state")]
+        for n in self.admin.list_all("/v1/nodes"):
+            argv += ["--node", n["name"]]
+        self.agent_log = open(os.path.join(self.agent_dir, "agent.log"), "w+b")
+        self.addCleanup(self.agent_log.close)
+        self.agent = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.agent_log,
+                                      stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_agent)
+
+    def stop_agent(self):
+        self.agent.terminate()
+        try:
+            self.agent.wait(timeout=T(10))
+        except subprocess.TimeoutExpired:
+            self.agent.kill()
+            self.agent.wait()
 
     def test_blocks_found(self):
         with open(README, encoding="utf-8") as f:
@@ -78,6 +104,12 @@ class TestReadme(ApiTestCase):
         q = self.admin.get("/v1/tenants/acme/quota").body["quotas"]["h100-80gb"]
         self.assertEqual((q["guaranteed"], q["borrow_limit"]), (56, 28))
         self.assertIn("clean:", p.stdout)  # fabric verify found nothing
+        # The tenant received the MIG UUIDs the agent made for its members.
+        self.assertRegex(p.stdout, r'"cuda_visible_devices": "MIG-[0-9a-f-]+"')
+        self.agent_log.seek(0)
+        log = self.agent_log.read().decode("utf-8", "replace")
+        for m in harness.SANITIZER_MARKERS:
+            self.assertNotIn(m, log, "sanitizer report from isostack-agent:\n" + log[-4000:])
 
 
 if __name__ == "__main__":

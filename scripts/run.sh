@@ -1,0 +1,69 @@
+#!/bin/bash
+# run.sh: `make run`. Serves the example cluster as a real site would run it:
+# isostackd, and one isostack-agent with the sim GPU driver acting as the
+# agent of every node of the inventory (--node per node, the admin token as
+# its credential, its own state dir), so that allocations go active through
+# the provisioning gate and show the MIG UUIDs a tenant receives
+# (docs/agents.md). Ctrl-C stops both; if either exits, the other is stopped.
+# Environment: BUILD (build), CONFIG (examples/cluster.yaml), STATE_DIR (var),
+# LISTEN (127.0.0.1:8470), AGENT_STATE_DIR ($STATE_DIR/agent).
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+CONFIG=${CONFIG:-examples/cluster.yaml}
+STATE_DIR=${STATE_DIR:-var}
+LISTEN=${LISTEN:-127.0.0.1:8470}
+AGENT_STATE_DIR=${AGENT_STATE_DIR:-$STATE_DIR/agent}
+URL=http://$LISTEN
+TOKEN_FILE=$STATE_DIR/admin.token
+
+say() { echo "run: $*" >&2; }
+
+mkdir -p "$STATE_DIR" "$AGENT_STATE_DIR"
+chmod 700 "$STATE_DIR" "$AGENT_STATE_DIR"
+
+daemon= agent=
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	for pid in $agent $daemon; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in $agent $daemon; do
+		wait "$pid" 2>/dev/null || true
+	done
+	say "stopped"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$BUILD/isostackd" --config "$CONFIG" --state-dir "$STATE_DIR" --listen "$LISTEN" &
+daemon=$!
+
+# The agent needs the admin token (written at the first start) and the node
+# names, which the running daemon lists.
+for _ in $(seq 100); do
+	kill -0 "$daemon" 2>/dev/null || { say "isostackd exited"; exit 1; }
+	[ -s "$TOKEN_FILE" ] && "$BUILD/isoctl" --url "$URL" health >/dev/null 2>&1 && break
+	sleep 0.1
+done
+mapfile -t nodes < <("$BUILD/isoctl" --url "$URL" --token-file "$TOKEN_FILE" node list -o id)
+[ "${#nodes[@]}" -gt 0 ] || { say "isostackd lists no nodes"; exit 1; }
+args=()
+for n in "${nodes[@]}"; do
+	args+=(--node "$n")
+done
+"$BUILD/isostack-agent" --controller "$URL" --token-file "$TOKEN_FILE" --gpu-driver sim \
+	--state-dir "$AGENT_STATE_DIR" "${args[@]}" &
+agent=$!
+
+cat >&2 <<MSG
+run: isostackd on $CONFIG, state in $STATE_DIR/; one sim agent for ${#nodes[@]} nodes,
+run: state in $AGENT_STATE_DIR/ (Ctrl-C stops both). Try:
+  export ISOSTACK_URL=$URL ISOSTACK_TOKEN=\$(cat $TOKEN_FILE)
+  $BUILD/isoctl capacity
+MSG
+
+# Either one exiting ends the run (the trap stops the other).
+wait -n
