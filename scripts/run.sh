@@ -22,7 +22,7 @@ say() { echo "run: $*" >&2; }
 mkdir -p "$STATE_DIR" "$AGENT_STATE_DIR"
 chmod 700 "$STATE_DIR" "$AGENT_STATE_DIR"
 
-daemon= agent=
+daemon='' agent=''
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
