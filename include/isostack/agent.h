@@ -25,7 +25,11 @@
 /* One desired MIG instance, or (profile "whole") a GPU held whole. */
 struct iso_agent_want {
 	unsigned gpu;
-	char profile[ISO_GPU_PROFILE_MAX];
+	char profile[ISO_GPU_PROFILE_MAX]; /* a MIG profile, or "whole" */
+	/* Set by reconcile for a GPU held whole while its MIG mode is on: the
+	 * one instance that spans it ("7g.80gb" at start 0), whose MIG UUID is
+	 * what the tenant gets. Empty otherwise. */
+	char as_profile[ISO_GPU_PROFILE_MAX];
 	int start;
 	int width;
 	char allocation[ISO_AGENT_ALLOC_MAX];

@@ -262,14 +262,60 @@ int iso_agent_term_store(const char *dir, uint64_t term, struct iso_error *err)
 
 /* ---- reconcile ---- */
 
+/* The MIG profile a want is made of on the device: its own, or for a GPU
+ * held whole in MIG mode the instance that spans it; NULL for a GPU held
+ * whole with MIG off (nothing to create). */
+static const char *made_as(const struct iso_agent_want *w)
+{
+	if (w->as_profile[0])
+		return w->as_profile;
+	return strcmp(w->profile, "whole") == 0 ? NULL : w->profile;
+}
+
 static const struct iso_agent_want *wanted(const struct iso_agent_desired *d, unsigned gpu,
                                            const struct iso_gpu_instance *in)
 {
-	for (size_t i = 0; i < d->n_wants; i++)
-		if (d->wants[i].gpu == gpu && d->wants[i].start == in->start &&
-		    strcmp(d->wants[i].profile, in->profile) == 0)
+	for (size_t i = 0; i < d->n_wants; i++) {
+		const char *p = made_as(&d->wants[i]);
+		if (d->wants[i].gpu == gpu && d->wants[i].start == in->start && p &&
+		    strcmp(p, in->profile) == 0)
 			return &d->wants[i];
+	}
 	return NULL;
+}
+
+/* A GPU held whole while its MIG mode is on cannot be handed over as a
+ * device (CUDA sees only MIG devices then): it is made the one instance that
+ * spans all of it, and the tenant gets that instance's MIG UUID. Its MIG
+ * mode is never changed behind the operator's back. */
+static void whole_as_instance(struct iso_gpu *g, struct iso_agent_want *wants, size_t n_wants)
+{
+	_cleanup_free_ struct iso_gpu_info *gv = NULL;
+	struct iso_error e = {0};
+	size_t ng = 0;
+
+	if (g->ops->list_gpus(g, &gv, &ng, &e) < 0)
+		return;
+	for (size_t w = 0; w < n_wants; w++) {
+		const struct iso_gpu_info *gi = NULL;
+		if (strcmp(wants[w].profile, "whole") != 0)
+			continue;
+		for (size_t i = 0; i < ng && !gi; i++)
+			if (gv[i].index == wants[w].gpu)
+				gi = &gv[i];
+		if (!gi || !gi->mig_enabled || !gi->model)
+			continue;
+		for (int p = 0; p < gi->model->n_profiles; p++) {
+			const struct iso_mig_profile *pr = &gi->model->profiles[p];
+			if (pr->compute == gi->model->compute_slices &&
+			    pr->width == gi->model->memory_slices && !pr->media_engine) {
+				iso_strlcpy(wants[w].as_profile, pr->name,
+				            sizeof(wants[w].as_profile));
+				wants[w].start = 0;
+				break;
+			}
+		}
+	}
 }
 
 static bool gpu_desired(const struct iso_agent_desired *d, unsigned index)
@@ -346,16 +392,17 @@ static void create_missing(struct iso_gpu *g, const struct iso_agent_desired *d,
 		bool present = false;
 		int r;
 
-		if (want->gpu != gpu || strcmp(want->profile, "whole") == 0)
+		const char *made = made_as(want);
+
+		if (want->gpu != gpu || !made)
 			continue;
 		for (size_t i = 0; i < n; i++)
-			present =
-			    present || (v[i].start == want->start &&
-			                strcmp(v[i].profile, want->profile) == 0 && v[i].uuid[0]);
+			present = present || (v[i].start == want->start &&
+			                       strcmp(v[i].profile, made) == 0 && v[i].uuid[0]);
 		if (present)
 			continue;
 		memset(&e, 0, sizeof(e));
-		r = g->ops->create_instance(g, gpu, want->profile, want->start, NULL, &e);
+		r = g->ops->create_instance(g, gpu, made, want->start, NULL, &e);
 		if (r < 0) {
 			tick->failed++;
 			snprintf(why->text[w], sizeof(why->text[w]), "create failed: %s",
@@ -421,7 +468,8 @@ static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, ui
 			                      status_instance(want, "", false, "GPU not found"));
 			continue;
 		}
-		if (strcmp(want->profile, "whole") == 0) {
+		const char *made = made_as(want);
+		if (!made) {
 			json_array_append_new(
 			    insts, status_instance(want, gi->uuid, !gi->mig_enabled,
 			                           gi->mig_enabled ? "MIG mode is enabled" : ""));
@@ -432,7 +480,7 @@ static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, ui
 			continue;
 		}
 		for (size_t i = 0; i < n; i++)
-			if (v[i].start == want->start && strcmp(v[i].profile, want->profile) == 0)
+			if (v[i].start == want->start && strcmp(v[i].profile, made) == 0)
 				found = &v[i];
 		if (found && found->uuid[0])
 			json_array_append_new(insts, status_instance(want, found->uuid, true, ""));
@@ -446,10 +494,22 @@ static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, ui
 	return 0;
 }
 
-int iso_agent_reconcile(struct iso_gpu *g, const char *state_dir, const struct iso_agent_desired *d,
-                        json_t **status, struct iso_agent_tick *tick, struct iso_error *err)
+int iso_agent_reconcile(struct iso_gpu *g, const char *state_dir,
+                        const struct iso_agent_desired *given, json_t **status,
+                        struct iso_agent_tick *tick, struct iso_error *err)
 {
+	struct iso_agent_desired made = *given; /* with whole GPUs in MIG mode as instances */
+	const struct iso_agent_desired *d = &made;
+	_cleanup_free_ struct iso_agent_want *wants =
+	    calloc(given->n_wants ? given->n_wants : 1, sizeof(*wants));
 	struct reasons why = {calloc(d->n_wants ? d->n_wants : 1, sizeof(*why.text))};
+
+	if (wants) {
+		if (given->n_wants > 0)
+			memcpy(wants, given->wants, given->n_wants * sizeof(*wants));
+		whole_as_instance(g, wants, given->n_wants);
+		made.wants = wants;
+	}
 	uint64_t seen;
 	int r, refused = 0;
 
