@@ -216,8 +216,11 @@ static void sleep_ms(const struct iso_agent_config *cfg, long ms)
 	}
 }
 
-/* One long poll. 0 and *doc when answered 200; -errno otherwise, logged. */
-static int poll_desired(struct node_loop *n, uint64_t after, json_t **doc)
+/* One call on this node's resource, /v1/nodes/NODE/<what>: 0 with the
+ * answer's body in *body (when asked for) on a 2xx, else -errno, logged as
+ * `event`. */
+static int node_call(struct node_loop *n, const char *method, const char *what, json_t *send,
+                     const char *event, json_t **body)
 {
 	_cleanup_response_ struct iso_response resp = {0};
 	_cleanup_free_ char *esc = iso_client_escape(n->node);
@@ -227,37 +230,31 @@ static int poll_desired(struct node_loop *n, uint64_t after, json_t **doc)
 
 	if (!esc)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/v1/nodes/%s/desired?after=%" PRIu64 "&wait_s=%d", esc, after,
-	         n->cfg->heartbeat_s);
-	if ((r = iso_client_request(n->client, "GET", path, NULL, &resp, &e)) < 0 ||
+	snprintf(path, sizeof(path), "/v1/nodes/%s/%s", esc, what);
+	if ((r = iso_client_request(n->client, method, path, send, &resp, &e)) < 0 ||
 	    (r = iso_response_error(&resp, &e)) < 0) {
-		iso_log(ISO_LOG_WARN, "agent.poll_failed", "node=%s status=%ld msg=\"%s\"", n->node,
-		        resp.status, e.message);
+		iso_log(ISO_LOG_WARN, event, "node=%s status=%ld field=%s msg=\"%s\"", n->node,
+		        resp.status, e.field, e.message);
 		return r;
 	}
-	*doc = json_incref(resp.body);
+	if (body)
+		*body = json_incref(resp.body);
 	return 0;
+}
+
+/* One long poll. 0 and *doc when answered 200; -errno otherwise, logged. */
+static int poll_desired(struct node_loop *n, uint64_t after, json_t **doc)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "desired?after=%" PRIu64 "&wait_s=%d", after,
+	         n->cfg->heartbeat_s);
+	return node_call(n, "GET", what, NULL, "agent.poll_failed", doc);
 }
 
 static int put_status(struct node_loop *n, json_t *status)
 {
-	_cleanup_response_ struct iso_response resp = {0};
-	_cleanup_free_ char *esc = iso_client_escape(n->node);
-	struct iso_error e = {0};
-	char path[256];
-	int r;
-
-	if (!esc)
-		return -ENOMEM;
-	snprintf(path, sizeof(path), "/v1/nodes/%s/status", esc);
-	if ((r = iso_client_request(n->client, "PUT", path, status, &resp, &e)) < 0 ||
-	    (r = iso_response_error(&resp, &e)) < 0) {
-		iso_log(ISO_LOG_WARN, "agent.status_failed",
-		        "node=%s status=%ld field=%s msg=\"%s\"", n->node, resp.status, e.field,
-		        e.message);
-		return r;
-	}
-	return 0;
+	return node_call(n, "PUT", "status", status, "agent.status_failed", NULL);
 }
 
 static void *node_main(void *arg)

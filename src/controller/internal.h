@@ -241,6 +241,7 @@ int ctl_queue_running_set(struct iso_controller *c, const struct iso_allocation 
 void ctl_queue_tenant_counts(const struct iso_controller *c, int tenant_acct, int *pending,
                              int *live, int *exclusive);
 int ctl_queue_size(const struct iso_controller *c);
+/* Items tried per pass, like Slurm's default_queue_depth. */
 #define CTL_PLAN_MAX 64
 struct ctl_queue_plan {
 	int n;

@@ -9,7 +9,7 @@
  * its account and its charge (ctl_demand), computed once when it enters.
  *
  * The queue only decides: ctl_queue_plan says which items to try now (in
- * order, at most QUEUE_DEPTH of them, with EASY backfill over a bounded
+ * order, at most CTL_PLAN_MAX of them, with EASY backfill over a bounded
  * reservation profile) and which one is the blocked head; allocations.c
  * places them and tenancy's preemption acts for the head. */
 #include <errno.h>
@@ -19,7 +19,6 @@
 #include "controller/internal.h"
 #include "isostack/tenancy.h"
 
-#define QUEUE_DEPTH     64   /* items tried per pass, like Slurm's default_queue_depth */
 #define PROFILE_SPANS   128  /* distinct end times the backfill profile keeps exactly */
 #define RANK_REFRESH_MS 1000 /* how stale the cached Fair Tree ranks may be */
 
@@ -390,9 +389,9 @@ static struct iso_running *profile_of(const struct ctl_queue *q, int *n_out)
 int ctl_queue_plan(struct iso_controller *c, struct ctl_queue_plan *plan)
 {
 	struct ctl_queue *q = c->pending;
-	struct iso_pending items[QUEUE_DEPTH];
-	struct iso_queue_entry order[QUEUE_DEPTH];
-	bool start[QUEUE_DEPTH];
+	struct iso_pending items[CTL_PLAN_MAX];
+	struct iso_queue_entry order[CTL_PLAN_MAX];
+	bool start[CTL_PLAN_MAX];
 	int64_t head_start = -1;
 	int ai = 0, ii = 0, acct = 0, n = 0, n_prof = 0;
 	const struct qitem *it;
@@ -403,7 +402,7 @@ int ctl_queue_plan(struct iso_controller *c, struct ctl_queue_plan *plan)
 		return 0;
 	if (refresh_ranks(c, false) < 0)
 		return -ENOMEM;
-	while (n < QUEUE_DEPTH && (it = next_item(q, &ai, &ii, &acct))) {
+	while (n < CTL_PLAN_MAX && (it = next_item(q, &ai, &ii, &acct))) {
 		struct iso_pending *p = &items[n];
 		memset(p, 0, sizeof(*p));
 		iso_strlcpy(p->id, it->id, sizeof(p->id));
@@ -415,7 +414,8 @@ int ctl_queue_plan(struct iso_controller *c, struct ctl_queue_plan *plan)
 		order[n] = (struct iso_queue_entry){.item = n, .position = n + 1};
 		n++;
 	}
-	plan->more = it != NULL || next_item(q, &ai, &ii, &acct) != NULL;
+	/* More wait only if the walk stopped at the depth with an item left. */
+	plan->more = n == CTL_PLAN_MAX && next_item(q, &ai, &ii, &acct) != NULL;
 	_cleanup_free_ struct iso_running *prof = profile_of(q, &n_prof);
 	if (!prof || iso_backfill_plan(&ctl_tenancy_tree(c)->capacity, prof, n_prof, items, order,
 	                               n, iso_now_ms(), start, &head_start, &err) < 0)

@@ -187,31 +187,23 @@ class Run:
             " ".join(self.argv), self.rc, self.out[-3000:], self.err[-3000:])
 
 
-class AuditCase(ApiTestCase):
+class AuditCase(harness.SharedDaemonCase):
     """A daemon per class plus the isoctl runner."""
 
-    daemon_args = ()
+    config = CONFIG
 
     @classmethod
     def setUpClass(cls):
         if not harness.Binaries.isoctl or not os.path.exists(harness.Binaries.isoctl):
             raise AssertionError("no isoctl binary: pass it as argv[2]")
-        cls.d = Daemon(CONFIG, extra_args=cls.daemon_args)
-        try:
-            cls.d.start()
-        except BaseException:
-            cls.d.cleanup()
-            raise
-        cls.admin = cls.d.client()
+        super().setUpClass()
         cls.tmp = tempfile.mkdtemp(prefix="isoaudit-")
 
     @classmethod
     def tearDownClass(cls):
         try:
-            if cls.d.alive():
-                cls.d.stop()
+            super().tearDownClass()
         finally:
-            cls.d.cleanup()
             shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def path(self, name):
