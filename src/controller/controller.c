@@ -31,6 +31,9 @@ int ctl_tx_begin(struct iso_controller *c, struct iso_error *err)
 
 	if (r < 0)
 		ctl_audit_drop_queue(c);
+	/* Committed or undone, the store may differ from what authenticated
+	 * before: tokens are read again (authcache.c). */
+	c->auth_epoch++;
 	return r;
 }
 
@@ -270,7 +273,9 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 		c->limits.max_pending = ISO_DEFAULT_MAX_PENDING;
 	if (c->limits.max_live <= 0)
 		c->limits.max_live = ISO_DEFAULT_MAX_LIVE;
-	r = ctl_agents_open(c, params, err);
+	r = ctl_auth_cache_open(c, err);
+	if (r == 0)
+		r = ctl_agents_open(c, params, err);
 	if (r == 0)
 		r = rebuild_state(c, err);
 	if (r == 0)
@@ -350,6 +355,7 @@ void iso_controller_free(struct iso_controller *c)
 	ctl_queue_close(c);
 	ctl_preempt_close(c);
 	ctl_rates_close(c);
+	ctl_auth_cache_close(c);
 	ctl_costs_free(c);
 	ctl_agents_close(c);
 	pthread_mutex_destroy(&c->lock);

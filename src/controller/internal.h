@@ -42,6 +42,8 @@ struct iso_controller {
 	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
 	struct ctl_preempt *preempt; /* preempt.c */
 	struct ctl_rates *rates;     /* ratelimit.c */
+	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
+	uint64_t auth_epoch;               /* bumped at every transaction's end */
 	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
@@ -263,6 +265,16 @@ struct ctl_queue_view {
 };
 int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit,
                    int after, struct ctl_queue_view *out, int *n, bool *more);
+
+/* ---- authcache.c: tokens that authenticated lately ---- */
+int ctl_auth_cache_open(struct iso_controller *c, struct iso_error *err);
+void ctl_auth_cache_close(struct iso_controller *c);
+/* The token `id` and its tenant's name as read since the last transaction
+ * ended; false when not cached. */
+bool ctl_auth_cache_get(struct iso_controller *c, const char *id, struct iso_token *token,
+                        char *tenant, size_t tenant_size);
+void ctl_auth_cache_put(struct iso_controller *c, const struct iso_token *token,
+                        const char *tenant);
 
 /* ---- ratelimit.c: per-tenant request rates ---- */
 int ctl_rates_open(struct iso_controller *c, const struct iso_rate_limits *lim,

@@ -76,37 +76,42 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 	static const uint8_t zero_hash[ISO_TOKEN_HASH_LEN];
 	struct iso_token t = {0};
 	char id[ISO_TOKEN_ID_LEN + 1];
+	char tenant[ISO_NAME_MAX] = "";
 	const char *secret = NULL;
 	uint8_t h[ISO_TOKEN_HASH_LEN];
-	bool found, ok;
+	bool cached, found, ok;
 
 	/* One message for every failure, so a caller cannot tell a wrong id
 	 * from a wrong secret, a revoked token or an expired one. */
 	if (!bearer || !parse_bearer(bearer, id, &secret))
 		return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL, "missing or invalid token");
-	found = c->store->ops->token_get(c->store, id, &t, NULL) == 0;
+	cached = ctl_auth_cache_get(c, id, &t, tenant, sizeof(tenant));
+	found = cached || c->store->ops->token_get(c->store, id, &t, NULL) == 0;
 	hash_secret(secret, h);
 	ok = sodium_memcmp(h, found ? t.hash : zero_hash, ISO_TOKEN_HASH_LEN) == 0;
 	sodium_memzero(h, sizeof(h));
 	if (!found || !ok || t.revoked_ms != 0 ||
 	    (t.expires_ms != 0 && t.expires_ms <= iso_now_ms()))
 		return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL, "missing or invalid token");
+	if (!cached && iso_role_is_tenant_scoped(t.role)) {
+		struct iso_tenant tn;
+		if (c->store->ops->tenant_get_by_id(c->store, t.tenant_id, &tn, NULL) < 0)
+			return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL,
+			                     "missing or invalid token");
+		iso_strlcpy(tenant, tn.name, sizeof(tenant));
+	}
+	/* Only a token whose secret matched is kept: a guess costs a read. */
+	if (!cached)
+		ctl_auth_cache_put(c, &t, tenant);
 
 	/* Everything but the caller's request id and source address is set here. */
 	iso_strlcpy(out->token_id, t.id, sizeof(out->token_id));
-	out->tenant[0] = '\0';
+	iso_strlcpy(out->tenant, tenant, sizeof(out->tenant));
 	out->role = t.role;
 	out->tenant_id = t.tenant_id;
 	iso_strlcpy(out->user, t.user, sizeof(out->user));
 	iso_strlcpy(out->node, t.node, sizeof(out->node));
 	owner_of(&t, out->owner, sizeof(out->owner));
-	if (iso_role_is_tenant_scoped(t.role)) {
-		struct iso_tenant tn;
-		if (c->store->ops->tenant_get_by_id(c->store, t.tenant_id, &tn, NULL) < 0)
-			return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL,
-			                     "missing or invalid token");
-		iso_strlcpy(out->tenant, tn.name, sizeof(out->tenant));
-	}
 	return 0;
 }
 
@@ -291,10 +296,11 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 		if (r < 0)
 			return r;
 		if (live >= ISO_MAX_TENANT_TOKENS)
-			return iso_error_set(err, ISO_E_LIMIT, "limits.max_tokens",
-			                     "tenant %s has %d live tokens, the most a tenant may have; "
-			                     "revoke some first",
-			                     tn.name, live);
+			return iso_error_set(
+			    err, ISO_E_LIMIT, "limits.max_tokens",
+			    "tenant %s has %d live tokens, the most a tenant may have; "
+			    "revoke some first",
+			    tn.name, live);
 	}
 	r = ctl_token_new(&t, secret, secret_size, err);
 	if (r < 0)
