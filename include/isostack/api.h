@@ -26,6 +26,9 @@ struct iso_api;
 int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
                   struct iso_api **out, struct iso_error *err);
 void iso_api_stop(struct iso_api *api);
+/* The daemon's periodic work (every tick): sends the 429s held back from
+ * clients that ask past their rate (docs/api.md, "Request rates"). */
+void iso_api_tick(struct iso_api *api);
 int iso_api_port(const struct iso_api *api);
 bool iso_api_tls(const struct iso_api *api);
 

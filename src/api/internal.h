@@ -64,6 +64,8 @@ struct api_request {
 	void *defer_arg;
 	bool deferred_done;
 	bool parked; /* suspended until the controller answers (api_park) */
+	int64_t hold_until_ns; /* a held 429 (server.c, hold_refusal) goes out then */
+	bool held_done;        /* ...and it has been resumed to go */
 
 	/* reply: a handler sets status and reply (owned) or fails with err */
 	int status;

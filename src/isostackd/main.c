@@ -595,6 +595,7 @@ int main(int argc, char **argv)
 		iso_controller_lock(ctl);
 		iso_controller_tick(ctl);
 		iso_controller_unlock(ctl);
+		iso_api_tick(api);
 	}
 	iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
 	iso_api_stop(api);

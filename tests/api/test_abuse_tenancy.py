@@ -226,8 +226,12 @@ class TestRates(TenancyCase):
         self.assertStatus(f.post("/v1/allocations", body), 201)
         self.assertStatus(f2.post("/v1/allocations", body), 201)
         size = self.audit_size()
-        for client in (f, f2):
-            r = client.post("/v1/allocations", body)
+        # both at once: a refusal is held back a second (the bucket refills
+        # meanwhile), so one after the other the second would be admitted
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda c: c.post("/v1/allocations", body), (f, f2)))
+        for r in answers:
             self.assertError(r, 429, "limit_exceeded", "limits.writes_per_s")
             self.assertGreaterEqual(int(r.header("Retry-After")), 1)
         # refusals are counted, not written one by one (the head read itself is
@@ -243,6 +247,55 @@ class TestRates(TenancyCase):
         self.assertError(r, 429, "limit_exceeded", "limits.reads_per_s")
         self.assertStatus(o.get("/v1/allocations"), 200)
         self.assertIn("tenant_rate_limited", self.d.stderr_text())
+
+    def test_refusals_are_held_back(self):
+        """A client that keeps asking past its rate gets each 429 a second
+        late on its connection, so it cannot make the server thread answer
+        thousands of refusals a second; others are not held."""
+        import http.client
+        import threading
+        import time
+        self.tenant("hammer")
+        self.tenant("calm")
+        token = self.token("hammer", role="tenant-user")
+        calm = self.d.client(self.token("calm", role="tenant-user"))
+        conn = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=10)
+        hdrs = {"Authorization": "Bearer " + token}
+        statuses = []
+        other = {}
+
+        def ask_calm():
+            other["status"] = calm.get("/v1/allocations").status
+            other["at"] = time.monotonic()
+
+        start = time.monotonic()
+        while time.monotonic() - start < 1.5:
+            conn.request("GET", "/v1/allocations", headers=hdrs)
+            r = conn.getresponse()
+            r.read()
+            statuses.append(r.status)
+            if r.status == 429 and "status" not in other:
+                t = threading.Thread(target=ask_calm)
+                t.start()
+        t.join()
+        refused = statuses.count(429)
+        # the burst (4 reads) is answered; then one refusal a second at most
+        seen = "%d answers: %d refused" % (len(statuses), refused)
+        self.assertGreaterEqual(refused, 1, seen)
+        self.assertLessEqual(refused, 3, seen)
+        self.assertEqual(other["status"], 200)
+        # a refused change with a body is held too, and answered 429
+        body = json.dumps({"members": 1, "gpus": SLICE})
+        for _ in range(4):  # the write burst is 2
+            conn.request("POST", "/v1/allocations", body=body,
+                         headers=dict(hdrs, **{"Content-Type": "application/json"}))
+            r = conn.getresponse()
+            text = r.read()
+            if r.status == 429:
+                break
+        self.assertEqual(r.status, 429)
+        self.assertIn(b"limits.writes_per_s", text)
+        conn.close()
 
 
 class TestLimitFlags(TenancyCase):
