@@ -41,6 +41,18 @@ struct iso_agent_desired_gpu {
 	bool mig;
 };
 
+/* One desired VF (docs/agents.md, "vfs"): VF `index` of the node's HCA
+ * `device` gets `guid`; one VF serves one tenant on a node. */
+#define ISO_AGENT_VF_MAX 128
+struct iso_agent_vf_want {
+	unsigned index;
+	char device[32];
+	uint64_t guid;
+	char tenant[ISO_NAME_MAX];
+	uint16_t pkey; /* full-membership form, 0x8000 set */
+	unsigned n_members;
+};
+
 /* GET /v1/nodes/{node}/desired, parsed. */
 struct iso_agent_desired {
 	char node[ISO_NAME_MAX];
@@ -50,6 +62,8 @@ struct iso_agent_desired {
 	struct iso_agent_desired_gpu gpus[ISO_GPU_MAX];
 	size_t n_wants;
 	struct iso_agent_want *wants; /* malloc'd */
+	size_t n_vfs;
+	struct iso_agent_vf_want *vfs; /* malloc'd; see src/agent/vf.c */
 };
 
 /* Parses a desired-state document strictly (docs/agents.md): every field
@@ -80,6 +94,45 @@ struct iso_agent_tick {
 int iso_agent_reconcile(struct iso_gpu *g, const char *state_dir, const struct iso_agent_desired *d,
                         json_t **status, struct iso_agent_tick *tick, struct iso_error *err);
 
+/* ---- VF GUIDs on the host (src/agent/vf.c, docs/agent.md "VFs") ---- */
+
+enum iso_vf_driver {
+	ISO_VF_NONE,  /* no VFs on this host: a desired VF is reported not ready */
+	ISO_VF_MLX5,  /* sysfs: sriov/<vf>/{node,port,policy}, rebind by PCI address */
+	ISO_VF_IBSIM, /* read only: the VFs are ibsim CAs, GUIDs from the net file */
+	ISO_VF_SIM,   /* mlx5's code over a sysfs tree of plain files that it keeps in
+	               * state_dir/vf-sim (sim hosts: make run, tests) */
+};
+
+struct iso_vf_host {
+	enum iso_vf_driver driver;
+	const char *sysfs_root; /* "/" on a real host; a fake tree in tests */
+	const char *ibsim_net;  /* the ibsim net file (ISO_VF_IBSIM) */
+	/* Called with every file the driver writes, before the write (tests
+	 * check the order); may be NULL. */
+	void (*trace)(void *arg, const char *path, const char *data);
+	void *trace_arg;
+};
+
+struct iso_vf_tick {
+	unsigned programmed, restored, failed;
+};
+
+/* "mlx5", "ibsim", "sim" or "none"; -EINVAL otherwise. */
+int iso_vf_driver_parse(const char *name, enum iso_vf_driver *out);
+const char *iso_vf_driver_name(enum iso_vf_driver d);
+
+/* Makes the node's VFs match d->vfs (level-triggered: each VF's GUID is read
+ * back every call and only a VF that differs is written), restores the
+ * saved original GUID of every VF the document no longer holds, and sets
+ * status["vfs"]: per desired VF its index, netdev, the GUID read back,
+ * ready and reason. Originals are kept in state_dir/vf-<dev>-<index>.guid.
+ * Single VFs that fail show as ready false; the call fails only for
+ * out-of-memory. */
+int iso_agent_vf_reconcile(const struct iso_vf_host *h, const char *state_dir,
+                           const struct iso_agent_desired *d, json_t *status,
+                           struct iso_vf_tick *tick, struct iso_error *err);
+
 /* ---- the daemon (src/agent/daemon.c) ---- */
 
 #define ISO_AGENT_NODES_MAX 256
@@ -92,6 +145,7 @@ struct iso_agent_config {
 	const struct iso_gpu_driver_ops *driver;
 	const char *state_dir; /* each node works in state_dir/<node>/ */
 	int heartbeat_s;       /* status at least this often; also the long poll's wait_s (<= 25) */
+	struct iso_vf_host vf; /* --vf-driver, --sysfs-root, --ibsim-net */
 	atomic_bool *stop;     /* set by the caller (SIGTERM) to stop */
 };
 

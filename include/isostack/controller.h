@@ -430,12 +430,24 @@ struct iso_agent_instance {
 	bool ready;
 	char reason[257];
 };
+/* A VF as the agent read it back (docs/agents.md, status "vfs"). */
+#define ISO_AGENT_MAX_VFS 128
+struct iso_agent_vf {
+	int index;
+	char netdev[16]; /* IFNAMSIZ; "" when none */
+	uint64_t guid;   /* read back; 0 with has_guid false when unread */
+	bool has_guid;
+	bool ready;
+	char reason[257];
+};
 struct iso_agent_status {
 	int64_t term_seen;
 	char version[65];
 	int n_gpus, n_instances;
 	struct iso_agent_gpu *gpus;
 	struct iso_agent_instance *instances;
+	int n_vfs; /* "vfs" is optional: absent is none */
+	struct iso_agent_vf *vfs;
 };
 /* Keeps `st` (copied) as node `node`'s latest status, which is also its
  * agent's heartbeat. ISO_E_INVALID naming the field for a GPU or profile the
@@ -465,6 +477,17 @@ struct iso_member_device {
 void iso_controller_member_devices(const struct iso_controller *c, const struct iso_allocation *a,
                                    int k, int *ready, struct iso_member_device *out, int max,
                                    int *n);
+/* The VF that member `k` of `a` uses on its node (its tenant's VF there),
+ * when the node's agent reported it ready with the desired GUID: true and
+ * *out filled; false otherwise (no VF on that node, not reported, not
+ * ready). */
+struct iso_member_vf {
+	int index;
+	char netdev[16];
+	uint64_t guid;
+};
+bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_allocation *a, int k,
+                              struct iso_member_vf *out);
 
 #define ISO_MAX_MEMBERS 1024
 

@@ -29,16 +29,24 @@
 const char iso_agent_usage[] =
     "usage: isostack-agent --controller URL --token-file FILE --node NAME [--node NAME ...]\n"
     "                      --gpu-driver sim|nvml --state-dir DIR [--heartbeat-s N]\n"
+    "                      [--vf-driver mlx5|ibsim|sim|none] [--sysfs-root DIR]\n"
+    "                      [--ibsim-net FILE]\n"
     "  --controller URL   isostackd's base URL (http[s]://host:port)\n"
     "  --token-file FILE  a node-agent token of the node (or cluster-admin, for sim hosts)\n"
     "  --node NAME        a node to serve (repeat for several; sim driver only)\n"
     "  --gpu-driver NAME  sim or nvml\n"
     "  --state-dir DIR    the agent's state: DIR/<node>/ per node (term; sim GPUs)\n"
     "  --heartbeat-s N    status at least every N seconds, 1..25 (default 3)\n"
+    "  --vf-driver NAME   how VFs get their GUIDs: mlx5 (sysfs), ibsim (read the net\n"
+    "                     file), sim (plain files in the state dir; the default with\n"
+    "                     --gpu-driver sim), none (the default otherwise: no VFs)\n"
+    "  --sysfs-root DIR   where sysfs is found (default /; tests use a fake tree)\n"
+    "  --ibsim-net FILE   the ibsim net file (required with --vf-driver ibsim)\n"
     "  --help             this text\n"
     "See docs/agent.md.\n";
 
 enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTBEAT, O_HELP };
+enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -48,6 +56,9 @@ static const struct option longopts[] = {
     {"state-dir", required_argument, NULL, O_STATE_DIR},
     {"heartbeat-s", required_argument, NULL, O_HEARTBEAT},
     {"help", no_argument, NULL, O_HELP},
+    {"vf-driver", required_argument, NULL, O_VF_DRIVER},
+    {"sysfs-root", required_argument, NULL, O_SYSFS_ROOT},
+    {"ibsim-net", required_argument, NULL, O_IBSIM_NET},
     {NULL, 0, NULL, 0},
 };
 
@@ -99,6 +110,7 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
                          struct iso_error *err)
 {
 	const char *token_file = NULL;
+	bool vf_given = false;
 	int ch, idx;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -159,6 +171,25 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 			break;
 		case O_HELP:
 			return 1;
+		case O_VF_DRIVER:
+			vf_given = true;
+			if (iso_vf_driver_parse(optarg, &cfg->vf.driver) < 0)
+				return iso_error_set(
+				    err, ISO_E_INVALID, "--vf-driver",
+				    "--vf-driver: \"%s\" is not mlx5, ibsim, sim or none", optarg);
+			break;
+		case O_SYSFS_ROOT:
+			if (!*optarg)
+				return iso_error_set(err, ISO_E_INVALID, "--sysfs-root",
+				                     "--sysfs-root: empty path");
+			cfg->vf.sysfs_root = optarg;
+			break;
+		case O_IBSIM_NET:
+			if (!*optarg)
+				return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
+				                     "--ibsim-net: empty path");
+			cfg->vf.ibsim_net = optarg;
+			break;
 		case ':':
 			return iso_error_set(err, ISO_E_INVALID, argv[optind - 1],
 			                     "option '%s' needs a value", argv[optind - 1]);
@@ -187,6 +218,19 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 		return iso_error_set(err, ISO_E_INVALID, "--node",
 		                     "--node: several nodes need --gpu-driver sim (one host is one "
 		                     "node)");
+	if (cfg->vf.driver == ISO_VF_IBSIM && !cfg->vf.ibsim_net)
+		return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
+		                     "--ibsim-net is required with --vf-driver ibsim");
+	if (cfg->vf.driver != ISO_VF_IBSIM && cfg->vf.ibsim_net)
+		return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
+		                     "--ibsim-net needs --vf-driver ibsim");
+	if (cfg->vf.driver == ISO_VF_MLX5 && cfg->n_nodes > 1)
+		return iso_error_set(err, ISO_E_INVALID, "--vf-driver",
+		                     "--vf-driver mlx5: one host is one node");
+	if (!cfg->vf.sysfs_root)
+		cfg->vf.sysfs_root = "/";
+	if (!vf_given && cfg->driver == &iso_gpu_sim_ops)
+		cfg->vf.driver = ISO_VF_SIM; /* a sim host has sim VFs */
 	if (read_token(token_file, token_buf, err) < 0)
 		return -EINVAL;
 	cfg->token = *token_buf;
@@ -264,8 +308,8 @@ static void *node_main(void *arg)
 	long backoff = BACKOFF_MIN_MS;
 	bool reached = false;
 
-	iso_log(ISO_LOG_INFO, "agent.node_start", "node=%s driver=%s dir=%s", n->node,
-	        n->cfg->driver->name, n->dir);
+	iso_log(ISO_LOG_INFO, "agent.node_start", "node=%s driver=%s vf_driver=%s dir=%s", n->node,
+	        n->cfg->driver->name, iso_vf_driver_name(n->cfg->vf.driver), n->dir);
 	while (!atomic_load(n->cfg->stop)) {
 		struct iso_agent_desired d;
 		struct iso_agent_tick tick;
@@ -304,6 +348,20 @@ static void *node_main(void *arg)
 			        "node=%s field=%s msg=\"%s\"", n->node, e.field, e.message);
 		else
 			generation = d.generation;
+		if (r == 0 && status) {
+			struct iso_vf_tick vt;
+
+			/* VF GUIDs only under a term obeyed (a refused one touches nothing). */
+			if (iso_agent_vf_reconcile(&n->cfg->vf, n->dir, &d, status, &vt, &e) < 0)
+				iso_log(ISO_LOG_ERR, "agent.reconcile_failed",
+				        "node=%s field=%s msg=\"%s\"", n->node, e.field, e.message);
+			else if (vt.programmed || vt.restored || vt.failed)
+				iso_log(ISO_LOG_INFO, "agent.vf_reconciled",
+				        "node=%s generation=%" PRIu64 " programmed=%u restored=%u "
+				        "failed=%u",
+				        n->node, d.generation, vt.programmed, vt.restored,
+				        vt.failed);
+		}
 		if (tick.created || tick.destroyed || tick.failed || tick.busy)
 			iso_log(ISO_LOG_INFO, "agent.reconciled",
 			        "node=%s generation=%" PRIu64 " created=%u destroyed=%u busy=%u "

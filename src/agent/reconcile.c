@@ -173,8 +173,88 @@ static int parse_gpu(const json_t *o, size_t i, struct iso_agent_desired *d, str
 	return 0;
 }
 
+/* One entry of "vfs": {"index","device","guid","tenant","pkey","members"}
+ * (docs/agents.md). The GUID's validity (not zero, not all-ones) is the VF
+ * driver's to refuse, per VF, so that one bad entry does not stop the rest. */
+static int parse_vf(const json_t *o, size_t i, struct iso_agent_desired *d, struct iso_error *err)
+{
+	static const char *const keys[] = {"index", "device",  "guid", "tenant",
+	                                   "pkey",  "members", NULL};
+	static const char *const member_keys[] = {"allocation", "member", NULL};
+	char field[ISO_ERR_FIELD_MAX], at[32], text[24];
+	struct iso_agent_vf_want *w = &d->vfs[d->n_vfs];
+	const json_t *members = json_object_get(o, "members"), *m;
+	uint64_t index = 0, pkey = 0;
+	size_t k;
+	int r;
+
+	snprintf(at, sizeof(at), "vfs[%zu]", i);
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, at, "desired state: %s must be an object",
+		                     at);
+	memset(w, 0, sizeof(*w));
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_uint(o, "index", FIELD("%s.index", at), ISO_AGENT_VF_MAX - 1, &index, err)) <
+	        0 ||
+	    (r = get_str(o, "device", FIELD("%s.device", at), w->device, sizeof(w->device), err)) <
+	        0 ||
+	    (r = get_str(o, "guid", FIELD("%s.guid", at), text, sizeof(text), err)) < 0 ||
+	    (r = get_str(o, "tenant", FIELD("%s.tenant", at), w->tenant, sizeof(w->tenant), err)) <
+	        0)
+		return r;
+	if (!iso_name_valid(w->device) || strchr(w->device, '-'))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.device", at),
+		                     "desired state: %s is not a device name", field);
+	if (iso_parse_guid(text, &w->guid) < 0 || strlen(text) != 18)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.guid", at),
+		                     "desired state: %s must be 0x and 16 hex digits", field);
+	if ((r = get_str(o, "pkey", FIELD("%s.pkey", at), text, sizeof(text), err)) < 0)
+		return r;
+	{
+		char *end;
+		errno = 0;
+		pkey = strtoull(text, &end, 16);
+		if (strncmp(text, "0x", 2) != 0 || strlen(text) != 6 || errno || *end ||
+		    !(pkey & 0x8000) || (pkey & 0x7fff) == 0 || (pkey & 0x7fff) == 0x7fff)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.pkey", at),
+			                     "desired state: %s must be a full-membership P_Key "
+			                     "0x8001..0xfffe",
+			                     field);
+	}
+	w->pkey = (uint16_t)pkey;
+	w->index = (unsigned)index;
+	if (!json_is_array(members) || json_array_size(members) > 4096)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.members", at),
+		                     "desired state: %s must be an array of at most 4096 members",
+		                     field);
+	json_array_foreach (members, k, m) {
+		char mat[64];
+		char alloc[ISO_AGENT_ALLOC_MAX];
+		uint64_t member = 0;
+
+		snprintf(mat, sizeof(mat), "%s.members[%zu]", at, k);
+		if (!json_is_object(m))
+			return iso_error_set(err, ISO_E_INVALID, mat,
+			                     "desired state: %s must be an object", mat);
+		if ((r = only_keys(m, mat, member_keys, err)) < 0 ||
+		    (r = get_str(m, "allocation", FIELD("%s.allocation", mat), alloc, sizeof(alloc),
+		                 err)) < 0 ||
+		    (r = get_uint(m, "member", FIELD("%s.member", mat), 1023, &member, err)) < 0)
+			return r;
+	}
+	w->n_members = (unsigned)json_array_size(members);
+	for (size_t j = 0; j < d->n_vfs; j++)
+		if (d->vfs[j].index == w->index && strcmp(d->vfs[j].device, w->device) == 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.index", at),
+			                     "desired state: VF %u of %s listed twice", w->index,
+			                     w->device);
+	d->n_vfs++;
+	return 0;
+}
+
 void iso_agent_desired_clear(struct iso_agent_desired *d)
 {
+	free(d->vfs);
 	free(d->wants);
 	memset(d, 0, sizeof(*d));
 }
@@ -207,12 +287,23 @@ int iso_agent_desired_parse(const json_t *doc, const char *node, struct iso_agen
 		                  ISO_GPU_MAX);
 		goto fail;
 	}
-	if (!json_is_array(json_object_get(doc, "vfs"))) {
-		r = iso_error_set(err, ISO_E_INVALID, "vfs", "desired state: vfs must be an array");
+	if (!json_is_array(json_object_get(doc, "vfs")) ||
+	    json_array_size(json_object_get(doc, "vfs")) > ISO_AGENT_VF_MAX) {
+		r = iso_error_set(err, ISO_E_INVALID, "vfs",
+		                  "desired state: vfs must be an array of at most %d",
+		                  ISO_AGENT_VF_MAX);
 		goto fail;
 	}
 	json_array_foreach (gpus, i, v)
 		if ((r = parse_gpu(v, i, out, err)) < 0)
+			goto fail;
+	if (json_array_size(json_object_get(doc, "vfs")) > 0 &&
+	    !(out->vfs = calloc(json_array_size(json_object_get(doc, "vfs")), sizeof(*out->vfs)))) {
+		r = iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+		goto fail;
+	}
+	json_array_foreach (json_object_get(doc, "vfs"), i, v)
+		if ((r = parse_vf(v, i, out, err)) < 0)
 			goto fail;
 	return 0;
 fail:

@@ -69,7 +69,8 @@ int api_node_desired(struct api_request *r)
 	return 0;
 }
 
-static const char *const status_keys[] = {"term_seen", "version", "gpus", "instances", NULL};
+static const char *const status_keys[] = {"term_seen", "version", "gpus", "instances", "vfs", NULL};
+static const char *const vf_keys[] = {"index", "netdev", "guid", "ready", "reason", NULL};
 static const char *const gpu_keys[] = {"index", "model", "uuid", "mig_mode", NULL};
 static const char *const instance_keys[] = {"gpu",    "start", "profile", "uuid", "allocation",
                                             "member", "ready", "reason",  NULL};
@@ -198,11 +199,87 @@ static int parse_instance(json_t *o, const char *prefix, struct iso_agent_instan
 	return 0;
 }
 
+/* One VF as read back: index 0..127, netdev (a Linux interface name or
+ * ""), guid ("0x" and 16 hex digits, or "" when it could not be read),
+ * ready (required) and reason (docs/agents.md). */
+static int parse_vf(json_t *o, const char *prefix, struct iso_agent_vf *v, struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX], guid[24] = "";
+	const char *reason = NULL;
+	int64_t index = 0;
+	json_t *ready;
+
+	if (api_check_keys(o, prefix, vf_keys, err) < 0 ||
+	    api_get_int(o, "index", prefix, true, 0, ISO_AGENT_MAX_VFS - 1, &index, err) < 0 ||
+	    get_ascii(o, "netdev", prefix, false, 0, sizeof(v->netdev) - 1, v->netdev,
+	              sizeof(v->netdev), err) < 0 ||
+	    get_ascii(o, "guid", prefix, false, 0, 18, guid, sizeof(guid), err) < 0)
+		return -EINVAL;
+	for (const char *c = v->netdev; *c; c++)
+		if (*c == '/' || *c == ' ' || *c == ':') {
+			snprintf(field, sizeof(field), "%s.netdev", prefix);
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: not a network interface name", field);
+		}
+	v->has_guid = guid[0] != '\0';
+	if (v->has_guid && (strlen(guid) != 18 || iso_parse_guid(guid, &v->guid) < 0)) {
+		snprintf(field, sizeof(field), "%s.guid", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: must be \"0x\" and 16 hex digits, or empty", field);
+	}
+	snprintf(field, sizeof(field), "%s.ready", prefix);
+	ready = json_object_get(o, "ready");
+	if (!ready || json_is_null(ready))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: required", field);
+	if (api_get_bool(o, "ready", prefix, &v->ready, err) < 0 ||
+	    api_get_string(o, "reason", prefix, false, &reason, err) < 0)
+		return -EINVAL;
+	if (reason && (strlen(reason) > 256 || !iso_text_valid(reason))) {
+		snprintf(field, sizeof(field), "%s.reason", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: at most 256 bytes of text without control characters",
+		                     field);
+	}
+	if (v->ready && !v->has_guid) {
+		snprintf(field, sizeof(field), "%s.guid", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: a ready VF has its GUID",
+		                     field);
+	}
+	iso_strlcpy(v->reason, reason ? reason : "", sizeof(v->reason));
+	v->index = (int)index;
+	return 0;
+}
+
+/* The optional "vfs" array of a status. */
+static int parse_vfs(json_t *body, struct iso_agent_status *st, struct iso_agent_vf **out,
+                     struct iso_error *err)
+{
+	json_t *arr = NULL, *item;
+	char prefix[32];
+	size_t i;
+
+	if (!json_object_get(body, "vfs"))
+		return 0;
+	if (get_objects(body, "vfs", ISO_AGENT_MAX_VFS, &arr, err) < 0)
+		return -EINVAL;
+	if (!(*out = calloc(json_array_size(arr) + 1, sizeof(**out))))
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	json_array_foreach (arr, i, item) {
+		snprintf(prefix, sizeof(prefix), "vfs[%zu]", i);
+		if (parse_vf(item, prefix, &(*out)[i], err) < 0)
+			return -EINVAL;
+	}
+	st->vfs = *out;
+	st->n_vfs = (int)json_array_size(arr);
+	return 0;
+}
+
 int api_node_status(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	_cleanup_free_ struct iso_agent_gpu *gpus = NULL;
 	_cleanup_free_ struct iso_agent_instance *inst = NULL;
+	_cleanup_free_ struct iso_agent_vf *vfs = NULL;
 	struct iso_agent_status st = {0};
 	json_t *arr_g = NULL, *arr_i = NULL, *item;
 	char prefix[32];
@@ -234,6 +311,8 @@ int api_node_status(struct api_request *r)
 	st.n_gpus = (int)json_array_size(arr_g);
 	st.instances = inst;
 	st.n_instances = (int)json_array_size(arr_i);
+	if (parse_vfs(body, &st, &vfs, &r->err) < 0)
+		return -1;
 	if (iso_controller_node_status(r->ctl, &r->who, r->seg[2], &st, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_NO_CONTENT, json_null());

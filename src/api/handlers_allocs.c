@@ -90,6 +90,17 @@ static json_t *alloc_json(struct api_request *r, const struct iso_allocation *a)
 				snprintf(cvd + strlen(cvd), sizeof(cvd) - strlen(cvd), "%s%s",
 				         d ? "," : "", dev[d].uuid);
 		}
+		struct iso_member_vf vf;
+		json_t *vfj = json_null();
+		/* The VF beside the GPUs, not in `devices`, whose items all have a
+		 * uuid (a VF has none). */
+		if (iso_controller_member_vf(r->ctl, a, (int)k, &vf)) {
+			char guid[24];
+			snprintf(guid, sizeof(guid), "0x%016llx", (unsigned long long)vf.guid);
+			vfj = json_pack("{s:s, s:i, s:s, s:s}", "kind", "vf", "index", vf.index,
+			                "netdev", vf.netdev, "guid", guid);
+		}
+		json_object_set_new(m, "vf", vfj);
 		json_object_update_new(m, json_pack("{s:o, s:o, s:o}", "ready",
 		                                    ready < 0 ? json_null() : json_boolean(ready),
 		                                    "devices", devices, "cuda_visible_devices",

@@ -42,6 +42,8 @@
 struct agent_entry {
 	char alloc[ISO_ID_MAX];
 	int member;
+	/* its allocation's tenant: whose VF on the node the member uses */
+	int64_t tenant_id;
 	bool gated; /* the provisioning gate is past for its allocation */
 	int n_slots;
 	struct iso_slot *slots; /* the member's slots, owned */
@@ -64,6 +66,13 @@ struct agent_node {
 
 	/* the agent's latest status, in memory only */
 	struct iso_agent_instance *inst;
+	/* VFs: the node's assignments as served (from the fabric, at each
+	 * settle), and the VFs the agent last reported */
+	json_t *vfs;
+	struct ctl_node_vf *want_vf;
+	int n_want_vf;
+	struct iso_agent_vf *vf;
+	int n_vf;
 	int64_t last_seen_ms, term_seen;
 	/* the lease */
 	int64_t unreachable_ms; /* since when; 0: reachable */
@@ -135,6 +144,7 @@ static void on_member(void *arg, int ni, const struct iso_allocation *a, int k, 
 	memset(e, 0, sizeof(*e));
 	iso_strlcpy(e->alloc, a->id, sizeof(e->alloc));
 	e->member = k;
+	e->tenant_id = a->tenant_id;
 	for (int s = 0; s < a->n_slots; s++)
 		e->n_slots += a->slots[s].member == k;
 	if (e->n_slots) {
@@ -221,6 +231,71 @@ static json_t *build_gpus(const struct iso_controller *c, int ni)
 	return gpus;
 }
 
+static int member_cmp(const void *pa, const void *pb)
+{
+	const struct agent_entry *a = *(const struct agent_entry *const *)pa;
+	const struct agent_entry *b = *(const struct agent_entry *const *)pb;
+	int c = strcmp(a->alloc, b->alloc);
+
+	return c ? c : a->member - b->member;
+}
+
+static int want_vf_cmp(const void *pa, const void *pb)
+{
+	const struct ctl_node_vf *a = pa, *b = pb;
+
+	return a->vf - b->vf;
+}
+
+/* The node's "vfs" array: each VF the fabric assigned on the node (one per
+ * tenant present), by index, with the GUID the fabric's partitions name, the
+ * tenant's P_Key as the fabric driver programs it (full membership) and the
+ * members it serves. Also keeps the assignments for the gate. */
+static json_t *build_vfs(const struct iso_controller *c, int ni)
+{
+	struct agent_node *n = &c->agents->nodes[ni];
+	const struct iso_node *node = &c->inv->nodes[ni];
+	int max = node->has_port ? node->port.n_vfs : 0;
+	struct ctl_node_vf *want = calloc((size_t)(max > 0 ? max : 1), sizeof(*want));
+	_cleanup_free_ const struct agent_entry **mine =
+	    calloc((size_t)(n->n_e > 0 ? n->n_e : 1), sizeof(*mine));
+	json_t *vfs = json_array();
+	int nw;
+
+	if (!want || !mine || !vfs) {
+		free(want);
+		json_decref(vfs);
+		return NULL;
+	}
+	nw = ctl_fabric_node_vfs(c, ni, want, max);
+	qsort(want, (size_t)nw, sizeof(*want), want_vf_cmp);
+	for (int v = 0; v < nw; v++) {
+		char guid[24], pkey[8];
+		json_t *members = json_array();
+		int n_mine = 0;
+
+		for (int i = 0; i < n->n_e; i++)
+			if (n->e[i].tenant_id == want[v].tenant_id)
+				mine[n_mine++] = &n->e[i];
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sorted */
+		qsort(mine, (size_t)n_mine, sizeof(*mine), member_cmp);
+		for (int i = 0; i < n_mine; i++)
+			json_array_append_new(members,
+			                      json_pack("{s:s, s:i}", "allocation", mine[i]->alloc,
+			                                "member", mine[i]->member));
+		snprintf(guid, sizeof(guid), "0x%016llx", (unsigned long long)want[v].guid);
+		snprintf(pkey, sizeof(pkey), "0x%04x", want[v].pkey | 0x8000);
+		json_array_append_new(vfs, json_pack("{s:i, s:s, s:s, s:s, s:s, s:o}", "index",
+		                                     want[v].vf, "device", node->port.device,
+		                                     "guid", guid, "tenant", want[v].tenant, "pkey",
+		                                     pkey, "members", members));
+	}
+	free(n->want_vf);
+	n->want_vf = want;
+	n->n_want_vf = nw;
+	return vfs;
+}
+
 static uint64_t served_generation(const struct ctl_agents *ag, int ni)
 {
 	return ((uint64_t)ag->term << 32) | ag->nodes[ni].gen;
@@ -230,9 +305,9 @@ static json_t *document(const struct iso_controller *c, int ni)
 {
 	const struct ctl_agents *ag = c->agents;
 
-	return json_pack("{s:s, s:I, s:I, s:O, s:[]}", "node", c->inv->nodes[ni].name, "generation",
+	return json_pack("{s:s, s:I, s:I, s:O, s:O}", "node", c->inv->nodes[ni].name, "generation",
 	                 (json_int_t)served_generation(ag, ni), "term", (json_int_t)ag->term,
-	                 "gpus", ag->nodes[ni].gpus, "vfs");
+	                 "gpus", ag->nodes[ni].gpus, "vfs", ag->nodes[ni].vfs);
 }
 
 static void answer_waiters(struct iso_controller *c, int ni, bool all)
@@ -256,13 +331,16 @@ static void answer_waiters(struct iso_controller *c, int ni, bool all)
 static void settle_node(struct iso_controller *c, int ni)
 {
 	struct agent_node *n = &c->agents->nodes[ni];
-	json_t *gpus = build_gpus(c, ni);
-	char *text = gpus ? json_dumps(gpus, JSON_COMPACT) : NULL;
+	json_t *gpus = build_gpus(c, ni), *vfs = build_vfs(c, ni);
+	json_t *both = gpus && vfs ? json_pack("{s:O, s:O}", "gpus", gpus, "vfs", vfs) : NULL;
+	char *text = both ? json_dumps(both, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
+	json_decref(both);
 	n->dirty = false;
 	if (!text) {
 		/* Keep the old one; the next change tries again. */
 		json_decref(gpus);
+		json_decref(vfs);
 		iso_log(ISO_LOG_ERR, "agent_desired_failed", "node=%s reason=\"out of memory\"",
 		        c->inv->nodes[ni].name);
 		return;
@@ -270,12 +348,15 @@ static void settle_node(struct iso_controller *c, int ni)
 	if (n->text && strcmp(n->text, text) == 0) {
 		free(text);
 		json_decref(gpus);
+		json_decref(vfs);
 		return;
 	}
 	free(n->text);
 	json_decref(n->gpus);
+	json_decref(n->vfs);
 	n->text = text;
 	n->gpus = gpus;
+	n->vfs = vfs;
 	n->gen++;
 	answer_waiters(c, ni, true);
 }
@@ -365,6 +446,9 @@ void ctl_agents_close(struct iso_controller *c)
 		free(n->text);
 		json_decref(n->gpus);
 		free(n->inst);
+		json_decref(n->vfs);
+		free(n->want_vf);
+		free(n->vf);
 	}
 	free(ag->nodes);
 	free(ag->dirty);
@@ -593,12 +677,37 @@ static int check_status(const struct iso_controller *c, int ni, const struct iso
 
 static void gate_node(struct iso_controller *c, int ni);
 
+/* The VFs reported are the node's (an index below its inventory's VF count),
+ * each at most once. */
+static int check_vfs(const struct iso_controller *c, int ni, const struct iso_agent_status *st,
+                     struct iso_error *err)
+{
+	const struct iso_node *node = &c->inv->nodes[ni];
+	int n_vfs = node->has_port ? node->port.n_vfs : 0;
+	char field[ISO_ERR_FIELD_MAX];
+
+	for (int i = 0; i < st->n_vfs; i++) {
+		snprintf(field, sizeof(field), "vfs[%d].index", i);
+		if (st->vfs[i].index >= n_vfs)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: node %s has %d VFs in the inventory", field,
+			                     node->name, n_vfs);
+		for (int j = 0; j < i; j++)
+			if (st->vfs[j].index == st->vfs[i].index)
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "%s: VF %d is reported twice", field,
+				                     st->vfs[i].index);
+	}
+	return 0;
+}
+
 int iso_controller_node_status(struct iso_controller *c, const struct iso_principal *p,
                                const char *node, const struct iso_agent_status *st,
                                struct iso_error *err)
 {
 	struct ctl_agents *ag = c->agents;
 	struct iso_agent_instance *inst = NULL;
+	struct iso_agent_vf *vf = NULL;
 	int ni, r;
 
 	r = resolve_agent_node(c, p, "node.status.write", node, &ni, err);
@@ -610,12 +719,22 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 		                     "newer controller exists",
 		                     (long long)st->term_seen, (long long)ag->term);
 	r = check_status(c, ni, st, err);
+	if (r == 0)
+		r = check_vfs(c, ni, st, err);
 	if (r < 0)
 		return r;
+	if (st->n_vfs > 0) {
+		vf = calloc((size_t)st->n_vfs, sizeof(*vf));
+		if (!vf)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		memcpy(vf, st->vfs, (size_t)st->n_vfs * sizeof(*vf));
+	}
 	if (st->n_instances > 0) {
 		inst = calloc((size_t)st->n_instances, sizeof(*inst));
-		if (!inst)
+		if (!inst) {
+			free(vf);
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		}
 		memcpy(inst, st->instances, (size_t)st->n_instances * sizeof(*inst));
 	}
 	struct agent_node *n = &ag->nodes[ni];
@@ -626,6 +745,9 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	free(n->inst);
 	n->inst = inst;
 	n->n_inst = st->n_instances;
+	free(n->vf);
+	n->vf = vf;
+	n->n_vf = st->n_vfs;
 	n->seen = true;
 	n->last_seen_ms = iso_now_ms();
 	n->term_seen = st->term_seen;
@@ -637,13 +759,40 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	return 0;
 }
 
+/* Node `n`'s VF of tenant `tenant_id` as its agent reported it: NULL when
+ * the tenant has no VF there (a node without VFs) or it is not reported
+ * ready with the GUID the fabric names. *has_vf says whether one is due. */
+static const struct iso_agent_vf *vf_ready(const struct agent_node *n, int64_t tenant_id,
+                                           bool *has_vf)
+{
+	*has_vf = false;
+	for (int v = 0; v < n->n_want_vf; v++) {
+		if (n->want_vf[v].tenant_id != tenant_id)
+			continue;
+		*has_vf = true;
+		for (int i = 0; i < n->n_vf; i++)
+			if (n->vf[i].index == n->want_vf[v].vf)
+				return n->vf[i].ready && n->vf[i].has_guid &&
+				               n->vf[i].guid == n->want_vf[v].guid
+				           ? &n->vf[i]
+				           : NULL;
+		return NULL;
+	}
+	return NULL;
+}
+
 /* Has node `n`'s agent reported every one of `slots` (member `k` of
- * allocation `id`) present and ready? A member without GPUs needs its
- * agent to have reported at all. */
-static bool slots_ready(const struct agent_node *n, const char *id, int k,
+ * allocation `id`, of tenant `tenant_id`) present and ready, and the
+ * tenant's VF there with its GUID? A member without GPUs needs its agent
+ * to have reported at all. */
+static bool slots_ready(const struct agent_node *n, const char *id, int64_t tenant_id, int k,
                         const struct iso_slot *slots, int n_slots)
 {
+	bool has_vf;
+
 	if (!n->seen)
+		return false;
+	if (!vf_ready(n, tenant_id, &has_vf) && has_vf)
 		return false;
 	for (int s = 0; s < n_slots; s++) {
 		const struct iso_slot *sl = &slots[s];
@@ -674,7 +823,7 @@ bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_al
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n)
 		return false;
-	return slots_ready(&c->agents->nodes[ni], a->id, k, a->slots, a->n_slots);
+	return slots_ready(&c->agents->nodes[ni], a->id, a->tenant_id, k, a->slots, a->n_slots);
 }
 
 /* A report made members of node `ni` ready: their allocations pass the gate
@@ -689,7 +838,8 @@ static void gate_node(struct iso_controller *c, int ni)
 	for (int i = 0; i < n->n_e; i++) {
 		struct agent_entry *e = &n->e[i];
 
-		if (e->gated || !slots_ready(n, e->alloc, e->member, e->slots, e->n_slots))
+		if (e->gated ||
+		    !slots_ready(n, e->alloc, e->tenant_id, e->member, e->slots, e->n_slots))
 			continue;
 		e->gated = true;
 		if (!ids && !(ids = calloc((size_t)n->n_e, sizeof(*ids))))
@@ -769,4 +919,24 @@ void iso_controller_member_devices(const struct iso_controller *c, const struct 
 			(*n_out)++;
 		}
 	}
+}
+
+bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_allocation *a, int k,
+                              struct iso_member_vf *out)
+{
+	const struct iso_agent_vf *v;
+	bool has_vf;
+	int ni;
+
+	if (!c->agents || k < 0 || k >= a->n_members)
+		return false;
+	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
+	if (ni < 0 || ni >= c->agents->n || !c->agents->nodes[ni].seen)
+		return false;
+	if (!(v = vf_ready(&c->agents->nodes[ni], a->tenant_id, &has_vf)))
+		return false;
+	out->index = v->index;
+	iso_strlcpy(out->netdev, v->netdev, sizeof(out->netdev));
+	out->guid = v->guid;
+	return true;
 }

@@ -717,3 +717,26 @@ int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_prin
 	iso_fabric_verify_job_free(j);
 	return r;
 }
+
+int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_vf *out, int max)
+{
+	const struct ctl_fabric *f = c->fabric;
+	int n = 0;
+
+	for (int i = 0; f && f->partitioned && i < f->n_ports && n < max; i++) {
+		const struct iso_port_assignment *p = &f->ports[i];
+		const struct ctl_key *k = NULL;
+
+		if (p->node != ni || p->vf < 0)
+			continue;
+		for (int j = 0; j < f->n_keys && !k; j++)
+			if (f->keys[j].tenant_id == p->tenant_id)
+				k = &f->keys[j];
+		out[n++] = (struct ctl_node_vf){.vf = p->vf,
+		                                .guid = p->guid,
+		                                .tenant_id = p->tenant_id,
+		                                .tenant = k ? k->tenant : "",
+		                                .pkey = k ? k->pkey : 0};
+	}
+	return n;
+}

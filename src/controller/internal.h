@@ -171,6 +171,17 @@ bool ctl_fabric_driver_sync(const struct iso_controller *c);
 /* At start: stages and applies the whole intent from the allocations held,
  * and makes every provisioning allocation wait for it. */
 int ctl_fabric_resync(struct iso_controller *c, struct iso_error *err);
+/* The committed VF assignments of node `ni` (PF assignments of nodes without
+ * VFs are not listed): up to `max` into out, the count returned. The tenant
+ * name points into the fabric's keys, valid until the next mutation. */
+struct ctl_node_vf {
+	int vf;
+	uint64_t guid;
+	int64_t tenant_id;
+	const char *tenant;
+	uint16_t pkey; /* the tenant's P_Key, without the membership bit */
+};
+int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_vf *out, int max);
 
 /* ---- agents.c: the node agents' desired state, status and leases ---- */
 /* Before the allocations are rebuilt: hooks the cluster state, bumps the

@@ -225,6 +225,144 @@ class TestAgentDaemon(ApiTestCase):
         self.assertGreater(self.node(MIG_NODE)["agent"]["term_seen"], 1)
 
 
+VF_GUID_N01 = "0x0002c90300ef0100"  # agents.yaml: ag-n01's VF 0
+
+
+class TestAgentVfs(TestAgentDaemon):
+    """VF GUIDs (docs/agents.md "vfs", docs/agent.md "VFs"): the desired
+    document lists the VF of each tenant on a node with its GUID, tenant and
+    P_Key; the agent (sim VF driver: the mlx5 code over plain files in its
+    state dir) gives the VF that GUID before the member is ready, the gate
+    waits for it, the owning tenant sees it on the member, and at release the
+    VF gets its original GUID back."""
+
+    def sim_vf_node(self, node, vf):
+        path = os.path.join(self.tmp, "state", node, "vf-sim", "sys", "class", "infiniband", "mlx5_0",
+                            "device", "sriov", str(vf), "node")
+        with open(path) as f:
+            return f.read()
+
+    def desired_vfs(self, node):
+        return self.admin.get("/v1/nodes/%s/desired" % node).body["vfs"]
+
+    def put_status(self, node, body):
+        return self.admin.request("PUT", "/v1/nodes/%s/status" % node, body)
+
+    # Tests of the parent class run once, there.
+    test_instance_created_ready_released_and_lease = None
+    test_provisioning_waits_for_the_agent_and_times_out_without_it = None
+    test_node_agent_token_serves_only_its_node = None
+    test_controller_gone_then_back = None
+
+    def test_vf_gets_its_guid_before_ready_and_the_original_back_at_release(self):
+        self.assertEqual(self.desired_vfs(MIG_NODE), [])
+        self.agent.start()
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        vfs = self.desired_vfs(MIG_NODE)
+        self.assertEqual(len(vfs), 1, repr(vfs))
+        pkey = vfs[0].pop("pkey")
+        self.assertEqual(vfs[0], {"index": 0, "device": "mlx5_0", "guid": VF_GUID_N01, "tenant": self.tenant,
+                                  "members": [{"allocation": a["id"], "member": 0}]})
+        self.assertRegex(pkey, "^0x[89a-f][0-9a-f]{3}$", "full membership")
+        self.assertEqual(self.desired_vfs(WHOLE_NODE), [], "another node's document is not touched")
+        self.wait_until("active", lambda: self.state(a["id"]) == "active")
+        m = self.member(a["id"])
+        self.assertEqual(m["vf"], {"kind": "vf", "index": 0, "netdev": "mlx5_0v0", "guid": VF_GUID_N01})
+        self.assertEqual(self.sim_vf_node(MIG_NODE, 0), "00:02:c9:03:00:ef:01:00\n")
+        self.assertIn("event=agent.vf_programmed node=ag-n01 device=mlx5_0 vf=0", self.agent.text())
+        # The owning tenant sees its VF; the GPU devices are unchanged.
+        _, tok = harness.issue_token(self, self.admin, "tenant-admin", tenant=self.tenant)
+        mine = self.d.client(tok).get("/v1/allocations/" + a["id"]).body["nodes"][0]
+        self.assertEqual(mine["vf"]["guid"], VF_GUID_N01)
+        self.assertTrue(all("uuid" in dev for dev in mine["devices"]), repr(mine))
+        # A second allocation of the same tenant on the node shares the VF.
+        b = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        vfs = self.desired_vfs(MIG_NODE)
+        self.assertEqual([(v["index"], len(v["members"])) for v in vfs], [(0, 2)], repr(vfs))
+        self.wait_until("b active", lambda: self.state(b["id"]) == "active")
+        # Released: the VF leaves the document and the agent restores the
+        # original GUID (zero at VF creation, kept as all-ones).
+        for x in (a, b):
+            r = self.admin.delete("/v1/allocations/" + x["id"])
+            self.assertIn(r.status, (200, 202, 204), repr(r))
+        self.assertEqual(self.desired_vfs(MIG_NODE), [])
+        self.wait_until("the original GUID is back",
+                        lambda: self.sim_vf_node(MIG_NODE, 0) == "ff:ff:ff:ff:ff:ff:ff:ff\n")
+        self.wait_until("restored is logged", lambda: "event=agent.vf_restored node=ag-n01" in self.agent.text())
+
+    def test_gate_waits_for_the_vf_with_its_guid(self):
+        """Instances ready is not enough on a node with VFs: the member's VF
+        must be reported ready with the GUID the fabric names."""
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        p = a["placement"][0]
+        term = self.admin.get("/v1/nodes/%s/desired" % MIG_NODE).body["term"]
+        body = {"term_seen": term, "version": "0.1.0", "gpus": [],
+                "instances": [{"gpu": p["gpu"], "start": p["start"], "profile": "1g.10gb", "uuid": "MIG-aaaa",
+                               "allocation": a["id"], "member": 0, "ready": True}]}
+        waiting = "waiting for the agent of node " + MIG_NODE
+        for vfs in ([], [{"index": 0, "guid": VF_GUID_N01, "ready": False, "reason": "bind failed"}],
+                    [{"index": 0, "guid": "0x0002c90300ef0199", "ready": True}],
+                    [{"index": 1, "guid": VF_GUID_N01, "ready": True}]):
+            self.assertStatus(self.put_status(MIG_NODE, dict(body, vfs=vfs)), 204)
+            got = self.admin.get("/v1/allocations/" + a["id"]).body
+            self.assertEqual((got["state"], got["reason"]), ("provisioning", waiting), repr(vfs))
+            self.assertIsNone(got["nodes"][0]["vf"], repr(vfs))
+        self.assertStatus(self.put_status(MIG_NODE, dict(body, vfs=[
+            {"index": 0, "netdev": "ibp3s0v0", "guid": VF_GUID_N01, "ready": True, "reason": ""}])), 204)
+        got = self.admin.get("/v1/allocations/" + a["id"]).body
+        self.assertEqual(got["state"], "active")
+        self.assertEqual(got["nodes"][0]["vf"], {"kind": "vf", "index": 0, "netdev": "ibp3s0v0",
+                                                 "guid": VF_GUID_N01})
+
+    def test_agent_without_a_vf_driver_reports_the_vf_not_ready(self):
+        self.agent.argv += ["--vf-driver", "none"]
+        self.agent.start()
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        self.wait_until("the member's instance is ready", lambda: self.member(a["id"]).get("ready"))
+        self.assertEqual(self.state(a["id"]), "provisioning")
+        self.assertIsNone(self.member(a["id"])["vf"])
+
+    def test_status_with_bad_vfs_is_refused_naming_the_field(self):
+        term = self.admin.get("/v1/nodes/%s/desired" % MIG_NODE).body["term"]
+        good = {"index": 0, "netdev": "ibp3s0v0", "guid": VF_GUID_N01, "ready": True, "reason": ""}
+
+        def vf(**over):
+            v = dict(good)
+            for k, x in over.items():
+                if x is None:
+                    v.pop(k)
+                else:
+                    v[k] = x
+            return v
+        cases = [
+            ("x", "vfs"), ([1], "vfs[0]"), ([good] * 129, "vfs"),
+            ([vf(index=4)], "vfs[0].index"),  # ag-n01 has 4 VFs
+            ([vf(index=-1)], "vfs[0].index"), ([vf(index=128)], "vfs[0].index"),
+            ([vf(index="0")], "vfs[0].index"), ([vf(index=None)], "vfs[0].index"),
+            ([good, vf(ready=False)], "vfs[1].index"),
+            ([vf(guid="0x12")], "vfs[0].guid"), ([vf(guid="0x0002c90300ef01zz")], "vfs[0].guid"),
+            ([vf(guid="00:02:c9:03:00:ef:01:00")], "vfs[0].guid"), ([vf(guid=5)], "vfs[0].guid"),
+            ([vf(guid="")], "vfs[0].guid"),  # ready without a GUID
+            ([vf(ready=None)], "vfs[0].ready"), ([vf(ready="yes")], "vfs[0].ready"),
+            ([vf(reason="x" * 257)], "vfs[0].reason"), ([vf(reason="a\nb")], "vfs[0].reason"),
+            ([vf(netdev="a/b")], "vfs[0].netdev"), ([vf(netdev="x" * 16)], "vfs[0].netdev"),
+            ([vf(netdev="\u00e9")], "vfs[0].netdev"),
+            ([vf(tenant="acme")], "vfs[0].tenant"),
+        ]
+        for vfs, field in cases:
+            body = {"term_seen": term, "version": "0.1.0", "gpus": [], "instances": [], "vfs": vfs}
+            self.assertError(self.put_status(MIG_NODE, body), 400, "invalid_argument", field, repr(vfs)[:200])
+        self.assertIsNone(self.node(MIG_NODE)["agent"], "nothing of a refused status is kept")
+        # an empty list, or none at all, is fine
+        for extra in ({"vfs": []}, {}):
+            body = dict({"term_seen": term, "version": "0.1.0", "gpus": [], "instances": []}, **extra)
+            self.assertStatus(self.put_status(MIG_NODE, body), 204)
+
+
 class TestAgentFlags(unittest.TestCase):
     def run_agent(self, *args):
         p = subprocess.run([agent_binary()] + list(args), capture_output=True, text=True, timeout=T(30))
@@ -268,6 +406,13 @@ class TestAgentFlags(unittest.TestCase):
                 (argv() + ["--heartbeat-s", "26"], "--heartbeat-s"),
                 (argv() + ["--heartbeat-s", "1x"], "--heartbeat-s"),
                 (argv() + ["--heartbeat-s"], "--heartbeat-s"),
+                (argv() + ["--vf-driver", "cx7"], "--vf-driver"),
+                (argv() + ["--vf-driver"], "--vf-driver"),
+                (argv() + ["--vf-driver", "ibsim"], "--ibsim-net"),
+                (argv() + ["--ibsim-net", empty], "--ibsim-net"),
+                (argv() + ["--vf-driver", "mlx5", "--node", "n2"], "--vf-driver"),
+                (argv() + ["--sysfs-root", ""], "--sysfs-root"),
+                (argv() + ["--vf-driv", "mlx5"], "--vf-driver"),
             ]
             for args, flag in cases:
                 rc, err = self.run_agent(*args)
