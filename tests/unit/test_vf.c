@@ -29,9 +29,10 @@
 #define G2   0x0002c90300ef0101ULL
 
 struct fake {
-	char dir[PATH_MAX];   /* the temp dir */
-	char root[PATH_MAX];  /* the fake sysfs root */
-	char state[PATH_MAX]; /* the agent's state dir */
+	char dir[PATH_MAX];      /* the temp dir */
+	char root[PATH_MAX];     /* the fake sysfs root */
+	char state[PATH_MAX];    /* the agent's state dir */
+	char net[PATH_MAX + 16]; /* an ibsim net file */
 	struct iso_vf_host h;
 	char log[64][PATH_MAX + 64]; /* "path=data" of each write, in order */
 	int n_log;
@@ -446,18 +447,17 @@ static void test_ibsim_driver_reads_the_net_file(void **state)
 	struct fake *f = *state;
 	struct iso_agent_desired d;
 	struct iso_vf_tick t;
-	char net[PATH_MAX + 16];
 	json_t *st, *e;
 
-	snprintf(net, sizeof(net), "%s/net", f->dir);
-	spit(net, "caguid=0x0002c90300ef00ff\n"
-	          "Hca 1 \"H5\" # \"" NODE "-vf0 mlx5_0\"\n"
-	          "[1] \"S1\"[5] # lid 0 4xSDR\n\n"
-	          "caguid=0x0002c90300ef0100\n"
-	          "Hca 1 \"H6\" # \"" NODE "-vf1 mlx5_0\"\n"
-	          "[1] \"S1\"[6] # lid 0 4xSDR\n\n");
+	snprintf(f->net, sizeof(f->net), "%s/net", f->dir);
+	spit(f->net, "caguid=0x0002c90300ef00ff\n"
+	             "Hca 1 \"H5\" # \"" NODE "-vf0 mlx5_0\"\n"
+	             "[1] \"S1\"[5] # lid 0 4xSDR\n\n"
+	             "caguid=0x0002c90300ef0100\n"
+	             "Hca 1 \"H6\" # \"" NODE "-vf1 mlx5_0\"\n"
+	             "[1] \"S1\"[6] # lid 0 4xSDR\n\n");
 	f->h.driver = ISO_VF_IBSIM;
-	f->h.ibsim_net = net;
+	f->h.ibsim_net = f->net;
 	desired(&d, 0, G1);
 	e = tick(f, &d, &st, &t);
 	assert_entry(e, 0, true, "0x0002c90300ef0100", "");
@@ -472,6 +472,37 @@ static void test_ibsim_driver_reads_the_net_file(void **state)
 	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "gpu-a01-vf7"));
 	json_decref(st);
 	assert_int_equal(f->n_log, 0);
+}
+
+/* The net file as `isoctl fabric ibsim-net` renders it for
+ * examples/cluster-ib.yaml (ISOCTL, set by meson): each VF of gpu-a01..a07
+ * reads back as the GUID the inventory gives it there (the node's
+ * vfs.guid_base 0x946dae0300a2NN00 plus the VF's index, 8 VFs a node). */
+static void test_ibsim_driver_on_the_rendered_net_file(void **state)
+{
+	struct fake *f = *state;
+	const char *root = getenv("ISO_SOURCE_ROOT"), *isoctl = getenv("ISOCTL");
+
+	if (!isoctl || !root)
+		fail_msg("ISOCTL and ISO_SOURCE_ROOT must be set (meson sets them)");
+	snprintf(f->net, sizeof(f->net), "%s/ibsim.net", f->dir);
+	sh("'%s' fabric ibsim-net --config '%s/examples/cluster-ib.yaml' > '%s'", isoctl, root,
+	   f->net);
+	f->h.driver = ISO_VF_IBSIM;
+	f->h.ibsim_net = f->net;
+	for (unsigned n = 1; n <= 7; n++)
+		for (unsigned v = 0; v < 8; v++) {
+			struct iso_agent_vf_want w = {
+			    .index = v, .guid = 0x946dae0300a20000ULL + n * 0x100 + v};
+			struct iso_agent_desired d = {.n_vfs = 1, .vfs = &w};
+			struct iso_vf_tick t;
+			json_t *st;
+
+			snprintf(d.node, sizeof(d.node), "gpu-a%02u", n);
+			iso_strlcpy(w.device, DEV, sizeof(w.device));
+			assert_entry(tick(f, &d, &st, &t), v, true, NULL, "");
+			json_decref(st);
+		}
 }
 
 /* ---- the desired document's vfs, parsed ---- */
@@ -583,6 +614,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_sim_driver_keeps_its_tree_in_the_state_dir, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_ibsim_driver_reads_the_net_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ibsim_driver_on_the_rendered_net_file, setup,
+	                                    teardown),
 	    cmocka_unit_test(test_desired_vfs_parsed),
 	    cmocka_unit_test(test_garbled_vfs_refused_naming_the_field),
 	};
