@@ -663,7 +663,7 @@ TOKEN_KEYS = {"id", "role", "tenant", "user", "description", "created", "expires
 NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "memory_mib_used",
              "state", "gpus", "gpu_model", "members", "port", "agent"}
 # What an allocation's member shows before any node agent reported it (docs/agents.md).
-NO_AGENT_REPORT = {"ready": None, "devices": [], "cuda_visible_devices": None}
+NO_AGENT_REPORT = {"ready": None, "devices": [], "cuda_visible_devices": None, "vf": None}
 PORT_KEYS = {"device", "port", "guid", "pkey_capacity", "vfs"}
 GPU_KEYS = {"node", "index", "model", "mig_enabled", "whole_used", "free_slices", "memory_slices",
             "compute_used", "compute_slices", "free_mask", "instances", "fault"}

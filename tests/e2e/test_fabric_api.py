@@ -274,11 +274,14 @@ class FabricApiTest(harness.ApiTestCase):
             time.sleep(0.05)
         self.assertEqual((got["state"], got["reason"]), ("provisioning", waiting))
         self.assertGreaterEqual(self.admin.get("/v1/fabric").body["confirmed"], 1)
-        term = self.admin.get("/v1/nodes/%s/desired" % p["node"]).body["term"]
+        desired = self.admin.get("/v1/nodes/%s/desired" % p["node"]).body
+        # The member's VF must be reported with its GUID too (docs/agents.md).
+        self.assertEqual([v["guid"] for v in desired["vfs"]], ["0x%016x" % VF0])
         r = self.admin.request("PUT", "/v1/nodes/%s/status" % p["node"], {
-            "term_seen": term, "version": "test", "gpus": [], "instances": [{
+            "term_seen": desired["term"], "version": "test", "gpus": [], "instances": [{
                 "gpu": p["gpu"], "start": p["start"], "profile": p["profile"], "uuid": "MIG-e2e",
-                "allocation": a["id"], "member": 0, "ready": True}]})
+                "allocation": a["id"], "member": 0, "ready": True}],
+            "vfs": [{"index": v["index"], "guid": v["guid"], "ready": True} for v in desired["vfs"]]})
         self.assertStatus(r, 204)
         got = self.admin.get("/v1/allocations/" + a["id"]).body
         self.assertEqual((got["state"], got["reason"]), ("active", ""))
