@@ -3,11 +3,14 @@
 # ibsim fabric whose GUIDs are the inventory's (`isoctl fabric ibsim-net`),
 # brings up ibsim and OpenSM on it with scripts/ibsim-fabric.sh (which waits
 # for SUBNET UP), then runs isostackd in the foreground with the opensm driver
-# through the same umad2sim preload. Ctrl-C stops isostackd; the trap then
-# stops OpenSM and ibsim.
+# through the same umad2sim preload, and one isostack-agent for every node
+# (sim GPUs; VFs read from the net file with --vf-driver ibsim, so a member
+# is ready once its VF's CA has the GUID its partition names). Ctrl-C stops
+# the agent and isostackd; the trap then stops OpenSM and ibsim.
 # Environment: BUILD (build), CONFIG (examples/cluster-ib.yaml), STATE_DIR
 # (var/ib), LISTEN (127.0.0.1:8470), OSM_DIR (var/opensm: where the
-# inventory's partitions_file, pid_file and log_file point).
+# inventory's partitions_file, pid_file and log_file point), AGENT_STATE_DIR
+# ($STATE_DIR/agent).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -15,16 +18,26 @@ CONFIG=${CONFIG:-examples/cluster-ib.yaml}
 STATE_DIR=${STATE_DIR:-var/ib}
 LISTEN=${LISTEN:-127.0.0.1:8470}
 OSM_DIR=${OSM_DIR:-var/opensm}
+AGENT_STATE_DIR=${AGENT_STATE_DIR:-$STATE_DIR/agent}
+URL=http://$LISTEN
+TOKEN_FILE=$STATE_DIR/admin.token
 FABRIC=$(dirname "$0")/ibsim-fabric.sh
 
 say() { echo "run-ib: $*" >&2; }
 
-mkdir -p "$OSM_DIR" "$STATE_DIR"
-chmod 700 "$STATE_DIR"
+mkdir -p "$OSM_DIR" "$STATE_DIR" "$AGENT_STATE_DIR"
+chmod 700 "$STATE_DIR" "$AGENT_STATE_DIR"
 
+daemon='' agent=''
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	for pid in $agent $daemon; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in $agent $daemon; do
+		wait "$pid" 2>/dev/null || true
+	done
 	"$FABRIC" stop "$OSM_DIR" || true
 	say "stopped OpenSM and ibsim"
 	exit "$rc"
@@ -64,4 +77,27 @@ EOF
 	# shellcheck disable=SC1091
 	. "$OSM_DIR/env"
 	exec "$BUILD/isostackd" --config "$CONFIG" --state-dir "$STATE_DIR" --listen "$LISTEN"
-) || exit $?
+) &
+daemon=$!
+
+# The agent (as in scripts/run.sh): the admin token, every node the daemon
+# lists, sim GPUs, and the VF GUIDs as the ibsim net file gives them.
+for _ in $(seq 100); do
+	kill -0 "$daemon" 2>/dev/null || { say "isostackd exited"; exit 1; }
+	[ -s "$TOKEN_FILE" ] && "$BUILD/isoctl" --url "$URL" health >/dev/null 2>&1 && break
+	sleep 0.1
+done
+mapfile -t nodes < <("$BUILD/isoctl" --url "$URL" --token-file "$TOKEN_FILE" node list -o id)
+[ "${#nodes[@]}" -gt 0 ] || { say "isostackd lists no nodes"; exit 1; }
+args=()
+for n in "${nodes[@]}"; do
+	args+=(--node "$n")
+done
+"$BUILD/isostack-agent" --controller "$URL" --token-file "$TOKEN_FILE" --gpu-driver sim \
+	--vf-driver ibsim --ibsim-net "$OSM_DIR/ibsim.net" --state-dir "$AGENT_STATE_DIR" \
+	"${args[@]}" &
+agent=$!
+say "one agent for ${#nodes[@]} nodes (sim GPUs, VFs from the ibsim net file), state in $AGENT_STATE_DIR/"
+
+# Either one exiting ends the run (the trap stops the other and the fabric).
+wait -n
