@@ -207,7 +207,7 @@ static int vf_open(struct vf *v, const struct iso_vf_host *h, const char *dev, u
  * (the value in force), else the sriov `node` file. */
 static int vf_read(struct vf *v, struct iso_error *err)
 {
-	char path[PATH_MAX + 300], buf[64];
+	char path[PATH_MAX + 300], buf[64] = "";
 	DIR *d;
 	struct dirent *de;
 	int r = -ENOENT;
@@ -257,7 +257,7 @@ static int vf_write(struct vf *v, uint64_t guid, bool policy, struct iso_error *
 	int r;
 
 	guid_colons(guid, text, sizeof(text));
-	strcat(text, "\n");
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "\n");
 	snprintf(path, sizeof(path), "%s/sriov/%u/node", v->dir, v->index);
 	if ((r = put(v->h, path, text, err)) < 0)
 		return r;
@@ -288,7 +288,7 @@ static void saved_path(const char *state_dir, const char *dev, unsigned index, c
 static int saved_load(const char *state_dir, const char *dev, unsigned index, uint64_t *out,
                       struct iso_error *err)
 {
-	char path[PATH_MAX + 64], buf[64];
+	char path[PATH_MAX + 64], buf[64] = "";
 	int r;
 
 	saved_path(state_dir, dev, index, path, sizeof(path));
@@ -312,7 +312,7 @@ static int saved_store(const char *state_dir, const char *dev, unsigned index, u
 
 	saved_path(state_dir, dev, index, path, sizeof(path));
 	guid_colons(guid, text, sizeof(text));
-	strcat(text, "\n");
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "\n");
 	return iso_file_write_atomic(path, text, strlen(text), 0600, false, err);
 }
 
@@ -361,7 +361,7 @@ static json_t *mlx5_vf(const struct iso_vf_host *h, const char *state_dir, const
 {
 	struct iso_error e = {0};
 	struct vf v;
-	uint64_t saved;
+	uint64_t saved = 0;
 	char reason[300], want[24];
 	int r;
 
@@ -430,7 +430,7 @@ static void mlx5_restore(const struct iso_vf_host *h, const char *state_dir,
 		const char *name = de->d_name, *dash;
 		size_t len = strlen(name), dl;
 		struct iso_error e = {0};
-		uint64_t saved;
+		uint64_t saved = 0;
 		unsigned long index;
 		char *end;
 		struct vf v;
