@@ -317,6 +317,20 @@ class TestAgentVfs(TestAgentDaemon):
         self.assertEqual(got["nodes"][0]["vf"], {"kind": "vf", "index": 0, "netdev": "ibp3s0v0",
                                                  "guid": VF_GUID_N01})
 
+    def test_vfs_are_the_same_after_a_controller_restart(self):
+        """The document's vfs come from the fabric's stored assignments, so a
+        restarted controller serves the same ones (a new generation)."""
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        before = self.admin.get("/v1/nodes/%s/desired" % MIG_NODE).body
+        self.assertEqual([m["allocation"] for v in before["vfs"] for m in v["members"]], [a["id"]])
+        self.d.stop()
+        self.d.start()
+        self.admin = self.d.client()
+        after = self.admin.get("/v1/nodes/%s/desired" % MIG_NODE).body
+        self.assertEqual(after["vfs"], before["vfs"])
+        self.assertGreater(after["generation"], before["generation"])
+
     def test_agent_without_a_vf_driver_reports_the_vf_not_ready(self):
         self.agent.argv += ["--vf-driver", "none"]
         self.agent.start()
