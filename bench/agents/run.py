@@ -523,6 +523,10 @@ class Workers:
         total["first_get_rt_ms"] = summary_ms([v / 10 for v in first_rt])
         return total
 
+    def cpu_s(self):
+        """CPU seconds the agent processes have used."""
+        return sum(proc_cpu_s(pr.pid) for pr in self.procs if pr.poll() is None)
+
     def stop(self):
         try:
             final = self.ask("quit", timeout=15)
@@ -738,21 +742,25 @@ def run_size(harness, a, n, tmp):
         time.sleep(a.heartbeat_s + 0.5)  # one whole heartbeat period after the ramp
         rss1 = proc_rss_kib(pid)
         s0 = workers.ask("stats")
+        wc0 = workers.cpu_s()
         cpu1, w1 = cpu_window(pid, a.idle_s)
+        wc1 = workers.cpu_s()
         s1 = workers.ask("stats")
         reqs = (s1["gets"] - s0["gets"]) + (s1["puts"] - s0["puts"])
         res["idle_agents"] = {"cpu_share": round(cpu1, 4), "window_s": round(w1, 2),
                               "rss_kib": rss1, "requests": reqs,
                               "requests_per_s": round(reqs / w1, 1),
                               "status_put_ms": s1["put_rt_ms"],
+                              # the simulated agents' own share of the machine
+                              "agents_cpu_share": round((wc1 - wc0) / w1, 3),
                               "errors_in_window": {k: v - s0["errors"].get(k, 0)
                                                    for k, v in s1["errors"].items()
                                                    if v != s0["errors"].get(k, 0)}}
         res["rss_per_agent_kib"] = round((rss1 - rss0) / n, 2)
         res["steps"].append("idle")
-        print("  N=%d: idle cpu %.1f%% (%d req/s; status PUT p50 %s p99 %s max %s ms), "
-              "rss %d KiB (+%.1f KiB/agent)"
-              % (n, cpu1 * 100, reqs / w1, s1["put_rt_ms"]["p50"], s1["put_rt_ms"]["p99"],
+        print("  N=%d: idle cpu %.1f%% (%d req/s; agents' processes %.0f%%; status PUT p50 %s "
+              "p99 %s max %s ms), rss %d KiB (+%.1f KiB/agent)"
+              % (n, cpu1 * 100, reqs / w1, res["idle_agents"]["agents_cpu_share"] * 100, s1["put_rt_ms"]["p50"], s1["put_rt_ms"]["p99"],
                  s1["put_rt_ms"]["max"], rss1, res["rss_per_agent_kib"]), flush=True)
 
         ready, post, bad = create_to_ready(tenant, a.creates, a.members, a.create_gap_s)
@@ -831,8 +839,9 @@ def fmt(v, unit=""):
 
 def print_table(rep):
     m = rep["machine"]
-    print("isostackd agents bench: HEAD %s%s, %d CPUs, lease %d s, heartbeat %d s, %d creates "
-          "of %d members, %.0f s" % ((rep["commit"] or "?")[:12],
+    print("isostackd agents bench: %sHEAD %s%s, %d CPUs, lease %d s, heartbeat %d s, %d creates "
+          "of %d members, %.0f s" % (rep["label"] + ", " if rep["label"] else "",
+                                     (rep["commit"] or "?")[:12],
                                      " (src dirty)" if rep["src_dirty"] else "", m["cpus"],
                                      rep["params"]["lease_s"], rep["params"]["heartbeat_s"],
                                      rep["params"]["creates"], rep["params"]["members"],
@@ -946,6 +955,8 @@ def main():
     ap.add_argument("--gpus-per-node", type=int, default=8)
     ap.add_argument("--connect-timeout", type=float, default=300.0)
     ap.add_argument("--json")
+    ap.add_argument("--label", help="free text kept in the JSON and the table (e.g. the commit "
+                    "BUILD was built from, when it is not this checkout's)")
     ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -980,7 +991,7 @@ def main():
     if harness.is_sanitized(isostackd):
         print("warning: %s is a sanitizer build; timings will be slow" % isostackd,
               file=sys.stderr)
-    rep = {"commit": head, "src_dirty": dirty, "build": os.path.abspath(a.build),
+    rep = {"label": a.label, "commit": head, "src_dirty": dirty, "build": os.path.abspath(a.build),
            "machine": {"cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
                        "platform": platform.platform(), "python": platform.python_version()},
            "params": {"sizes": sizes, "lease_s": a.lease_s, "heartbeat_s": a.heartbeat_s,
