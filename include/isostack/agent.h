@@ -19,6 +19,8 @@
 #include "isostack/gpu.h"
 #include "isostack/util.h"
 
+ISO_PUBLIC_BEGIN
+
 #define ISO_AGENT_ALLOC_MAX 32 /* "a-" + 16 hex digits, with room */
 #define ISO_AGENT_TERM_FILE "agent-term"
 
@@ -159,5 +161,7 @@ extern const char iso_agent_usage[];
 /* Serves every node of cfg, one thread and one connection per node, until
  * *cfg->stop. Returns 0, or -errno when a node could not start. */
 int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err);
+
+ISO_PUBLIC_END
 
 #endif

@@ -16,6 +16,8 @@
 #include "isostack/model.h"
 #include "isostack/util.h"
 
+ISO_PUBLIC_BEGIN
+
 #define ISO_AUDIT_HASH_LEN  32
 #define ISO_AUDIT_SIG_LEN   64
 #define ISO_AUDIT_PK_LEN    32
@@ -151,5 +153,7 @@ struct iso_audit_verdict {
  * messages. Returns 0 when the stream could be read (verdict says ok or not). */
 int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDIT_PK_LEN],
                             struct iso_audit_verdict *v, struct iso_error *err);
+
+ISO_PUBLIC_END
 
 #endif

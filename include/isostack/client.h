@@ -18,6 +18,8 @@
 
 #include "isostack/util.h"
 
+ISO_PUBLIC_BEGIN
+
 #define ISO_CLIENT_DEFAULT_URL        "http://127.0.0.1:8470"
 #define ISO_CLIENT_DEFAULT_TIMEOUT_MS 30000L
 #define ISO_CLIENT_MAX_RESPONSE       ((size_t)16 * 1024 * 1024) /* default response body limit */
@@ -108,5 +110,7 @@ int iso_response_error(const struct iso_response *r, struct iso_error *err);
  * byte except RFC 3986 unreserved characters becomes %XX. Returns a malloc'd
  * string, NULL when out of memory. */
 char *iso_client_escape(const char *s);
+
+ISO_PUBLIC_END
 
 #endif

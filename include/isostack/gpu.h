@@ -19,6 +19,8 @@
 #include "isostack/mig.h"
 #include "isostack/util.h"
 
+ISO_PUBLIC_BEGIN
+
 #define ISO_GPU_NAME_MAX    96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
 #define ISO_GPU_UUID_MAX    96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
 #define ISO_GPU_PCI_MAX     32 /* NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE */
@@ -137,5 +139,7 @@ int iso_gpu_sim_inject_xid(struct iso_gpu *g, unsigned gpu, unsigned long long x
                            int ci_id, struct iso_error *err);
 int iso_gpu_sim_set_busy(struct iso_gpu *g, unsigned gpu, int start, bool busy,
                          struct iso_error *err);
+
+ISO_PUBLIC_END
 
 #endif

@@ -7,6 +7,8 @@
 
 #include "isostack/model.h"
 
+ISO_PUBLIC_BEGIN
+
 struct iso_pool {
 	char name[ISO_NAME_MAX];
 	char description[ISO_DESC_MAX];
@@ -94,5 +96,7 @@ static inline void iso_inventory_freep(struct iso_inventory **p)
 }
 
 const struct iso_node *iso_inventory_find_node(const struct iso_inventory *inv, const char *name);
+
+ISO_PUBLIC_END
 
 #endif

@@ -7,6 +7,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "isostack/util.h"
+
+ISO_PUBLIC_BEGIN
 
 #define ISO_MIG_MAX_SLICES   8
 #define ISO_MIG_MAX_PROFILES 8
@@ -160,5 +163,7 @@ int iso_mig_layouts_maximal(const struct iso_gpu_model *m, uint32_t profiles,
                             struct iso_mig_layout **out, int *n);
 /* Mask of m's profiles without the "+me" ones. */
 uint32_t iso_mig_profiles_plain(const struct iso_gpu_model *m);
+
+ISO_PUBLIC_END
 
 #endif

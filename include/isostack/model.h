@@ -10,6 +10,8 @@
 
 #include "isostack/util.h"
 
+ISO_PUBLIC_BEGIN
+
 /* A GPU names its model (mig.h, a layer above) by pointer only. */
 struct iso_gpu_model;
 
@@ -205,5 +207,7 @@ static inline void iso_allocation_clearp(struct iso_allocation *a)
 	iso_allocation_clear(a);
 }
 void iso_node_clear(struct iso_node *n);
+
+ISO_PUBLIC_END
 
 #endif

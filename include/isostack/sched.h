@@ -11,6 +11,8 @@
 #include "isostack/mig.h"
 #include "isostack/model.h"
 
+ISO_PUBLIC_BEGIN
+
 struct iso_node_usage {
 	int cpus_used;
 	int64_t memory_mib_used;
@@ -314,5 +316,7 @@ static inline struct iso_static_gpu *iso_static_layout_gpu(const struct iso_stat
 }
 /* Placer over `sl` (borrowed; outlives the placer). */
 void iso_placer_static_init(struct iso_placer *p, const struct iso_static_layout *sl);
+
+ISO_PUBLIC_END
 
 #endif

@@ -14,6 +14,8 @@
 
 #include "isostack/sched.h"
 
+ISO_PUBLIC_BEGIN
+
 /* ---- trace input (Alibaba clusterdata cluster-trace-gpu-v2023, "openb") ----
  * Every parse error is ISO_E_INVALID with field = the column ("" for whole-line
  * problems) and message "FILE:LINE: column: what is wrong". */
@@ -274,5 +276,7 @@ struct iso_sim_lp_bound {
  * ISO_E_UNAVAILABLE without GLPK. */
 int iso_sim_lp_bound(const struct iso_sim *s, int pct, struct iso_sim_lp_bound *res,
                      struct iso_error *err);
+
+ISO_PUBLIC_END
 
 #endif

@@ -15,6 +15,8 @@
 #include "isostack/sched.h"
 #include "isostack/util.h"
 
+ISO_PUBLIC_BEGIN
+
 /* ---- resource vectors ----
  * Kinds 0..3 are fixed; each GPU model with MIG slices gets a kind of its own
  * ("compute slices of h100-80gb"), added by name to the tree. */
@@ -285,5 +287,7 @@ struct iso_admission_limits {
 int iso_admission_lua_eval(const char *name, const char *src, size_t len,
                            const struct iso_admission_request *req,
                            const struct iso_admission_limits *lim, struct iso_error *err);
+
+ISO_PUBLIC_END
 
 #endif

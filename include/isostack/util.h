@@ -11,6 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* isostack-core and isostack-client are compiled with -fvisibility=hidden, so that a
+ * plugin loaded into a foreign process (the Slurm SPANK plugin in slurmstepd) exports
+ * none of their internal helpers. A public header wraps its declarations in
+ * ISO_PUBLIC_BEGIN/END: its iso_-prefixed API keeps default visibility (checked by the
+ * client_exports test of tests/lint). */
+#define ISO_PUBLIC_BEGIN _Pragma("GCC visibility push(default)")
+#define ISO_PUBLIC_END   _Pragma("GCC visibility pop")
+
+ISO_PUBLIC_BEGIN
+
 #define _cleanup_(f)      __attribute__((cleanup(f)))
 #define _cleanup_free_    _cleanup_(iso_freep)
 #define _printf_(a, b)    __attribute__((format(printf, a, b)))
@@ -120,5 +130,7 @@ int iso_parse_guid(const char *s, uint64_t *out);
  * replaces an existing file (-EEXIST, err untouched). */
 int iso_file_write_atomic(const char *path, const char *data, size_t len, unsigned mode,
                           bool exclusive, struct iso_error *err);
+
+ISO_PUBLIC_END
 
 #endif

@@ -12,6 +12,15 @@ and include/isostack/<module>.h is checked:
   - "<m>/<file>.h" names a private header: only module m itself may use it;
   - a module missing from the table is an error, so that a new module gets
     its place in the table (and the diagram) when it is added.
+The LIBRARY table says which of the three libraries (meson.build) holds each
+module: isostack-core (pure logic), isostack-server (store, controller, API,
+fabric drivers) or isostack-client (HTTP client, node agent, GPU drivers; it
+is loaded into foreign processes such as slurmstepd). On top of the layers:
+  - a module of core includes only core headers, a module of the server or
+    the client only its own library's and core's (so the client never drags
+    in SQLite or libmicrohttpd, and the server none of libcurl);
+  - src/<module>/meson.build appends its files to <library>_sources and to no
+    other list.
 The mains' helpers, tests/, bench/ and fuzz harnesses stand above every layer
 and are not checked.
 
@@ -48,7 +57,21 @@ SIDEWAYS = {
     ("gpu", "mig"),  # GPU drivers create MIG instances by the MIG tables
 }
 
+# Which library holds each module (the mains hold none: they link libraries).
+LIBRARY = {
+    "util": "core", "model": "core", "mig": "core", "inventory": "core", "audit": "core",
+    "sched": "core", "tenancy": "core", "sim": "core",
+    "store": "server", "fabric": "server", "controller": "server", "api": "server",
+    "gpu": "client", "client": "client", "agent": "client",
+}
+MAINS = {"isoctl", "isostackd", "isostack-agent"}
+
+# The libraries a library's modules may include headers of.
+USES = {"core": {"core"}, "server": {"server", "core"}, "client": {"client", "core"}}
+
 RANK = {m: i for i, row in enumerate(LAYERS) for m in row}
+
+SOURCES = re.compile(r"^\s*(\w+)\s*\+=", re.M)
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 SOURCE_EXT = (".c", ".h")
@@ -126,6 +149,30 @@ def check(root):
                            if RANK[to] > RANK[mod] else
                            "the same layer, and the edge is not in SIDEWAYS")
                     problems.append(f"{rel}:{no}: {mod} includes {m.group(1)}: {to} is {how}")
+                elif (mod in LIBRARY and to in LIBRARY and
+                      LIBRARY[to] not in USES[LIBRARY[mod]]):
+                    problems.append(f"{rel}:{no}: {mod} (isostack-{LIBRARY[mod]}) includes "
+                                    f"{m.group(1)} of isostack-{LIBRARY[to]}")
+    return problems + check_meson(root)
+
+
+def check_meson(root):
+    """Each module's meson.build appends to its own library's source list."""
+    problems = []
+    src = os.path.join(root, "src")
+    for d in sorted(os.listdir(src)) if os.path.isdir(src) else []:
+        path = os.path.join(src, d, "meson.build")
+        if d not in RANK or d in MAINS or not os.path.isfile(path):
+            continue
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        want = f"{LIBRARY[d]}_sources"
+        for m in SOURCES.finditer(text):
+            if m.group(1).endswith("_sources") and m.group(1) != want:
+                no = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{rel}:{no}: {d} belongs to isostack-{LIBRARY[d]}: append to "
+                                f"{want}, not {m.group(1)}")
     return problems
 
 
@@ -157,6 +204,24 @@ def self_test():
          ["audit includes isostack/store.h: store is the same layer"]),
         ("commented out", {"src/mig/x.c": '// #include "isostack/sched.h"\n'
                                           '/* #include "isostack/sched.h" */\n'}, []),
+        ("core includes server", {"src/sched/x.c": '#include "isostack/store.h"\n'},
+         ["src/sched/x.c:1: sched (isostack-core) includes isostack/store.h of isostack-server"]),
+        ("client includes server", {"include/isostack/agent.h":
+                                    '#include "isostack/controller.h"\n'},
+         ["agent (isostack-client) includes isostack/controller.h of isostack-server"]),
+        ("server includes client", {"src/api/x.c": '#include "isostack/gpu.h"\n'},
+         ["api (isostack-server) includes isostack/gpu.h of isostack-client"]),
+        ("libraries share core", {"src/agent/x.c": '#include "isostack/mig.h"\n',
+                                  "src/controller/x.c": '#include "isostack/tenancy.h"\n'}, []),
+        ("meson lists", {"src/gpu/meson.build": "client_sources += files('a.c')\n",
+                         "src/store/meson.build": "server_sources += files('s.c')\n",
+                         "src/isoctl/meson.build": "isoctl_sources = files('main.c')\n"
+                                                   "isoctl_sources += files('x.c')\n"}, []),
+        ("meson old list", {"src/client/meson.build": "# c\nisostack_sources += files('c.c')\n"},
+         ["src/client/meson.build:2: client belongs to isostack-client: append to client_sources, "
+          "not isostack_sources"]),
+        ("meson wrong library", {"src/util/meson.build": "server_sources += files('e.c')\n"},
+         ["util belongs to isostack-core: append to core_sources, not server_sources"]),
     ]
     failed = 0
     for name, tree, want in cases:
@@ -184,14 +249,17 @@ def main():
         return self_test()
     for t in SIDEWAYS:
         assert RANK[t[0]] == RANK[t[1]], f"SIDEWAYS {t} spans layers"
+    for m in RANK:
+        assert (m in LIBRARY) != (m in MAINS), f"{m}: give it a LIBRARY (or list it in MAINS)"
     problems = check(os.path.abspath(args.root))
     for p in problems:
         print(p)
     if problems:
-        print(f"layers: {len(problems)} include(s) break the layering "
-              "(table: tests/lint/layers.py, picture: docs/architecture.md)")
+        print(f"layers: {len(problems)} problem(s) with the layering or the libraries "
+              "(tables: tests/lint/layers.py, picture: docs/architecture.md)")
         return 1
-    print("layers: every include points down the layers")
+    print("layers: every include points down the layers and stays in its library's reach; "
+          "every module's files are in its library")
     return 0
 
 
