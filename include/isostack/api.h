@@ -26,9 +26,14 @@ struct iso_api;
 int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
                   struct iso_api **out, struct iso_error *err);
 void iso_api_stop(struct iso_api *api);
-/* The daemon's periodic work (every tick): sends the 429s held back from
- * clients that ask past their rate (docs/api.md, "Request rates"). */
-void iso_api_tick(struct iso_api *api);
+/* The daemon's one event loop (src/api/loop.c, docs/architecture.md): serves
+ * the API, ticks the controller every 50 ms and finishes deferred work, all
+ * on the calling thread, until SIGINT or SIGTERM, which the caller must have
+ * blocked in every thread (before iso_controller_open and iso_api_start).
+ * Then it stops accepting, answers what waits (held refusals, long polls, a
+ * deferred request) and returns the signal's number; -errno with err set
+ * when the loop itself fails. */
+int iso_api_run(struct iso_api *api, struct iso_error *err);
 int iso_api_port(const struct iso_api *api);
 bool iso_api_tls(const struct iso_api *api);
 

@@ -91,11 +91,12 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
                         struct iso_error *err);
 /* Records the stop and signs a final head; call before iso_controller_free. */
 void iso_controller_shutdown(struct iso_controller *c);
-/* The controller is single-threaded: the API's server thread and the
- * daemon's main loop take turns through this lock. */
-void iso_controller_lock(struct iso_controller *c);
-void iso_controller_unlock(struct iso_controller *c);
-/* Periodic work (call every ~50 ms with the lock held): fabric
+/* The controller is single-threaded: only the daemon's one loop thread
+ * touches it (src/api/loop.c). At the end of each of its turns the loop
+ * settles it: the node agents' documents catch up with what changed
+ * (committed or undone) and their waiting long polls are answered. */
+void iso_controller_settle(struct iso_controller *c);
+/* Periodic work (the loop calls it every 50 ms): fabric
  * confirmations promote provisioning allocations; incidents are raised. */
 void iso_controller_tick(struct iso_controller *c);
 

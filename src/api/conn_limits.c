@@ -5,17 +5,19 @@
  *  - a per-address limit, checked when a connection is accepted;
  *  - a deadline for the request head, counted from the accept (or from the
  *    end of the previous request on a kept-alive connection) and enforced
- *    however slowly bytes trickle in: a sweeper thread shuts such sockets down;
+ *    however slowly bytes trickle in: the daemon's loop sweeps them on every
+ *    tick (api_limits_sweep) and shuts such sockets down;
  *  - a reserve: connections still waiting for their head may hold at most
  *    max - reserve slots; a new connection beyond that pushes out the one
  *    that has waited longest, so a client that sends its head at once (a
  *    health check, an authenticated call) still gets in;
  *  - one log line per limit and 10 s, with the count of the ones not logged.
- * libmicrohttpd closes a socket only after its CLOSED notification, which takes
- * our lock, so the sweeper never shuts down a descriptor that was reused. */
+ * Everything here runs on the daemon's one loop thread (src/api/loop.c), as
+ * libmicrohttpd's callbacks do: libmicrohttpd closes a socket only after its
+ * CLOSED notification, so the sweep never shuts down a descriptor that was
+ * reused. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -38,10 +40,6 @@ enum limit_kind { LIMIT_ADDRESS, LIMIT_HEADER_TIMEOUT, LIMIT_RESERVE, LIMIT_KIND
 
 struct api_limits {
 	struct api_limits_config cfg;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	pthread_t sweeper;
-	bool sweeper_started, stop;
 	struct api_conn *all;
 	struct api_conn *whead, *wtail;
 	unsigned n_conns, n_waiting;
@@ -78,7 +76,7 @@ static void format_address(const struct sockaddr *sa, char *buf, size_t size)
 		iso_strlcpy(buf, "-", size);
 }
 
-/* One line per limit and LOG_EVERY_NS; called with the lock held. */
+/* One line per limit and LOG_EVERY_NS. */
 static void log_limit(struct api_limits *l, enum limit_kind kind, const struct sockaddr *sa)
 {
 	static const char *const events[] = {"http_conn_limit_address", "http_header_timeout",
@@ -136,8 +134,8 @@ static void wait_append(struct api_limits *l, struct api_conn *c)
 	l->n_waiting++;
 }
 
-/* Closes a connection from outside libmicrohttpd's thread: it reads the end
- * of the stream and cleans up (and notifies CLOSED) on its own. */
+/* Closes a connection outside libmicrohttpd's callbacks: it reads the end of
+ * the stream and cleans up (and notifies CLOSED) on its own. */
 static void cut(struct api_limits *l, struct api_conn *c, enum limit_kind why)
 {
 	wait_unlink(l, c);
@@ -145,41 +143,19 @@ static void cut(struct api_limits *l, struct api_conn *c, enum limit_kind why)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
-static void *sweeper(void *arg)
+void api_limits_sweep(struct api_limits *l)
 {
-	struct api_limits *l = arg;
 	uint64_t deadline_ns = (uint64_t)l->cfg.header_timeout_ms * 1000000ull;
-	uint64_t period_ns = deadline_ns / 4 < 250000000ull ? deadline_ns / 4 : 250000000ull;
+	uint64_t now = iso_mono_ns();
 
-	if (period_ns < 10000000ull)
-		period_ns = 10000000ull;
-	pthread_mutex_lock(&l->lock);
-	while (!l->stop) {
-		struct timespec ts;
-		uint64_t now = iso_mono_ns();
-
-		while (l->whead && now - l->whead->since_ns >= deadline_ns)
-			cut(l, l->whead, LIMIT_HEADER_TIMEOUT);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)(period_ns / 1000000000ull);
-		ts.tv_nsec += (long)(period_ns % 1000000000ull);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&l->wake, &l->lock, &ts);
-	}
-	pthread_mutex_unlock(&l->lock);
-	return NULL;
+	while (l->whead && now - l->whead->since_ns >= deadline_ns)
+		cut(l, l->whead, LIMIT_HEADER_TIMEOUT);
 }
-
-static void api_limits_stop(struct api_limits *l);
 
 int api_limits_new(const struct api_limits_config *cfg, struct api_limits **out,
                    struct iso_error *err)
 {
 	struct api_limits *l;
-	pthread_condattr_t ca;
 
 	if (cfg->max_connections < 2 || cfg->reserve >= cfg->max_connections ||
 	    cfg->per_address < 1 || cfg->header_timeout_ms < 1)
@@ -190,45 +166,19 @@ int api_limits_new(const struct api_limits_config *cfg, struct api_limits **out,
 	if (!l)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	l->cfg = *cfg;
-	pthread_mutex_init(&l->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->wake, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&l->sweeper, NULL, sweeper, l) != 0) {
-		api_limits_free(l);
-		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-		                     "cannot start the connection sweeper");
-	}
-	l->sweeper_started = true;
 	*out = l;
 	return 0;
-}
-
-static void api_limits_stop(struct api_limits *l)
-{
-	if (!l || !l->sweeper_started)
-		return;
-	pthread_mutex_lock(&l->lock);
-	l->stop = true;
-	pthread_cond_signal(&l->wake);
-	pthread_mutex_unlock(&l->lock);
-	pthread_join(l->sweeper, NULL);
-	l->sweeper_started = false;
 }
 
 void api_limits_free(struct api_limits *l)
 {
 	if (!l)
 		return;
-	api_limits_stop(l);
 	while (l->all) {
 		struct api_conn *c = l->all;
 		l->all = c->next;
 		free(c);
 	}
-	pthread_cond_destroy(&l->wake);
-	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
@@ -239,13 +189,11 @@ enum MHD_Result api_limits_accept(void *cls, const struct sockaddr *addr, sockle
 	enum MHD_Result ok;
 	(void)addrlen;
 
-	pthread_mutex_lock(&l->lock);
 	for (struct api_conn *c = l->all; c; c = c->next)
 		same += same_address(&c->addr, addr);
 	ok = same < l->cfg.per_address ? MHD_YES : MHD_NO;
 	if (!ok)
 		log_limit(l, LIMIT_ADDRESS, addr);
-	pthread_mutex_unlock(&l->lock);
 	return ok;
 }
 
@@ -268,7 +216,6 @@ void api_limits_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 			memcpy(&c->addr, ad->client_addr,
 			       ad->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 			                                              : sizeof(struct sockaddr_in));
-		pthread_mutex_lock(&l->lock);
 		c->next = l->all;
 		if (l->all)
 			l->all->prev = c;
@@ -278,13 +225,11 @@ void api_limits_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 		/* Past the waiting share: the longest waiter makes room (never this one). */
 		while (l->n_waiting > l->cfg.max_connections - l->cfg.reserve && l->whead != c)
 			cut(l, l->whead, LIMIT_RESERVE);
-		pthread_mutex_unlock(&l->lock);
 		*socket_context = c;
 		return;
 	}
 	if (!c)
 		return;
-	pthread_mutex_lock(&l->lock);
 	wait_unlink(l, c);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -293,7 +238,6 @@ void api_limits_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 	if (c->next)
 		c->next->prev = c->prev;
 	l->n_conns--;
-	pthread_mutex_unlock(&l->lock);
 	free(c);
 	*socket_context = NULL;
 }
@@ -311,9 +255,7 @@ void api_limits_head_done(struct api_limits *l, struct MHD_Connection *conn)
 
 	if (!c)
 		return;
-	pthread_mutex_lock(&l->lock);
 	wait_unlink(l, c);
-	pthread_mutex_unlock(&l->lock);
 }
 
 void api_limits_request_done(struct api_limits *l, struct MHD_Connection *conn)
@@ -322,7 +264,5 @@ void api_limits_request_done(struct api_limits *l, struct MHD_Connection *conn)
 
 	if (!c)
 		return;
-	pthread_mutex_lock(&l->lock);
 	wait_append(l, c); /* kept alive: the next head has its own deadline */
-	pthread_mutex_unlock(&l->lock);
 }

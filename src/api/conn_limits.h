@@ -29,5 +29,7 @@ void api_limits_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 /* The connection's head is complete / its request is answered (kept alive). */
 void api_limits_head_done(struct api_limits *l, struct MHD_Connection *conn);
 void api_limits_request_done(struct api_limits *l, struct MHD_Connection *conn);
+/* Closes the connections whose head is past its deadline (on every tick). */
+void api_limits_sweep(struct api_limits *l);
 
 #endif

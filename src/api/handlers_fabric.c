@@ -1,7 +1,7 @@
 /* handlers_fabric.c: the fabric for cluster-admins and auditors: the
  * driver's progress, the intent it programs, and a live verification that
- * reads every reachable port's P_Key table (docs/fabric.md), off the server
- * thread and the controller lock (api_defer). */
+ * reads every reachable port's P_Key table (docs/fabric.md), off the
+ * daemon's loop thread (api_defer). */
 #include <jansson.h>
 
 #include "api/internal.h"
@@ -29,23 +29,26 @@ int api_fabric_intent(struct api_request *r)
 	return 0;
 }
 
-/* Off the server thread: read and judge the fabric without the controller
- * lock, then take it to record the result. */
-static void verify_deferred(struct api_request *r, void *arg)
+/* On the worker thread: read the fabric (blocking), nothing else. */
+static void verify_work(struct api_request *r, void *arg)
+{
+	(void)r;
+	iso_fabric_verify_job_run(arg);
+}
+
+/* Back on the loop thread: judge and record the result. */
+static void verify_done(struct api_request *r, void *arg)
 {
 	struct iso_fabric_verify_job *job = arg;
 	struct iso_fabric_report rep;
 	json_t *out = NULL;
 
-	iso_fabric_verify_job_run(job);
-	iso_controller_lock(r->ctl);
 	if (iso_controller_fabric_verify_end(r->ctl, &r->who, job, &rep, &r->err) == 0) {
 		out = iso_fabric_report_to_json(&rep);
 		iso_fabric_report_clear(&rep);
 		if (!out)
 			iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "report encoding failed");
 	}
-	iso_controller_unlock(r->ctl);
 	iso_fabric_verify_job_free(job);
 	if (out)
 		api_reply(r, MHD_HTTP_OK, out);
@@ -59,7 +62,7 @@ int api_fabric_verify(struct api_request *r)
 	if (api_check_query(r, NULL) < 0 ||
 	    iso_controller_fabric_verify_begin(r->ctl, &r->who, &job, &r->err) < 0)
 		return -1;
-	ret = api_defer(r, verify_deferred, job);
+	ret = api_defer(r, verify_work, verify_done, job);
 	if (ret < 0)
 		iso_fabric_verify_job_free(job);
 	return ret;

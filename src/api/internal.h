@@ -25,7 +25,7 @@ struct api_kv {
 };
 
 struct api_request;
-/* Work a handler defers off the server thread (api_defer). */
+/* Work a handler defers off the loop thread, and its end on it (api_defer). */
 typedef void (*api_deferred_fn)(struct api_request *r, void *arg);
 
 struct api_request {
@@ -59,8 +59,9 @@ struct api_request {
 	/* set by the head: the route found, and whether the reply is already decided */
 	const void *route;
 	bool head_done;
-	uint64_t t0_ns, us;       /* the handler's start and time, for the log */
-	api_deferred_fn defer_fn; /* set by api_defer */
+	uint64_t t0_ns, us;         /* the handler's start and time, for the log */
+	api_deferred_fn defer_fn;   /* set by api_defer: the work, on the worker */
+	api_deferred_fn defer_done; /* ...and its end, back on the loop thread */
 	void *defer_arg;
 	bool deferred_done;
 	bool parked; /* suspended until the controller answers (api_park) */
@@ -114,21 +115,37 @@ int api_request_append_body(struct api_request *r, const char *data, size_t len)
 /* A copy of the target safe for one log line (control bytes and quotes escaped). */
 void api_request_log_target(const struct api_request *r, char *buf, size_t size);
 
-/* A handler whose work must hold neither the server thread nor the
- * controller lock (reading the fabric) defers it and returns 0 without a
- * reply: fn(r, arg) then runs once on a worker thread, without the lock
- * (taking it for what needs it), sets r's reply or r->err, and frees arg. One
- * deferred request at a time: while one runs, api_defer refuses with 503
- * (-EAGAIN, r->err set) and the handler frees arg itself. api_handle_raw runs
- * fn on the calling thread after the handler. */
-int api_defer(struct api_request *r, api_deferred_fn fn, void *arg);
+/* A handler whose work may block (reading the fabric) must not run it on
+ * the daemon's loop thread: it defers it and returns 0 without a reply.
+ * work(r, arg) then runs once on the worker thread and may touch nothing of
+ * the controller's; done(r, arg) runs after it on the loop thread, records
+ * the result with the controller, sets r's reply or r->err, and frees arg.
+ * One deferred request at a time: while one runs, api_defer refuses with 503
+ * (-EAGAIN, r->err set) and the handler frees arg itself. api_handle_raw
+ * runs both on the calling thread after the handler. */
+int api_defer(struct api_request *r, api_deferred_fn work, api_deferred_fn done, void *arg);
 /* A handler whose answer comes later from the controller itself (a long
  * poll) parks the request instead: it returns 0 without a reply, and
- * api_unpark(r, status, body), called later with the controller lock held,
- * answers it. Only for requests with a connection (r->conn); false when it
- * cannot park (then answer now). */
+ * api_unpark(r, status, body), called later on the loop thread, answers
+ * it. Only for requests with a connection (r->conn); false when it cannot
+ * park (then answer now). */
 bool api_park(struct api_request *r);
 void api_unpark(struct api_request *r, int status, json_t *body);
+
+/* ---- what the daemon's loop (loop.c) drives in server.c ---- */
+struct MHD_Daemon *api_mhd(struct iso_api *api);
+struct iso_controller *api_controller(struct iso_api *api);
+/* The worker's eventfd, and what to do when it is readable: finish the
+ * deferred request it posted back and resume its connection. */
+int api_worker_fd(const struct iso_api *api);
+void api_worker_collect(struct iso_api *api);
+/* Every tick: sends the held 429s that are due, closes connections whose
+ * request head is late (conn_limits.c). */
+void api_tick(struct iso_api *api);
+/* The stop: accept no more, answer held refusals and parked long polls. */
+void api_close_begin(struct iso_api *api);
+/* No request in flight and no deferred job. */
+bool api_idle(const struct iso_api *api);
 
 /* ---- the fuzz entry point (server.c) ---- */
 struct api_raw_header {

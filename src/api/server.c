@@ -1,5 +1,6 @@
 /* server.c: the HTTP side of the API. It accepts connections with
- * libmicrohttpd on one internal thread, bounds request bodies, echoes or
+ * libmicrohttpd, driven by the daemon's one event loop (loop.c) in
+ * external-poll mode, bounds request bodies, echoes or
  * makes request ids, routes, authenticates, and turns a handler's result or
  * iso_error into exactly one JSON response. Handlers never see HTTP details.
  *
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,13 +31,22 @@ struct iso_api {
 	char *tls_cert_pem;
 	char *tls_key_pem;
 	struct api_limits *limits;
-	/* the one deferred request (api_defer) and its worker */
-	pthread_mutex_t defer_mu;
+	/* The one deferred request (api_defer): the loop hands it to the worker
+	 * thread, which runs its work and posts it back on done_fd (an eventfd);
+	 * the loop then finishes it (api_worker_collect). job_mu guards only
+	 * that hand-over; everything else here is the loop thread's. */
 	bool defer_busy;
+	int done_fd;
 	pthread_t worker;
 	bool worker_started;
+	pthread_mutex_t job_mu;
+	pthread_cond_t job_cv;
+	struct api_request *job; /* with the worker, or done and not yet collected */
+	bool job_done, worker_stop;
+	/* requests begun and not completed, and whether the daemon is stopping */
+	unsigned n_inflight;
+	bool closing;
 	/* rate refusals held back before their 429 (hold_refusal) */
-	pthread_mutex_t hold_mu;
 	struct api_request **held;
 	int n_held;
 };
@@ -286,8 +297,8 @@ static const struct route *route_find(struct api_request *r)
  * errors, the route, the query, a body announced beyond what is worth
  * draining, and authentication (so an anonymous upload is refused without
  * being read). Returns true when the reply is decided (r->status/r->reply).
- * The controller is one thread's at a time: this server thread's, or the
- * daemon's main loop's when it ticks. */
+ * Like every callback of libmicrohttpd, this runs on the daemon's one loop
+ * thread, which alone touches the controller (loop.c). */
 static bool request_head(struct api_request *r)
 {
 	const struct route *match = NULL;
@@ -306,7 +317,6 @@ static bool request_head(struct api_request *r)
 	 * sending, gets its 413 rather than a reset; one announced beyond what is
 	 * worth draining is refused before it is read. */
 	cl = api_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH, NULL);
-	iso_controller_lock(r->ctl);
 	if (cl && strtoull(cl, NULL, 10) > API_MAX_DRAIN)
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
 		              ISO_API_MAX_BODY);
@@ -322,13 +332,10 @@ static bool request_head(struct api_request *r)
 	else if (match->auth == ROUTE_AUTH &&
 	         iso_controller_authorize(&r->who, match->action, &r->err) < 0)
 		;
-	else {
-		iso_controller_unlock(r->ctl);
+	else
 		return false;
-	}
 	error_reply(r);
 	record_failure(r, match);
-	iso_controller_unlock(r->ctl);
 	return true;
 fail:
 	error_reply(r);
@@ -340,33 +347,28 @@ static void request_finish(struct api_request *r)
 {
 	const struct route *match = r->route;
 
-	iso_controller_lock(r->ctl);
 	if (r->body_too_large)
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
 		              ISO_API_MAX_BODY);
 	else if (match->handler(r) == 0 && (r->reply || r->defer_fn || r->parked))
-		goto out;
+		return;
 	if (r->err.code == ISO_OK)
 		iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
 	error_reply(r);
 	record_failure(r, match);
-out:
-	iso_controller_unlock(r->ctl);
 }
 
-int api_defer(struct api_request *r, api_deferred_fn fn, void *arg)
+int api_defer(struct api_request *r, api_deferred_fn work, api_deferred_fn done, void *arg)
 {
 	if (r->api) {
-		pthread_mutex_lock(&r->api->defer_mu);
-		bool busy = r->api->defer_busy;
-		r->api->defer_busy = true;
-		pthread_mutex_unlock(&r->api->defer_mu);
-		if (busy)
+		if (r->api->defer_busy)
 			return iso_error_set(&r->err, ISO_E_UNAVAILABLE, NULL,
 			                     "another %s is running; try again when it finishes",
 			                     r->path);
+		r->api->defer_busy = true;
 	}
-	r->defer_fn = fn;
+	r->defer_fn = work;
+	r->defer_done = done;
 	r->defer_arg = arg;
 	return 0;
 }
@@ -375,8 +377,8 @@ bool api_park(struct api_request *r)
 {
 	if (!r->conn)
 		return false;
-	/* Inside libmicrohttpd's callback, under the controller lock: whoever
-	 * answers it takes that lock first, so the resume cannot come early. */
+	/* Inside libmicrohttpd's callback, on the loop thread: whoever answers
+	 * it runs on that thread too, so the resume cannot come early. */
 	MHD_suspend_connection(r->conn);
 	r->parked = true;
 	return true;
@@ -389,19 +391,18 @@ void api_unpark(struct api_request *r, int status, json_t *body)
 	MHD_resume_connection(r->conn);
 }
 
-/* Runs r's deferred work (without the controller lock) and turns a failure
- * into its error reply, as request_finish does. */
-static void run_deferred(struct api_request *r)
+/* Finishes r once its deferred work has run (on the loop thread): the done
+ * step records the result, and a failure becomes its error reply, as in
+ * request_finish. */
+static void finish_deferred(struct api_request *r)
 {
-	r->defer_fn(r, r->defer_arg);
+	r->defer_done(r, r->defer_arg);
 	r->defer_arg = NULL;
 	if (!r->reply) {
-		iso_controller_lock(r->ctl);
 		if (r->err.code == ISO_OK)
 			iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "internal error");
 		error_reply(r);
 		record_failure(r, r->route);
-		iso_controller_unlock(r->ctl);
 	}
 	r->deferred_done = true;
 }
@@ -431,9 +432,12 @@ int api_handle_raw(struct iso_controller *ctl, const char *method, const char *t
 		ret = api_request_append_body(r, body, body_len);
 		if (ret == 0)
 			request_finish(r);
-		if (ret == 0 && r->defer_fn)
-			run_deferred(r);
+		if (ret == 0 && r->defer_fn) {
+			r->defer_fn(r, r->defer_arg);
+			finish_deferred(r);
+		}
 	}
+	iso_controller_settle(ctl);
 	if (ret == 0) {
 		*status = r->status;
 		*reply = reply_text(r);
@@ -494,6 +498,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	char *q = uri ? strchr(uri, '?') : NULL;
 
 	(void)conn;
+	if (r)
+		api->n_inflight++;
 	if (q)
 		q[1] = '\0'; /* the read buffer's own bytes (const only in the API) */
 	return r;
@@ -513,28 +519,73 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
 	return c->ret == 0 ? MHD_YES : MHD_NO;
 }
 
-/* The worker: runs the deferred work, frees the slot, wakes the connection
- * (libmicrohttpd then calls on_request again, which sends the reply). */
+/* The worker thread: runs each deferred request's work (which may block,
+ * and touches nothing of the controller's), then posts it back to the loop
+ * on done_fd. It runs a job handed over before a stop, then exits. */
 static void *worker_main(void *arg)
 {
-	struct api_request *r = arg;
-	struct iso_api *api = r->api;
-	struct MHD_Connection *conn = r->conn;
+	struct iso_api *api = arg;
+	const uint64_t one = 1;
 
-	run_deferred(r);
-	pthread_mutex_lock(&api->defer_mu);
-	api->defer_busy = false;
-	pthread_mutex_unlock(&api->defer_mu);
-	MHD_resume_connection(conn);
+	pthread_mutex_lock(&api->job_mu);
+	for (;;) {
+		while (!api->worker_stop && (!api->job || api->job_done))
+			pthread_cond_wait(&api->job_cv, &api->job_mu);
+		if (!api->job || api->job_done)
+			break;
+		struct api_request *r = api->job;
+		pthread_mutex_unlock(&api->job_mu);
+		r->defer_fn(r, r->defer_arg);
+		pthread_mutex_lock(&api->job_mu);
+		api->job_done = true;
+		if (write(api->done_fd, &one, sizeof(one)) < 0)
+			iso_log(ISO_LOG_ERR, "deferred_post_failed", "error=\"%s\"",
+			        strerror(errno));
+	}
+	pthread_mutex_unlock(&api->job_mu);
 	return NULL;
 }
 
-static int start_worker(struct iso_api *api, struct api_request *r)
+static void hand_to_worker(struct iso_api *api, struct api_request *r)
 {
-	if (api->worker_started) /* the previous one is done, or about to be */
-		pthread_join(api->worker, NULL);
-	api->worker_started = pthread_create(&api->worker, NULL, worker_main, r) == 0;
-	return api->worker_started ? 0 : -EAGAIN;
+	pthread_mutex_lock(&api->job_mu);
+	api->job = r;
+	api->job_done = false;
+	pthread_cond_signal(&api->job_cv);
+	pthread_mutex_unlock(&api->job_mu);
+}
+
+/* The job the worker finished, if any: finished and its connection resumed. */
+static void collect(struct iso_api *api)
+{
+	struct api_request *r = NULL;
+
+	pthread_mutex_lock(&api->job_mu);
+	if (api->job && api->job_done) {
+		r = api->job;
+		api->job = NULL;
+		api->job_done = false;
+	}
+	pthread_mutex_unlock(&api->job_mu);
+	if (!r)
+		return;
+	api->defer_busy = false;
+	finish_deferred(r);
+	MHD_resume_connection(r->conn);
+}
+
+void api_worker_collect(struct iso_api *api)
+{
+	uint64_t n;
+
+	if (read(api->done_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		iso_log(ISO_LOG_ERR, "deferred_read_failed", "error=\"%s\"", strerror(errno));
+	collect(api);
+}
+
+int api_worker_fd(const struct iso_api *api)
+{
+	return api->done_fd;
 }
 
 /* A client that keeps sending after its 429s would otherwise have each
@@ -547,19 +598,12 @@ static int start_worker(struct iso_api *api, struct api_request *r)
  * rest. A client that honours Retry-After loses nothing. */
 static bool hold_refusal(struct iso_api *api, struct api_request *r)
 {
-	bool held = false;
-
-	if (r->retry_after_s <= 0 || !r->conn)
+	if (r->retry_after_s <= 0 || !r->conn || api->closing || api->n_held >= API_HOLD_MAX)
 		return false;
-	pthread_mutex_lock(&api->hold_mu);
-	if (api->n_held < API_HOLD_MAX) {
-		r->hold_until_ns = iso_mono_ns() + API_HOLD_NS;
-		MHD_suspend_connection(r->conn);
-		api->held[api->n_held++] = r;
-		held = true;
-	}
-	pthread_mutex_unlock(&api->hold_mu);
-	return held;
+	r->hold_until_ns = iso_mono_ns() + API_HOLD_NS;
+	MHD_suspend_connection(r->conn);
+	api->held[api->n_held++] = r;
+	return true;
 }
 
 /* Resumes the held refusals whose time has come (all of them: `all`). Their
@@ -569,7 +613,6 @@ static void release_held(struct iso_api *api, bool all)
 	int64_t now = iso_mono_ns();
 	int done = 0;
 
-	pthread_mutex_lock(&api->hold_mu);
 	while (done < api->n_held && (all || api->held[done]->hold_until_ns <= now)) {
 		api->held[done]->held_done = true;
 		MHD_resume_connection(api->held[done]->conn);
@@ -577,12 +620,42 @@ static void release_held(struct iso_api *api, bool all)
 	}
 	memmove(api->held, api->held + done, (size_t)(api->n_held - done) * sizeof(*api->held));
 	api->n_held -= done;
-	pthread_mutex_unlock(&api->hold_mu);
 }
 
-void iso_api_tick(struct iso_api *api)
+void api_tick(struct iso_api *api)
 {
 	release_held(api, false);
+	api_limits_sweep(api->limits);
+}
+
+/* The daemon stops: no new connection is accepted, and every request
+ * waiting on the loop (held refusals, parked long polls) is answered now;
+ * a deferred one is answered when its worker posts it back. */
+void api_close_begin(struct iso_api *api)
+{
+	MHD_socket s;
+
+	api->closing = true;
+	s = MHD_quiesce_daemon(api->mhd);
+	if (s != MHD_INVALID_SOCKET)
+		close(s);
+	release_held(api, true);
+	iso_controller_agents_release_waiters(api->ctl);
+}
+
+bool api_idle(const struct iso_api *api)
+{
+	return api->n_inflight == 0 && !api->defer_busy;
+}
+
+struct MHD_Daemon *api_mhd(struct iso_api *api)
+{
+	return api->mhd;
+}
+
+struct iso_controller *api_controller(struct iso_api *api)
+{
+	return api->ctl;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -630,12 +703,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (r->parked)
 		return MHD_YES; /* api_unpark resumes it with its reply */
 	if (r->defer_fn) {
-		/* Off this thread: the connection sleeps until the worker resumes it. */
+		/* Off the loop: the connection sleeps until the worker posts the
+		 * job back and the loop resumes it (api_worker_collect). */
 		MHD_suspend_connection(conn);
-		if (start_worker(api, r) == 0)
-			return MHD_YES;
-		MHD_resume_connection(conn);
-		run_deferred(r);
+		hand_to_worker(api, r);
+		return MHD_YES;
 	}
 reply:
 	r->us = (iso_mono_ns() - r->t0_ns) / 1000;
@@ -664,6 +736,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct iso_api *api = cls;
 	(void)toe;
 	api_limits_request_done(api->limits, conn);
+	if (*con_cls)
+		api->n_inflight--;
 	api_request_free(*con_cls);
 	*con_cls = NULL;
 }
@@ -763,18 +837,27 @@ static void api_free(struct iso_api *api)
 {
 	if (!api)
 		return;
-	if (api->worker_started)
-		pthread_join(api->worker, NULL); /* it resumes its connection first */
+	if (api->worker_started) {
+		/* It finishes a job it holds (whose request libmicrohttpd frees
+		 * only at the stop below), then exits. */
+		pthread_mutex_lock(&api->job_mu);
+		api->worker_stop = true;
+		pthread_cond_signal(&api->job_cv);
+		pthread_mutex_unlock(&api->job_mu);
+		pthread_join(api->worker, NULL);
+		collect(api);
+	}
 	if (api->mhd) {
+		/* Held refusals and parked long polls are answered (resumed)
+		 * before the stop. */
 		release_held(api, true);
-		/* Parked long polls are answered (resumed) before the stop. */
-		iso_controller_lock(api->ctl);
 		iso_controller_agents_release_waiters(api->ctl);
-		iso_controller_unlock(api->ctl);
 		MHD_stop_daemon(api->mhd);
 	}
-	pthread_mutex_destroy(&api->defer_mu);
-	pthread_mutex_destroy(&api->hold_mu);
+	if (api->done_fd >= 0)
+		close(api->done_fd);
+	pthread_mutex_destroy(&api->job_mu);
+	pthread_cond_destroy(&api->job_cv);
 	free(api->held);
 	api_limits_free(api->limits);
 	if (api->tls_key_pem)
@@ -794,8 +877,10 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	_cleanup_(api_freep) struct iso_api *api = NULL;
 	struct sockaddr_storage ss = {0};
 	socklen_t sslen = 0;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO |
-	                 MHD_ALLOW_SUSPEND_RESUME;
+	/* External polling with epoll: the daemon's loop (loop.c) waits on
+	 * libmicrohttpd's epoll descriptor among its own, so the number of
+	 * connections is not bounded by select's FD_SETSIZE. */
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	int r;
 
 	if (!!cfg->tls_cert != !!cfg->tls_key)
@@ -815,8 +900,17 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	if (!api)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	api->ctl = ctl;
-	pthread_mutex_init(&api->defer_mu, NULL);
-	pthread_mutex_init(&api->hold_mu, NULL);
+	pthread_mutex_init(&api->job_mu, NULL);
+	pthread_cond_init(&api->job_cv, NULL);
+	api->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (api->done_fd < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "eventfd: %s", strerror(errno));
+	/* The worker inherits the caller's signal mask: the daemon blocks
+	 * SIGINT and SIGTERM first, so only its signalfd takes them. */
+	if (pthread_create(&api->worker, NULL, worker_main, api) != 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "cannot start the worker thread");
+	api->worker_started = true;
+	pthread_setname_np(api->worker, "iso-worker");
 	api->held = calloc(API_HOLD_MAX, sizeof(*api->held));
 	if (!api->held)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");

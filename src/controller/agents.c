@@ -7,8 +7,8 @@
  * which members came and went, so a node's document is rebuilt from its own
  * few entries, never from a scan of the store. Hook calls also come from
  * changes that are undone (a commit that failed, a preemption trial), so a
- * touched node is only marked dirty; when the controller lock is released
- * (iso_controller_unlock) every dirty node's document is rebuilt and compared
+ * touched node is only marked dirty; at the end of each turn of the daemon's
+ * loop (iso_controller_settle) every dirty node's document is rebuilt and compared
  * with the one served: the generation moves exactly when the text changes,
  * and only then are its waiters answered.
  *

@@ -242,7 +242,6 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	pthread_mutex_init(&c->lock, NULL);
 	c->inv = params->inv;
 	c->store = params->store;
 	c->placer = params->placer;
@@ -301,17 +300,11 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	return 0;
 }
 
-void iso_controller_lock(struct iso_controller *c)
+void iso_controller_settle(struct iso_controller *c)
 {
-	pthread_mutex_lock(&c->lock);
-}
-
-void iso_controller_unlock(struct iso_controller *c)
-{
-	/* Whatever changed under the lock is committed or undone by now: the
-	 * node agents' documents catch up before anyone else runs. */
+	/* Whatever changed in this turn is committed or undone by now: the node
+	 * agents' documents catch up before the loop waits again. */
 	ctl_agents_settle(c);
-	pthread_mutex_unlock(&c->lock);
 }
 
 void iso_controller_tick(struct iso_controller *c)
@@ -358,7 +351,6 @@ void iso_controller_free(struct iso_controller *c)
 	ctl_auth_cache_close(c);
 	ctl_costs_free(c);
 	ctl_agents_close(c);
-	pthread_mutex_destroy(&c->lock);
 	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);
 	free(c);

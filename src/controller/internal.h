@@ -5,7 +5,6 @@
 #include "isostack/controller.h"
 
 #include <jansson.h>
-#include <pthread.h>
 
 #include "isostack/fabric.h"
 
@@ -54,7 +53,6 @@ struct iso_controller {
 	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
 	int64_t provision_ms;        /* the gate fails what waits longer */
 	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
-	pthread_mutex_t lock;        /* the API thread and the daemon's ticks take turns */
 };
 
 /* An audit event as a use case describes it; the actor comes from the

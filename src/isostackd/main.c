@@ -1,12 +1,13 @@
 /* isostackd: the controller daemon. A thin main: it reads flags and the
  * inventory, takes the state directory's lock, opens the store, the
- * controller and the API server, then waits for a signal. All logic lives in
- * libisostack; this file only wires it together and owns the main context. */
+ * controller and the API server, then runs the one event loop
+ * (iso_api_run, src/api/loop.c) on this thread until a signal. All logic
+ * lives in libisostack; this file only wires it together and owns the main
+ * context. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,6 +497,16 @@ int main(int argc, char **argv)
 	bool created = false;
 	sigset_t sigs;
 
+	/* SIGINT and SIGTERM are taken by the loop's signalfd only: blocked
+	 * before any thread starts (the fabric driver's worker in
+	 * iso_controller_open, the API's worker), so every thread inherits the
+	 * mask and none can be killed by them. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
 	r = parse_options(argc, argv, &o);
 	if (r != 0)
 		return r > 0 ? 0 : 2;
@@ -564,14 +575,6 @@ int main(int argc, char **argv)
 	if (iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created, &err) < 0)
 		return fail(&err);
 
-	/* Signals are taken synchronously by this thread only: block them before
-	 * the server thread starts so that it inherits the mask. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
 	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0) {
 		iso_controller_shutdown(ctl);
 		return fail(&err);
@@ -585,21 +588,15 @@ int main(int argc, char **argv)
 	printf("admin token: %s/admin.token%s\n", o.state_dir, created ? " (new)" : "");
 	fflush(stdout);
 
-	/* Between signals, the controller's periodic work (fabric confirmations)
-	 * every 50 ms. */
-	for (;;) {
-		struct timespec tick = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
-		sig = sigtimedwait(&sigs, NULL, &tick);
-		if (sig == SIGINT || sig == SIGTERM)
-			break;
-		iso_controller_lock(ctl);
-		iso_controller_tick(ctl);
-		iso_controller_unlock(ctl);
-		iso_api_tick(api);
-	}
-	iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
+	/* Requests, the controller's tick every 50 ms and deferred work, on
+	 * this thread, until SIGINT or SIGTERM. */
+	sig = iso_api_run(api, &err);
+	if (sig < 0)
+		iso_log(ISO_LOG_ERR, "daemon_loop_failed", "error=\"%s\"", err.message);
+	else
+		iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
 	iso_api_stop(api);
 	iso_controller_shutdown(ctl);
 	close(lock_fd);
-	return 0;
+	return sig < 0 ? 1 : 0;
 }
