@@ -224,11 +224,28 @@ int iso_controller_live_allocations(struct iso_controller *c, const struct iso_p
                                     struct iso_allocation **out, int *n, struct iso_error *err);
 
 /* ---- faults and maintenance (docs/tenancy.md "Faults and maintenance") ----
- * cluster-admin (later also the node agents); unknown nodes, GPUs (by device
- * index) and pools are ISO_E_NOT_FOUND. */
+ * cluster-admin; a GPU fault also by the node agent of that node (another
+ * node is ISO_E_NOT_FOUND for it); unknown nodes, GPUs (by device index)
+ * and pools are ISO_E_NOT_FOUND. */
 #define ISO_XID_MAX 1000
-/* Does this XID take the whole GPU out of service (79, 48, 94, 95, 119, 120)? */
+/* Does this XID take the whole GPU out of service (79, 48, 95, 119, 120)? */
 bool iso_xid_takes_gpu(int xid);
+/* A GPU fault as a node agent reports it (docs/agents.md, "Faults"). */
+struct iso_fault_report {
+	int gpu, xid;
+	int gi, ci;                  /* the GPU/compute instance it names; -1: none */
+	char allocation[ISO_ID_MAX]; /* the owner of that instance; "" when none */
+	int member;                  /* its member; -1 when none */
+	/* The agent's number for it, growing per node; 0: none. A report whose
+	 * seq is not above the highest applied for the node changes nothing
+	 * ("effect":"duplicate"), so an agent may send it again until it is
+	 * acknowledged. */
+	uint64_t seq;
+};
+/* iso_controller_gpu_fault with what the agent knows of the fault. */
+int iso_controller_gpu_fault_report(struct iso_controller *c, const struct iso_principal *p,
+                                    const char *node, const struct iso_fault_report *f,
+                                    json_t **out, struct iso_error *err);
 /* Reports XID `xid` on GPU `gpu` of `node`. An XID that takes the GPU: the
  * fault is stored, every allocation with a slot there is evicted (requeued,
  * or failed when it asked to fail on preemption) and the GPU is quarantined
@@ -441,6 +458,15 @@ struct iso_agent_vf {
 	bool ready;
 	char reason[257];
 };
+/* A node condition (docs/agents.md, "Conditions"): today only
+ * "MigModeMismatch", a GPU whose MIG mode (`have`) differs from the
+ * inventory's (`want`). While it holds, no new work goes to that GPU. */
+#define ISO_AGENT_COND_MIG_MODE "MigModeMismatch"
+struct iso_agent_condition {
+	char type[32];
+	int gpu;
+	bool want, have;
+};
 struct iso_agent_status {
 	int64_t term_seen;
 	char version[65];
@@ -449,6 +475,8 @@ struct iso_agent_status {
 	struct iso_agent_instance *instances;
 	int n_vfs; /* "vfs" is optional: absent is none */
 	struct iso_agent_vf *vfs;
+	int n_conditions; /* at most ISO_AGENT_MAX_GPUS */
+	struct iso_agent_condition *conditions;
 };
 /* Keeps `st` (copied) as node `node`'s latest status, which is also its
  * agent's heartbeat. ISO_E_INVALID naming the field for a GPU or profile the
@@ -466,6 +494,9 @@ struct iso_agent_view {
 	int64_t term_seen;
 };
 bool iso_controller_node_agent(const struct iso_controller *c, int ni, struct iso_agent_view *out);
+/* Node `ni`'s conditions as its agent last reported them, as a JSON array
+ * [{"type","gpu","want","have","since"}] (empty when none or never reported). */
+json_t *iso_controller_node_conditions(const struct iso_controller *c, int ni);
 /* Is node `ni` unreachable (its agent silent past the lease)? */
 bool iso_controller_node_unreachable(const struct iso_controller *c, int ni);
 /* Member `k` of `a` as its node's agent last reported it: *ready -1 (no

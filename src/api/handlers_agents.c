@@ -69,7 +69,9 @@ int api_node_desired(struct api_request *r)
 	return 0;
 }
 
-static const char *const status_keys[] = {"term_seen", "version", "gpus", "instances", "vfs", NULL};
+static const char *const status_keys[] = {"term_seen",  "version", "gpus", "instances",
+                                          "conditions", "vfs",     NULL};
+static const char *const condition_keys[] = {"type", "gpu", "want", "have", NULL};
 static const char *const vf_keys[] = {"index", "netdev", "guid", "ready", "reason", NULL};
 static const char *const gpu_keys[] = {"index", "model", "uuid", "mig_mode", NULL};
 static const char *const instance_keys[] = {"gpu",    "start", "profile", "uuid", "allocation",
@@ -274,12 +276,72 @@ static int parse_vfs(json_t *body, struct iso_agent_status *st, struct iso_agent
 	return 0;
 }
 
+/* One condition (docs/agents.md, "Conditions"); the only type today is
+ * MigModeMismatch, and want and have then differ. */
+static int parse_condition(json_t *o, const char *prefix, struct iso_agent_condition *c,
+                           struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+	int64_t gpu = 0;
+
+	if (api_check_keys(o, prefix, condition_keys, err) < 0 ||
+	    get_ascii(o, "type", prefix, true, 1, sizeof(c->type) - 1, c->type, sizeof(c->type),
+	              err) < 0 ||
+	    api_get_int(o, "gpu", prefix, true, 0, 63, &gpu, err) < 0)
+		return -EINVAL;
+	snprintf(field, sizeof(field), "%s.type", prefix);
+	if (strcmp(c->type, ISO_AGENT_COND_MIG_MODE) != 0)
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: unknown condition \"%s\"",
+		                     field, c->type);
+	for (int k = 0; k < 2; k++) {
+		const char *key = k ? "have" : "want";
+		json_t *v = json_object_get(o, key);
+		snprintf(field, sizeof(field), "%s.%s", prefix, key);
+		if (!json_is_boolean(v))
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: must be a boolean",
+			                     field);
+		*(k ? &c->have : &c->want) = json_is_true(v);
+	}
+	if (c->want == c->have) {
+		snprintf(field, sizeof(field), "%s.have", prefix);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: a MIG mode mismatch has want and have differ", field);
+	}
+	c->gpu = (int)gpu;
+	return 0;
+}
+
+/* The optional "conditions" array of a status. */
+static int parse_conditions(json_t *body, struct iso_agent_status *st,
+                            struct iso_agent_condition **out, struct iso_error *err)
+{
+	json_t *arr = NULL, *item;
+	char prefix[32];
+	size_t i;
+
+	if (!json_object_get(body, "conditions"))
+		return 0;
+	if (get_objects(body, "conditions", ISO_AGENT_MAX_GPUS, &arr, err) < 0)
+		return -EINVAL;
+	if (!(*out = calloc(json_array_size(arr) + 1, sizeof(**out))))
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	json_array_foreach (arr, i, item) {
+		snprintf(prefix, sizeof(prefix), "conditions[%zu]", i);
+		if (parse_condition(item, prefix, &(*out)[i], err) < 0)
+			return -EINVAL;
+	}
+	st->conditions = *out;
+	st->n_conditions = (int)json_array_size(arr);
+	return 0;
+}
+
 int api_node_status(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	_cleanup_free_ struct iso_agent_gpu *gpus = NULL;
 	_cleanup_free_ struct iso_agent_instance *inst = NULL;
 	_cleanup_free_ struct iso_agent_vf *vfs = NULL;
+	_cleanup_free_ struct iso_agent_condition *conds = NULL;
 	struct iso_agent_status st = {0};
 	json_t *arr_g = NULL, *arr_i = NULL, *item;
 	char prefix[32];
@@ -311,6 +373,8 @@ int api_node_status(struct api_request *r)
 	st.n_gpus = (int)json_array_size(arr_g);
 	st.instances = inst;
 	st.n_instances = (int)json_array_size(arr_i);
+	if (parse_conditions(body, &st, &conds, &r->err) < 0)
+		return -1;
 	if (parse_vfs(body, &st, &vfs, &r->err) < 0)
 		return -1;
 	if (iso_controller_node_status(r->ctl, &r->who, r->seg[2], &st, &r->err) < 0)

@@ -158,13 +158,15 @@ json_t *api_node_json(struct iso_controller *ctl, int i)
 	const char *state = cs->sched[i] != ISO_NODE_DOWN && iso_controller_node_unreachable(ctl, i)
 	                        ? "unreachable"
 	                        : node_state_name(cs->sched[i], u);
-	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:I, s:s, s:i, s:o, s:i, s:o, s:o}",
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:I, s:s, s:i, s:o, s:i, s:o, s:o, "
+	                 "s:o}",
 	                 "name", n->name, "pool", n->pool, "rack", n->rack, "pdu", n->pdu, "cpus",
 	                 n->cpus, "memory_mib", (json_int_t)n->memory_mib, "cpus_used",
 	                 u->cpus_used, "memory_mib_used", (json_int_t)u->memory_mib_used, "state",
 	                 state, "gpus", n->n_gpus, "gpu_model",
 	                 n->n_gpus ? json_string(n->gpus[0].model->name) : json_null(), "members",
-	                 u->members, "port", port, "agent", node_agent_json(ctl, i));
+	                 u->members, "port", port, "agent", node_agent_json(ctl, i), "conditions",
+	                 iso_controller_node_conditions(ctl, i));
 }
 
 json_t *api_capacity_json(const struct iso_capacity *c)

@@ -76,6 +76,11 @@ struct agent_node {
 	int64_t last_seen_ms, term_seen;
 	/* the lease */
 	int64_t unreachable_ms; /* since when; 0: reachable */
+	/* its conditions (MIG mode mismatches), as last reported, with when
+	 * each appeared; in memory like the rest of the status */
+	struct iso_agent_condition *cond;
+	int64_t *cond_since_ms;
+	int n_cond;
 	int n_inst;
 	char version[65];
 	bool dirty;
@@ -446,6 +451,8 @@ void ctl_agents_close(struct iso_controller *c)
 		free(n->text);
 		json_decref(n->gpus);
 		free(n->inst);
+		free(n->cond);
+		free(n->cond_since_ms);
 		json_decref(n->vfs);
 		free(n->want_vf);
 		free(n->vf);
@@ -677,6 +684,138 @@ static int check_status(const struct iso_controller *c, int ni, const struct iso
 
 static void gate_node(struct iso_controller *c, int ni);
 
+/* Conditions are checked against the inventory: the GPU is the node's, and
+ * `want` is the MIG mode the inventory gives it. */
+static int check_conditions(const struct iso_controller *c, int ni,
+                            const struct iso_agent_status *st, struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+
+	for (int i = 0; i < st->n_conditions; i++) {
+		const struct iso_agent_condition *k = &st->conditions[i];
+		const struct iso_gpu *gpu = node_gpu(c, ni, k->gpu);
+
+		snprintf(field, sizeof(field), "conditions[%d].gpu", i);
+		if (!gpu)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: node %s has no GPU %d in the inventory", field,
+			                     c->inv->nodes[ni].name, k->gpu);
+		for (int j = 0; j < i; j++)
+			if (st->conditions[j].gpu == k->gpu &&
+			    strcmp(st->conditions[j].type, k->type) == 0)
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "%s: GPU %d has this condition twice", field,
+				                     k->gpu);
+		snprintf(field, sizeof(field), "conditions[%d].want", i);
+		if (k->want != gpu->mig_enabled)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: the inventory has MIG %s on GPU %d", field,
+			                     gpu->mig_enabled ? "enabled" : "disabled", k->gpu);
+	}
+	return 0;
+}
+
+static int cond_find(const struct iso_agent_condition *v, int n,
+                     const struct iso_agent_condition *k)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i].gpu == k->gpu && strcmp(v[i].type, k->type) == 0)
+			return i;
+	return -1;
+}
+
+static void record_condition(struct iso_controller *c, int ni, const char *action,
+                             const struct iso_agent_condition *k)
+{
+	iso_log(strcmp(action, "node.condition_set") == 0 ? ISO_LOG_WARN : ISO_LOG_INFO,
+	        "node_condition", "node=%s type=%s gpu=%d want=%s have=%s state=%s",
+	        c->inv->nodes[ni].name, k->type, k->gpu, k->want ? "on" : "off",
+	        k->have ? "on" : "off",
+	        strcmp(action, "node.condition_set") == 0 ? "set" : "cleared");
+	record_node(c, ni, action,
+	            json_pack("{s:s, s:i, s:b, s:b}", "type", k->type, "gpu", k->gpu, "want",
+	                      k->want, "have", k->have));
+}
+
+/* Keeps the reported conditions; those that appeared or cleared are
+ * audited once, and placement follows them (ctl_agents_avoid). */
+static int keep_conditions(struct iso_controller *c, int ni, const struct iso_agent_status *st)
+{
+	struct agent_node *n = &c->agents->nodes[ni];
+	struct iso_agent_condition *cond = NULL;
+	int64_t *since = NULL, now = iso_now_ms();
+	bool cleared = false;
+
+	if (st->n_conditions == 0 && n->n_cond == 0)
+		return 0;
+	if (st->n_conditions > 0) {
+		cond = calloc((size_t)st->n_conditions, sizeof(*cond));
+		since = calloc((size_t)st->n_conditions, sizeof(*since));
+		if (!cond || !since) {
+			free(cond);
+			free(since);
+			return -ENOMEM;
+		}
+		memcpy(cond, st->conditions, (size_t)st->n_conditions * sizeof(*cond));
+	}
+	for (int i = 0; i < st->n_conditions; i++) {
+		int was = cond_find(n->cond, n->n_cond, &cond[i]);
+		if (was >= 0 && n->cond[was].have == cond[i].have) {
+			since[i] = n->cond_since_ms[was];
+			continue;
+		}
+		since[i] = now;
+		record_condition(c, ni, "node.condition_set", &cond[i]);
+	}
+	for (int i = 0; i < n->n_cond; i++)
+		if (cond_find(cond, st->n_conditions, &n->cond[i]) < 0) {
+			record_condition(c, ni, "node.condition_cleared", &n->cond[i]);
+			cleared = true;
+		}
+	free(n->cond);
+	free(n->cond_since_ms);
+	n->cond = cond;
+	n->cond_since_ms = since;
+	n->n_cond = st->n_conditions;
+	c->cs.version++; /* capacity counted again */
+	if (cleared)
+		ctl_place_pending(c); /* the GPU takes new work again */
+	return 0;
+}
+
+int ctl_agents_avoid(const struct iso_controller *c, struct iso_gpu_ref *out, int max)
+{
+	const struct ctl_agents *ag = c->agents;
+	int n = 0;
+
+	for (int i = 0; ag && i < ag->n; i++)
+		for (int k = 0; k < ag->nodes[i].n_cond && n < max; k++) {
+			out[n].node = c->inv->nodes[i].name;
+			out[n].gpu = ag->nodes[i].cond[k].gpu;
+			n++;
+		}
+	return n;
+}
+
+json_t *iso_controller_node_conditions(const struct iso_controller *c, int ni)
+{
+	const struct agent_node *n;
+	json_t *a = json_array();
+
+	if (!c->agents || ni < 0 || ni >= c->agents->n)
+		return a;
+	n = &c->agents->nodes[ni];
+	for (int i = 0; i < n->n_cond; i++) {
+		char since[40];
+		iso_format_time(n->cond_since_ms[i], since, sizeof(since));
+		json_array_append_new(a, json_pack("{s:s, s:i, s:b, s:b, s:s}", "type",
+		                                   n->cond[i].type, "gpu", n->cond[i].gpu, "want",
+		                                   n->cond[i].want, "have", n->cond[i].have,
+		                                   "since", since));
+	}
+	return a;
+}
+
 /* The VFs reported are the node's (an index below its inventory's VF count),
  * each at most once. */
 static int check_vfs(const struct iso_controller *c, int ni, const struct iso_agent_status *st,
@@ -721,6 +860,8 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	r = check_status(c, ni, st, err);
 	if (r == 0)
 		r = check_vfs(c, ni, st, err);
+	if (r == 0)
+		r = check_conditions(c, ni, st, err);
 	if (r < 0)
 		return r;
 	if (st->n_vfs > 0) {
@@ -752,6 +893,9 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	n->last_seen_ms = iso_now_ms();
 	n->term_seen = st->term_seen;
 	iso_strlcpy(n->version, st->version, sizeof(n->version));
+	if (keep_conditions(c, ni, st) < 0)
+		iso_log(ISO_LOG_ERR, "node_conditions_lost", "node=%s reason=\"out of memory\"",
+		        node);
 	if (n->unreachable_ms)
 		set_reachable(c, ni);
 	if (c->agent_gate)

@@ -216,10 +216,14 @@ static int place(struct iso_controller *c, struct iso_allocation *a, int want,
                  struct iso_error *err)
 {
 	struct iso_place_constraints pc;
+	struct iso_gpu_ref avoid[64];
 	int r = ctl_tenancy_constraints(c, a, &pc, err);
 
 	if (r < 0)
 		return r;
+	/* GPUs under a node condition take no new work (agents.c). */
+	pc.avoid_gpus = avoid;
+	pc.n_avoid_gpus = ctl_agents_avoid(c, avoid, (int)ISO_ARRAY_SIZE(avoid));
 	return iso_placer_place_ex(c->placer, &c->cs, a, want, &pc, err);
 }
 

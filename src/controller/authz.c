@@ -30,8 +30,8 @@ struct right {
 };
 
 /* Columns in enum iso_role order. The node-agent may read its own node's
- * desired state and write its own node's status, nothing else
- * (docs/agents.md). */
+ * desired state, write its own node's status and report its own node's GPU
+ * faults, nothing else (docs/agents.md). */
 static const struct right rights[] = {
     /* action                          c-adm aud t-adm t-usr agent */
     {"version.read", {A, A, A, A, D}, NULL},
@@ -75,7 +75,8 @@ static const struct right rights[] = {
     {"node.drain", {A, D, D, D, D}, NULL},
     {"node.down", {A, D, D, D, D}, NULL},
     {"node.up", {A, D, D, D, D}, NULL},
-    {"gpu.fault", {A, D, D, D, D}, NULL},
+    /* a node agent reports the XIDs of its own node's GPUs (faults.c) */
+    {"gpu.fault", {A, D, D, D, N}, NULL},
     {"gpu.restore", {A, D, D, D, D}, NULL},
     {"pool.cordon", {A, D, D, D, D}, NULL},
     {"pool.drain", {A, D, D, D, D}, NULL},

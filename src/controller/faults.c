@@ -10,21 +10,28 @@
  * convergence runs again, so a crash in between leaves nothing on hardware
  * that is out of service. docs/tenancy.md "Faults and maintenance". */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller/internal.h"
 
 /* XIDs after which the GPU cannot be trusted with any work until someone
- * looks at it (NVIDIA's XID catalogue): 79 fallen off the bus, 48
- * double-bit ECC, 94/95 contained/uncontained ECC, 119/120 GSP errors.
- * Every MIG instance on the GPU goes with it. Others (13, 31, 43: faults of
- * one application) leave the GPU in service. */
+ * looks at it (NVIDIA's XID catalogue): 79 fallen off the bus (every
+ * instance on the GPU is gone, docs/reference-mig.md), 48 double-bit ECC,
+ * 95 uncontained ECC, 119/120 GSP errors. Every MIG instance on the GPU
+ * goes with it. Others leave the GPU in service: 13, 31, 43, 45, 68, 109
+ * are faults of one application (the ones NVIDIA's k8s-device-plugin
+ * ignores, ../shared/reference/host.md 2.2), and 94, a *contained* ECC
+ * error, ends only the application that hit it: "Unaffected applications
+ * will continue to run and additional workloads can be launched on this GPU
+ * without requiring a GPU reset" (NVIDIA, A100 GPU Memory Error Management,
+ * "Response to Uncorrectable Contained ECC Errors"; with MIG on, its log
+ * line names the GPU instance). */
 bool iso_xid_takes_gpu(int xid)
 {
 	switch (xid) {
 	case 48:
 	case 79:
-	case 94:
 	case 95:
 	case 119:
 	case 120:
@@ -34,16 +41,19 @@ bool iso_xid_takes_gpu(int xid)
 }
 
 /* The node and the GPU's position in it, checked as the caller may see
- * them: infrastructure is for cluster roles, then `action` must be allowed. */
+ * them: infrastructure is for cluster roles, then `action` must be allowed.
+ * A node agent (scope node) sees its own node only: another answers 404
+ * exactly like a missing one, as its desired state does. */
 static int resolve_gpu(struct iso_controller *c, const struct iso_principal *p, const char *action,
                        const char *node, int gpu, int *ni, int *pos, struct iso_error *err)
 {
-	int r = iso_controller_check_infra_read(p, err);
+	bool agent = ctl_scope_of(p, action) == CTL_SCOPE_NODE;
+	int r = agent ? 0 : iso_controller_check_infra_read(p, err);
 
 	if (r < 0)
 		return r;
 	*ni = iso_cluster_state_node_index(&c->cs, node);
-	if (*ni < 0)
+	if (*ni < 0 || (agent && strcmp(p->node, node) != 0))
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "node \"%s\" not found", node);
 	*pos = -1;
 	for (int j = 0; j < c->inv->nodes[*ni].n_gpus; j++)
@@ -124,21 +134,97 @@ static int quarantine(struct iso_controller *c, int ni, int pos, int xid, json_t
 	return 0;
 }
 
-static json_t *fault_answer(const char *node, int gpu, int xid, bool quarantined,
+static json_t *fault_answer(const char *node, const struct iso_fault_report *f, bool quarantined,
                             const char *effect, json_t *evicted)
 {
-	return json_pack("{s:s, s:i, s:i, s:b, s:s, s:o}", "node", node, "gpu", gpu, "xid", xid,
-	                 "quarantined", quarantined, "effect", effect, "evicted",
-	                 evicted ? evicted : json_array());
+	json_t *o = json_pack("{s:s, s:i, s:i, s:b, s:s, s:o}", "node", node, "gpu", f->gpu, "xid",
+	                      f->xid, "quarantined", quarantined, "effect", effect, "evicted",
+	                      evicted ? evicted : json_array());
+
+	if (o && f->seq)
+		json_object_set_new(o, "seq", json_integer((json_int_t)f->seq));
+	return o;
+}
+
+/* The audit details of a fault: the XID, its effect, and what the agent
+ * said it hit. */
+static json_t *fault_details(const struct iso_fault_report *f, const char *effect)
+{
+	json_t *d = json_pack("{s:i, s:s}", "xid", f->xid, "effect", effect);
+
+	if (!d)
+		return NULL;
+	if (f->gi >= 0)
+		json_object_set_new(d, "gi", json_integer(f->gi));
+	if (f->ci >= 0)
+		json_object_set_new(d, "ci", json_integer(f->ci));
+	if (f->allocation[0]) {
+		json_object_set_new(d, "allocation", json_string(f->allocation));
+		json_object_set_new(d, "member", json_integer(f->member));
+	}
+	if (f->seq)
+		json_object_set_new(d, "seq", json_integer((json_int_t)f->seq));
+	return d;
+}
+
+/* The highest fault seq applied for a node, kept in the store's meta
+ * table ("fault_seq:NODE"), so that a fault re-sent after a lost answer or
+ * a restart of either side is applied once. */
+#define FAULT_SEQ_META "fault_seq:"
+
+static int fault_seq_get(struct iso_controller *c, const char *node, uint64_t *out,
+                         struct iso_error *err)
+{
+	char key[ISO_NAME_MAX + 16], buf[32] = "", *end = NULL;
+	struct iso_error e = {0};
+	int r;
+
+	*out = 0;
+	snprintf(key, sizeof(key), FAULT_SEQ_META "%s", node);
+	r = c->store->ops->meta_get(c->store, key, buf, sizeof(buf), &e);
+	if (r == -ENOENT || (r < 0 && e.code == ISO_E_NOT_FOUND))
+		return 0;
+	if (r < 0) {
+		if (err)
+			*err = e;
+		return r;
+	}
+	errno = 0;
+	*out = strtoull(buf, &end, 10);
+	if (errno || !buf[0] || *end)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: meta %s is \"%s\"", key,
+		                     buf);
+	return 0;
+}
+
+static int fault_seq_set(struct iso_controller *c, const char *node, uint64_t seq,
+                         struct iso_error *err)
+{
+	char key[ISO_NAME_MAX + 16], buf[32];
+
+	snprintf(key, sizeof(key), FAULT_SEQ_META "%s", node);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)seq);
+	return c->store->ops->meta_set(c->store, key, buf, err);
 }
 
 int iso_controller_gpu_fault(struct iso_controller *c, const struct iso_principal *p,
                              const char *node, int gpu, int xid, json_t **out,
                              struct iso_error *err)
 {
-	struct iso_gpu_fault f = {.gpu = gpu, .xid = xid, .at_ms = iso_now_ms()};
-	bool takes = iso_xid_takes_gpu(xid);
+	struct iso_fault_report f = {.gpu = gpu, .xid = xid, .gi = -1, .ci = -1, .member = -1};
+
+	return iso_controller_gpu_fault_report(c, p, node, &f, out, err);
+}
+
+int iso_controller_gpu_fault_report(struct iso_controller *c, const struct iso_principal *p,
+                                    const char *node, const struct iso_fault_report *fr,
+                                    json_t **out, struct iso_error *err)
+{
+	struct iso_gpu_fault f = {.gpu = fr->gpu, .xid = fr->xid, .at_ms = iso_now_ms()};
+	int gpu = fr->gpu, xid = fr->xid;
+	bool takes = iso_xid_takes_gpu(xid), already;
 	char id[ISO_NAME_MAX + 16];
+	uint64_t applied = 0;
 	int ni, pos, r;
 
 	r = resolve_gpu(c, p, "gpu.fault", node, gpu, &ni, &pos, err);
@@ -146,32 +232,52 @@ int iso_controller_gpu_fault(struct iso_controller *c, const struct iso_principa
 		return r;
 	if (xid < 0 || xid > ISO_XID_MAX)
 		return iso_error_set(err, ISO_E_INVALID, "xid", "xid: must be 0..%d", ISO_XID_MAX);
-	if (iso_cluster_state_gpu_quarantined(&c->cs, ni, pos)) {
+	if (fr->seq && (r = fault_seq_get(c, node, &applied, err)) < 0)
+		return r;
+	already = iso_cluster_state_gpu_quarantined(&c->cs, ni, pos);
+	if (fr->seq && fr->seq <= applied) {
+		/* Sent again (its answer was lost): applied once already. */
+		iso_log(ISO_LOG_INFO, "gpu_fault_duplicate",
+		        "request_id=%s by=%s node=%s gpu=%d xid=%d seq=%llu applied=%llu",
+		        p->request_id, p->token_id, node, gpu, xid, (unsigned long long)fr->seq,
+		        (unsigned long long)applied);
+		*out = fault_answer(node, fr, already, "duplicate", NULL);
+		return 0;
+	}
+	if (already && !fr->seq) {
 		/* Already out of service: a repeated report changes nothing. */
-		*out = fault_answer(node, gpu, xid, true, "already_quarantined", NULL);
+		*out = fault_answer(node, fr, true, "already_quarantined", NULL);
 		return 0;
 	}
 	snprintf(id, sizeof(id), "%s/%d", node, gpu);
 	iso_strlcpy(f.node, node, sizeof(f.node));
 	r = ctl_tx_begin(c, err);
-	if (r == 0 && takes)
+	if (r == 0 && fr->seq)
+		r = fault_seq_set(c, node, fr->seq, err);
+	if (r == 0 && takes && !already)
 		r = c->store->ops->gpu_fault_put(c->store, &f, err);
-	if (r == 0)
-		ctl_emit(
-		    c, p,
-		    &(struct ctl_event){.action = "gpu.fault",
-		                        .kind = "gpu",
-		                        .id = id,
-		                        .details = json_pack("{s:i, s:s}", "xid", xid, "effect",
-		                                             takes ? "quarantine" : "recorded")});
+	if (r == 0 && !already)
+		ctl_emit(c, p,
+		         &(struct ctl_event){
+		             .action = "gpu.fault",
+		             .kind = "gpu",
+		             .id = id,
+		             .details = fault_details(fr, takes ? "quarantine" : "recorded")});
 	r = ctl_tx_end(c, r, err);
 	if (r < 0)
 		return r;
+	if (already) {
+		*out = fault_answer(node, fr, true, "already_quarantined", NULL);
+		return 0;
+	}
 	iso_log(takes ? ISO_LOG_ERR : ISO_LOG_WARN, "gpu_fault",
-	        "request_id=%s by=%s node=%s gpu=%d xid=%d takes_gpu=%s", p->request_id,
-	        p->token_id, node, gpu, xid, takes ? "yes" : "no");
+	        "request_id=%s by=%s node=%s gpu=%d xid=%d gi=%d ci=%d allocation=%s member=%d "
+	        "seq=%llu takes_gpu=%s",
+	        p->request_id, p->token_id, node, gpu, xid, fr->gi, fr->ci,
+	        fr->allocation[0] ? fr->allocation : "-", fr->member, (unsigned long long)fr->seq,
+	        takes ? "yes" : "no");
 	if (!takes) {
-		*out = fault_answer(node, gpu, xid, false, "recorded", NULL);
+		*out = fault_answer(node, fr, false, "recorded", NULL);
 		return 0;
 	}
 	json_t *evicted = json_array();
@@ -183,7 +289,7 @@ int iso_controller_gpu_fault(struct iso_controller *c, const struct iso_principa
 		return r;
 	}
 	ctl_place_pending(c); /* the requeued work may fit elsewhere */
-	*out = fault_answer(node, gpu, xid, true, "quarantined", evicted);
+	*out = fault_answer(node, fr, true, "quarantined", evicted);
 	return 0;
 }
 

@@ -372,6 +372,10 @@ int ctl_alloc_gate_id(struct iso_controller *c, const char *id);
 /* agents.c: has member `k` of `a` every instance and whole GPU of its slots
  * reported present and ready by its node's agent? */
 bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_allocation *a, int k);
+/* agents.c: the GPUs no new work may go to while a node condition holds on
+ * them (a MIG mode that differs from the inventory), at most `max`, into
+ * out (names borrowed from the inventory); returns how many. */
+int ctl_agents_avoid(const struct iso_controller *c, struct iso_gpu_ref *out, int max);
 
 /* faults.c: at start, after the allocations are rebuilt: stored GPU faults
  * are quarantined again and whatever is still on faulted GPUs or down nodes

@@ -63,7 +63,7 @@ def other(t):
 #   (no token, cluster-admin, auditor, tenant-admin, tenant-user, node-agent).
 # None: not asserted (the order of checks is the server's choice there).
 # The node-agent (a token of node kiwi01) may only read its node's desired
-# state and report its status (docs/agents.md): any other node is 404 like a
+# state and report its status and its GPUs' faults (docs/agents.md): any other node is 404 like a
 # missing one, and every other authenticated route answers 403, before any
 # lookup, so it also learns nothing of which tenants or objects exist
 # (docs/api.md, "Roles").
@@ -132,6 +132,10 @@ EXPECT = {
     ("PUT /v1/nodes/X/status", "own"):      (401, 204, 403, 403, 403, 204),
     ("PUT /v1/nodes/X/status", "other"):    (401, 204, 403, 403, 403, 404),
     ("PUT /v1/nodes/X/status", "missing"):  (401, 404, 403, 403, 403, 404),
+    # a node agent reports its own node's XIDs (docs/agents.md, "Faults")
+    ("POST /v1/nodes/X/gpus/0/fault", "own"):     (401, 200, 403, 403, 403, 200),
+    ("POST /v1/nodes/X/gpus/0/fault", "other"):   (401, 200, 403, 403, 403, 404),
+    ("POST /v1/nodes/X/gpus/0/fault", "missing"): (401, 404, 403, 403, 403, 404),
     ("GET /v1/gpus?node=N", "-"):      (401, 200, 200, 403, 403, 403),
 
     ("GET /v1/allocations", "-"):      (401, 200, 200, 200, 200, 403),
@@ -964,7 +968,6 @@ class TestRbac(harness.SharedDaemonCase):
             ("GET", "/v1/fabric/verify", None),
             ("POST", "/v1/nodes/%s/down" % AGENT_NODE, None),
             ("POST", "/v1/nodes/%s/up" % AGENT_NODE, None),
-            ("POST", "/v1/nodes/%s/gpus/0/fault" % AGENT_NODE, {"xid": 79}),
             ("DELETE", "/v1/nodes/%s/gpus/0/fault" % AGENT_NODE, None),
             ("POST", "/v1/pools/kiwi/cordon", None), ("POST", "/v1/pools/kiwi/drain", None),
             ("POST", "/v1/pools/kiwi/uncordon", None),
@@ -982,7 +985,7 @@ class TestRbac(harness.SharedDaemonCase):
                   if it["event"]["actor"]["role"] == "node-agent"]
         self.assertTrue(all(e["outcome"] == "denied" for e in denied), denied)
         self.assertIn("node.down", {e["action"] for e in denied})
-        self.assertIn("gpu.fault", {e["action"] for e in denied})
+        self.assertIn("gpu.restore", {e["action"] for e in denied})
 
     def test_node_agent_routes(self):
         """The agent routes (docs/agents.md), on a daemon of their own: a
@@ -1010,6 +1013,10 @@ class TestRbac(harness.SharedDaemonCase):
                             self.assertEqual(r.body["node"], node)
                         r = d.request("PUT", "/v1/nodes/%s/status" % node, body=status, token=tok)
                         self.check("PUT /v1/nodes/X/status", target, role, r)
+                        # an application XID: recorded, takes nothing
+                        r = d.request("POST", "/v1/nodes/%s/gpus/0/fault" % node, body={"xid": 13},
+                                      token=tok)
+                        self.check("POST /v1/nodes/X/gpus/0/fault", target, role, r)
 
     def test_node_agent_tokens(self):
         tok = self.tok["agent"]

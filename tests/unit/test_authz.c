@@ -114,7 +114,8 @@ static int route_actions(char actions[][48], int max)
 /* The node-agent's only rights. */
 static bool agent_action(const char *action)
 {
-	return strcmp(action, "node.desired.read") == 0 || strcmp(action, "node.status.write") == 0;
+	return strcmp(action, "node.desired.read") == 0 ||
+	       strcmp(action, "node.status.write") == 0 || strcmp(action, "gpu.fault") == 0;
 }
 
 static void test_every_route_is_in_the_table(void **state)
