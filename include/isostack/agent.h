@@ -21,8 +21,9 @@
 
 ISO_PUBLIC_BEGIN
 
-#define ISO_AGENT_ALLOC_MAX 32 /* "a-" + 16 hex digits, with room */
-#define ISO_AGENT_TERM_FILE "agent-term"
+#define ISO_AGENT_ALLOC_MAX   32 /* "a-" + 16 hex digits, with room */
+#define ISO_AGENT_TERM_FILE   "agent-term"
+#define ISO_AGENT_FAULTS_FILE "agent-faults.json"
 
 /* One desired MIG instance, or (profile "whole") a GPU held whole. */
 struct iso_agent_want {
@@ -95,6 +96,48 @@ struct iso_agent_tick {
  * the call: they show as ready false with a reason. */
 int iso_agent_reconcile(struct iso_gpu *g, const char *state_dir, const struct iso_agent_desired *d,
                         json_t **status, struct iso_agent_tick *tick, struct iso_error *err);
+
+/* ---- GPU faults (src/agent/faults.c, docs/agent.md "Faults") ---- */
+
+#define ISO_AGENT_FAULTS_MAX    4096 /* unsent faults kept in the outbox */
+#define ISO_AGENT_XIDS_PER_TICK 64
+
+/* One XID as the agent reports it (POST /v1/nodes/{node}/gpus/{gpu}/fault). */
+struct iso_agent_fault {
+	uint64_t seq; /* grows per node; the controller applies each once */
+	unsigned gpu;
+	unsigned long long xid;
+	int gi, ci;                           /* ISO_GPU_ID_NONE: not attributable */
+	char allocation[ISO_AGENT_ALLOC_MAX]; /* the owner of that instance, or "" */
+	int member;                           /* -1 with no owner */
+};
+
+/* The faults not yet acknowledged, in DIR/agent-faults.json. */
+struct iso_agent_outbox {
+	uint64_t last_seq; /* the highest seq handed out */
+	size_t n;
+	struct iso_agent_fault *faults; /* by seq */
+};
+int iso_agent_outbox_load(const char *dir, struct iso_agent_outbox *out, struct iso_error *err);
+void iso_agent_outbox_clear(struct iso_agent_outbox *o);
+/* Adds `f` to the outbox (durably, before returning 0) and sets f->seq:
+ * above every seq handed out before and at least the wall clock in ms. */
+int iso_agent_fault_record(const char *dir, struct iso_agent_fault *f, struct iso_error *err);
+/* Removes the fault `seq` from the outbox (answered by the controller). */
+int iso_agent_fault_ack(const char *dir, uint64_t seq, struct iso_error *err);
+/* The report's body: {"xid","seq"[,"gi","ci","allocation","member"]}. */
+json_t *iso_agent_fault_json(const struct iso_agent_fault *f);
+/* Reads every XID the driver has now (no waiting) into the outbox, each
+ * mapped through the driver's instances and `d` (may be NULL) to the
+ * allocation and member that own the instance it names. */
+int iso_agent_xids_drain(struct iso_gpu *g, const char *dir, const struct iso_agent_desired *d,
+                         unsigned *recorded, struct iso_error *err);
+struct iso_client;
+/* Reports the outbox's faults in order; each answered one leaves it (one
+ * the controller refuses for good, 400 or 404, is logged and dropped). Stops
+ * at the first that could not be sent: it is sent again next time. */
+int iso_agent_faults_flush(struct iso_client *client, const char *node, const char *dir,
+                           unsigned *sent, struct iso_error *err);
 
 /* ---- VF GUIDs on the host (src/agent/vf.c, docs/agent.md "VFs") ---- */
 

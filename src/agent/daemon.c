@@ -301,9 +301,27 @@ static int put_status(struct node_loop *n, json_t *status)
 	return node_call(n, "PUT", "status", status, "agent.status_failed", NULL);
 }
 
+/* XIDs into the outbox first (durably), then, when the controller answers,
+ * the outbox to it (src/agent/faults.c). `d`: the desired state that says
+ * who owns each instance (the last one when the controller is away). */
+static void faults_tick(struct node_loop *n, const struct iso_agent_desired *d, bool send)
+{
+	struct iso_error e = {0};
+	unsigned got = 0, sent = 0;
+
+	if (iso_agent_xids_drain(n->gpu, n->dir, d, &got, &e) < 0)
+		iso_log(ISO_LOG_ERR, "agent.xid_failed", "node=%s field=%s msg=\"%s\"", n->node,
+		        e.field, e.message);
+	if (send && iso_agent_faults_flush(n->client, n->node, n->dir, &sent, &e) < 0 &&
+	    e.code != ISO_E_UNAVAILABLE)
+		iso_log(ISO_LOG_ERR, "agent.fault_failed", "node=%s field=%s msg=\"%s\"", n->node,
+		        e.field, e.message);
+}
+
 static void *node_main(void *arg)
 {
 	struct node_loop *n = arg;
+	struct iso_agent_desired last = {0}; /* the owners of the XIDs' instances */
 	uint64_t generation = 0;
 	long backoff = BACKOFF_MIN_MS;
 	bool reached = false;
@@ -321,6 +339,7 @@ static void *node_main(void *arg)
 			if (atomic_load(n->cfg->stop))
 				break;
 			reached = false;
+			faults_tick(n, &last, false); /* kept until the controller is back */
 			sleep_ms(n->cfg, backoff);
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 			continue;
@@ -373,10 +392,13 @@ static void *node_main(void *arg)
 		if (status)
 			put_status(n, status);
 		json_decref(status);
-		iso_agent_desired_clear(&d);
+		faults_tick(n, &d, true);
+		iso_agent_desired_clear(&last);
+		last = d;
 		if (r < 0)
 			sleep_ms(n->cfg, (long)n->cfg->heartbeat_s * 1000);
 	}
+	iso_agent_desired_clear(&last);
 	iso_log(ISO_LOG_INFO, "agent.node_stop", "node=%s", n->node);
 	return NULL;
 }

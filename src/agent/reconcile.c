@@ -520,6 +520,25 @@ static json_t *status_instance(const struct iso_agent_want *w, const char *uuid,
 	                 reason);
 }
 
+/* A GPU whose MIG mode, read back from the device at this tick, is not the
+ * one the inventory gives it is a node condition (docs/agents.md,
+ * "Conditions"): reported, never changed by the agent. */
+static json_t *mig_conditions(const struct iso_agent_desired *d, const struct iso_gpu_info *gv,
+                              size_t ng)
+{
+	json_t *conds = json_array();
+
+	for (size_t i = 0; i < d->n_gpus; i++) {
+		const struct iso_gpu_info *gi = gpu_found(gv, ng, d->gpus[i].index);
+		if (gi && gi->mig_enabled != d->gpus[i].mig)
+			json_array_append_new(
+			    conds, json_pack("{s:s, s:I, s:b, s:b}", "type", "MigModeMismatch",
+			                     "gpu", (json_int_t)gi->index, "want", d->gpus[i].mig,
+			                     "have", gi->mig_enabled));
+	}
+	return conds;
+}
+
 /* The status document from the driver's state after the changes: each want
  * with what the driver shows for it. */
 static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, uint64_t term_seen,
@@ -546,6 +565,7 @@ static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, ui
 			              "model", gv[i].name[0] ? gv[i].name : "unknown", "uuid",
 			              gv[i].uuid[0] ? gv[i].uuid : "unknown", "mig_mode",
 			              gv[i].mig_enabled ? "enabled" : "disabled"));
+	json_object_set_new(st, "conditions", mig_conditions(d, gv, ng));
 	for (size_t w = 0; w < d->n_wants; w++) {
 		const struct iso_agent_want *want = &d->wants[w];
 		const struct iso_gpu_info *gi = gpu_found(gv, ng, want->gpu);

@@ -4,7 +4,11 @@
  * create, destroy, a restart with instances present, orphans destroyed, a
  * neighbour untouched while another is created or destroyed, IN_USE retried
  * on the next tick, a lower term refused (and remembered across a restart),
- * and garbled desired documents refused naming the field. */
+ * and garbled desired documents refused naming the field; XIDs read from
+ * the driver into the outbox with the allocation and member that own the
+ * instance they name, kept there until acknowledged and numbered above
+ * every earlier one; a MIG mode that differs from the desired document's
+ * reported as a condition. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -509,6 +513,162 @@ static void test_term_file_garbled(void **state)
 	assert_string_equal(err.field, "state_dir");
 }
 
+static void inject_xid(struct bk *b, unsigned gpu, unsigned long long xid, int gi, int ci)
+{
+	if (b->nvml) {
+		void *h = dlopen(getenv("ISOSTACK_FAKE_NVML"), RTLD_NOW | RTLD_NOLOAD);
+		int (*f)(unsigned, unsigned long long, unsigned, unsigned);
+
+		assert_non_null(h);
+		*(void **)&f = dlsym(h, "isostack_fake_nvml_inject_xid");
+		assert_non_null(f);
+		assert_int_equal(f(gpu, xid, gi < 0 ? 0xFFFFFFFFu : (unsigned)gi,
+		                   ci < 0 ? 0xFFFFFFFFu : (unsigned)ci),
+		                 0);
+		dlclose(h);
+	} else {
+		assert_int_equal(iso_gpu_sim_inject_xid(b->g, gpu, xid, gi, ci, NULL), 0);
+	}
+}
+
+static void parse_doc(const char *insts, struct iso_agent_desired *d)
+{
+	struct iso_error err = {0};
+	json_t *j = doc(1, insts);
+
+	assert_int_equal(iso_agent_desired_parse(j, "n1", d, &err), 0);
+	json_decref(j);
+}
+
+static void test_xids_recorded_with_their_owner(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+	struct iso_agent_desired d;
+	struct iso_agent_outbox o;
+	struct iso_gpu_instance *v = NULL;
+	struct iso_error err = {0};
+	const char *insts = INST("3g.40gb", 0, 4, A1, 0) "," INST("3g.40gb", 4, 4, A2, 1);
+	int64_t before = iso_now_ms();
+	unsigned n = 9;
+	size_t ni = 0;
+	int gi = -1;
+
+	json_decref(tick(b, insts, &t));
+	assert_int_equal(b->g->ops->list_instances(b->g, 0, &v, &ni, NULL), 0);
+	for (size_t i = 0; i < ni; i++)
+		if (v[i].start == 4)
+			gi = v[i].gi_id;
+	free(v);
+	assert_true(gi >= 0);
+	inject_xid(b, 0, 94, gi, 0);
+	inject_xid(b, 0, 79, ISO_GPU_ID_NONE, ISO_GPU_ID_NONE);
+	parse_doc(insts, &d);
+	assert_int_equal(iso_agent_xids_drain(b->g, b->dir, &d, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(iso_agent_outbox_load(b->dir, &o, &err), 0);
+	assert_int_equal(o.n, 2);
+	assert_int_equal(o.faults[0].xid, 94);
+	assert_int_equal(o.faults[0].gi, gi);
+	assert_int_equal(o.faults[0].ci, 0);
+	assert_string_equal(o.faults[0].allocation, A2);
+	assert_int_equal(o.faults[0].member, 1);
+	assert_int_equal(o.faults[1].xid, 79);
+	assert_int_equal(o.faults[1].gi, -1);
+	assert_string_equal(o.faults[1].allocation, "");
+	assert_int_equal(o.faults[1].member, -1);
+	/* numbered in order, never below the wall clock */
+	assert_true(o.faults[0].seq >= (uint64_t)before);
+	assert_true(o.faults[1].seq > o.faults[0].seq);
+	assert_int_equal(o.last_seq, o.faults[1].seq);
+	json_t *body = iso_agent_fault_json(&o.faults[0]);
+	assert_int_equal(json_integer_value(json_object_get(body, "gi")), gi);
+	assert_string_equal(json_string_value(json_object_get(body, "allocation")), A2);
+	json_decref(body);
+	body = iso_agent_fault_json(&o.faults[1]);
+	assert_null(json_object_get(body, "gi"));
+	assert_null(json_object_get(body, "allocation"));
+	assert_int_equal(json_integer_value(json_object_get(body, "seq")),
+	                 (json_int_t)o.faults[1].seq);
+	json_decref(body);
+	/* Nothing more to read; acknowledged ones leave, the rest stays (also
+	 * for a restarted agent: it is a file), and seqs keep growing. */
+	assert_int_equal(iso_agent_xids_drain(b->g, b->dir, &d, &n, &err), 0);
+	assert_int_equal(n, 0);
+	uint64_t last = o.last_seq, second = o.faults[1].seq;
+	assert_int_equal(iso_agent_fault_ack(b->dir, o.faults[0].seq, &err), 0);
+	iso_agent_outbox_clear(&o);
+	bk_close(b);
+	bk_open(b);
+	assert_int_equal(iso_agent_outbox_load(b->dir, &o, &err), 0);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.faults[0].seq, second);
+	iso_agent_outbox_clear(&o);
+	inject_xid(b, 1, 13, ISO_GPU_ID_NONE, ISO_GPU_ID_NONE);
+	assert_int_equal(iso_agent_xids_drain(b->g, b->dir, NULL, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(iso_agent_outbox_load(b->dir, &o, &err), 0);
+	assert_int_equal(o.n, 2);
+	assert_true(o.faults[1].seq > last);
+	assert_int_equal(o.faults[1].gpu, 1);
+	iso_agent_outbox_clear(&o);
+	iso_agent_desired_clear(&d);
+}
+
+static void test_outbox_garbled_refused(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_outbox o;
+	struct iso_error err = {0};
+	static const char *const bad[] = {
+	    "{\"last_seq\": 1, \"faults\": [}",
+	    "{\"last_seq\": -1, \"faults\": []}",
+	    "{\"last_seq\": 1, \"faults\": [], \"x\": 1}",
+	    "{\"last_seq\": 1, \"faults\": [{\"seq\": 2, \"gpu\": 0, \"xid\": 79, \"gi\": -1, "
+	    "\"ci\": -1, \"allocation\": \"\", \"member\": -1}]}",
+	    "{\"last_seq\": 9, \"faults\": [{\"seq\": 2, \"gpu\": 0, \"xid\": \"79\", \"gi\": -1, "
+	    "\"ci\": -1, \"allocation\": \"\", \"member\": -1}]}",
+	};
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", b->dir, ISO_AGENT_FAULTS_FILE);
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(bad); i++) {
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(bad[i], f);
+		fclose(f);
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(iso_agent_outbox_load(b->dir, &o, &err), -EINVAL);
+		assert_string_equal(err.field, "state_dir");
+		assert_int_equal(o.n, 0);
+	}
+}
+
+/* The desired document says MIG on for GPU 1: the fake's A100 has it off
+ * (a condition, its mode untouched), the sim's GPUs all have it on. */
+static void test_mig_mode_condition(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+
+	for (int round = 0; round < 2; round++) {
+		json_t *st = tick(b, "", &t), *conds = json_object_get(st, "conditions");
+		char *text = json_dumps(conds, JSON_COMPACT | JSON_SORT_KEYS);
+
+		assert_string_equal(text, b->nvml ? "[{\"gpu\":1,\"have\":false,\"type\":"
+		                                    "\"MigModeMismatch\",\"want\":true}]"
+		                                  : "[]");
+		free(text);
+		json_decref(st);
+	}
+	struct iso_gpu_info *gv = NULL;
+	size_t n = 0;
+	assert_int_equal(b->g->ops->list_gpus(b->g, &gv, &n, NULL), 0);
+	assert_true(n >= 2);
+	assert_int_equal(gv[1].mig_enabled, !b->nvml);
+	free(gv);
+}
+
 #define BOTH(t)                                                                                    \
 	cmocka_unit_test_setup_teardown(t, setup_sim, teardown),                                   \
 	    cmocka_unit_test_setup_teardown(t, setup_nvml, teardown)
@@ -527,6 +687,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_half_made_instance_rebuilt, setup_nvml, teardown),
 	    cmocka_unit_test(test_garbled_desired_refused),
 	    cmocka_unit_test_setup_teardown(test_term_file_garbled, setup_sim, teardown),
+	    BOTH(test_xids_recorded_with_their_owner),
+	    cmocka_unit_test_setup_teardown(test_outbox_garbled_refused, setup_sim, teardown),
+	    BOTH(test_mig_mode_condition),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
