@@ -30,6 +30,9 @@ import sys
 
 # Defined by the toolchain in every shared object, not by our code.
 LINKER_SYMBOLS = {"_init", "_fini", "_edata", "_end", "__bss_start"}
+# The linker's bounds of a section S (__start_S, __stop_S: coverage counters in
+# the fuzzing build) are not ours either.
+LINKER_PREFIXES = ("__start_", "__stop_")
 # AddressSanitizer's one-definition-rule indicator of an exported global g is
 # __odr_asan.g: it is g's to judge.
 ASAN_ODR = "__odr_asan."
@@ -55,7 +58,8 @@ def exported(nm_output):
 
 def bad_exports(names):
     names = {n[len(ASAN_ODR):] if n.startswith(ASAN_ODR) else n for n in names}
-    return sorted(n for n in names if not n.startswith("iso_") and n not in LINKER_SYMBOLS)
+    return sorted(n for n in names if not n.startswith("iso_") and n not in LINKER_SYMBOLS and
+                  not n.startswith(LINKER_PREFIXES))
 
 
 def needed(readelf_output):
@@ -135,7 +139,8 @@ def self_test():
     nm = ("0000000000001139 T iso_client_new\n                 w __gmon_start__\n"
           "0000000000004010 B __bss_start\n0000000000001200 T canon_put\n"
           "0000000000001300 T iso_log@@ISO_1\n0000000000004020 D tn_tenant_of\n"
-          "0000000000004030 B __odr_asan.iso_gpu_sim_ops\n0000000000004040 B __odr_asan.vpool\n")
+          "0000000000004030 B __odr_asan.iso_gpu_sim_ops\n0000000000004040 B __odr_asan.vpool\n"
+          "0000000000004050 D __start___sancov_cntrs\n0000000000004060 D __stop___sancov_pcs\n")
     expect("exports", bad_exports(exported(nm)), ["canon_put", "tn_tenant_of", "vpool"])
     expect("exports clean", bad_exports(exported("0000000000001139 T iso_x\n")), [])
     elf = (" 0x0000000000000001 (NEEDED)             Shared library: [libsqlite3.so.0]\n"
