@@ -192,14 +192,18 @@ struct iso_agent_config {
 	int heartbeat_s;       /* status at least this often; also the long poll's wait_s (<= 25) */
 	struct iso_vf_host vf; /* --vf-driver, --sysfs-root, --ibsim-net */
 	atomic_bool *stop;     /* set by the caller (SIGTERM) to stop */
+	char *config_text;     /* --config's text, which values may point into (owned) */
 };
 
-/* Parses the command line (docs/agent.md). Returns 0 and fills *cfg (strings
- * point into argv, token read from --token-file into *token_buf, malloc'd);
+/* Parses the command line (docs/agent.md), after the lines of --config FILE
+ * when given. Returns 0 and fills *cfg (strings point into argv or
+ * cfg->config_text, token read from --token-file into *token_buf, malloc'd);
  * 1 when --help printed usage; -EINVAL with *err naming the flag. */
 int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, char **token_buf,
                          struct iso_error *err);
 extern const char iso_agent_usage[];
+/* Frees what iso_agent_parse_args allocated in cfg (not the token buffer). */
+void iso_agent_config_clear(struct iso_agent_config *cfg);
 
 /* Serves every node of cfg, one thread and one connection per node, until
  * *cfg->stop. Returns 0, or -errno when a node could not start. */

@@ -30,7 +30,7 @@ const char iso_agent_usage[] =
     "usage: isostack-agent --controller URL --token-file FILE --node NAME [--node NAME ...]\n"
     "                      --gpu-driver sim|nvml --state-dir DIR [--heartbeat-s N]\n"
     "                      [--vf-driver mlx5|ibsim|sim|none] [--sysfs-root DIR]\n"
-    "                      [--ibsim-net FILE]\n"
+    "                      [--ibsim-net FILE] [--config FILE]\n"
     "  --controller URL   isostackd's base URL (http[s]://host:port)\n"
     "  --token-file FILE  a node-agent token of the node (or cluster-admin, for sim hosts)\n"
     "  --node NAME        a node to serve (repeat for several; sim driver only)\n"
@@ -42,11 +42,13 @@ const char iso_agent_usage[] =
     "                     --gpu-driver sim), none (the default otherwise: no VFs)\n"
     "  --sysfs-root DIR   where sysfs is found (default /; tests use a fake tree)\n"
     "  --ibsim-net FILE   the ibsim net file (required with --vf-driver ibsim)\n"
+    "  --config FILE      \"keyword value\" lines, keywords the long flags' names; the\n"
+    "                     command line overrides them (--node replaces the file's)\n"
     "  --help             this text\n"
     "See docs/agent.md.\n";
 
 enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTBEAT, O_HELP };
-enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET };
+enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET, O_CONFIG };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -59,6 +61,7 @@ static const struct option longopts[] = {
     {"vf-driver", required_argument, NULL, O_VF_DRIVER},
     {"sysfs-root", required_argument, NULL, O_SYSFS_ROOT},
     {"ibsim-net", required_argument, NULL, O_IBSIM_NET},
+    {"config", required_argument, NULL, O_CONFIG},
     {NULL, 0, NULL, 0},
 };
 
@@ -106,97 +109,232 @@ static int read_token(const char *path, char **out, struct iso_error *err)
 	return 0;
 }
 
+struct parse_state {
+	struct iso_agent_config *cfg;
+	const char *token_file;
+	bool vf_given;
+	bool in_file;    /* applying --config's lines */
+	bool file_nodes; /* cfg->nodes came from the file */
+};
+
+/* One option, from the command line or a --config line: 0, 1 for --help, or
+ * -EINVAL naming the flag. */
+static int apply_option(struct parse_state *ps, int ch, const char *val, struct iso_error *err)
+{
+	char *end;
+	long v;
+
+	switch (ch) {
+	case O_CONTROLLER:
+		ps->cfg->controller = val;
+		break;
+	case O_TOKEN_FILE:
+		ps->token_file = val;
+		break;
+	case O_NODE:
+		if (ps->file_nodes && !ps->in_file) {
+			/* --node on the command line replaces the file's nodes */
+			ps->cfg->n_nodes = 0;
+			ps->file_nodes = false;
+		}
+		ps->file_nodes |= ps->in_file;
+		if (!iso_name_valid(val))
+			return iso_error_set(err, ISO_E_INVALID, "--node",
+			                     "--node: \"%s\" is not a node name", val);
+		for (size_t i = 0; i < ps->cfg->n_nodes; i++)
+			if (strcmp(ps->cfg->nodes[i], val) == 0)
+				return iso_error_set(err, ISO_E_INVALID, "--node",
+				                     "--node %s given twice", val);
+		if (ps->cfg->n_nodes == ISO_AGENT_NODES_MAX)
+			return iso_error_set(err, ISO_E_INVALID, "--node",
+			                     "--node: at most %d nodes", ISO_AGENT_NODES_MAX);
+		ps->cfg->nodes[ps->cfg->n_nodes++] = val;
+		break;
+	case O_DRIVER:
+		if (!(ps->cfg->driver = iso_gpu_driver_find(val)))
+			return iso_error_set(err, ISO_E_INVALID, "--gpu-driver",
+			                     "--gpu-driver: \"%s\" is not sim or nvml", val);
+		break;
+	case O_STATE_DIR:
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, "--state-dir",
+			                     "--state-dir: empty path");
+		ps->cfg->state_dir = val;
+		break;
+	case O_HEARTBEAT:
+		errno = 0;
+		v = strtol(val, &end, 10);
+		if (errno || end == val || *end || v < 1 || v > LONG_POLL_MAX_S)
+			return iso_error_set(err, ISO_E_INVALID, "--heartbeat-s",
+			                     "--heartbeat-s: expected an integer 1..%d, got "
+			                     "\"%s\"",
+			                     LONG_POLL_MAX_S, val);
+		ps->cfg->heartbeat_s = (int)v;
+		break;
+	case O_HELP:
+		return 1;
+	case O_VF_DRIVER:
+		ps->vf_given = true;
+		if (iso_vf_driver_parse(val, &ps->cfg->vf.driver) < 0)
+			return iso_error_set(err, ISO_E_INVALID, "--vf-driver",
+			                     "--vf-driver: \"%s\" is not mlx5, ibsim, sim or none",
+			                     val);
+		break;
+	case O_SYSFS_ROOT:
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, "--sysfs-root",
+			                     "--sysfs-root: empty path");
+		ps->cfg->vf.sysfs_root = val;
+		break;
+	case O_IBSIM_NET:
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
+			                     "--ibsim-net: empty path");
+		ps->cfg->vf.ibsim_net = val;
+		break;
+	default:
+		return iso_error_set(err, ISO_E_INVALID, "", "unknown option");
+	}
+	return 0;
+}
+
+/* The --config file: one "keyword value" a line, the keywords being the long
+ * flags' names, '#' starting a comment line (docs/agent.md). Its lines go
+ * through apply_option before the command line's, so a flag overrides the
+ * file. Values point into cfg->config_text, which the caller frees. */
+#define CONFIG_MAX (64 * 1024)
+
+static int config_fail(const char *path, int line, const char *field, struct iso_error *err,
+                       const char *msg)
+{
+	return iso_error_set(err, ISO_E_INVALID, field, "%s:%d: %s", path, line, msg);
+}
+
+static int apply_config(struct parse_state *ps, const char *path, struct iso_error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	char *text, *line, *next;
+	size_t n;
+	int lineno = 0;
+
+	struct stat st;
+
+	if (!f)
+		return iso_error_set(err, ISO_E_INVALID, "--config", "--config %s: %s", path,
+		                     strerror(errno));
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))
+		return iso_error_set(err, ISO_E_INVALID, "--config",
+		                     "--config %s: not a regular file", path);
+	text = calloc(1, CONFIG_MAX + 1);
+	if (!text)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	ps->cfg->config_text = text;
+	n = fread(text, 1, CONFIG_MAX + 1, f);
+	if (n > CONFIG_MAX)
+		return iso_error_set(err, ISO_E_INVALID, "--config", "--config %s: over %d bytes",
+		                     path, CONFIG_MAX);
+	if (strlen(text) != n)
+		return iso_error_set(err, ISO_E_INVALID, "--config",
+		                     "--config %s: holds a NUL byte", path);
+	ps->in_file = true;
+	for (line = text; line; line = next) {
+		char *key, *val, *p;
+		const struct option *o;
+		char msg[ISO_ERR_MSG_MAX];
+		int r;
+
+		lineno++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		for (p = line; *p; p++)
+			if ((unsigned char)*p < 0x20 && *p != '\t' && *p != '\r')
+				return config_fail(path, lineno, "--config", err,
+				                   "a control character (printable text only)");
+		key = line + strspn(line, " \t");
+		key[strcspn(key, "\r")] = '\0';
+		if (!*key || *key == '#')
+			continue;
+		val = key + strcspn(key, " \t");
+		if (*val)
+			*val++ = '\0';
+		val += strspn(val, " \t");
+		for (p = val + strlen(val); p > val && (p[-1] == ' ' || p[-1] == '\t'); p--)
+			p[-1] = '\0';
+		for (o = longopts; o->name; o++)
+			if (strcmp(o->name, key) == 0)
+				break;
+		if (!o->name || o->val == O_HELP || o->val == O_CONFIG) {
+			snprintf(msg, sizeof(msg),
+			         "unknown keyword '%.64s' (one of the long flags' "
+			         "names, without --)",
+			         key);
+			return config_fail(path, lineno, key, err, msg);
+		}
+		if (!*val) {
+			snprintf(msg, sizeof(msg), "%s needs a value", key);
+			return config_fail(path, lineno, key, err, msg);
+		}
+		r = apply_option(ps, o->val, val, err);
+		if (r < 0) {
+			iso_strlcpy(msg, err->message, sizeof(msg));
+			return config_fail(path, lineno, key, err, msg);
+		}
+	}
+	ps->in_file = false;
+	return 0;
+}
+
+void iso_agent_config_clear(struct iso_agent_config *cfg)
+{
+	free(cfg->config_text);
+	cfg->config_text = NULL;
+}
+
+/* --config's value, looked for before the other flags are applied (its
+ * lines come first whatever its place on the command line). */
+static const char *config_path(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			return argv[i + 1];
+		if (strncmp(argv[i], "--config=", 9) == 0)
+			return argv[i] + 9;
+	}
+	return NULL;
+}
+
 int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, char **token_buf,
                          struct iso_error *err)
 {
-	const char *token_file = NULL;
-	bool vf_given = false;
-	int ch, idx;
+	struct parse_state ps = {.cfg = cfg};
+	const char *config;
+	int ch, idx, r;
 
 	memset(cfg, 0, sizeof(*cfg));
 	*token_buf = NULL;
 	cfg->heartbeat_s = 3;
+	config = config_path(argc, argv);
+	if (config && (r = apply_config(&ps, config, err)) < 0)
+		return r;
 	opterr = 0;
 	optind = 1;
 	while (idx = -1, (ch = getopt_long(argc, argv, ":", longopts, &idx)) != -1) {
-		char *end;
-		long v;
-		int r;
-
 		if (ch != '?' && ch != ':' && idx >= 0 && (r = spelled_out(argv, idx, err)) < 0)
 			return r;
-		switch (ch) {
-		case O_CONTROLLER:
-			cfg->controller = optarg;
-			break;
-		case O_TOKEN_FILE:
-			token_file = optarg;
-			break;
-		case O_NODE:
-			if (!iso_name_valid(optarg))
-				return iso_error_set(err, ISO_E_INVALID, "--node",
-				                     "--node: \"%s\" is not a node name", optarg);
-			for (size_t i = 0; i < cfg->n_nodes; i++)
-				if (strcmp(cfg->nodes[i], optarg) == 0)
-					return iso_error_set(err, ISO_E_INVALID, "--node",
-					                     "--node %s given twice", optarg);
-			if (cfg->n_nodes == ISO_AGENT_NODES_MAX)
-				return iso_error_set(err, ISO_E_INVALID, "--node",
-				                     "--node: at most %d nodes",
-				                     ISO_AGENT_NODES_MAX);
-			cfg->nodes[cfg->n_nodes++] = optarg;
-			break;
-		case O_DRIVER:
-			if (!(cfg->driver = iso_gpu_driver_find(optarg)))
-				return iso_error_set(err, ISO_E_INVALID, "--gpu-driver",
-				                     "--gpu-driver: \"%s\" is not sim or nvml",
-				                     optarg);
-			break;
-		case O_STATE_DIR:
-			if (!*optarg)
-				return iso_error_set(err, ISO_E_INVALID, "--state-dir",
-				                     "--state-dir: empty path");
-			cfg->state_dir = optarg;
-			break;
-		case O_HEARTBEAT:
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 || v > LONG_POLL_MAX_S)
-				return iso_error_set(
-				    err, ISO_E_INVALID, "--heartbeat-s",
-				    "--heartbeat-s: expected an integer 1..%d, got "
-				    "\"%s\"",
-				    LONG_POLL_MAX_S, optarg);
-			cfg->heartbeat_s = (int)v;
-			break;
-		case O_HELP:
-			return 1;
-		case O_VF_DRIVER:
-			vf_given = true;
-			if (iso_vf_driver_parse(optarg, &cfg->vf.driver) < 0)
-				return iso_error_set(
-				    err, ISO_E_INVALID, "--vf-driver",
-				    "--vf-driver: \"%s\" is not mlx5, ibsim, sim or none", optarg);
-			break;
-		case O_SYSFS_ROOT:
-			if (!*optarg)
-				return iso_error_set(err, ISO_E_INVALID, "--sysfs-root",
-				                     "--sysfs-root: empty path");
-			cfg->vf.sysfs_root = optarg;
-			break;
-		case O_IBSIM_NET:
-			if (!*optarg)
-				return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
-				                     "--ibsim-net: empty path");
-			cfg->vf.ibsim_net = optarg;
-			break;
-		case ':':
+		if (ch == ':')
 			return iso_error_set(err, ISO_E_INVALID, argv[optind - 1],
 			                     "option '%s' needs a value", argv[optind - 1]);
-		default:
+		if (ch == '?')
 			return iso_error_set(err, ISO_E_INVALID, argv[optind - 1],
 			                     "unknown option '%s'", argv[optind - 1]);
-		}
+		if (ch == O_CONFIG)
+			continue; /* applied first */
+		r = apply_option(&ps, ch, optarg, err);
+		if (r != 0)
+			return r;
 	}
 	if (optind < argc)
 		return iso_error_set(err, ISO_E_INVALID, argv[optind], "unexpected argument '%s'",
@@ -204,7 +342,7 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 	if (!cfg->controller)
 		return iso_error_set(err, ISO_E_INVALID, "--controller",
 		                     "--controller is required");
-	if (!token_file)
+	if (!ps.token_file)
 		return iso_error_set(err, ISO_E_INVALID, "--token-file",
 		                     "--token-file is required");
 	if (cfg->n_nodes == 0)
@@ -229,9 +367,9 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 		                     "--vf-driver mlx5: one host is one node");
 	if (!cfg->vf.sysfs_root)
 		cfg->vf.sysfs_root = "/";
-	if (!vf_given && cfg->driver == &iso_gpu_sim_ops)
+	if (!ps.vf_given && cfg->driver == &iso_gpu_sim_ops)
 		cfg->vf.driver = ISO_VF_SIM; /* a sim host has sim VFs */
-	if (read_token(token_file, token_buf, err) < 0)
+	if (read_token(ps.token_file, token_buf, err) < 0)
 		return -EINVAL;
 	cfg->token = *token_buf;
 	return 0;

@@ -39,10 +39,12 @@ int main(int argc, char **argv)
 	r = iso_agent_parse_args(argc, argv, &run.cfg, &token, &run.err);
 	if (r == 1) {
 		fputs(iso_agent_usage, stdout);
+		iso_agent_config_clear(&run.cfg);
 		return 0;
 	}
 	if (r < 0) {
 		fprintf(stderr, "isostack-agent: %s\n%s", run.err.message, iso_agent_usage);
+		iso_agent_config_clear(&run.cfg);
 		return 2;
 	}
 	run.cfg.stop = &stop;
@@ -53,18 +55,21 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
 		fprintf(stderr, "isostack-agent: cannot initialise libcurl\n");
+		iso_agent_config_clear(&run.cfg);
 		return 1;
 	}
 	iso_log(ISO_LOG_INFO, "agent.start", "version=%s controller=%s nodes=%zu", ISO_VERSION,
 	        run.cfg.controller, run.cfg.n_nodes);
 	if (pthread_create(&t, NULL, runner, &run) != 0) {
 		fprintf(stderr, "isostack-agent: cannot start\n");
+		iso_agent_config_clear(&run.cfg);
 		return 1;
 	}
 	sigwait(&set, &sig);
 	atomic_store(&stop, true);
 	pthread_join(t, NULL);
 	curl_global_cleanup();
+	iso_agent_config_clear(&run.cfg);
 	if (run.rc < 0) {
 		iso_log(ISO_LOG_ERR, "agent.failed", "field=%s msg=\"%s\"", run.err.field,
 		        run.err.message);

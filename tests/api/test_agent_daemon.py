@@ -224,8 +224,27 @@ class TestAgentDaemon(ApiTestCase):
         self.assertEqual(self.agent.text().count("event=agent.connected node=ag-n01"), 2)
         self.assertGreater(self.node(MIG_NODE)["agent"]["term_seen"], 1)
 
+    def test_config_file(self):
+        """The same agent from a --config file: keywords are the long
+        flags' names; the command line's --node replaces the file's."""
+        conf = os.path.join(self.tmp, "agent.conf")
+        with open(conf, "w") as f:
+            f.write("# isostack-agent\n\ncontroller %s\ntoken-file   %s\nnode %s\n"
+                    "gpu-driver sim\nstate-dir %s\nheartbeat-s 1\n"
+                    % (self.d.url(), self.token_file, WHOLE_NODE, os.path.join(self.tmp, "state")))
+        self.agent.argv = [agent_binary(), "--config", conf, "--node", MIG_NODE]
+        self.agent.start()
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        self.wait_until("active", lambda: self.state(a["id"]) == "active")
+        self.assertTrue(self.member(a["id"])["devices"][0]["uuid"].startswith("MIG-"))
+        self.assertTrue((self.node(MIG_NODE).get("agent") or {}).get("connected"))
+        # the file's node was replaced, not added
+        self.assertFalse((self.node(WHOLE_NODE).get("agent") or {}).get("connected"))
+
 
 VF_GUID_N01 = "0x0002c90300ef0100"  # agents.yaml: ag-n01's VF 0
+
 
 
 class TestAgentVfs(TestAgentDaemon):
@@ -437,6 +456,41 @@ class TestAgentFlags(unittest.TestCase):
                 self.assertIn("usage:", err)
             rc, _ = self.run_agent("--help")
             self.assertEqual(rc, 0)
+
+            # --config: every error names the file, the line and the keyword
+            def conf(text):
+                path = os.path.join(tmp, "agent.conf")
+                with open(path, "w") as f:
+                    f.write(text)
+                return path
+            base = "controller http://127.0.0.1:1\ntoken-file %s\n" % tok
+            rest = ["--node", "n1", "--gpu-driver", "sim", "--state-dir", os.path.join(tmp, "s")]
+            file_cases = [
+                (base + "colour blue\n", ":3:", "colour"),
+                (base + "# a comment\nheartbeat-s\n", ":4:", "heartbeat-s needs a value"),
+                (base + "heartbeat-s 0\n", ":3:", "heartbeat-s"),
+                (base + "node Bad_Name!\n", ":3:", "node"),
+                (base + "gpu-driver cuda\n", ":3:", "gpu-driver"),
+                (base + "help yes\n", ":3:", "help"),
+                (base + "config other.conf\n", ":3:", "config"),
+                (base + "state-dir \x01\n", ":3:", "control character"),
+            ]
+            for text, where, what in file_cases:
+                rc, err = self.run_agent("--config", conf(text), *rest)
+                self.assertEqual(rc, 2, "%r: %s" % (text, err))
+                first = err.splitlines()[0] if err else ""
+                self.assertIn("agent.conf" + where, first, "%r: %s" % (text, err))
+                self.assertIn(what, first, "%r: %s" % (text, err))
+            for args, what in ((["--config", os.path.join(tmp, "missing.conf")] + argv(), "--config"),
+                               (["--config", tmp] + argv(), "--config"),
+                               (["--conf", conf(base)] + argv(), "--config")):
+                rc, err = self.run_agent(*args)
+                self.assertEqual(rc, 2, "%r: %s" % (args, err))
+                self.assertIn(what, err.splitlines()[0], "%r: %s" % (args, err))
+            # with a good file, a bad flag still names the flag
+            rc, err = self.run_agent("--config", conf(base), *rest, "--heartbeat-s", "99")
+            self.assertEqual(rc, 2)
+            self.assertIn("--heartbeat-s", err.splitlines()[0])
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
