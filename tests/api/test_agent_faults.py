@@ -4,9 +4,9 @@ agent (docs/agent.md "Faults" and "Conditions", docs/agents.md): a real
 isostack-agent with the nvml GPU driver over the project's fake
 libnvidia-ml.so.1 (build/tests/fakes) serves ag-n01 of
 tests/api/data/agent_faults.yaml with a node-agent token. XIDs are injected into
-the fake's shared state file from this process (its
-isostack_fake_nvml_inject_xid hook, through ctypes), so the agent reads them
-through the driver's real event set.
+the fake's shared state file from this process (as its inject hook does:
+an event under the file's lock), so the agent reads them through the
+driver's real event set.
 
 - XID 79 evicts every slice on the GPU and quarantines it; the audit event
   is the node agent's and carries its seq;
@@ -22,11 +22,12 @@ through the driver's real event set.
 Run: python3 tests/api/test_agent_faults.py PATH/TO/isostackd PATH/TO/isoctl
 """
 
-import ctypes
+import fcntl
 import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -49,17 +50,39 @@ def fake_library():
     return os.path.join(build_dir(), "tests", "fakes", "libnvidia-ml.so.1")
 
 
+def inject_xid(state, gpu, xid, gi=NONE_ID, ci=NONE_ID):
+    """Queues an XID in the fake NVML's state file as its inject hook does
+    (docs/gpu.md, "The fake NVML"): under the lock, one more event, and the
+    generation in the lock file bumped so that every process reads it again.
+    Done from here, not through the hook, so that a sanitizer build of the
+    fake is never loaded into this interpreter."""
+    fd = os.open(state + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        raw = os.pread(fd, 8, 0)
+        gen = struct.unpack("=Q", raw)[0] if len(raw) == 8 else 0
+        with open(state) as f:
+            st = json.load(f)
+        st["events"] = (st["events"] + [{"seq": st["next_seq"], "xid": xid, "gpu": gpu,
+                                         "gi": gi, "ci": ci}])[-64:]
+        st["next_seq"] += 1
+        with open(state, "w") as f:
+            json.dump(st, f)
+        os.pwrite(fd, struct.pack("=Q", gen + 1), 0)
+    finally:
+        os.close(fd)
+
+
 class FakeNvml:
-    """The fake's config and state files, and its inject hook (loaded once
-    per process: the fake keeps process-wide state, so the files are set
-    before the first load and stay the same for every test)."""
-    lib = None
-    tmp = tempfile.mkdtemp(prefix="test_agent_faults.nvml.")
-    config = os.path.join(tmp, "config.json")
-    state = os.path.join(tmp, "state.json")
+    """The fake's config and state files (docs/gpu.md, "The fake NVML")."""
+    tmp = None
 
     @classmethod
     def setup(cls, gpus):
+        if cls.tmp is None:
+            cls.tmp = tempfile.mkdtemp(prefix="test_agent_faults.nvml.")
+            cls.config = os.path.join(cls.tmp, "config.json")
+            cls.state = os.path.join(cls.tmp, "state.json")
         for p in (cls.state, cls.state + ".lock"):
             if os.path.exists(p):
                 os.unlink(p)
@@ -68,19 +91,17 @@ class FakeNvml:
 
     @classmethod
     def inject(cls, gpu, xid, gi=NONE_ID, ci=NONE_ID):
-        if cls.lib is None:
-            os.environ["ISOSTACK_FAKE_NVML_CONFIG"] = cls.config
-            os.environ["ISOSTACK_FAKE_NVML_STATE"] = cls.state
-            cls.lib = ctypes.CDLL(fake_library())
-            assert cls.lib.nvmlInit_v2() == 0
-        f = cls.lib.isostack_fake_nvml_inject_xid
-        f.argtypes = [ctypes.c_uint, ctypes.c_ulonglong, ctypes.c_uint, ctypes.c_uint]
-        assert f(gpu, xid, gi, ci) == 0
+        inject_xid(cls.state, gpu, xid, gi, ci)
 
     @classmethod
     def instances(cls, gpu):
         with open(cls.state) as f:
             return json.load(f)["gpus"][gpu]["instances"]
+
+
+def tearDownModule():
+    if FakeNvml.tmp:
+        shutil.rmtree(FakeNvml.tmp, ignore_errors=True)
 
 
 class Agent:

@@ -9,12 +9,11 @@ ibsim VF driver, with a node-agent token. Two tenants' allocations on that
 node go active only once the agent made their MIG instances and the fabric
 confirmed their P_Keys; they get distinct MIG UUIDs (the fake's instances)
 and their tenants' P_Keys on their VFs. Release removes the instance and the
-membership. An XID 79 injected into the fake (its inject hook on the shared
-state file) is read by the agent and evicts every slice on the GPU, which is
+membership. An XID 79 queued in the fake's shared state file (as its inject
+hook does) is read by the agent and evicts every slice on the GPU, which is
 quarantined. Skips (77) only when ibsim/opensm are absent.
 
 argv: isostackd isoctl"""
-import ctypes
 import json
 import os
 import signal
@@ -29,10 +28,10 @@ ROOT = os.environ.get("ISO_SOURCE_ROOT") or os.path.dirname(
 sys.path.insert(0, os.path.join(ROOT, "tests", "api"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import harness  # noqa: E402
+from test_agent_faults import inject_xid  # noqa: E402
 from test_fabric_api import VF0, VF1, Fabric, wait_pkeys, wait_state  # noqa: E402
 
 NODE = "shared"  # test_fabric_api's inventory: 2 x h100-80gb with MIG, 2 VFs
-NONE_ID = 0xFFFFFFFF
 
 
 def build_dir():
@@ -83,7 +82,10 @@ class NodeE2E(harness.ApiTestCase):
             except subprocess.TimeoutExpired:
                 self.agent.kill()
                 self.agent.wait()
+        text = self.agent_text()
         self.log.close()
+        self.assertNotIn("Sanitizer", text, text[-3000:])
+        self.assertNotIn("runtime error:", text, text[-3000:])
 
     def agent_text(self):
         self.log.seek(0)
@@ -104,15 +106,6 @@ class NodeE2E(harness.ApiTestCase):
             st = json.load(f)
         return {g: {ci["uuid"] for i in gpu["instances"] for ci in i["cis"]}
                 for g, gpu in enumerate(st["gpus"])}
-
-    def inject_xid(self, gpu, xid):
-        os.environ["ISOSTACK_FAKE_NVML_CONFIG"] = self.nvml_config
-        os.environ["ISOSTACK_FAKE_NVML_STATE"] = self.nvml_state
-        lib = ctypes.CDLL(fake_library())
-        self.assertEqual(lib.nvmlInit_v2(), 0)
-        f = lib.isostack_fake_nvml_inject_xid
-        f.argtypes = [ctypes.c_uint, ctypes.c_ulonglong, ctypes.c_uint, ctypes.c_uint]
-        self.assertEqual(f(gpu, xid, NONE_ID, NONE_ID), 0)
 
     def tenant_key(self, name):
         for p in self.admin.get("/v1/fabric/intent").body["partitions"]:
@@ -168,7 +161,7 @@ class NodeE2E(harness.ApiTestCase):
             "profile": "1g.10gb", "count": 1}))
         rc = wait_state(self, self.admin, rc["id"], "active", timeout=60)
         on_b = [x["id"] for x in (rb, rc) if x["nodes"][0]["devices"][0]["gpu"] == gpu_b]
-        self.inject_xid(gpu_b, 79)
+        inject_xid(self.nvml_state, gpu_b, 79)
         fault = self.wait_until("GPU %d quarantined" % gpu_b, lambda: [
             g for g in self.admin.list_all("/v1/gpus?node=" + NODE)
             if g["index"] == gpu_b and g["fault"]])
