@@ -20,9 +20,9 @@
  * instance on the GPU is gone, docs/reference-mig.md), 48 double-bit ECC,
  * 95 uncontained ECC, 119/120 GSP errors. Every MIG instance on the GPU
  * goes with it. Others leave the GPU in service: 13, 31, 43, 45, 68, 109
- * are faults of one application (the ones NVIDIA's k8s-device-plugin
- * ignores, ../shared/reference/host.md 2.2), and 94, a *contained* ECC
- * error, ends only the application that hit it: "Unaffected applications
+ * are faults of one application (the ones the health check of NVIDIA's
+ * k8s-device-plugin ignores), and 94, a *contained* ECC error, ends only
+ * the application that hit it: "Unaffected applications
  * will continue to run and additional workloads can be launched on this GPU
  * without requiring a GPU reset" (NVIDIA, A100 GPU Memory Error Management,
  * "Response to Uncorrectable Contained ECC Errors"; with MIG on, its log
