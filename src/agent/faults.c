@@ -265,7 +265,7 @@ int iso_agent_xids_drain(struct iso_gpu *g, const char *dir, const struct iso_ag
 		f.gi = x.gi_id;
 		f.ci = x.ci_id;
 		attribute(g, d, &f);
-		if ((r = iso_agent_fault_record(dir, &f, &e)) < 0) {
+		if (iso_agent_fault_record(dir, &f, &e) < 0) {
 			/* The driver gave it once: say so loudly. */
 			iso_log(ISO_LOG_ERR, "agent.xid_lost",
 			        "node=%s gpu=%u xid=%llu gi=%d ci=%d msg=\"%s\"", d ? d->node : "-",
@@ -316,7 +316,6 @@ int iso_agent_faults_flush(struct iso_client *client, const char *node, const ch
 			        "node=%s gpu=%u xid=%llu seq=%" PRIu64 " status=%ld field=%s "
 			        "msg=\"%s\"",
 			        node, f->gpu, f->xid, f->seq, resp.status, e.field, e.message);
-			r = 0;
 		} else if (r < 0) {
 			iso_log(ISO_LOG_WARN, "agent.fault_failed",
 			        "node=%s gpu=%u xid=%llu seq=%" PRIu64 " status=%ld msg=\"%s\"",

@@ -50,6 +50,7 @@ static int resolve_gpu(struct iso_controller *c, const struct iso_principal *p, 
 	bool agent = ctl_scope_of(p, action) == CTL_SCOPE_NODE;
 	int r = agent ? 0 : iso_controller_check_infra_read(p, err);
 
+	*ni = *pos = -1;
 	if (r < 0)
 		return r;
 	*ni = iso_cluster_state_node_index(&c->cs, node);
