@@ -68,7 +68,7 @@ int api_gpu_fault(struct api_request *r)
 	struct iso_fault_report f = {0};
 	json_t *out = NULL;
 	int64_t xid = 0;
-	int gpu;
+	int gpu = 0;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
 	    api_check_keys(body, NULL, fault_keys, &r->err) < 0 ||
