@@ -86,7 +86,7 @@ int api_gpu_fault(struct api_request *r)
 /* DELETE /v1/nodes/{node}/gpus/{index}/fault */
 int api_gpu_restore(struct api_request *r)
 {
-	int gpu;
+	int gpu = 0;
 
 	if (api_check_query(r, NULL) < 0 || gpu_segment(r, &gpu) < 0 ||
 	    iso_controller_gpu_restore(r->ctl, &r->who, r->seg[2], gpu, &r->err) < 0)
