@@ -316,10 +316,11 @@ class TestHeadDeadline(harness.SharedDaemonCase):
 
 
 class TestVerifyOffThread(harness.SharedDaemonCase):
-    """GET /v1/fabric/verify reads the fabric off the server thread and
-    without the controller lock: the sim driver is made to take 3 s (x the
-    sanitizer scale) per read, and other requests, a change included, are
-    answered while it reads. A second verify meanwhile is refused (503)."""
+    """GET /v1/fabric/verify reads the fabric on the worker thread, off the
+    daemon's one loop (docs/architecture.md): the sim driver is made to take
+    3 s (x the sanitizer scale) per read, and other requests, a change
+    included, are answered by the loop while it reads (run on the loop, the
+    read would hold them all). A second verify meanwhile is refused (503)."""
 
     config = CONFIG
 
