@@ -6,10 +6,13 @@
 #ifndef ISOSTACK_TESTS_FUZZ_H
 #define ISOSTACK_TESTS_FUZZ_H
 
+#include <ftw.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "isostack/util.h"
 
@@ -37,5 +40,44 @@ static inline void fuzz_check_refusal(int r, const struct iso_error *err, const 
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* The one directory a harness may write in: made on the first call (on
+ * tmpfs when there is one, as the parsers fsync), removed with everything in
+ * it when the process exits. */
+static inline char *fuzz_tmpdir_slot(void)
+{
+	static char path[96];
+	return path;
+}
+
+static inline int fuzz_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static inline void fuzz_tmpdir_remove(void)
+{
+	char *p = fuzz_tmpdir_slot();
+
+	if (*p)
+		nftw(p, fuzz_rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	*p = '\0';
+}
+
+static inline const char *fuzz_tmpdir(const char *name)
+{
+	char *p = fuzz_tmpdir_slot();
+
+	if (*p)
+		return p;
+	snprintf(p, 96, "%s/isofuzz-%s-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+	         name);
+	if (!mkdtemp(p)) {
+		perror(p);
+		abort();
+	}
+	atexit(fuzz_tmpdir_remove);
+	return p;
+}
 
 #endif

@@ -2,15 +2,18 @@
  * parse/route/auth/handler/reply path a libmicrohttpd request takes, without
  * a socket): routing, query strings, headers and JSON bodies. One controller
  * over examples/cluster.yaml and a SQLite store in a temporary directory is
- * opened once, with a cluster-admin token and a tenant-user token of tenant
- * "acme", so inputs reach the handlers behind authentication.
+ * opened once, with a cluster-admin token, a tenant-user token of tenant
+ * "acme" and a node-agent token of node gpu-a01, so inputs reach the
+ * handlers behind authentication (the agents' routes as a real agent calls
+ * them: its desired state, status and faults, docs/agents.md).
  *
  * An input is a request in a small text form:
  *   METHOD TARGET\n
  *   Name: value\n          (any number of header lines)
  *   \n
  *   body
- * In a header value "@admin" and "@user" stand for the two tokens' secrets.
+ * In a header value "@admin", "@user" and "@agent" stand for the tokens'
+ * secrets.
  * The store keeps what earlier inputs created, so state carries over between
  * inputs (as it does in a daemon); a crash found late may need its
  * predecessors to reproduce. Every answer must be a status with a JSON body
@@ -38,7 +41,7 @@ static struct {
 	struct iso_inventory *inv;
 	struct iso_store *store;
 	struct iso_controller *ctl;
-	char admin[256], user[256];
+	char admin[256], user[256], agent[256];
 } fz;
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -76,26 +79,35 @@ static int call(const char *method, const char *target, const char *bearer, cons
 	                      reply);
 }
 
-/* POST /v1/tenants acme, then a tenant-user token for it. */
-static void make_user(void)
+/* POST /v1/tokens `body` as the admin; the secret goes to `out`. */
+static void make_token(const char *body, char *out, size_t size)
 {
-	_cleanup_free_ char *reply = NULL, *tok = NULL;
+	_cleanup_free_ char *tok = NULL;
 	int status;
 
-	if (call("POST", "/v1/tenants", fz.admin, "{\"name\":\"acme\"}", &status, &reply) < 0 ||
-	    status != 201)
-		die(reply ? reply : "POST /v1/tenants", NULL);
-	if (call("POST", "/v1/tokens", fz.admin,
-	         "{\"role\":\"tenant-user\",\"tenant\":\"acme\",\"user\":\"alice\"}", &status,
-	         &tok) < 0 ||
-	    status != 201)
+	if (call("POST", "/v1/tokens", fz.admin, body, &status, &tok) < 0 || status != 201)
 		die(tok ? tok : "POST /v1/tokens", NULL);
 	json_t *o = json_loads(tok, 0, NULL);
 	const char *secret = json_string_value(json_object_get(o, "token"));
 	if (!secret)
 		die("no token in the reply", NULL);
-	snprintf(fz.user, sizeof(fz.user), "%s", secret);
+	snprintf(out, size, "%s", secret);
 	json_decref(o);
+}
+
+/* POST /v1/tenants acme, then a tenant-user token for it; a node-agent
+ * token of gpu-a01. */
+static void make_user(void)
+{
+	_cleanup_free_ char *reply = NULL;
+	int status;
+
+	if (call("POST", "/v1/tenants", fz.admin, "{\"name\":\"acme\"}", &status, &reply) < 0 ||
+	    status != 201)
+		die(reply ? reply : "POST /v1/tenants", NULL);
+	make_token("{\"role\":\"tenant-user\",\"tenant\":\"acme\",\"user\":\"alice\"}", fz.user,
+	           sizeof(fz.user));
+	make_token("{\"role\":\"node-agent\",\"node\":\"gpu-a01\"}", fz.agent, sizeof(fz.agent));
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -139,7 +151,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* "@admin" / "@user" in a header value become the tokens' secrets. */
+/* "@admin" / "@user" / "@agent" in a header value become the tokens'
+ * secrets. */
 static char *expand(const char *v)
 {
 	const char *at = strchr(v, '@');
@@ -150,6 +163,8 @@ static char *expand(const char *v)
 		tok = fz.admin, skip = 6;
 	else if (at && strncmp(at, "@user", 5) == 0)
 		tok = fz.user, skip = 5;
+	else if (at && strncmp(at, "@agent", 6) == 0)
+		tok = fz.agent, skip = 6;
 	if (!tok)
 		return strdup(v);
 	size_t pre = (size_t)(at - v), len = pre + strlen(tok) + strlen(at + skip) + 1;
