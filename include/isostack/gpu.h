@@ -28,6 +28,9 @@ ISO_PUBLIC_BEGIN
 #define ISO_GPU_MAX         64   /* GPUs per node a driver handles */
 #define ISO_GPU_ID_NONE     (-1) /* a GI/CI id that is not known */
 
+/* The sim driver's state file, in its state_dir. */
+#define ISO_GPU_SIM_STATE_FILE "gpu-sim.json"
+
 /* One physical GPU. `model` is isostack's key for it ("h100-80gb", see
  * iso_gpu_model_find), or NULL when the name is not one we know. */
 struct iso_gpu_info {
@@ -79,10 +82,14 @@ struct iso_gpu_open_args {
 	/* nvml: the library to load; NULL: env ISOSTACK_NVML_LIBRARY, else
 	 * "libnvidia-ml.so.1" from the loader's path. */
 	const char *library;
-	/* sim: the models (isostack keys) of a new state's GPUs, all with MIG
-	 * on; NULL: 8 x h100-80gb. A state already on disk must match. */
+	/* sim: the models (isostack keys) of a new state's GPUs; NULL: 8 x
+	 * h100-80gb. A state already on disk must match. */
 	const char *const *models;
 	size_t n_models;
+	/* sim: the MIG mode of each GPU of a new state (n_mig: one per GPU);
+	 * NULL: all on. A state already on disk keeps its own. */
+	const bool *mig;
+	size_t n_mig;
 };
 
 struct iso_gpu; /* one opened driver; its first member is its ops */
@@ -139,6 +146,9 @@ int iso_gpu_sim_inject_xid(struct iso_gpu *g, unsigned gpu, unsigned long long x
                            int ci_id, struct iso_error *err);
 int iso_gpu_sim_set_busy(struct iso_gpu *g, unsigned gpu, int start, bool busy,
                          struct iso_error *err);
+/* The sim driver's test hook for a MIG mode change (as `nvidia-smi -i N -mig
+ * 0|1`), persisted; -EBUSY while the GPU holds instances. */
+int iso_gpu_sim_set_mig(struct iso_gpu *g, unsigned gpu, bool on, struct iso_error *err);
 
 ISO_PUBLIC_END
 

@@ -4,8 +4,10 @@
  * refuses exactly what the engine would never place. Its state (the GPUs and
  * their instances with their MIG UUIDs) lives in <state_dir>/gpu-sim.json,
  * rewritten whole after every change, so that a restarted driver finds its
- * instances and their UUIDs again. XIDs and busy instances are test hooks
- * kept in memory. */
+ * instances and their UUIDs again. Each GPU has a MIG mode, kept in the same
+ * file, so that a sim host can match a node whose inventory has MIG off: such
+ * a GPU refuses instances as NVML does and is handed over whole by its GPU
+ * UUID. XIDs and busy instances are test hooks kept in memory. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -16,8 +18,7 @@
 
 #include "isostack/gpu.h"
 
-#define SIM_STATE_FILE "gpu-sim.json"
-#define SIM_XID_QUEUE  64
+#define SIM_XID_QUEUE 64
 
 struct sim_inst {
 	const struct iso_mig_profile *profile;
@@ -31,6 +32,7 @@ struct sim_inst {
 struct sim_gpu {
 	const struct iso_gpu_model *model;
 	char uuid[ISO_GPU_UUID_MAX];
+	bool mig; /* MIG mode; a GPU with it off holds no instances */
 	struct iso_gpu_occupancy occ;
 	int n;
 	struct sim_inst inst[ISO_MIG_MAX_SLICES]; /* in order of creation */
@@ -83,8 +85,9 @@ static int save(struct sim *s, struct iso_error *err)
 			                                       "start", in->start, "gi", in->gi_id,
 			                                       "ci", in->ci_id, "uuid", in->uuid));
 		}
-		json_array_append_new(gpus, json_pack("{s:s, s:s, s:o}", "model", gp->model->name,
-		                                      "uuid", gp->uuid, "instances", insts));
+		json_array_append_new(gpus, json_pack("{s:s, s:s, s:b, s:o}", "model",
+		                                      gp->model->name, "uuid", gp->uuid, "mig",
+		                                      gp->mig, "instances", insts));
 	}
 	root = json_pack("{s:i, s:o}", "version", 1, "gpus", gpus);
 	text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
@@ -168,6 +171,7 @@ static int load(struct sim *s, struct iso_error *err)
 		r = bad(err, s->path, "gpus", "expected an array of 1..64 GPUs");
 	for (size_t i = 0; r == 0 && i < json_array_size(gpus); i++) {
 		json_t *o = json_array_get(gpus, i), *insts = json_object_get(o, "instances");
+		json_t *mig = json_object_get(o, "mig");
 		struct sim_gpu *gp = &s->gpus[i];
 		const char *uuid = json_string_value(json_object_get(o, "uuid"));
 
@@ -188,10 +192,21 @@ static int load(struct sim *s, struct iso_error *err)
 		if (r < 0)
 			break;
 		iso_strlcpy(gp->uuid, uuid, sizeof(gp->uuid));
+		/* A state written before MIG modes were kept had every GPU on. */
+		snprintf(field, sizeof(field), "gpus[%zu].mig", i);
+		if (mig && !json_is_boolean(mig)) {
+			r = bad(err, s->path, field, "expected true or false");
+			break;
+		}
+		gp->mig = !mig || json_is_true(mig);
 		iso_gpu_occupancy_init(&gp->occ, gp->model);
 		snprintf(field, sizeof(field), "gpus[%zu].instances", i);
 		if (!json_is_array(insts) || json_array_size(insts) > ISO_MIG_MAX_SLICES) {
 			r = bad(err, s->path, field, "expected an array of at most 8 instances");
+			break;
+		}
+		if (!gp->mig && json_array_size(insts) > 0) {
+			r = bad(err, s->path, field, "a GPU with MIG off holds no instances");
 			break;
 		}
 		for (size_t k = 0; r == 0 && k < json_array_size(insts); k++) {
@@ -226,10 +241,14 @@ static int sim_open(const struct iso_gpu_open_args *args, struct iso_gpu **out,
 	if (n_models == 0 || n_models > ISO_GPU_MAX)
 		return iso_error_set(err, ISO_E_INVALID, "models", "expected 1..%d GPU models",
 		                     ISO_GPU_MAX);
+	if (args->mig && args->n_mig != n_models)
+		return iso_error_set(err, ISO_E_INVALID, "mig",
+		                     "expected a MIG mode for each of the %zu GPUs, got %zu",
+		                     n_models, args->n_mig);
 	if (!(s = calloc(1, sizeof(*s))))
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	s->base.ops = &iso_gpu_sim_ops;
-	if (snprintf(s->path, sizeof(s->path), "%s/%s", args->state_dir, SIM_STATE_FILE) >=
+	if (snprintf(s->path, sizeof(s->path), "%s/%s", args->state_dir, ISO_GPU_SIM_STATE_FILE) >=
 	    (int)sizeof(s->path)) {
 		free(s);
 		return iso_error_set(err, ISO_E_INVALID, "state_dir", "path too long");
@@ -258,6 +277,7 @@ static int sim_open(const struct iso_gpu_open_args *args, struct iso_gpu **out,
 				                  "models[%zu]: not a known GPU model", i);
 				break;
 			}
+			gp->mig = !args->mig || args->mig[i];
 			iso_gpu_occupancy_init(&gp->occ, gp->model);
 			new_uuid(gp->uuid, sizeof(gp->uuid), "GPU");
 			s->n_gpus++;
@@ -298,7 +318,7 @@ static int sim_list_gpus(struct iso_gpu *g, struct iso_gpu_info **out, size_t *n
 		iso_strlcpy(v[i].name, s->gpus[i].model->product, sizeof(v[i].name));
 		iso_strlcpy(v[i].uuid, s->gpus[i].uuid, sizeof(v[i].uuid));
 		snprintf(v[i].pci_bus_id, sizeof(v[i].pci_bus_id), "00000000:%02X:00.0", 0x18 + i);
-		v[i].mig_enabled = true;
+		v[i].mig_enabled = s->gpus[i].mig;
 		v[i].model = s->gpus[i].model;
 	}
 	*out = v;
@@ -395,6 +415,11 @@ static int sim_create(struct iso_gpu *g, unsigned gpu, const char *profile, int 
 	if (!(p = iso_mig_profile_find(gp->model, profile)))
 		return iso_error_set(err, ISO_E_INVALID, "profile", "GPU %u (%s) has no profile %s",
 		                     gpu, gp->model->name, profile ? profile : "(null)");
+	/* As the nvml driver answers (NVML_ERROR_NOT_SUPPORTED from the create
+	 * on a real GPU): checked after the profile, before the start. */
+	if (!gp->mig)
+		return iso_error_set(err, ISO_E_CONFLICT, "gpu", "GPU %u: MIG mode is off", gpu),
+		       -EOPNOTSUPP;
 	if (start < 0 || start >= gp->model->memory_slices || !((p->starts >> start) & 1u))
 		return iso_error_set(err, ISO_E_INVALID, "start",
 		                     "GPU %u: %s cannot start at memory slice %d", gpu, p->name,
@@ -510,6 +535,30 @@ int iso_gpu_sim_set_busy(struct iso_gpu *g, unsigned gpu, int start, bool busy,
 		                     "GPU %u: no instance starts at memory slice %d", gpu, start);
 	gp->inst[k].busy = busy;
 	return 0;
+}
+
+int iso_gpu_sim_set_mig(struct iso_gpu *g, unsigned gpu, bool on, struct iso_error *err)
+{
+	struct sim_gpu *gp;
+	bool was;
+	int r;
+
+	if (!g || g->ops != &iso_gpu_sim_ops)
+		return iso_error_set(err, ISO_E_INVALID, "driver", "not a sim GPU driver");
+	if ((r = sim_gpu_at(sim_of(g), gpu, &gp, err)) < 0)
+		return r;
+	/* nvidia-smi -mig refuses a change while instances exist; the operator
+	 * destroys them first. */
+	if (gp->n > 0)
+		return iso_error_set(err, ISO_E_CONFLICT, "gpu",
+		                     "GPU %u: %d MIG instances exist; destroy them first", gpu,
+		                     gp->n),
+		       -EBUSY;
+	was = gp->mig;
+	gp->mig = on;
+	if ((r = save(sim_of(g), err)) < 0)
+		gp->mig = was;
+	return r;
 }
 
 const struct iso_gpu_driver_ops iso_gpu_sim_ops = {

@@ -4,8 +4,10 @@
  * real NVML code path is what is tested. The fake's geometry is data from
  * docs/reference-mig.md, written apart from src/mig, so the placement cases
  * (every profile at every start, alone and next to every other placement)
- * check the two against each other. Then bad input: garbled state and
- * config files, a library without NVML, NVML calls that fail. */
+ * check the two against each other. The sim's MIG mode per GPU: off
+ * refuses instances, kept in its state file, changed only without
+ * instances. Then bad input: garbled state and config files, a library
+ * without NVML, NVML calls that fail. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -722,6 +724,144 @@ static void test_sim_state_garbled(void **state)
 	assert_string_equal(err.field, "models");
 }
 
+/* MIG mode per GPU (docs/gpu.md, "sim"): a new state takes it from open's
+ * `mig`; a GPU with it off is listed off, holds no instances and refuses a
+ * create as the nvml driver does (-EOPNOTSUPP naming the GPU, after the
+ * profile check); the mode is kept in the state file. */
+static void test_sim_mig_off(void **state)
+{
+	struct bk *b = *state;
+	static const bool mig[] = {true, false, true};
+	struct iso_gpu_open_args a = {.state_dir = b->dir,
+	                              .models = sim_models,
+	                              .n_models = ISO_ARRAY_SIZE(sim_models),
+	                              .mig = mig,
+	                              .n_mig = 2};
+	struct iso_gpu_instance *in = NULL;
+	struct iso_gpu_info *v = NULL;
+	struct iso_error err = {0};
+	char path[PATH_MAX + 32], uuid[ISO_GPU_UUID_MAX];
+	size_t n = 0;
+
+	bk_close(b);
+	snprintf(path, sizeof(path), "%s/gpu-sim.json", b->dir);
+	unlink(path);
+	/* one MIG mode per GPU, or none */
+	assert_int_equal(iso_gpu_sim_ops.open(&a, &b->g, &err), -EINVAL);
+	assert_string_equal(err.field, "mig");
+	assert_null(b->g);
+	a.n_mig = ISO_ARRAY_SIZE(mig);
+	assert_int_equal(iso_gpu_sim_ops.open(&a, &b->g, &err), 0);
+	assert_int_equal(b->g->ops->list_gpus(b->g, &v, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_true(v[0].mig_enabled);
+	assert_false(v[1].mig_enabled);
+	assert_true(v[2].mig_enabled);
+	assert_true(strncmp(v[1].uuid, "GPU-", 4) == 0);
+	iso_strlcpy(uuid, v[1].uuid, sizeof(uuid));
+	free(v);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(b->g->ops->create_instance(b->g, 1, "1g.5gb", 0, NULL, &err), -EOPNOTSUPP);
+	assert_string_equal(err.field, "gpu");
+	assert_int_equal(create(b, 1, "7g.40gb", 0, NULL), -EOPNOTSUPP);
+	assert_int_equal(create(b, 1, "no.such", 0, NULL), -EINVAL);
+	assert_int_equal(list(b, 1, &in), 0);
+	free(in);
+	must_create(b, 0, "1g.10gb", 0);
+	must_create(b, 2, "1g.6gb", 0);
+	/* Kept: opened again (with no MIG modes given), GPU 1 is still off
+	 * and the same GPU. */
+	bk_close(b);
+	bk_open(b);
+	assert_int_equal(b->g->ops->list_gpus(b->g, &v, &n, NULL), 0);
+	assert_true(v[0].mig_enabled);
+	assert_false(v[1].mig_enabled);
+	assert_string_equal(v[1].uuid, uuid);
+	free(v);
+	assert_int_equal(create(b, 1, "1g.5gb", 0, NULL), -EOPNOTSUPP);
+	assert_int_equal(list(b, 0, &in), 1);
+	free(in);
+}
+
+/* A state file written before MIG modes were kept (no "mig") loads with
+ * every GPU on; a "mig" that is not a boolean, or instances on a GPU with
+ * MIG off, are refused naming the field. */
+static void test_sim_state_mig_mode(void **state)
+{
+	struct bk *b = *state;
+	struct iso_gpu_info *v = NULL;
+	struct iso_error err = {0};
+	char path[PATH_MAX + 32];
+	size_t n = 0;
+
+	bk_close(b);
+	snprintf(path, sizeof(path), "%s/gpu-sim.json", b->dir);
+	write_file(path, "{\"version\": 1, \"gpus\": [\n"
+	                 " {\"model\": \"h100-80gb\", \"uuid\": \"GPU-1\", \"instances\": [\n"
+	                 "  {\"profile\": \"3g.40gb\", \"start\": 4, \"gi\": 1, \"ci\": 0, "
+	                 "\"uuid\": \"MIG-1\"}]},\n"
+	                 " {\"model\": \"a100-40gb\", \"uuid\": \"GPU-2\", \"instances\": []},\n"
+	                 " {\"model\": \"a30-24gb\", \"uuid\": \"GPU-3\", \"instances\": []}]}\n");
+	bk_open(b);
+	assert_int_equal(b->g->ops->list_gpus(b->g, &v, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_true(v[i].mig_enabled);
+	free(v);
+	must_create(b, 1, "1g.5gb", 0);
+	bk_close(b);
+	write_file(path, "{\"version\": 1, \"gpus\": [\n"
+	                 " {\"model\": \"h100-80gb\", \"uuid\": \"GPU-1\", \"mig\": \"off\", "
+	                 "\"instances\": []},\n"
+	                 " {\"model\": \"a100-40gb\", \"uuid\": \"GPU-2\", \"instances\": []},\n"
+	                 " {\"model\": \"a30-24gb\", \"uuid\": \"GPU-3\", \"instances\": []}]}\n");
+	assert_int_equal(bk_open_err(b, &err), -EINVAL);
+	assert_string_equal(err.field, "gpus[0].mig");
+	assert_non_null(strstr(err.message, path));
+	write_file(path, "{\"version\": 1, \"gpus\": [\n"
+	                 " {\"model\": \"h100-80gb\", \"uuid\": \"GPU-1\", \"mig\": false, "
+	                 "\"instances\": [\n"
+	                 "  {\"profile\": \"3g.40gb\", \"start\": 4, \"gi\": 1, \"ci\": 0, "
+	                 "\"uuid\": \"MIG-1\"}]},\n"
+	                 " {\"model\": \"a100-40gb\", \"uuid\": \"GPU-2\", \"instances\": []},\n"
+	                 " {\"model\": \"a30-24gb\", \"uuid\": \"GPU-3\", \"instances\": []}]}\n");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(bk_open_err(b, &err), -EINVAL);
+	assert_string_equal(err.field, "gpus[0].instances");
+	assert_null(b->g);
+}
+
+/* iso_gpu_sim_set_mig: refused while the GPU holds instances (as
+ * `nvidia-smi -mig` is), nothing changed; else the mode changes, is kept in
+ * the state file, and creates follow it. */
+static void test_sim_set_mig(void **state)
+{
+	struct bk *b = *state;
+	struct iso_gpu_info *v = NULL;
+	struct iso_error err = {0};
+	size_t n = 0;
+
+	must_create(b, 0, "3g.40gb", 4);
+	assert_int_equal(iso_gpu_sim_set_mig(b->g, 0, false, &err), -EBUSY);
+	assert_string_equal(err.field, "gpu");
+	assert_int_equal(b->g->ops->list_gpus(b->g, &v, &n, NULL), 0);
+	assert_true(v[0].mig_enabled);
+	free(v);
+	assert_int_equal(destroy(b, 0, 4), 0);
+	assert_int_equal(iso_gpu_sim_set_mig(b->g, 0, false, NULL), 0);
+	assert_int_equal(iso_gpu_sim_set_mig(b->g, 9, false, NULL), -ENODEV);
+	assert_int_equal(create(b, 0, "3g.40gb", 4, NULL), -EOPNOTSUPP);
+	bk_close(b);
+	bk_open(b);
+	assert_int_equal(b->g->ops->list_gpus(b->g, &v, &n, NULL), 0);
+	assert_false(v[0].mig_enabled);
+	assert_true(v[1].mig_enabled);
+	free(v);
+	assert_int_equal(create(b, 0, "3g.40gb", 4, NULL), -EOPNOTSUPP);
+	assert_int_equal(iso_gpu_sim_set_mig(b->g, 0, true, NULL), 0);
+	must_create(b, 0, "3g.40gb", 4);
+}
+
 static void test_sim_needs_state_dir(void **state)
 {
 	struct iso_gpu_open_args a = {0};
@@ -883,6 +1023,9 @@ int main(void)
 	    BOTH(test_geometry_equals_mig_tables),
 	    BOTH(test_every_placement_pair),
 	    cmocka_unit_test_setup_teardown(test_sim_state_garbled, setup_sim, teardown),
+	    cmocka_unit_test_setup_teardown(test_sim_mig_off, setup_sim, teardown),
+	    cmocka_unit_test_setup_teardown(test_sim_state_mig_mode, setup_sim, teardown),
+	    cmocka_unit_test_setup_teardown(test_sim_set_mig, setup_sim, teardown),
 	    cmocka_unit_test(test_sim_needs_state_dir),
 	    cmocka_unit_test_setup_teardown(test_fake_config_garbled, setup_nvml, teardown),
 	    cmocka_unit_test_setup_teardown(test_fake_state_garbled, setup_nvml, teardown),
