@@ -413,6 +413,7 @@ typedef void (*iso_desired_fn)(void *arg, json_t *doc);
 struct iso_desired_wait {
 	uint64_t after; /* answer when the generation is no longer this */
 	int wait_s;     /* 0..60; 0: answer now */
+	bool heartbeat; /* the node's agent renews its lease (docs/agents.md) */
 	iso_desired_fn fn;
 	void *arg;
 };

@@ -424,13 +424,14 @@ static int node_call(struct node_loop *n, const char *method, const char *what, 
 	return 0;
 }
 
-/* One long poll. 0 and *doc when answered 200; -errno otherwise, logged. */
-static int poll_desired(struct node_loop *n, uint64_t after, json_t **doc)
+/* One long poll. 0 and *doc when answered 200; -errno otherwise, logged.
+ * With `heartbeat`, the request renews the node's lease (docs/agents.md). */
+static int poll_desired(struct node_loop *n, uint64_t after, bool heartbeat, json_t **doc)
 {
 	char what[96];
 
-	snprintf(what, sizeof(what), "desired?after=%" PRIu64 "&wait_s=%d", after,
-	         n->cfg->heartbeat_s);
+	snprintf(what, sizeof(what), "desired?after=%" PRIu64 "&wait_s=%d%s", after,
+	         n->cfg->heartbeat_s, heartbeat ? "&heartbeat=1" : "");
 	return node_call(n, "GET", what, NULL, "agent.poll_failed", doc);
 }
 
@@ -463,6 +464,10 @@ static void *node_main(void *arg)
 	uint64_t generation = 0;
 	long backoff = BACKOFF_MIN_MS;
 	bool reached = false;
+	/* The status last answered 204 since the controller was reached: an
+	 * unchanged status is not sent again, the long poll being the heartbeat
+	 * (one request per period). Lost with the process, it only costs a PUT. */
+	json_t *sent = NULL;
 
 	iso_log(ISO_LOG_INFO, "agent.node_start", "node=%s driver=%s vf_driver=%s dir=%s", n->node,
 	        n->cfg->driver->name, iso_vf_driver_name(n->cfg->vf.driver), n->dir);
@@ -471,12 +476,14 @@ static void *node_main(void *arg)
 		struct iso_agent_tick tick;
 		struct iso_error e = {0};
 		json_t *doc = NULL, *status = NULL;
-		int r = poll_desired(n, generation, &doc);
+		int r = poll_desired(n, generation, sent != NULL, &doc);
 
 		if (r < 0) {
 			if (atomic_load(n->cfg->stop))
 				break;
 			reached = false;
+			json_decref(sent); /* a status goes again once it is back */
+			sent = NULL;
 			faults_tick(n, &last, false); /* kept until the controller is back */
 			sleep_ms(n->cfg, backoff);
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
@@ -527,8 +534,10 @@ static void *node_main(void *arg)
 			        tick.failed);
 		/* A retry is due for an IN_USE or a failure: come back after a
 		 * heartbeat even if the document does not move. */
-		if (status)
-			put_status(n, status);
+		if (status && !(sent && json_equal(sent, status))) {
+			json_decref(sent);
+			sent = put_status(n, status) == 0 ? json_incref(status) : NULL;
+		}
 		json_decref(status);
 		faults_tick(n, &d, true);
 		iso_agent_desired_clear(&last);
@@ -537,6 +546,7 @@ static void *node_main(void *arg)
 			sleep_ms(n->cfg, (long)n->cfg->heartbeat_s * 1000);
 	}
 	iso_agent_desired_clear(&last);
+	json_decref(sent);
 	iso_log(ISO_LOG_INFO, "agent.node_stop", "node=%s", n->node);
 	return NULL;
 }

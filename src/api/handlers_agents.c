@@ -8,7 +8,7 @@
 
 #include "api/internal.h"
 
-static const char *const desired_keys[] = {"after", "wait_s", NULL};
+static const char *const desired_keys[] = {"after", "wait_s", "heartbeat", NULL};
 
 /* A decimal number 0..max from the query, or -1 with r->err naming it. */
 static int64_t query_number(struct api_request *r, const char *key, uint64_t max)
@@ -56,8 +56,12 @@ int api_node_desired(struct api_request *r)
 	if (wait_s > 0 && !api_query(r, "after"))
 		return iso_error_set(&r->err, ISO_E_INVALID, "after",
 		                     "after: required with wait_s (the generation you hold)");
+	int64_t heartbeat = query_number(r, "heartbeat", 1);
+	if (heartbeat < 0)
+		return -1;
 	wait.after = (uint64_t)after;
 	wait.wait_s = (int)wait_s;
+	wait.heartbeat = heartbeat == 1;
 	/* Without a connection to park (api_handle_raw), answer at once. */
 	if (!r->conn)
 		wait.wait_s = 0;

@@ -224,6 +224,24 @@ class TestAgentDaemon(ApiTestCase):
         self.assertEqual(self.agent.text().count("event=agent.connected node=ag-n01"), 2)
         self.assertGreater(self.node(MIG_NODE)["agent"]["term_seen"], 1)
 
+    def test_an_idle_agent_makes_one_request_per_heartbeat(self):
+        """Its long poll renews the lease; an unchanged status is not sent
+        again (before: a PUT every heartbeat beside the poll)."""
+        self.agent.start()
+        self.wait_until("both nodes connected",
+                        lambda: all((self.node(n).get("agent") or {}).get("connected")
+                                    for n in (MIG_NODE, WHOLE_NODE)))
+        put = 'method=PUT path="/v1/nodes/%s/status"' % MIG_NODE
+        before = self.d.stderr_text().count(put)
+        time.sleep(4.5)  # 4 heartbeats of 1 s, past the 3 s lease
+        self.assertLessEqual(self.d.stderr_text().count(put) - before, 1)
+        self.assertTrue(self.node(MIG_NODE)["agent"]["connected"])
+        self.assertEqual(self.node(MIG_NODE)["state"], "schedulable")
+        # a change is still reported at once
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
+                                            "pool": "mig"})
+        self.wait_until("active", lambda: self.state(a["id"]) == "active")
+
     def test_config_file(self):
         """The same agent from a --config file: keywords are the long
         flags' names; the command line's --node replaces the file's."""

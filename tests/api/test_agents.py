@@ -289,7 +289,8 @@ class TestScope(AgentCase):
                          ("?after=1e3", "after"), ("?after=99999999999999999999", "after"),
                          ("?after=1&wait_s=61", "wait_s"), ("?after=1&wait_s=-1", "wait_s"),
                          ("?after=1&wait_s=x", "wait_s"), ("?after=1&wait_s=", "wait_s"),
-                         ("?wait_s=5", "after"), ("?since=1", "since")):
+                         ("?wait_s=5", "after"), ("?since=1", "since"),
+                         ("?heartbeat=2", "heartbeat"), ("?heartbeat=yes", "heartbeat")):
             self.assertError(self.admin.get(base + q), 400, "invalid_argument", field, q)
         self.assertError(self.admin.post(base, {}), 405, "method_not_allowed")
 
@@ -497,6 +498,39 @@ class TestLease(AgentCase):
         # the other node's agent never reported: still unreachable
         self.assertEqual(self.node(WHOLE_NODE)["state"], "unreachable")
         self.assertIsNone(self.node(WHOLE_NODE)["agent"])
+
+    def test_the_long_poll_of_an_agent_that_reported_is_its_heartbeat(self):
+        """?heartbeat=1 renews the lease of a node whose agent has reported
+        (one request per period, not two), brings an unreachable one back
+        with the status it last sent, and renews nothing before a report."""
+        q = "/v1/nodes/%s/desired?heartbeat=1" % MIG_NODE
+        self.assertStatus(self.admin.get(q), 200)
+        self.wait_until("ag-n01 is unreachable", lambda: self.node(MIG_NODE)["state"] == "unreachable")
+        self.assertStatus(self.admin.get(q), 200)  # never reported: no lease to renew
+        self.assertEqual(self.node(MIG_NODE)["state"], "unreachable")
+        self.assertStatus(self.admin.request("PUT", "/v1/nodes/%s/status" % MIG_NODE, status_body()), 204)
+        self.assertEqual(self.node(MIG_NODE)["state"], "schedulable")
+        # heartbeats alone, past several leases (1 s): still reachable
+        last, gaps = time.monotonic(), []
+        for _ in range(12):
+            self.assertStatus(self.admin.get(q), 200)
+            gaps.append(time.monotonic() - last)
+            last = time.monotonic()
+            time.sleep(0.25)
+        self.assertEqual(self.node(MIG_NODE)["state"], "schedulable")
+        if max(gaps) < 0.9:  # a machine stalled past the lease proves nothing here
+            self.assertEqual(len([e for e in self.events("node.unreachable")
+                                  if e["object"]["id"] == MIG_NODE]), 1)
+        # silent again: unreachable; one heartbeat brings it back (audited)
+        self.wait_until("ag-n01 is unreachable again", lambda: self.node(MIG_NODE)["state"] == "unreachable")
+        self.assertStatus(self.admin.get(q), 200)
+        self.assertEqual(self.node(MIG_NODE)["state"], "schedulable")
+        self.assertEqual([e["object"]["id"] for e in self.events("node.reachable")], [MIG_NODE, MIG_NODE])
+        # a reader's poll renews nothing and may not ask to
+        auditor = self.d.client(issue_token(self, self.admin, "auditor")[1])
+        self.assertError(auditor.get(q), 403, "forbidden", "heartbeat")
+        self.assertStatus(auditor.get("/v1/nodes/%s/desired" % MIG_NODE), 200)
+        self.wait_until("ag-n01 unreachable while only read", lambda: self.node(MIG_NODE)["state"] == "unreachable")
 
     def test_a_cordon_under_an_unreachable_node_is_kept(self):
         self.assertStatus(self.admin.post("/v1/nodes/%s/cordon" % MIG_NODE), 200)
