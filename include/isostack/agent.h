@@ -97,6 +97,14 @@ struct iso_agent_tick {
 int iso_agent_reconcile(struct iso_gpu *g, const char *state_dir, const struct iso_agent_desired *d,
                         json_t **status, struct iso_agent_tick *tick, struct iso_error *err);
 
+/* A sim host's GPU driver for the node whose state dir is `dir`
+ * (src/agent/sim_host.c): a sim state on disk is opened as it is; a new one
+ * is made from `d`, the node's desired document (one H100-80GB per listed
+ * GPU index, with the document's MIG mode). With `d` NULL and no state yet,
+ * 0 and *out NULL: open again when the first document comes. */
+int iso_agent_sim_open(const char *dir, const struct iso_agent_desired *d, struct iso_gpu **out,
+                       struct iso_error *err);
+
 /* ---- GPU faults (src/agent/faults.c, docs/agent.md "Faults") ---- */
 
 #define ISO_AGENT_FAULTS_MAX    4096 /* unsent faults kept in the outbox */

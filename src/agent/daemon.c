@@ -448,7 +448,7 @@ static void faults_tick(struct node_loop *n, const struct iso_agent_desired *d, 
 	struct iso_error e = {0};
 	unsigned got = 0, sent = 0;
 
-	if (iso_agent_xids_drain(n->gpu, n->dir, d, &got, &e) < 0)
+	if (n->gpu && iso_agent_xids_drain(n->gpu, n->dir, d, &got, &e) < 0)
 		iso_log(ISO_LOG_ERR, "agent.xid_failed", "node=%s field=%s msg=\"%s\"", n->node,
 		        e.field, e.message);
 	if (send && iso_agent_faults_flush(n->client, n->node, n->dir, &sent, &e) < 0 &&
@@ -499,6 +499,14 @@ static void *node_main(void *arg)
 		if (r < 0) {
 			iso_log(ISO_LOG_ERR, "agent.desired_refused", "node=%s field=%s msg=\"%s\"",
 			        n->node, e.field, e.message);
+			sleep_ms(n->cfg, (long)n->cfg->heartbeat_s * 1000);
+			continue;
+		}
+		/* A new sim host is made from this first document (node_open). */
+		if (!n->gpu && (r = iso_agent_sim_open(n->dir, &d, &n->gpu, &e)) < 0) {
+			iso_log(ISO_LOG_ERR, "agent.gpu_open_failed", "node=%s field=%s msg=\"%s\"",
+			        n->node, e.field, e.message);
+			iso_agent_desired_clear(&d);
 			sleep_ms(n->cfg, (long)n->cfg->heartbeat_s * 1000);
 			continue;
 		}
@@ -572,6 +580,12 @@ static int node_open(struct node_loop *n, struct iso_error *err)
 		                     n->dir, strerror(errno));
 	if ((r = iso_client_new(&co, &n->client, err)) < 0)
 		return r;
+	/* A sim host stands for the node's inventory, which only the desired
+	 * document tells: a sim state on disk is opened now (a garbled one stops
+	 * the start), a new one is made by node_main from the first document,
+	 * before anything reads the driver. */
+	if (n->cfg->driver == &iso_gpu_sim_ops)
+		return iso_agent_sim_open(n->dir, NULL, &n->gpu, err);
 	return n->cfg->driver->open(&ga, &n->gpu, err);
 }
 

@@ -260,6 +260,31 @@ class TestAgentDaemon(ApiTestCase):
         # the file's node was replaced, not added
         self.assertFalse((self.node(WHOLE_NODE).get("agent") or {}).get("connected"))
 
+    def test_sim_host_is_the_inventory_of_its_node(self):
+        """Each node's sim host is made from its first desired document
+        (docs/agent.md, "The sim host"): ag-n02's GPUs have MIG off as its
+        inventory says, so no MigModeMismatch keeps work off them, and a
+        whole-GPU allocation there goes active with the GPU's own UUID."""
+        import json
+        self.agent.start()
+        a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "whole": True},
+                                            "pool": "whole"})
+        self.wait_until("active", lambda: self.state(a["id"]) == "active")
+        m = self.member(a["id"])
+        self.assertEqual(m["node"], WHOLE_NODE)
+        # The member is ready, so the status that said so carried the conditions.
+        self.assertEqual(self.node(WHOLE_NODE)["conditions"], [])
+        with open(os.path.join(self.tmp, "state", WHOLE_NODE, "gpu-sim.json")) as f:
+            gpus = json.load(f)["gpus"]
+        # The GPU itself, not a MIG instance spanning it.
+        self.assertEqual([d["uuid"] for d in m["devices"]], [gpus[0]["uuid"]], repr(m))
+        self.assertEqual([(g["model"], g.get("mig"), g["instances"]) for g in gpus],
+                         [("h100-80gb", False, [])] * 2)
+        self.wait_until("ag-n01 reported", lambda: (self.node(MIG_NODE).get("agent") or {}).get("connected"))
+        with open(os.path.join(self.tmp, "state", MIG_NODE, "gpu-sim.json")) as f:
+            self.assertEqual([g["mig"] for g in json.load(f)["gpus"]], [True, True])
+        self.assertEqual(self.node(MIG_NODE)["conditions"], [])
+
 
 VF_GUID_N01 = "0x0002c90300ef0100"  # agents.yaml: ag-n01's VF 0
 
@@ -290,6 +315,7 @@ class TestAgentVfs(TestAgentDaemon):
     test_provisioning_waits_for_the_agent_and_times_out_without_it = None
     test_node_agent_token_serves_only_its_node = None
     test_controller_gone_then_back = None
+    test_sim_host_is_the_inventory_of_its_node = None
 
     def test_vf_gets_its_guid_before_ready_and_the_original_back_at_release(self):
         self.assertEqual(self.desired_vfs(MIG_NODE), [])

@@ -8,7 +8,7 @@
  * the driver into the outbox with the allocation and member that own the
  * instance they name, kept there until acknowledged and numbered above
  * every earlier one; a MIG mode that differs from the desired document's
- * reported as a condition. */
+ * reported as a condition; a sim host made from the node's document. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -669,6 +669,105 @@ static void test_mig_mode_condition(void **state)
 	free(gv);
 }
 
+/* A sim host made from the node's first desired document
+ * (src/agent/sim_host.c): as many GPUs as it lists, with its MIG modes, so
+ * GPUs the inventory has with MIG off are no condition and a whole one is
+ * handed over as the GPU itself; a MIG mode changed afterwards is the
+ * condition; a state on disk is never remade from a later document. */
+static void test_sim_host_from_document(void **state)
+{
+	char dir[PATH_MAX], cmd[PATH_MAX + 16], *text;
+	struct iso_gpu *g = NULL;
+	struct iso_gpu_info *gv = NULL;
+	struct iso_agent_desired d, other;
+	struct iso_agent_tick t;
+	struct iso_error err = {0};
+	json_t *j, *st = NULL, *in;
+	size_t n = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_agent.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	j = json_loads("{\"node\": \"n1\", \"generation\": 2, \"term\": 1, \"vfs\": [], "
+	               "\"gpus\": [{\"index\": 0, \"mig\": false, \"instances\": [], "
+	               "\"whole\": {\"allocation\": \"" A1 "\", \"member\": 0}},"
+	               "{\"index\": 1, \"mig\": false, \"instances\": [], \"whole\": null},"
+	               "{\"index\": 2, \"mig\": true, \"whole\": null, \"instances\": ["
+	               INST("1g.10gb", 0, 1, A2, 0) "]}]}",
+	               0, NULL);
+	assert_non_null(j);
+	assert_int_equal(iso_agent_desired_parse(j, "n1", &d, NULL), 0);
+	json_decref(j);
+	/* No state yet and no document: nothing opened (made at the first). */
+	assert_int_equal(iso_agent_sim_open(dir, NULL, &g, &err), 0);
+	assert_null(g);
+	assert_int_equal(iso_agent_sim_open(dir, &d, &g, &err), 0);
+	assert_non_null(g);
+	assert_int_equal(g->ops->list_gpus(g, &gv, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_false(gv[0].mig_enabled);
+	assert_false(gv[1].mig_enabled);
+	assert_true(gv[2].mig_enabled);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(gv[i].model->name, "h100-80gb");
+
+	assert_int_equal(iso_agent_reconcile(g, dir, &d, &st, &t, NULL), 0);
+	assert_int_equal(t.created, 1);
+	text = json_dumps(json_object_get(st, "conditions"), JSON_COMPACT);
+	assert_string_equal(text, "[]");
+	free(text);
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	assert_string_equal(json_string_value(json_object_get(in, "profile")), "whole");
+	assert_true(json_is_true(json_object_get(in, "ready")));
+	assert_string_equal(json_string_value(json_object_get(in, "uuid")), gv[0].uuid);
+	in = json_array_get(json_object_get(st, "instances"), 1);
+	assert_true(json_is_true(json_object_get(in, "ready")));
+	assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "MIG-", 4) == 0);
+	json_decref(st);
+
+	/* The operator turns MIG on for GPU 1: a condition, not undone. */
+	assert_int_equal(iso_gpu_sim_set_mig(g, 1, true, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(iso_agent_reconcile(g, dir, &d, &st, &t, NULL), 0);
+		text = json_dumps(json_object_get(st, "conditions"), JSON_COMPACT | JSON_SORT_KEYS);
+		assert_string_equal(text, "[{\"gpu\":1,\"have\":true,\"type\":"
+		                          "\"MigModeMismatch\",\"want\":false}]");
+		free(text);
+		json_decref(st);
+	}
+	g->ops->close(g);
+	g = NULL;
+
+	/* Opened again with another document (4 GPUs, MIG on): the state on
+	 * disk is the host, unchanged, so the condition stays. */
+	j = json_loads("{\"node\": \"n1\", \"generation\": 3, \"term\": 1, \"vfs\": [], "
+	               "\"gpus\": [{\"index\": 3, \"mig\": true, \"instances\": [], "
+	               "\"whole\": null}]}",
+	               0, NULL);
+	assert_int_equal(iso_agent_desired_parse(j, "n1", &other, NULL), 0);
+	json_decref(j);
+	assert_int_equal(iso_agent_sim_open(dir, &other, &g, &err), 0);
+	iso_agent_desired_clear(&other);
+	free(gv);
+	assert_int_equal(g->ops->list_gpus(g, &gv, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_false(gv[0].mig_enabled);
+	assert_true(gv[1].mig_enabled);
+	free(gv);
+	g->ops->close(g);
+	g = NULL;
+	assert_int_equal(iso_agent_sim_open(dir, NULL, &g, &err), 0);
+	assert_non_null(g);
+	assert_int_equal(iso_agent_reconcile(g, dir, &d, &st, &t, NULL), 0);
+	assert_int_equal(t.created + t.destroyed, 0);
+	assert_int_equal(json_array_size(json_object_get(st, "conditions")), 1);
+	json_decref(st);
+	g->ops->close(g);
+	iso_agent_desired_clear(&d);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 #define BOTH(t)                                                                                    \
 	cmocka_unit_test_setup_teardown(t, setup_sim, teardown),                                   \
 	    cmocka_unit_test_setup_teardown(t, setup_nvml, teardown)
@@ -690,6 +789,7 @@ int main(void)
 	    BOTH(test_xids_recorded_with_their_owner),
 	    cmocka_unit_test_setup_teardown(test_outbox_garbled_refused, setup_sim, teardown),
 	    BOTH(test_mig_mode_condition),
+	    cmocka_unit_test(test_sim_host_from_document),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
