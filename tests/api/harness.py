@@ -661,7 +661,7 @@ TENANT_KEYS = {"name", "description", "pkey", "created", "updated", "org", "shar
                "tags", "limits"}
 TOKEN_KEYS = {"id", "role", "tenant", "user", "description", "created", "expires", "revoked"}
 NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "memory_mib_used",
-             "state", "gpus", "gpu_model", "members", "port", "agent"}
+             "state", "gpus", "gpu_model", "members", "port", "agent", "conditions"}
 # What an allocation's member shows before any node agent reported it (docs/agents.md).
 NO_AGENT_REPORT = {"ready": None, "devices": [], "cuda_visible_devices": None, "vf": None}
 PORT_KEYS = {"device", "port", "guid", "pkey_capacity", "vfs"}
