@@ -166,7 +166,8 @@ def parse_response(buf):
 
 class Agent:
     __slots__ = ("node", "sock", "phase", "inbuf", "out", "applied", "body", "term",
-                 "last_ok", "first_done", "silence", "backoff", "get_head", "put_head", "sent")
+                 "last_ok", "first_done", "silence", "backoff", "get_head", "put_head", "sent",
+                 "accepted")
 
     def __init__(self, node, token, heartbeat_s):
         self.node = node
@@ -182,8 +183,12 @@ class Agent:
         self.silence = False
         self.backoff = 0.5
         self.sent = 0.0  # when the request in flight was sent
+        # the status body the controller last accepted on this connection:
+        # while the status is unchanged the long poll (heartbeat=1) is the
+        # heartbeat, as isostack-agent does (docs/agent.md)
+        self.accepted = None
         auth = "Authorization: Bearer %s\r\nHost: 127.0.0.1\r\n" % token
-        self.get_head = ("GET /v1/nodes/%s/desired?after=%%d&wait_s=%d HTTP/1.1\r\n%s\r\n"
+        self.get_head = ("GET /v1/nodes/%s/desired?after=%%d&wait_s=%d%%s HTTP/1.1\r\n%s\r\n"
                          % (node, heartbeat_s, auth))
         self.put_head = ("PUT /v1/nodes/%s/status HTTP/1.1\r\n%sContent-Type: application/json"
                          "\r\nContent-Length: %%d\r\n\r\n" % (node, auth))
@@ -202,8 +207,8 @@ class AgentPool:
         self.timers = []  # (when, seq, agent)
         self.seq = 0
         self.emit = emit
-        self.c = {"gets": 0, "puts": 0, "get_changed": 0, "connected": 0, "reconnects": 0,
-                  "errors": {}, "silenced": {}}
+        self.c = {"gets": 0, "puts": 0, "get_changed": 0, "heartbeat_gets": 0, "connected": 0,
+                  "reconnects": 0, "errors": {}, "silenced": {}}
         # Round trips since the last "stats", in 0.1 ms: status reports (the
         # heartbeat), and each agent's first GET of its document (answered at
         # once: after=0).
@@ -251,6 +256,7 @@ class AgentPool:
         to 10 s, as isostack-agent does) and start the turn again."""
         self.bump_error(what)
         self.close(a)
+        a.accepted = None  # a status goes again once the controller is back
         a.phase = "idle"
         self.seq += 1
         heapq.heappush(self.timers, (time.monotonic() + a.backoff, self.seq, a))
@@ -275,7 +281,7 @@ class AgentPool:
     def send_get(self, a):
         self.c["gets"] += 1
         a.sent = time.monotonic()
-        self.send(a, (a.get_head % a.applied).encode(), "get")
+        self.send(a, (a.get_head % (a.applied, "&heartbeat=1" if a.accepted else "")).encode(), "get")
 
     def send_put(self, a):
         self.c["puts"] += 1
@@ -327,6 +333,18 @@ class AgentPool:
                 a.applied = doc["generation"]
                 a.term = doc["term"]
                 a.body = status_body(a.node, a.term, doc)
+            if a.accepted is not None and a.accepted == a.body:
+                # unchanged: this long poll was the heartbeat (renewed when it arrived)
+                self.c["heartbeat_gets"] += 1
+                a.last_ok = a.sent
+                if a.silence:
+                    self.go_silent(a)
+                    return
+                if not keep:
+                    self.reconnect(a)
+                    return
+                self.send_get(a)
+                return
             if not keep:
                 self.reconnect(a, then_put=True)
                 return
@@ -336,6 +354,7 @@ class AgentPool:
                 self.fail(a, "put:%d" % status)
                 return
             a.last_ok = time.monotonic()
+            a.accepted = a.body
             self.put_rt.append(int((a.last_ok - a.sent) * 10000))
             a.backoff = 0.5
             if not a.first_done:
@@ -348,15 +367,18 @@ class AgentPool:
                     self.emit({"event": "connected", "n": self.c["connected"],
                                "t": time.monotonic()})
             if a.silence:
-                self.close(a)
-                a.phase = "silent"
-                self.c["silenced"][a.node] = a.last_ok
-                self.emit({"event": "silenced", "node": a.node, "last_ok": a.last_ok})
+                self.go_silent(a)
                 return
             if not keep:
                 self.reconnect(a)
                 return
             self.send_get(a)
+
+    def go_silent(self, a):
+        self.close(a)
+        a.phase = "silent"
+        self.c["silenced"][a.node] = a.last_ok
+        self.emit({"event": "silenced", "node": a.node, "last_ok": a.last_ok})
 
     def reconnect(self, a, then_put=False):
         """The server closed a kept-alive connection after an answer: a new
@@ -509,13 +531,15 @@ class Workers:
             while len(self.replies) < len(self.procs) and time.monotonic() < deadline:
                 self.cond.wait(0.2)
             reps = list(self.replies)
-        total = {"gets": 0, "puts": 0, "get_changed": 0, "connected": 0, "reconnects": 0,
+        total = {"gets": 0, "puts": 0, "get_changed": 0, "heartbeat_gets": 0, "connected": 0,
+                 "reconnects": 0,
                  "agents": 0, "errors": {}, "workers_answered": len(reps)}
         put_rt, first_rt = [], []
         for r in reps:
             put_rt += r["put_rt"]
             first_rt += r["first_rt"]
-            for k in ("gets", "puts", "get_changed", "connected", "reconnects", "agents"):
+            for k in ("gets", "puts", "get_changed", "heartbeat_gets", "connected", "reconnects",
+                      "agents"):
                 total[k] += r[k]
             for k, v in r["errors"].items():
                 total["errors"][k] = total["errors"].get(k, 0) + v
