@@ -7,6 +7,7 @@
 #define ISOSTACK_CONTROLLER_H
 
 #include "isostack/audit.h"
+#include "isostack/codec.h"
 #include "isostack/inventory.h"
 #include "isostack/model.h"
 #include "isostack/sched.h"
@@ -227,21 +228,10 @@ int iso_controller_live_allocations(struct iso_controller *c, const struct iso_p
  * cluster-admin; a GPU fault also by the node agent of that node (another
  * node is ISO_E_NOT_FOUND for it); unknown nodes, GPUs (by device index)
  * and pools are ISO_E_NOT_FOUND. */
-#define ISO_XID_MAX 1000
 /* Does this XID take the whole GPU out of service (79, 48, 95, 119, 120)? */
 bool iso_xid_takes_gpu(int xid);
-/* A GPU fault as a node agent reports it (docs/agents.md, "Faults"). */
-struct iso_fault_report {
-	int gpu, xid;
-	int gi, ci;                  /* the GPU/compute instance it names; -1: none */
-	char allocation[ISO_ID_MAX]; /* the owner of that instance; "" when none */
-	int member;                  /* its member; -1 when none */
-	/* The agent's number for it, growing per node; 0: none. A report whose
-	 * seq is not above the highest applied for the node changes nothing
-	 * ("effect":"duplicate"), so an agent may send it again until it is
-	 * acknowledged. */
-	uint64_t seq;
-};
+/* struct iso_fault_report (a GPU fault as a node agent reports it) and
+ * ISO_XID_MAX are the codec's (include/isostack/codec.h). */
 /* iso_controller_gpu_fault with what the agent knows of the fault. */
 int iso_controller_gpu_fault_report(struct iso_controller *c, const struct iso_principal *p,
                                     const char *node, const struct iso_fault_report *f,
@@ -431,54 +421,9 @@ void iso_controller_agents_release_waiters(struct iso_controller *c);
 /* The controller's fencing term: stored, bumped at every start. */
 int64_t iso_controller_agent_term(const struct iso_controller *c);
 
-/* A node agent's status report (PUT /v1/nodes/{node}/status), as parsed. */
-#define ISO_AGENT_MAX_GPUS      64
-#define ISO_AGENT_MAX_INSTANCES 256
-#define ISO_AGENT_TEXT_MAX      97 /* model, uuid: up to 96 bytes */
-struct iso_agent_gpu {
-	int index;
-	char model[ISO_AGENT_TEXT_MAX];
-	char uuid[ISO_AGENT_TEXT_MAX];
-	bool mig;
-};
-struct iso_agent_instance {
-	int gpu, start, member;
-	char profile[32]; /* a MIG profile, or "whole" */
-	char uuid[ISO_AGENT_TEXT_MAX];
-	char allocation[ISO_ID_MAX];
-	bool ready;
-	char reason[257];
-};
-/* A VF as the agent read it back (docs/agents.md, status "vfs"). */
-#define ISO_AGENT_MAX_VFS 128
-struct iso_agent_vf {
-	int index;
-	char netdev[16]; /* IFNAMSIZ; "" when none */
-	uint64_t guid;   /* read back; 0 with has_guid false when unread */
-	bool has_guid;
-	bool ready;
-	char reason[257];
-};
-/* A node condition (docs/agents.md, "Conditions"): today only
- * "MigModeMismatch", a GPU whose MIG mode (`have`) differs from the
- * inventory's (`want`). While it holds, no new work goes to that GPU. */
-#define ISO_AGENT_COND_MIG_MODE "MigModeMismatch"
-struct iso_agent_condition {
-	char type[32];
-	int gpu;
-	bool want, have;
-};
-struct iso_agent_status {
-	int64_t term_seen;
-	char version[65];
-	int n_gpus, n_instances;
-	struct iso_agent_gpu *gpus;
-	struct iso_agent_instance *instances;
-	int n_vfs; /* "vfs" is optional: absent is none */
-	struct iso_agent_vf *vfs;
-	int n_conditions; /* at most ISO_AGENT_MAX_GPUS */
-	struct iso_agent_condition *conditions;
-};
+/* A node agent's status report (PUT /v1/nodes/{node}/status), as parsed:
+ * struct iso_agent_status and its parts are the codec's
+ * (include/isostack/codec.h). */
 /* Keeps `st` (copied) as node `node`'s latest status, which is also its
  * agent's heartbeat. ISO_E_INVALID naming the field for a GPU or profile the
  * inventory does not have there; ISO_E_CONFLICT when term_seen is above the

@@ -18,6 +18,7 @@
 
 #include "isostack/agent.h"
 #include "isostack/client.h"
+#include "isostack/codec.h"
 
 static int outbox_path(const char *dir, char *buf, size_t size, struct iso_error *err)
 {
@@ -118,19 +119,20 @@ int iso_agent_outbox_load(const char *dir, struct iso_agent_outbox *out, struct 
 
 json_t *iso_agent_fault_json(const struct iso_agent_fault *f)
 {
-	json_t *o = json_pack("{s:I, s:I}", "xid", (json_int_t)f->xid, "seq", (json_int_t)f->seq);
+	/* The body's shape is the codec's; an XID beyond int, which no GPU
+	 * reports, is sent as INT_MAX, still above ISO_XID_MAX, so the
+	 * controller refuses it as before. */
+	struct iso_fault_report r = {
+	    .gpu = (int)f->gpu,
+	    .xid = f->xid > INT_MAX ? INT_MAX : (int)f->xid,
+	    .gi = f->gi,
+	    .ci = f->ci,
+	    .member = f->member,
+	    .seq = f->seq,
+	};
 
-	if (!o)
-		return NULL;
-	if (f->gi >= 0)
-		json_object_set_new(o, "gi", json_integer(f->gi));
-	if (f->ci >= 0)
-		json_object_set_new(o, "ci", json_integer(f->ci));
-	if (f->allocation[0]) {
-		json_object_set_new(o, "allocation", json_string(f->allocation));
-		json_object_set_new(o, "member", json_integer(f->member));
-	}
-	return o;
+	iso_strlcpy(r.allocation, f->allocation, sizeof(r.allocation));
+	return iso_codec_fault_encode(&r);
 }
 
 static int outbox_store(const char *dir, const struct iso_agent_outbox *o, struct iso_error *err)

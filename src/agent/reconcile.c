@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "isostack/agent.h"
+#include "isostack/codec.h"
 
 /* ---- the desired document ---- */
 
@@ -511,97 +512,108 @@ static void create_missing(struct iso_gpu *g, const struct iso_agent_desired *d,
 	}
 }
 
-static json_t *status_instance(const struct iso_agent_want *w, const char *uuid, bool ready,
-                               const char *reason)
+/* One status entry: a want with what the driver shows for it. */
+static void status_instance(struct iso_agent_instance *in, const struct iso_agent_want *w,
+                            const char *uuid, bool ready, const char *reason)
 {
-	return json_pack("{s:I, s:i, s:s, s:s, s:s, s:I, s:b, s:s}", "gpu", (json_int_t)w->gpu,
-	                 "start", w->start, "profile", w->profile, "uuid", uuid, "allocation",
-	                 w->allocation, "member", (json_int_t)w->member, "ready", ready, "reason",
-	                 reason);
+	in->gpu = (int)w->gpu;
+	in->start = w->start;
+	in->member = (int)w->member;
+	iso_strlcpy(in->profile, w->profile, sizeof(in->profile));
+	iso_strlcpy(in->uuid, uuid, sizeof(in->uuid));
+	iso_strlcpy(in->allocation, w->allocation, sizeof(in->allocation));
+	in->ready = ready;
+	iso_codec_reason_copy(in->reason, reason);
 }
 
 /* A GPU whose MIG mode, read back from the device at this tick, is not the
  * one the inventory gives it is a node condition (docs/agents.md,
  * "Conditions"): reported, never changed by the agent. */
-static json_t *mig_conditions(const struct iso_agent_desired *d, const struct iso_gpu_info *gv,
-                              size_t ng)
+static void mig_conditions(const struct iso_agent_desired *d, const struct iso_gpu_info *gv,
+                           size_t ng, struct iso_agent_status *st)
 {
-	json_t *conds = json_array();
-
 	for (size_t i = 0; i < d->n_gpus; i++) {
 		const struct iso_gpu_info *gi = gpu_found(gv, ng, d->gpus[i].index);
-		if (gi && gi->mig_enabled != d->gpus[i].mig)
-			json_array_append_new(
-			    conds, json_pack("{s:s, s:I, s:b, s:b}", "type", "MigModeMismatch",
-			                     "gpu", (json_int_t)gi->index, "want", d->gpus[i].mig,
-			                     "have", gi->mig_enabled));
+		if (gi && gi->mig_enabled != d->gpus[i].mig) {
+			struct iso_agent_condition *c = &st->conditions[st->n_conditions++];
+			iso_strlcpy(c->type, ISO_AGENT_COND_MIG_MODE, sizeof(c->type));
+			c->gpu = (int)gi->index;
+			c->want = d->gpus[i].mig;
+			c->have = gi->mig_enabled;
+		}
 	}
-	return conds;
 }
 
 /* The status document from the driver's state after the changes: each want
- * with what the driver shows for it. */
+ * with what the driver shows for it, written by the codec
+ * (iso_codec_status_encode). */
 static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, uint64_t term_seen,
                         const struct reasons *why, json_t **status, struct iso_error *err)
 {
 	_cleanup_free_ struct iso_gpu_info *gv = NULL;
-	json_t *st, *gpus, *insts;
+	_cleanup_free_ struct iso_agent_gpu *gpus = NULL;
+	_cleanup_free_ struct iso_agent_instance *insts = NULL;
+	_cleanup_free_ struct iso_agent_condition *conds = NULL;
+	struct iso_agent_status st = {.term_seen = (int64_t)term_seen};
 	size_t ng = 0;
 	int r;
 
 	if ((r = g->ops->list_gpus(g, &gv, &ng, err)) < 0)
 		return r;
-	gpus = json_array();
-	insts = json_array();
-	st = json_pack("{s:I, s:s, s:o, s:o}", "term_seen", (json_int_t)term_seen, "version",
-	               ISO_VERSION, "gpus", gpus, "instances", insts);
-	if (!st)
+	gpus = calloc(ng + 1, sizeof(*gpus));
+	insts = calloc(d->n_wants + 1, sizeof(*insts));
+	conds = calloc(d->n_gpus + 1, sizeof(*conds));
+	if (!gpus || !insts || !conds)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	iso_strlcpy(st.version, ISO_VERSION, sizeof(st.version));
+	st.gpus = gpus;
+	st.instances = insts;
+	st.conditions = conds;
 	for (size_t i = 0; i < ng; i++)
-		if (gpu_desired(d, gv[i].index))
-			json_array_append_new(
-			    gpus,
-			    json_pack("{s:I, s:s, s:s, s:s}", "index", (json_int_t)gv[i].index,
-			              "model", gv[i].name[0] ? gv[i].name : "unknown", "uuid",
-			              gv[i].uuid[0] ? gv[i].uuid : "unknown", "mig_mode",
-			              gv[i].mig_enabled ? "enabled" : "disabled"));
-	json_object_set_new(st, "conditions", mig_conditions(d, gv, ng));
+		if (gpu_desired(d, gv[i].index)) {
+			struct iso_agent_gpu *o = &gpus[st.n_gpus++];
+			o->index = (int)gv[i].index;
+			iso_strlcpy(o->model, gv[i].name[0] ? gv[i].name : "unknown",
+			            sizeof(o->model));
+			iso_strlcpy(o->uuid, gv[i].uuid[0] ? gv[i].uuid : "unknown",
+			            sizeof(o->uuid));
+			o->mig = gv[i].mig_enabled;
+		}
+	mig_conditions(d, gv, ng, &st);
 	for (size_t w = 0; w < d->n_wants; w++) {
 		const struct iso_agent_want *want = &d->wants[w];
 		const struct iso_gpu_info *gi = gpu_found(gv, ng, want->gpu);
+		struct iso_agent_instance *in = &insts[st.n_instances++];
 		_cleanup_free_ struct iso_gpu_instance *v = NULL;
 		const struct iso_gpu_instance *found = NULL;
 		struct iso_error e = {0};
 		size_t n = 0;
 
 		if (!gi) {
-			json_array_append_new(insts,
-			                      status_instance(want, "", false, "GPU not found"));
+			status_instance(in, want, "", false, "GPU not found");
 			continue;
 		}
 		const char *made = made_as(want);
 		if (!made) {
-			json_array_append_new(
-			    insts, status_instance(want, gi->uuid, !gi->mig_enabled,
-			                           gi->mig_enabled ? "MIG mode is enabled" : ""));
+			status_instance(in, want, gi->uuid, !gi->mig_enabled,
+			                gi->mig_enabled ? "MIG mode is enabled" : "");
 			continue;
 		}
 		if (g->ops->list_instances(g, want->gpu, &v, &n, &e) < 0) {
-			json_array_append_new(insts, status_instance(want, "", false, e.message));
+			status_instance(in, want, "", false, e.message);
 			continue;
 		}
 		for (size_t i = 0; i < n; i++)
 			if (v[i].start == want->start && strcmp(v[i].profile, made) == 0)
 				found = &v[i];
 		if (found && found->uuid[0])
-			json_array_append_new(insts, status_instance(want, found->uuid, true, ""));
+			status_instance(in, want, found->uuid, true, "");
 		else
-			json_array_append_new(
-			    insts,
-			    status_instance(want, "", false,
-			                    why->text[w][0] ? why->text[w] : "not created yet"));
+			status_instance(in, want, "", false,
+			                why->text[w][0] ? why->text[w] : "not created yet");
 	}
-	*status = st;
+	if (!(*status = iso_codec_status_encode(&st, false)))
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "isostack/agent.h"
+#include "isostack/codec.h"
 
 #define SAVED_PREFIX "vf-"
 #define SAVED_SUFFIX ".guid"
@@ -318,16 +319,19 @@ static int saved_store(const char *state_dir, const char *dev, unsigned index, u
 
 /* ---- reconcile ---- */
 
+/* One entry of the status's "vfs", written by the codec. */
 static json_t *vf_status(unsigned index, const char *netdev, const uint64_t *guid, bool ready,
                          const char *reason)
 {
-	char hex[24] = "";
+	struct iso_agent_vf v = {.index = (int)index, .ready = ready};
 
-	if (guid)
-		guid_hex(*guid, hex, sizeof(hex));
-	return json_pack("{s:I, s:s, s:s, s:b, s:s}", "index", (json_int_t)index, "netdev",
-	                 netdev ? netdev : "", "guid", hex, "ready", ready, "reason",
-	                 reason ? reason : "");
+	if (guid) {
+		v.guid = *guid;
+		v.has_guid = true;
+	}
+	iso_strlcpy(v.netdev, netdev ? netdev : "", sizeof(v.netdev));
+	iso_codec_reason_copy(v.reason, reason ? reason : "");
+	return iso_codec_status_vf_encode(&v);
 }
 
 static bool vf_desired(const struct iso_agent_desired *d, const char *dev, unsigned index)

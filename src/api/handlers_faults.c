@@ -8,8 +8,10 @@
 
 #include "api/internal.h"
 
+_Static_assert(ISO_CODEC_MEMBER_MAX == ISO_MAX_MEMBERS - 1,
+               "codec.h: a member index is below ISO_MAX_MEMBERS");
+
 static const char *const no_keys[] = {NULL};
-static const char *const fault_keys[] = {"xid", "gi", "ci", "allocation", "member", "seq", NULL};
 
 /* The GPU segment of /v1/nodes/N/gpus/I/fault: a device index. Anything
  * that is not one names no GPU, so it is a 404 like an index out of range. */
@@ -31,35 +33,6 @@ bad:
 	return iso_error_set(&r->err, ISO_E_NOT_FOUND, NULL, "no such GPU on node %s", r->seg[2]);
 }
 
-/* The optional parts a node agent adds (docs/api.md): the GPU/compute
- * instance the XID names, its owner, and the agent's seq. */
-static int fault_parts(struct api_request *r, json_t *body, struct iso_fault_report *f)
-{
-	int64_t gi = -1, ci = -1, member = -1, seq = 0;
-	const json_t *alloc = json_object_get(body, "allocation");
-
-	if (api_get_int(body, "gi", NULL, false, 0, 65535, &gi, &r->err) < 0 ||
-	    api_get_int(body, "ci", NULL, false, 0, 65535, &ci, &r->err) < 0 ||
-	    api_get_int(body, "member", NULL, false, 0, 1023, &member, &r->err) < 0 ||
-	    api_get_int(body, "seq", NULL, false, 1, INT64_MAX, &seq, &r->err) < 0)
-		return -1;
-	if (alloc && (!json_is_string(alloc) || json_string_length(alloc) != 18 ||
-	              strncmp(json_string_value(alloc), "a-", 2) != 0 ||
-	              strspn(json_string_value(alloc) + 2, "0123456789abcdef") != 16))
-		return iso_error_set(&r->err, ISO_E_INVALID, "allocation",
-		                     "allocation: not an allocation id (a- and 16 hex digits)");
-	if (!alloc != (member < 0))
-		return iso_error_set(&r->err, ISO_E_INVALID, alloc ? "member" : "allocation",
-		                     "allocation and member come together");
-	if (alloc)
-		iso_strlcpy(f->allocation, json_string_value(alloc), sizeof(f->allocation));
-	f->gi = (int)gi;
-	f->ci = (int)ci;
-	f->member = (int)member;
-	f->seq = (uint64_t)seq;
-	return 0;
-}
-
 /* POST /v1/nodes/{node}/gpus/{index}/fault {"xid": N, ["gi", "ci",
  * "allocation", "member", "seq"]} */
 int api_gpu_fault(struct api_request *r)
@@ -67,16 +40,13 @@ int api_gpu_fault(struct api_request *r)
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct iso_fault_report f = {0};
 	json_t *out = NULL;
-	int64_t xid = 0;
 	int gpu = 0;
 
+	/* The body's shape is the codec's (iso_codec_fault_decode). */
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, fault_keys, &r->err) < 0 ||
-	    api_get_int(body, "xid", NULL, true, 0, ISO_XID_MAX, &xid, &r->err) < 0 ||
-	    fault_parts(r, body, &f) < 0 || gpu_segment(r, &gpu) < 0)
+	    iso_codec_fault_decode(body, &f, &r->err) < 0 || gpu_segment(r, &gpu) < 0)
 		return -1;
 	f.gpu = gpu;
-	f.xid = (int)xid;
 	if (iso_controller_gpu_fault_report(r->ctl, &r->who, r->seg[2], &f, &out, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK, out);

@@ -38,7 +38,7 @@ import tempfile
 LAYERS = [
     ["util"],
     ["model"],
-    ["mig", "inventory", "audit", "fabric", "store", "gpu"],
+    ["mig", "inventory", "audit", "fabric", "store", "gpu", "codec"],  # codec: JSON shapes
     ["sched"],
     ["tenancy"],
     ["sim"],
@@ -60,7 +60,7 @@ SIDEWAYS = {
 # Which library holds each module (the mains hold none: they link libraries).
 LIBRARY = {
     "util": "core", "model": "core", "mig": "core", "inventory": "core", "audit": "core",
-    "sched": "core", "tenancy": "core", "sim": "core",
+    "sched": "core", "tenancy": "core", "sim": "core", "codec": "core",
     "store": "server", "fabric": "server", "controller": "server", "api": "server",
     "gpu": "client", "client": "client", "agent": "client",
 }

@@ -1,0 +1,127 @@
+/* codec.h: the JSON shapes that cross the line between the controller and
+ * its clients, each written once. Why: the node agent (isostack-client) and
+ * the API (isostack-server) used to build and parse the same documents each
+ * in its own way, so a field added on one side could be refused, or silently
+ * dropped, by the other. Here each shape has one C struct and one pair of
+ * functions: encode (struct -> JSON, what the sender sends) and decode (JSON
+ * -> struct, with every check the receiver makes: every key known and typed,
+ * bounds, and an error whose field is the path of the culprit, such as
+ * "instances[0].start"). The codec is pure logic (isostack-core): it does no
+ * I/O and knows nothing of the controller or of GPU drivers.
+ *
+ * Shapes: the GPU fault report (POST /v1/nodes/{node}/gpus/{gpu}/fault) and
+ * the agent's status report (PUT /v1/nodes/{node}/status); docs/api.md and
+ * docs/agents.md describe them. */
+#ifndef ISOSTACK_CODEC_H
+#define ISOSTACK_CODEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "isostack/util.h"
+
+ISO_PUBLIC_BEGIN
+
+/* Textual object ids ("a-0000000000000001"): ISO_ID_MAX of model.h, which
+ * the agent cannot include (its struct iso_gpu is the GPU driver's). */
+#define ISO_CODEC_ID_MAX 40
+
+/* The highest member index a report may name (allocations have at most
+ * 1024 members, ISO_MAX_MEMBERS of controller.h). */
+#define ISO_CODEC_MEMBER_MAX 1023
+
+/* ---- the GPU fault report ---- */
+
+#define ISO_XID_MAX 1000
+/* A GPU fault as a node agent reports it (docs/agents.md, "Faults"). The
+ * body is {"xid"[,"gi","ci","allocation","member","seq"]}; the GPU is the
+ * route's, not the body's. */
+struct iso_fault_report {
+	int gpu, xid;
+	int gi, ci;                        /* the GPU/compute instance it names; -1: none */
+	char allocation[ISO_CODEC_ID_MAX]; /* the owner of that instance; "" when none */
+	int member;                        /* its member; -1 when none */
+	/* The agent's number for it, growing per node; 0: none. A report whose
+	 * seq is not above the highest applied for the node changes nothing
+	 * ("effect":"duplicate"), so an agent may send it again until it is
+	 * acknowledged. */
+	uint64_t seq;
+};
+/* The body of `f` (gi, ci when >= 0; allocation and member when an
+ * allocation is named; seq when not 0); NULL when out of memory. */
+json_t *iso_codec_fault_encode(const struct iso_fault_report *f);
+/* Parses a report's body strictly into *out (every field but gpu, which it
+ * leaves alone): xid required 0..ISO_XID_MAX, gi and ci 0..65535, member
+ * 0..ISO_CODEC_MEMBER_MAX, seq 1..INT64_MAX, allocation an allocation id,
+ * and allocation and member together. -EINVAL with *err naming the field. */
+int iso_codec_fault_decode(json_t *body, struct iso_fault_report *out, struct iso_error *err);
+
+/* ---- the node agent's status report ---- */
+
+#define ISO_AGENT_MAX_GPUS      64
+#define ISO_AGENT_MAX_INSTANCES 256
+#define ISO_AGENT_TEXT_MAX      97  /* model, uuid: up to 96 bytes */
+#define ISO_AGENT_REASON_MAX    257 /* reason: up to 256 bytes */
+struct iso_agent_gpu {
+	int index;
+	char model[ISO_AGENT_TEXT_MAX];
+	char uuid[ISO_AGENT_TEXT_MAX];
+	bool mig;
+};
+struct iso_agent_instance {
+	int gpu, start, member;
+	char profile[32]; /* a MIG profile, or "whole" */
+	char uuid[ISO_AGENT_TEXT_MAX];
+	char allocation[ISO_CODEC_ID_MAX];
+	bool ready;
+	char reason[ISO_AGENT_REASON_MAX];
+};
+/* A VF as the agent read it back (docs/agents.md, status "vfs"). */
+#define ISO_AGENT_MAX_VFS 128
+struct iso_agent_vf {
+	int index;
+	char netdev[16]; /* IFNAMSIZ; "" when none */
+	uint64_t guid;   /* read back; 0 with has_guid false when unread */
+	bool has_guid;
+	bool ready;
+	char reason[ISO_AGENT_REASON_MAX];
+};
+/* A node condition (docs/agents.md, "Conditions"): today only
+ * "MigModeMismatch", a GPU whose MIG mode (`have`) differs from the
+ * inventory's (`want`). While it holds, no new work goes to that GPU. */
+#define ISO_AGENT_COND_MIG_MODE "MigModeMismatch"
+struct iso_agent_condition {
+	char type[32];
+	int gpu;
+	bool want, have;
+};
+struct iso_agent_status {
+	int64_t term_seen;
+	char version[65];
+	int n_gpus, n_instances;
+	struct iso_agent_gpu *gpus;
+	struct iso_agent_instance *instances;
+	int n_vfs; /* "vfs" is optional: absent is none */
+	struct iso_agent_vf *vfs;
+	int n_conditions; /* at most ISO_AGENT_MAX_GPUS */
+	struct iso_agent_condition *conditions;
+};
+/* Copies `reason` into out (ISO_AGENT_REASON_MAX bytes), cut to 256 bytes
+ * at a UTF-8 character boundary: what an agent says of a failure fits the
+ * report rather than getting the whole report refused. */
+void iso_codec_reason_copy(char *out, const char *reason);
+/* The report's body: term_seen, version, gpus, instances and conditions
+ * always, vfs when `with_vfs`. NULL when out of memory. */
+json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs);
+/* One entry of "vfs" (the agent adds them after its VF pass). */
+json_t *iso_codec_status_vf_encode(const struct iso_agent_vf *v);
+/* Parses a report strictly into *out, whose arrays are malloc'd (free them
+ * with iso_codec_status_clear, also after a failure). -EINVAL with *err
+ * naming the field ("instances[2].ready"), -ENOMEM. */
+int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err);
+void iso_codec_status_clear(struct iso_agent_status *st);
+
+ISO_PUBLIC_END
+
+#endif

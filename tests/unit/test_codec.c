@@ -1,0 +1,257 @@
+/* test_codec.c: the JSON shapes that cross the client/server line
+ * (include/isostack/codec.h). Each shape must come back from encode then
+ * decode as it went in (the sender's and the receiver's view agree), and
+ * every rule of the decoder must refuse its bad input with the field that
+ * broke it, one case per rule. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "isostack/codec.h"
+
+#define A1 "a-00000000000000a1"
+
+/* Decodes `text` with `decode`; asserts a refusal naming `field`. */
+#define REFUSED(decode, out, text, want_field)                                                     \
+	do {                                                                                       \
+		json_error_t je_;                                                                  \
+		struct iso_error e_ = {0};                                                         \
+		json_t *j_ = json_loads((text), 0, &je_);                                          \
+		assert_non_null(j_);                                                               \
+		int r_ = decode(j_, (out), &e_);                                                   \
+		json_decref(j_);                                                                   \
+		if (r_ != -EINVAL || strcmp(e_.field, (want_field)) != 0)                          \
+			fail_msg("%s: r=%d field \"%s\" (want \"%s\"): %s", (text), r_, e_.field,  \
+			         (want_field), e_.message);                                        \
+		assert_int_equal(e_.code, ISO_E_INVALID);                                          \
+	} while (0)
+
+/* ---- the fault report ---- */
+
+static void test_fault_round_trip(void **state)
+{
+	(void)state;
+	static const struct iso_fault_report in = {
+	    .gpu = 3, .xid = 94, .gi = 2, .ci = 0, .allocation = A1, .member = 5, .seq = 1234567};
+	struct iso_fault_report out;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_fault_encode(&in);
+
+	memset(&out, 0, sizeof(out));
+	out.gpu = 3; /* the route's, not the body's */
+
+	assert_non_null(j);
+	assert_int_equal(iso_codec_fault_decode(j, &out, &err), 0);
+	assert_memory_equal(&in, &out, sizeof(in));
+	json_decref(j);
+
+	/* An operator's report: the XID alone, and nothing of the agent's. */
+	struct iso_fault_report bare = {.gpu = 1, .xid = 79, .gi = -1, .ci = -1, .member = -1};
+	struct iso_fault_report back;
+	memset(&back, 0x55, sizeof(back));
+	back.gpu = 1;
+	j = iso_codec_fault_encode(&bare);
+	assert_int_equal(json_object_size(j), 1);
+	assert_int_equal(json_integer_value(json_object_get(j, "xid")), 79);
+	assert_int_equal(iso_codec_fault_decode(j, &back, &err), 0);
+	assert_int_equal(back.xid, 79);
+	assert_int_equal(back.gi, -1);
+	assert_int_equal(back.ci, -1);
+	assert_int_equal(back.member, -1);
+	assert_int_equal(back.seq, 0);
+	assert_string_equal(back.allocation, "");
+	json_decref(j);
+}
+
+static void test_fault_refusals(void **state)
+{
+	(void)state;
+	struct iso_fault_report f;
+
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"gpu\": 1}", "gpu");
+	REFUSED(iso_codec_fault_decode, &f, "{}", "xid");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": \"79\"}", "xid");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 1001}", "xid");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"gi\": 65536}", "gi");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"ci\": -1}", "ci");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"seq\": 0}", "seq");
+	REFUSED(iso_codec_fault_decode, &f,
+	        "{\"xid\": 79, \"allocation\": \"" A1 "\", \"member\": 1024}", "member");
+	REFUSED(iso_codec_fault_decode, &f,
+	        "{\"xid\": 79, \"allocation\": \"a-00000000000000A1\", \"member\": 0}",
+	        "allocation");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"allocation\": null, \"member\": 0}",
+	        "allocation");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"allocation\": \"" A1 "\"}", "member");
+	REFUSED(iso_codec_fault_decode, &f, "{\"xid\": 79, \"member\": 0}", "allocation");
+}
+
+/* ---- the status report ---- */
+
+static void test_status_round_trip(void **state)
+{
+	(void)state;
+	static struct iso_agent_gpu gpus[] = {
+	    {.index = 0, .model = "NVIDIA H100 80GB HBM3", .uuid = "GPU-1", .mig = true},
+	    {.index = 7, .model = "A30", .uuid = "GPU-2"}};
+	static struct iso_agent_instance insts[] = {{.gpu = 0,
+	                                             .start = 4,
+	                                             .member = 2,
+	                                             .profile = "3g.40gb",
+	                                             .uuid = "MIG-x",
+	                                             .allocation = A1,
+	                                             .ready = true},
+	                                            {.gpu = 7,
+	                                             .start = 0,
+	                                             .member = 0,
+	                                             .profile = "whole",
+	                                             .allocation = A1,
+	                                             .reason = "MIG mode is enabled"}};
+	static struct iso_agent_vf vfs[] = {{.index = 2,
+	                                     .netdev = "ib0v2",
+	                                     .guid = 0x0002c90300ef0102ULL,
+	                                     .has_guid = true,
+	                                     .ready = true},
+	                                    {.index = 3, .reason = "no VF driver"}};
+	static struct iso_agent_condition conds[] = {
+	    {.type = ISO_AGENT_COND_MIG_MODE, .gpu = 7, .want = true, .have = false}};
+	struct iso_agent_status in = {.term_seen = 42,
+	                              .version = "0.1.0",
+	                              .n_gpus = 2,
+	                              .gpus = gpus,
+	                              .n_instances = 2,
+	                              .instances = insts,
+	                              .n_vfs = 2,
+	                              .vfs = vfs,
+	                              .n_conditions = 1,
+	                              .conditions = conds};
+	struct iso_agent_status out;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_status_encode(&in, true);
+
+	assert_non_null(j);
+	assert_int_equal(iso_codec_status_decode(j, &out, &err), 0);
+	assert_int_equal(out.term_seen, 42);
+	assert_string_equal(out.version, "0.1.0");
+	assert_int_equal(out.n_gpus, 2);
+	assert_memory_equal(out.gpus, gpus, sizeof(gpus));
+	assert_int_equal(out.n_instances, 2);
+	assert_memory_equal(out.instances, insts, sizeof(insts));
+	assert_int_equal(out.n_vfs, 2);
+	assert_memory_equal(out.vfs, vfs, sizeof(vfs));
+	assert_int_equal(out.n_conditions, 1);
+	assert_memory_equal(out.conditions, conds, sizeof(conds));
+	iso_codec_status_clear(&out);
+	json_decref(j);
+
+	/* Without the VF pass there is no "vfs" key, and that is none. */
+	j = iso_codec_status_encode(&in, false);
+	assert_null(json_object_get(j, "vfs"));
+	assert_int_equal(iso_codec_status_decode(j, &out, &err), 0);
+	assert_int_equal(out.n_vfs, 0);
+	assert_null(out.vfs);
+	iso_codec_status_clear(&out);
+	json_decref(j);
+}
+
+/* A long reason is cut to 256 bytes, never inside a UTF-8 character, so
+ * the report that carries it is still accepted. */
+static void test_reason_cut(void **state)
+{
+	(void)state;
+	char in[400], out[ISO_AGENT_REASON_MAX];
+
+	memset(in, 'x', sizeof(in));
+	in[sizeof(in) - 1] = '\0';
+	iso_codec_reason_copy(out, in);
+	assert_int_equal(strlen(out), 256);
+	/* "é" (2 bytes) across the 256th byte: the cut goes before it. */
+	in[255] = (char)0xc3;
+	in[256] = (char)0xa9;
+	iso_codec_reason_copy(out, in);
+	assert_int_equal(strlen(out), 255);
+	assert_true(iso_text_valid(out));
+	iso_codec_reason_copy(out, "short");
+	assert_string_equal(out, "short");
+}
+
+#define ST(extra)                                                                                  \
+	"{\"term_seen\": 1, \"version\": \"0.1.0\", \"gpus\": [], \"instances\": []" extra "}"
+#define GPU(body)  "{\"term_seen\": 1, \"version\": \"v\", \"instances\": [], \"gpus\": [" body "]}"
+#define INST(body) "{\"term_seen\": 1, \"version\": \"v\", \"gpus\": [], \"instances\": [" body "]}"
+#define INST_OK                                                                                    \
+	"\"gpu\": 0, \"start\": 0, \"profile\": \"1g.10gb\", \"allocation\": \"" A1                \
+	"\", \"member\": 0"
+#define VF(body)   ST(", \"vfs\": [" body "]")
+#define COND(body) ST(", \"conditions\": [" body "]")
+
+static void test_status_refusals(void **state)
+{
+	(void)state;
+	struct iso_agent_status st;
+	struct {
+		const char *text, *field;
+	} cases[] = {
+	    {ST(", \"extra\": 1"), "extra"},
+	    {"{\"version\": \"v\", \"gpus\": [], \"instances\": []}", "term_seen"},
+	    {ST(", \"term_seen\": -1"), "term_seen"}, /* duplicate keys: the last wins */
+	    {"{\"term_seen\": 1, \"version\": \"\", \"gpus\": [], \"instances\": []}", "version"},
+	    {"{\"term_seen\": 1, \"version\": \"v\\u0001\", \"gpus\": [], \"instances\": []}",
+	     "version"},
+	    {"{\"term_seen\": 1, \"version\": \"v\", \"instances\": []}", "gpus"},
+	    {"{\"term_seen\": 1, \"version\": \"v\", \"gpus\": {}, \"instances\": []}", "gpus"},
+	    {GPU("1"), "gpus[0]"},
+	    {GPU("{\"index\": 64, \"model\": \"m\", \"uuid\": \"u\", \"mig_mode\": \"enabled\"}"),
+	     "gpus[0].index"},
+	    {GPU("{\"index\": 0, \"model\": \"m\", \"uuid\": \"u\", \"mig_mode\": \"on\"}"),
+	     "gpus[0].mig_mode"},
+	    {GPU("{\"index\": 0, \"model\": \"m\", \"uuid\": \"u\", \"mig_mode\": \"enabled\"},"
+	         "{\"index\": 1, \"model\": \"m\", \"mig_mode\": \"enabled\"}"),
+	     "gpus[1].uuid"},
+	    {INST("{" INST_OK ", \"ready\": true, \"x\": 1}"), "instances[0].x"},
+	    {INST("{" INST_OK "}"), "instances[0].ready"},
+	    {INST("{" INST_OK ", \"ready\": 1}"), "instances[0].ready"},
+	    {INST("{\"gpu\": 0, \"start\": 8, \"profile\": \"1g.10gb\", \"allocation\": \"" A1
+	          "\", \"member\": 0, \"ready\": true}"),
+	     "instances[0].start"},
+	    {INST("{\"gpu\": 0, \"start\": 0, \"profile\": \"1g.10gb\", \"allocation\": \"a-1\", "
+	          "\"member\": 0, \"ready\": true}"),
+	     "instances[0].allocation"},
+	    {INST("{\"gpu\": 0, \"start\": 0, \"profile\": \"1g.10gb\", \"allocation\": \"" A1
+	          "\", \"member\": 1024, \"ready\": true}"),
+	     "instances[0].member"},
+	    {INST("{" INST_OK ", \"ready\": false, \"reason\": \"a\\nb\"}"), "instances[0].reason"},
+	    {VF("{\"index\": 128, \"ready\": false}"), "vfs[0].index"},
+	    {VF("{\"index\": 1, \"netdev\": \"ib/0\", \"ready\": false}"), "vfs[0].netdev"},
+	    {VF("{\"index\": 1, \"guid\": \"0x12\", \"ready\": false}"), "vfs[0].guid"},
+	    {VF("{\"index\": 1, \"guid\": \"\", \"ready\": true}"), "vfs[0].guid"},
+	    {VF("{\"index\": 1}"), "vfs[0].ready"},
+	    {ST(", \"vfs\": null"), "vfs"},
+	    {COND("{\"type\": \"Hot\", \"gpu\": 0, \"want\": true, \"have\": false}"),
+	     "conditions[0].type"},
+	    {COND("{\"type\": \"MigModeMismatch\", \"gpu\": 0, \"want\": true, \"have\": 0}"),
+	     "conditions[0].have"},
+	    {COND("{\"type\": \"MigModeMismatch\", \"gpu\": 0, \"want\": true, \"have\": true}"),
+	     "conditions[0].have"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		REFUSED(iso_codec_status_decode, &st, cases[i].text, cases[i].field);
+		iso_codec_status_clear(&st);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fault_round_trip),  cmocka_unit_test(test_fault_refusals),
+	    cmocka_unit_test(test_status_round_trip), cmocka_unit_test(test_status_refusals),
+	    cmocka_unit_test(test_reason_cut),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
