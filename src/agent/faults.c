@@ -179,6 +179,14 @@ int iso_agent_fault_record(const char *dir, struct iso_agent_fault *f, struct is
 		                     "%d faults already wait for the controller",
 		                     ISO_AGENT_FAULTS_MAX);
 	}
+	if (o.last_seq >= INT64_MAX) {
+		/* A seq above it would be written as a negative number, which
+		 * the loader refuses: every later fault would be lost. */
+		iso_agent_outbox_clear(&o);
+		return iso_error_set(err, ISO_E_LIMIT, "state_dir",
+		                     "%s: last_seq is %" PRId64 ", no seq is left above it",
+		                     ISO_AGENT_FAULTS_FILE, INT64_MAX);
+	}
 	if (!(v = realloc(o.faults, (o.n + 1) * sizeof(*v)))) {
 		iso_agent_outbox_clear(&o);
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");

@@ -7,7 +7,8 @@
  * last_seq, each one a report body can be made of; acknowledging its first
  * fault must write back exactly the others (the writer and the reader
  * agree), and a fault recorded after it must get a seq above every earlier
- * one. The input is written to the outbox's path in the harness's
+ * one (or, when last_seq is INT64_MAX, be refused, the file left readable).
+ * The input is written to the outbox's path in the harness's
  * directory. */
 #include <string.h>
 
@@ -83,7 +84,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		iso_agent_outbox_clear(&back);
 		kept--;
 	}
-	FUZZ_ASSERT(iso_agent_fault_record(dir, &f, &err) == 0, "record: %s", err.message);
+	r = iso_agent_fault_record(dir, &f, &err);
+	if (o.last_seq == INT64_MAX) {
+		/* no seq is left: refused, and the file stays readable */
+		fuzz_check_refusal(r, &err, "iso_agent_fault_record");
+		FUZZ_ASSERT(r < 0, "recorded a fault above seq %lld", (long long)INT64_MAX);
+		FUZZ_ASSERT(iso_agent_outbox_load(dir, &back, &err) == 0 && back.n == kept,
+		            "after a refused record the outbox does not load: %s", err.message);
+		iso_agent_outbox_clear(&back);
+		iso_agent_outbox_clear(&o);
+		unlink(path);
+		return 0;
+	}
+	FUZZ_ASSERT(r == 0, "record: %s", err.message);
 	FUZZ_ASSERT(f.seq > o.last_seq, "recorded seq %llu, not above %llu",
 	            (unsigned long long)f.seq, (unsigned long long)o.last_seq);
 	FUZZ_ASSERT(iso_agent_outbox_load(dir, &back, &err) == 0,

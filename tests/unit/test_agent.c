@@ -644,6 +644,61 @@ static void test_outbox_garbled_refused(void **state)
 	}
 }
 
+/* An outbox whose last_seq is the largest a seq may be (a damaged file; the
+ * controller takes seqs up to INT64_MAX) leaves no seq for the next fault:
+ * recording one is refused, and the file stays as it was, readable, rather
+ * than being written with a seq its reader refuses (found by
+ * fuzz_agent_outbox's property check, crashes/agent_outbox/). */
+static void test_outbox_seq_exhausted(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_outbox o;
+	struct iso_agent_fault f = {.gpu = 0, .xid = 79, .gi = -1, .ci = -1, .member = -1};
+	struct iso_error err = {0};
+	char path[PATH_MAX + 32];
+	FILE *file;
+
+	snprintf(path, sizeof(path), "%s/%s", b->dir, ISO_AGENT_FAULTS_FILE);
+	file = fopen(path, "w");
+	assert_non_null(file);
+	fputs("{\"last_seq\": 9223372036854775807, \"faults\": [{\"seq\": 9223372036854775807, "
+	      "\"gpu\": 0, \"xid\": 79, \"gi\": -1, \"ci\": -1, \"allocation\": \"\", "
+	      "\"member\": -1}]}",
+	      file);
+	fclose(file);
+	assert_int_equal(iso_agent_fault_record(b->dir, &f, &err), -EUSERS);
+	assert_string_equal(err.field, "state_dir");
+	assert_int_equal(iso_agent_outbox_load(b->dir, &o, &err), 0);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.last_seq, INT64_MAX);
+	iso_agent_outbox_clear(&o);
+}
+
+/* The desired document says MIG on for GPU 1: the fake's A100 has it off
+ * (a condition, its mode untouched), the sim's GPUs all have it on. */
+static void test_mig_mode_condition(void **state)
+{
+	struct bk *b = *state;
+	struct iso_agent_tick t;
+
+	for (int round = 0; round < 2; round++) {
+		json_t *st = tick(b, "", &t), *conds = json_object_get(st, "conditions");
+		char *text = json_dumps(conds, JSON_COMPACT | JSON_SORT_KEYS);
+
+		assert_string_equal(text, b->nvml ? "[{\"gpu\":1,\"have\":false,\"type\":"
+		                                    "\"MigModeMismatch\",\"want\":true}]"
+		                                  : "[]");
+		free(text);
+		json_decref(st);
+	}
+	struct iso_gpu_info *gv = NULL;
+	size_t n = 0;
+	assert_int_equal(b->g->ops->list_gpus(b->g, &gv, &n, NULL), 0);
+	assert_true(n >= 2);
+	assert_int_equal(gv[1].mig_enabled, !b->nvml);
+	free(gv);
+}
+
 /* The desired document says MIG on for GPU 1: the fake's A100 has it off
  * (a condition, its mode untouched), the sim's GPUs all have it on. */
 static void test_mig_mode_condition(void **state)
@@ -788,6 +843,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_term_file_garbled, setup_sim, teardown),
 	    BOTH(test_xids_recorded_with_their_owner),
 	    cmocka_unit_test_setup_teardown(test_outbox_garbled_refused, setup_sim, teardown),
+	    cmocka_unit_test_setup_teardown(test_outbox_seq_exhausted, setup_sim, teardown),
 	    BOTH(test_mig_mode_condition),
 	    cmocka_unit_test(test_sim_host_from_document),
 	};
