@@ -359,6 +359,22 @@ static void rollback(struct vf *v, const char *node, uint64_t saved, const char 
 		        text, why);
 }
 
+/* Zero and all-ones are never a VF's GUID, whatever the driver: the entry
+ * of a desired VF that names one. */
+static bool guid_usable(uint64_t g)
+{
+	return g != 0 && g != ALL_ONES;
+}
+
+static json_t *guid_refused(const struct iso_agent_vf_want *w)
+{
+	char want[24], reason[96];
+
+	guid_hex(w->guid, want, sizeof(want));
+	snprintf(reason, sizeof(reason), "refused: GUID %s is not valid (zero or all-ones)", want);
+	return vf_status(w->index, "", NULL, false, reason);
+}
+
 /* One desired VF on mlx5: its status entry. */
 static json_t *mlx5_vf(const struct iso_vf_host *h, const char *state_dir, const char *node,
                        const struct iso_agent_vf_want *w, struct iso_vf_tick *tick)
@@ -369,12 +385,9 @@ static json_t *mlx5_vf(const struct iso_vf_host *h, const char *state_dir, const
 	char reason[300], want[24];
 	int r;
 
+	if (!guid_usable(w->guid))
+		return guid_refused(w);
 	guid_hex(w->guid, want, sizeof(want));
-	if (w->guid == 0 || w->guid == ALL_ONES) {
-		snprintf(reason, sizeof(reason), "refused: GUID %s is not valid (zero or all-ones)",
-		         want);
-		return vf_status(w->index, "", NULL, false, reason);
-	}
 	if (vf_open(&v, h, w->device, w->index, &e) < 0 || vf_read(&v, &e) < 0) {
 		tick->failed++;
 		return vf_status(w->index, v.netdev, NULL, false, e.message);
@@ -453,6 +466,11 @@ static void mlx5_restore(const struct iso_vf_host *h, const char *state_dir,
 		index = strtoul(dash + 1, &end, 10);
 		if (errno || end == dash + 1 || strcmp(end, SAVED_SUFFIX) != 0 ||
 		    index >= ISO_AGENT_VF_MAX || vf_desired(d, dev, (unsigned)index))
+			continue;
+		/* only the name saved_path writes ("01" or "+1" would be read
+		 * back under another name) */
+		saved_path(state_dir, dev, (unsigned)index, path, sizeof(path));
+		if (strcmp(strrchr(path, '/') + 1, name) != 0)
 			continue;
 		if (saved_load(state_dir, dev, (unsigned)index, &saved, &e) < 0 ||
 		    vf_open(&v, h, dev, (unsigned)index, &e) < 0 || vf_read(&v, &e) < 0 ||
@@ -626,7 +644,10 @@ int iso_agent_vf_reconcile(const struct iso_vf_host *given, const char *state_di
 			entry = mlx5_vf(h, state_dir, d->node, w, tick);
 			break;
 		case ISO_VF_IBSIM:
-			if (ibsim_guid(h->ibsim_net, d->node, w->index, &g, &e) < 0) {
+			/* a CA's caguid + 1 may wrap to zero */
+			if (!guid_usable(w->guid)) {
+				entry = guid_refused(w);
+			} else if (ibsim_guid(h->ibsim_net, d->node, w->index, &g, &e) < 0) {
 				entry = vf_status(w->index, "", NULL, false, e.message);
 			} else {
 				char want[24], reason[96] = "";
