@@ -7,7 +7,8 @@
 # tests/fuzz/crashes/NAME/ so that `make test` replays it (docs/fuzzing.md).
 # Usage: tests/fuzz/run.sh BUILD SECONDS [NAME...]
 # FUZZ_RUNS=N also stops each harness after N inputs; FUZZ_CPU picks the core
-# (default 0).
+# (default 0); FUZZ_FLAGS adds libFuzzer flags (-close_fd_mask=2 silences the
+# node agent's log lines; crash reports still show).
 set -eu
 
 build=$1
@@ -47,5 +48,5 @@ for name in "$@"; do
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		taskset -c "${FUZZ_CPU:-0}" "$bin" -max_total_time="$seconds" -max_len="$(max_len "$name")" \
 		-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$crashes/" $dict $runs "$work" "$src/corpus/$name"
+		-artifact_prefix="$crashes/" $dict $runs ${FUZZ_FLAGS:-} "$work" "$src/corpus/$name"
 done
