@@ -16,59 +16,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isostack/codec.h"
 #include "isostack/gpu.h"
 #include "isostack/util.h"
 
 ISO_PUBLIC_BEGIN
 
-#define ISO_AGENT_ALLOC_MAX   32 /* "a-" + 16 hex digits, with room */
 #define ISO_AGENT_TERM_FILE   "agent-term"
 #define ISO_AGENT_FAULTS_FILE "agent-faults.json"
 
-/* One desired MIG instance, or (profile "whole") a GPU held whole. */
-struct iso_agent_want {
-	unsigned gpu;
-	char profile[ISO_GPU_PROFILE_MAX]; /* a MIG profile, or "whole" */
-	/* Set by reconcile for a GPU held whole while its MIG mode is on: the
-	 * one instance that spans it ("7g.80gb" at start 0), whose MIG UUID is
-	 * what the tenant gets. Empty otherwise. */
-	char as_profile[ISO_GPU_PROFILE_MAX];
-	int start;
-	int width;
-	char allocation[ISO_AGENT_ALLOC_MAX];
-	unsigned member;
-};
-
-struct iso_agent_desired_gpu {
-	unsigned index;
-	bool mig;
-};
-
-/* One desired VF (docs/agents.md, "vfs"): VF `index` of the node's HCA
- * `device` gets `guid`; one VF serves one tenant on a node. */
-#define ISO_AGENT_VF_MAX 128
-struct iso_agent_vf_want {
-	unsigned index;
-	char device[32];
-	uint64_t guid;
-	char tenant[ISO_NAME_MAX];
-	uint16_t pkey; /* full-membership form, 0x8000 set */
-	unsigned n_members;
-};
-
-/* GET /v1/nodes/{node}/desired, parsed. */
-struct iso_agent_desired {
-	char node[ISO_NAME_MAX];
-	uint64_t generation;
-	uint64_t term;
-	size_t n_gpus;
-	struct iso_agent_desired_gpu gpus[ISO_GPU_MAX];
-	size_t n_wants;
-	struct iso_agent_want *wants; /* malloc'd */
-	size_t n_vfs;
-	struct iso_agent_vf_want *vfs; /* malloc'd; see src/agent/vf.c */
-};
-
+/* The desired document (struct iso_agent_desired, its wants and VFs) is the
+ * codec's (include/isostack/codec.h); these two are its decode and clear
+ * under the agent's names. */
 /* Parses a desired-state document strictly (docs/agents.md): every field
  * known and typed, `node` equal to `node`. An error names the field
  * ("gpus[1].instances[0].start"). *out is cleared first. */

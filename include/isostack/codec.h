@@ -9,8 +9,9 @@
  * "instances[0].start"). The codec is pure logic (isostack-core): it does no
  * I/O and knows nothing of the controller or of GPU drivers.
  *
- * Shapes: the GPU fault report (POST /v1/nodes/{node}/gpus/{gpu}/fault) and
- * the agent's status report (PUT /v1/nodes/{node}/status); docs/api.md and
+ * Shapes: the GPU fault report (POST /v1/nodes/{node}/gpus/{gpu}/fault),
+ * the agent's status report (PUT /v1/nodes/{node}/status) and a node's
+ * desired state (GET /v1/nodes/{node}/desired); docs/api.md and
  * docs/agents.md describe them. */
 #ifndef ISOSTACK_CODEC_H
 #define ISOSTACK_CODEC_H
@@ -121,6 +122,79 @@ json_t *iso_codec_status_vf_encode(const struct iso_agent_vf *v);
  * naming the field ("instances[2].ready"), -ENOMEM. */
 int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err);
 void iso_codec_status_clear(struct iso_agent_status *st);
+
+/* ---- the desired state of a node (GET /v1/nodes/{node}/desired) ---- */
+
+#define ISO_AGENT_ALLOC_MAX   32 /* "a-" + 16 hex digits, with room */
+#define ISO_CODEC_PROFILE_MAX 32 /* a MIG profile's name: ISO_GPU_PROFILE_MAX of gpu.h */
+
+/* One desired MIG instance, or (profile "whole") a GPU held whole. */
+struct iso_agent_want {
+	unsigned gpu;
+	char profile[ISO_CODEC_PROFILE_MAX]; /* a MIG profile, or "whole" */
+	/* Set by the agent's reconcile for a GPU held whole while its MIG mode
+	 * is on: the one instance that spans it ("7g.80gb" at start 0), whose
+	 * MIG UUID is what the tenant gets. Empty otherwise; never sent. */
+	char as_profile[ISO_CODEC_PROFILE_MAX];
+	int start;
+	int width;
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+};
+
+struct iso_agent_desired_gpu {
+	unsigned index;
+	bool mig;
+};
+
+/* A member a desired VF serves. */
+struct iso_agent_vf_member {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+};
+
+/* One desired VF (docs/agents.md, "vfs"): VF `index` of the node's HCA
+ * `device` gets `guid`; one VF serves one tenant on a node. */
+#define ISO_AGENT_VF_MAX 128
+struct iso_agent_vf_want {
+	unsigned index;
+	char device[32];
+	uint64_t guid;
+	char tenant[ISO_NAME_MAX];
+	uint16_t pkey; /* full-membership form, 0x8000 set */
+	unsigned n_members;
+	struct iso_agent_vf_member *members; /* malloc'd, n_members of them */
+};
+
+/* The document, parsed. */
+struct iso_agent_desired {
+	char node[ISO_NAME_MAX];
+	uint64_t generation;
+	uint64_t term;
+	size_t n_gpus;
+	struct iso_agent_desired_gpu gpus[ISO_AGENT_MAX_GPUS];
+	size_t n_wants;
+	struct iso_agent_want *wants; /* malloc'd */
+	size_t n_vfs;
+	struct iso_agent_vf_want *vfs; /* malloc'd; see src/agent/vf.c */
+};
+
+/* The document of `d`: each GPU of d->gpus in order, with the wants on it
+ * (instances in d->wants' order, the "whole" one as "whole", else null),
+ * then the VFs. NULL when out of memory. */
+json_t *iso_codec_desired_encode(const struct iso_agent_desired *d);
+/* The document around arrays already encoded (a server keeps the arrays
+ * it served and answers with the generation of the moment); takes a
+ * reference to each. */
+json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
+                               json_t *vfs);
+/* Parses a document strictly (docs/agents.md): every field known and
+ * typed, `node` equal to `node`. An error names the field
+ * ("gpus[1].instances[0].start"). *out is cleared first, and left clear
+ * after a failure. */
+int iso_codec_desired_decode(const json_t *doc, const char *node, struct iso_agent_desired *out,
+                             struct iso_error *err);
+void iso_codec_desired_clear(struct iso_agent_desired *d);
 
 ISO_PUBLIC_END
 

@@ -186,54 +186,43 @@ static int slot_ref_cmp(const void *pa, const void *pb)
 	return a->e->member - b->e->member;
 }
 
-/* The node's "gpus" array, in inventory order, instances by start. */
-static json_t *build_gpus(const struct iso_controller *c, int ni)
+/* The node's GPUs and wants into d, in inventory order, instances by
+ * start (the codec writes them as the document's "gpus"). */
+static int build_gpus(const struct iso_controller *c, int ni, struct iso_agent_desired *d)
 {
 	const struct iso_node *node = &c->inv->nodes[ni];
 	const struct agent_node *n = &c->agents->nodes[ni];
 	_cleanup_free_ struct slot_ref *refs = NULL;
-	json_t *gpus = json_array();
-	int n_refs = 0, at = 0;
+	int n_refs = 0;
 
 	for (int i = 0; i < n->n_e; i++)
 		n_refs += n->e[i].n_slots;
-	if (n_refs) {
-		refs = calloc((size_t)n_refs, sizeof(*refs));
-		if (!refs) {
-			json_decref(gpus);
-			return NULL;
-		}
-		n_refs = 0;
-		for (int i = 0; i < n->n_e; i++)
-			for (int s = 0; s < n->e[i].n_slots; s++)
-				refs[n_refs++] = (struct slot_ref){&n->e[i], &n->e[i].slots[s]};
-		qsort(refs, (size_t)n_refs, sizeof(*refs), slot_ref_cmp);
+	refs = calloc((size_t)(n_refs > 0 ? n_refs : 1), sizeof(*refs));
+	d->wants = calloc((size_t)(n_refs > 0 ? n_refs : 1), sizeof(*d->wants));
+	if (!refs || !d->wants)
+		return -ENOMEM;
+	n_refs = 0;
+	for (int i = 0; i < n->n_e; i++)
+		for (int s = 0; s < n->e[i].n_slots; s++)
+			refs[n_refs++] = (struct slot_ref){&n->e[i], &n->e[i].slots[s]};
+	qsort(refs, (size_t)n_refs, sizeof(*refs), slot_ref_cmp);
+	for (int g = 0; g < node->n_gpus && g < ISO_AGENT_MAX_GPUS; g++) {
+		d->gpus[g].index = (unsigned)node->gpus[g].index;
+		d->gpus[g].mig = node->gpus[g].mig_enabled;
+		d->n_gpus++;
 	}
-	for (int g = 0; g < node->n_gpus; g++) {
-		const struct iso_gpu *gpu = &node->gpus[g];
-		json_t *inst = json_array(), *whole = json_null();
+	for (int i = 0; i < n_refs; i++) {
+		const struct slot_ref *r = &refs[i];
+		struct iso_agent_want *w = &d->wants[d->n_wants++];
 
-		while (at < n_refs && refs[at].s->gpu < gpu->index)
-			at++;
-		for (; at < n_refs && refs[at].s->gpu == gpu->index; at++) {
-			const struct slot_ref *r = &refs[at];
-			if (r->s->whole) {
-				json_decref(whole);
-				whole = json_pack("{s:s, s:i}", "allocation", r->e->alloc, "member",
-				                  r->e->member);
-			} else {
-				json_array_append_new(
-				    inst,
-				    json_pack("{s:s, s:i, s:i, s:s, s:i}", "profile", r->s->profile,
-				              "start", r->s->start, "width", r->s->width,
-				              "allocation", r->e->alloc, "member", r->e->member));
-			}
-		}
-		json_array_append_new(gpus, json_pack("{s:i, s:b, s:o, s:o}", "index", gpu->index,
-		                                      "mig", gpu->mig_enabled, "instances", inst,
-		                                      "whole", whole));
+		w->gpu = (unsigned)r->s->gpu;
+		iso_strlcpy(w->profile, r->s->whole ? "whole" : r->s->profile, sizeof(w->profile));
+		w->start = r->s->whole ? 0 : r->s->start;
+		w->width = r->s->whole ? 0 : r->s->width;
+		iso_strlcpy(w->allocation, r->e->alloc, sizeof(w->allocation));
+		w->member = (unsigned)r->e->member;
 	}
-	return gpus;
+	return 0;
 }
 
 static int member_cmp(const void *pa, const void *pb)
@@ -252,11 +241,12 @@ static int want_vf_cmp(const void *pa, const void *pb)
 	return a->vf - b->vf;
 }
 
-/* The node's "vfs" array: each VF the fabric assigned on the node (one per
+/* The node's VFs into d: each VF the fabric assigned on the node (one per
  * tenant present), by index, with the GUID the fabric's partitions name, the
  * tenant's P_Key as the fabric driver programs it (full membership) and the
- * members it serves. Also keeps the assignments for the gate. */
-static json_t *build_vfs(const struct iso_controller *c, int ni)
+ * members it serves (the codec writes them as the document's "vfs"). Also
+ * keeps the assignments for the gate. */
+static int build_vfs(const struct iso_controller *c, int ni, struct iso_agent_desired *d)
 {
 	struct agent_node *n = &c->agents->nodes[ni];
 	const struct iso_node *node = &c->inv->nodes[ni];
@@ -264,19 +254,17 @@ static json_t *build_vfs(const struct iso_controller *c, int ni)
 	struct ctl_node_vf *want = calloc((size_t)(max > 0 ? max : 1), sizeof(*want));
 	_cleanup_free_ const struct agent_entry **mine =
 	    calloc((size_t)(n->n_e > 0 ? n->n_e : 1), sizeof(*mine));
-	json_t *vfs = json_array();
 	int nw;
 
-	if (!want || !mine || !vfs) {
+	d->vfs = calloc((size_t)(max > 0 ? max : 1), sizeof(*d->vfs));
+	if (!want || !mine || !d->vfs) {
 		free(want);
-		json_decref(vfs);
-		return NULL;
+		return -ENOMEM;
 	}
 	nw = ctl_fabric_node_vfs(c, ni, want, max);
 	qsort(want, (size_t)nw, sizeof(*want), want_vf_cmp);
 	for (int v = 0; v < nw; v++) {
-		char guid[24], pkey[8];
-		json_t *members = json_array();
+		struct iso_agent_vf_want *w = &d->vfs[d->n_vfs++];
 		int n_mine = 0;
 
 		for (int i = 0; i < n->n_e; i++)
@@ -284,21 +272,26 @@ static json_t *build_vfs(const struct iso_controller *c, int ni)
 				mine[n_mine++] = &n->e[i];
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sorted */
 		qsort(mine, (size_t)n_mine, sizeof(*mine), member_cmp);
-		for (int i = 0; i < n_mine; i++)
-			json_array_append_new(members,
-			                      json_pack("{s:s, s:i}", "allocation", mine[i]->alloc,
-			                                "member", mine[i]->member));
-		snprintf(guid, sizeof(guid), "0x%016llx", (unsigned long long)want[v].guid);
-		snprintf(pkey, sizeof(pkey), "0x%04x", want[v].pkey | 0x8000);
-		json_array_append_new(vfs, json_pack("{s:i, s:s, s:s, s:s, s:s, s:o}", "index",
-		                                     want[v].vf, "device", node->port.device,
-		                                     "guid", guid, "tenant", want[v].tenant, "pkey",
-		                                     pkey, "members", members));
+		w->index = (unsigned)want[v].vf;
+		iso_strlcpy(w->device, node->port.device, sizeof(w->device));
+		w->guid = want[v].guid;
+		iso_strlcpy(w->tenant, want[v].tenant, sizeof(w->tenant));
+		w->pkey = (uint16_t)(want[v].pkey | 0x8000);
+		if (n_mine > 0 && !(w->members = calloc((size_t)n_mine, sizeof(*w->members)))) {
+			free(want);
+			return -ENOMEM;
+		}
+		for (int i = 0; i < n_mine; i++) {
+			iso_strlcpy(w->members[i].allocation, mine[i]->alloc,
+			            sizeof(w->members[i].allocation));
+			w->members[i].member = (unsigned)mine[i]->member;
+		}
+		w->n_members = (unsigned)n_mine;
 	}
 	free(n->want_vf);
 	n->want_vf = want;
 	n->n_want_vf = nw;
-	return vfs;
+	return 0;
 }
 
 static uint64_t served_generation(const struct ctl_agents *ag, int ni)
@@ -310,9 +303,8 @@ static json_t *document(const struct iso_controller *c, int ni)
 {
 	const struct ctl_agents *ag = c->agents;
 
-	return json_pack("{s:s, s:I, s:I, s:O, s:O}", "node", c->inv->nodes[ni].name, "generation",
-	                 (json_int_t)served_generation(ag, ni), "term", (json_int_t)ag->term,
-	                 "gpus", ag->nodes[ni].gpus, "vfs", ag->nodes[ni].vfs);
+	return iso_codec_desired_wrap(c->inv->nodes[ni].name, served_generation(ag, ni),
+	                              (uint64_t)ag->term, ag->nodes[ni].gpus, ag->nodes[ni].vfs);
 }
 
 static void answer_waiters(struct iso_controller *c, int ni, bool all)
@@ -336,10 +328,19 @@ static void answer_waiters(struct iso_controller *c, int ni, bool all)
 static void settle_node(struct iso_controller *c, int ni)
 {
 	struct agent_node *n = &c->agents->nodes[ni];
-	json_t *gpus = build_gpus(c, ni), *vfs = build_vfs(c, ni);
+	struct iso_agent_desired d = {0};
+	/* The document's shape is the codec's; its generation and term are
+	 * set when it is served (document()). */
+	json_t *doc = build_gpus(c, ni, &d) == 0 && build_vfs(c, ni, &d) == 0
+	                  ? iso_codec_desired_encode(&d)
+	                  : NULL;
+	json_t *gpus = json_incref(json_object_get(doc, "gpus"));
+	json_t *vfs = json_incref(json_object_get(doc, "vfs"));
 	json_t *both = gpus && vfs ? json_pack("{s:O, s:O}", "gpus", gpus, "vfs", vfs) : NULL;
 	char *text = both ? json_dumps(both, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
+	iso_codec_desired_clear(&d);
+	json_decref(doc);
 	json_decref(both);
 	n->dirty = false;
 	if (!text) {

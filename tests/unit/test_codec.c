@@ -246,12 +246,154 @@ static void test_status_refusals(void **state)
 	}
 }
 
+/* ---- the desired state ---- */
+
+static int decode_n1(json_t *doc, struct iso_agent_desired *out, struct iso_error *err)
+{
+	return iso_codec_desired_decode(doc, "n1", out, err);
+}
+
+static void test_desired_round_trip(void **state)
+{
+	(void)state;
+	static struct iso_agent_vf_member acme[] = {
+	    {.allocation = A1, .member = 0}, {.allocation = "a-00000000000000a2", .member = 3}};
+	static struct iso_agent_want wants[] = {
+	    {.gpu = 0, .profile = "1g.10gb", .start = 0, .width = 1, .allocation = A1, .member = 0},
+	    {.gpu = 0, .profile = "3g.40gb", .start = 4, .width = 4, .allocation = A1, .member = 1},
+	    {.gpu = 2, .profile = "whole", .allocation = "a-00000000000000a2", .member = 3}};
+	static struct iso_agent_vf_want vfs[] = {{.index = 2,
+	                                          .device = "mlx5_0",
+	                                          .guid = 0x0002c90300ef0102ULL,
+	                                          .tenant = "acme",
+	                                          .pkey = 0x8101,
+	                                          .n_members = 2,
+	                                          .members = acme}};
+	struct iso_agent_desired in = {.node = "n1",
+	                               .generation = (7ULL << 32) | 3,
+	                               .term = 7,
+	                               .n_gpus = 3,
+	                               .gpus = {{0, true}, {1, true}, {2, false}},
+	                               .n_wants = 3,
+	                               .wants = wants,
+	                               .n_vfs = 1,
+	                               .vfs = vfs};
+	struct iso_agent_desired out;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_desired_encode(&in);
+
+	assert_non_null(j);
+	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
+	assert_string_equal(out.node, "n1");
+	assert_true(out.generation == in.generation);
+	assert_int_equal(out.term, 7);
+	assert_int_equal(out.n_gpus, 3);
+	assert_memory_equal(out.gpus, in.gpus, sizeof(in.gpus));
+	assert_int_equal(out.n_wants, 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(out.wants[i].gpu, wants[i].gpu);
+		assert_string_equal(out.wants[i].profile, wants[i].profile);
+		assert_int_equal(out.wants[i].start, wants[i].start);
+		assert_int_equal(out.wants[i].width, wants[i].width);
+		assert_string_equal(out.wants[i].allocation, wants[i].allocation);
+		assert_int_equal(out.wants[i].member, wants[i].member);
+	}
+	assert_int_equal(out.n_vfs, 1);
+	assert_int_equal(out.vfs[0].index, 2);
+	assert_string_equal(out.vfs[0].device, "mlx5_0");
+	assert_true(out.vfs[0].guid == vfs[0].guid);
+	assert_string_equal(out.vfs[0].tenant, "acme");
+	assert_int_equal(out.vfs[0].pkey, 0x8101);
+	assert_int_equal(out.vfs[0].n_members, 2);
+	assert_memory_equal(out.vfs[0].members, acme, sizeof(acme));
+	/* GPU 1 holds nothing: no instances, whole null. */
+	json_t *g1 = json_array_get(json_object_get(j, "gpus"), 1);
+	assert_int_equal(json_array_size(json_object_get(g1, "instances")), 0);
+	assert_true(json_is_null(json_object_get(g1, "whole")));
+	iso_codec_desired_clear(&out);
+	json_decref(j);
+}
+
+#define DOC(gpus, vfs)                                                                             \
+	"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": [" gpus "], \"vfs\": [" vfs  \
+	"]}"
+#define GPU0(x) "{\"index\": 0, \"mig\": true, \"instances\": [" x "], \"whole\": null}"
+#define DINST(profile, start, width)                                                               \
+	"{\"profile\": \"" profile "\", \"start\": " #start ", \"width\": " #width                 \
+	", \"allocation\": \"" A1 "\", \"member\": 0}"
+#define DVF(index, guid, pkey, members)                                                            \
+	"{\"index\": " #index ", \"device\": \"mlx5_0\", \"guid\": \"" guid                        \
+	"\", \"tenant\": \"acme\", \"pkey\": \"" pkey "\", \"members\": [" members "]}"
+#define G1 "0x0002c90300ef0102"
+
+static void test_desired_refusals(void **state)
+{
+	(void)state;
+	struct iso_agent_desired d;
+	struct {
+		const char *text, *field;
+	} cases[] = {
+	    {"{\"node\": \"n2\", \"generation\": 7, \"term\": 1, \"gpus\": [], \"vfs\": []}",
+	     "node"},
+	    {"{\"node\": \"n1\", \"term\": 1, \"gpus\": [], \"vfs\": []}", "generation"},
+	    {"{\"node\": \"n1\", \"generation\": 7, \"term\": -1, \"gpus\": [], \"vfs\": []}",
+	     "term"},
+	    {"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": [], \"vfs\": [], "
+	     "\"x\": 1}",
+	     "x"},
+	    {"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": {}, \"vfs\": []}",
+	     "gpus"},
+	    {"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": []}", "vfs"},
+	    {DOC("7", ""), "gpus[0]"},
+	    {DOC("{\"index\": 64, \"mig\": true, \"instances\": [], \"whole\": null}", ""),
+	     "gpus[0].index"},
+	    {DOC("{\"index\": 0, \"mig\": 1, \"instances\": [], \"whole\": null}", ""),
+	     "gpus[0].mig"},
+	    {DOC("{\"index\": 0, \"mig\": true, \"whole\": null}", ""), "gpus[0].instances"},
+	    {DOC(GPU0("") "," GPU0(""), ""), "gpus[1].index"},
+	    {DOC(GPU0(DINST("1g.10gb", 8, 1)), ""), "gpus[0].instances[0].start"},
+	    {DOC(GPU0(DINST("1g.10gb", 0, 9)), ""), "gpus[0].instances[0].width"},
+	    {DOC(GPU0(DINST("whole", 0, 1)), ""), "gpus[0].instances[0].profile"},
+	    {DOC(GPU0(DINST("1G.10gb", 0, 1)), ""), "gpus[0].instances[0].profile"},
+	    {DOC(GPU0(DINST("1g.10gb", 0, 1) "," DINST("2g.20gb", 0, 2)), ""),
+	     "gpus[0].instances[1].start"},
+	    {DOC(GPU0("{\"profile\": \"1g.10gb\", \"start\": 0, \"width\": 1, \"allocation\": \"" A1
+	              "\", \"member\": 1024}"),
+	         ""),
+	     "gpus[0].instances[0].member"},
+	    {DOC("{\"index\": 0, \"mig\": true, \"instances\": [" DINST(
+	             "1g.10gb", 0, 1) "], \"whole\": {\"allocation\": \"" A1 "\", \"member\": 0}}",
+	         ""),
+	     "gpus[0].whole"},
+	    {DOC("{\"index\": 0, \"mig\": false, \"instances\": [], \"whole\": 3}", ""),
+	     "gpus[0].whole"},
+	    {DOC("", DVF(128, G1, "0x8101", "")), "vfs[0].index"},
+	    {DOC("", DVF(1, "0x12", "0x8101", "")), "vfs[0].guid"},
+	    {DOC("", DVF(1, G1, "0x0101", "")), "vfs[0].pkey"},
+	    {DOC("", DVF(1, G1, "0x8101", "") "," DVF(1, G1, "0x8102", "")), "vfs[1].index"},
+	    {DOC("", DVF(1, G1, "0x8101", "{\"allocation\": \"" A1 "\", \"member\": 0, \"x\": 1}")),
+	     "vfs[0].members[0].x"},
+	    {DOC("", DVF(1, G1, "0x8101", "{\"allocation\": \"" A1 "\", \"member\": 1024}")),
+	     "vfs[0].members[0].member"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&d, 0x5a, sizeof(d));
+		REFUSED(decode_n1, &d, cases[i].text, cases[i].field);
+		/* refused whole: nothing handed out */
+		assert_null(d.wants);
+		assert_null(d.vfs);
+		assert_int_equal(d.n_wants + d.n_vfs, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fault_round_trip),  cmocka_unit_test(test_fault_refusals),
 	    cmocka_unit_test(test_status_round_trip), cmocka_unit_test(test_status_refusals),
-	    cmocka_unit_test(test_reason_cut),
+	    cmocka_unit_test(test_reason_cut),        cmocka_unit_test(test_desired_round_trip),
+	    cmocka_unit_test(test_desired_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,413 @@
+/* desired.c: a node's desired state (GET /v1/nodes/{node}/desired,
+ * docs/agents.md): the controller encodes it from what live allocations and
+ * the fabric hold on the node (src/controller/agents.c), the node agent
+ * decodes it (src/agent/daemon.c) before it touches any device. The decoder
+ * is strict, since the agent acts on what it accepts: a garbled document is
+ * refused whole, naming the field, and never half applied. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/internal.h"
+
+/* ---- encode ---- */
+
+static json_t *owner(const struct iso_agent_want *w)
+{
+	return json_pack("{s:s, s:i}", "allocation", w->allocation, "member", (int)w->member);
+}
+
+static json_t *gpu_encode(const struct iso_agent_desired *d, const struct iso_agent_desired_gpu *g)
+{
+	json_t *inst = json_array(), *whole = json_null();
+
+	for (size_t i = 0; inst && i < d->n_wants; i++) {
+		const struct iso_agent_want *w = &d->wants[i];
+		if (w->gpu != g->index)
+			continue;
+		if (strcmp(w->profile, "whole") == 0) {
+			json_decref(whole);
+			whole = owner(w);
+		} else if (json_array_append_new(
+		               inst, json_pack("{s:s, s:i, s:i, s:s, s:i}", "profile", w->profile,
+		                               "start", w->start, "width", w->width, "allocation",
+		                               w->allocation, "member", (int)w->member)) < 0) {
+			json_decref(inst);
+			inst = NULL;
+		}
+	}
+	if (!inst || !whole) {
+		json_decref(inst);
+		json_decref(whole);
+		return NULL;
+	}
+	return json_pack("{s:i, s:b, s:o, s:o}", "index", (int)g->index, "mig", g->mig, "instances",
+	                 inst, "whole", whole);
+}
+
+static json_t *vf_encode(const struct iso_agent_vf_want *v)
+{
+	char guid[24], pkey[8];
+	json_t *members = json_array();
+
+	for (unsigned i = 0; members && i < v->n_members; i++)
+		if (json_array_append_new(members, json_pack("{s:s, s:i}", "allocation",
+		                                             v->members[i].allocation, "member",
+		                                             (int)v->members[i].member)) < 0) {
+			json_decref(members);
+			members = NULL;
+		}
+	if (!members)
+		return NULL;
+	snprintf(guid, sizeof(guid), "0x%016" PRIx64, v->guid);
+	snprintf(pkey, sizeof(pkey), "0x%04x", (unsigned)v->pkey);
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:o}", "index", (int)v->index, "device",
+	                 v->device, "guid", guid, "tenant", v->tenant, "pkey", pkey, "members",
+	                 members);
+}
+
+json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
+                               json_t *vfs)
+{
+	return json_pack("{s:s, s:I, s:I, s:O, s:O}", "node", node, "generation",
+	                 (json_int_t)generation, "term", (json_int_t)term, "gpus", gpus, "vfs",
+	                 vfs);
+}
+
+json_t *iso_codec_desired_encode(const struct iso_agent_desired *d)
+{
+	json_t *gpus = json_array(), *vfs = json_array(), *doc = NULL;
+	bool ok = gpus && vfs;
+
+	for (size_t i = 0; ok && i < d->n_gpus; i++)
+		ok = json_array_append_new(gpus, gpu_encode(d, &d->gpus[i])) == 0;
+	for (size_t i = 0; ok && i < d->n_vfs; i++)
+		ok = json_array_append_new(vfs, vf_encode(&d->vfs[i])) == 0;
+	if (ok)
+		doc = iso_codec_desired_wrap(d->node, d->generation, d->term, gpus, vfs);
+	json_decref(gpus);
+	json_decref(vfs);
+	return doc;
+}
+
+/* ---- decode ---- */
+
+#define FIELD(...) (snprintf(field, sizeof(field), __VA_ARGS__), field)
+
+static int get_uint(const json_t *o, const char *key, const char *field, uint64_t max,
+                    uint64_t *out, struct iso_error *err)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "desired state: %s must be an integer 0..%" PRIu64, field,
+		                     max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int get_str(const json_t *o, const char *key, const char *field, char *dst, size_t size,
+                   struct iso_error *err)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	if (!s || !*s || strlen(s) >= size || !iso_text_valid(s))
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "desired state: %s must be a string of 1..%zu characters",
+		                     field, size - 1);
+	iso_strlcpy(dst, s, size);
+	return 0;
+}
+
+/* Refuses keys the protocol does not have: a garbled document is not half
+ * applied. */
+static int only_keys(const json_t *o, const char *at, const char *const *keys,
+                     struct iso_error *err)
+{
+	const char *k;
+	const json_t *v;
+	char field[ISO_ERR_FIELD_MAX];
+
+	json_object_foreach ((json_t *)o, k, v) {
+		bool known = false;
+		for (size_t i = 0; keys[i]; i++)
+			known = known || strcmp(k, keys[i]) == 0;
+		if (!known)
+			return iso_error_set(err, ISO_E_INVALID, *at ? FIELD("%s.%s", at, k) : k,
+			                     "desired state: unknown key \"%s\"", k);
+	}
+	return 0;
+}
+
+static int want_append(struct iso_agent_desired *d, const struct iso_agent_want *w)
+{
+	struct iso_agent_want *v = realloc(d->wants, (d->n_wants + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	d->wants = v;
+	d->wants[d->n_wants++] = *w;
+	return 0;
+}
+
+static int parse_owner(const json_t *o, const char *at, struct iso_agent_want *w,
+                       struct iso_error *err)
+{
+	static const char *const keys[] = {"profile",    "start",  "width",
+	                                   "allocation", "member", NULL};
+	char field[ISO_ERR_FIELD_MAX];
+	uint64_t member = 0;
+	int r;
+
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_str(o, "allocation", FIELD("%s.allocation", at), w->allocation,
+	                 sizeof(w->allocation), err)) < 0 ||
+	    (r = get_uint(o, "member", FIELD("%s.member", at), 1023, &member, err)) < 0)
+		return r;
+	w->member = (unsigned)member;
+	return 0;
+}
+
+static int parse_gpu(const json_t *o, size_t i, struct iso_agent_desired *d, struct iso_error *err)
+{
+	static const char *const keys[] = {"index", "mig", "instances", "whole", NULL};
+	char field[ISO_ERR_FIELD_MAX], at[64];
+	const json_t *insts = json_object_get(o, "instances"), *whole = json_object_get(o, "whole");
+	const json_t *mig = json_object_get(o, "mig");
+	uint64_t index = 0;
+	size_t k;
+	const json_t *v;
+	int r;
+
+	snprintf(at, sizeof(at), "gpus[%zu]", i);
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, at, "desired state: %s must be an object",
+		                     at);
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_uint(o, "index", FIELD("%s.index", at), ISO_AGENT_MAX_GPUS - 1, &index, err)) <
+	        0)
+		return r;
+	for (size_t j = 0; j < d->n_gpus; j++)
+		if (d->gpus[j].index == index)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.index", at),
+			                     "desired state: GPU %" PRIu64 " listed twice", index);
+	if (!json_is_boolean(mig))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.mig", at),
+		                     "desired state: %s.mig must be a boolean", at);
+	d->gpus[d->n_gpus].index = (unsigned)index;
+	d->gpus[d->n_gpus].mig = json_is_true(mig);
+	d->n_gpus++;
+	if (!json_is_array(insts))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.instances", at),
+		                     "desired state: %s.instances must be an array", at);
+	json_array_foreach (insts, k, v) {
+		struct iso_agent_want w = {.gpu = (unsigned)index};
+		char iat[96];
+		uint64_t start = 0, width = 0;
+
+		snprintf(iat, sizeof(iat), "%s.instances[%zu]", at, k);
+		if (!json_is_object(v))
+			return iso_error_set(err, ISO_E_INVALID, iat,
+			                     "desired state: %s must be an object", iat);
+		if ((r = get_str(v, "profile", FIELD("%s.profile", iat), w.profile,
+		                 sizeof(w.profile), err)) < 0 ||
+		    (r = get_uint(v, "start", FIELD("%s.start", iat), 7, &start, err)) < 0 ||
+		    (r = get_uint(v, "width", FIELD("%s.width", iat), 8, &width, err)) < 0 ||
+		    (r = parse_owner(v, iat, &w, err)) < 0)
+			return r;
+		if (strcmp(w.profile, "whole") == 0 || width == 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.profile", iat),
+			                     "desired state: not a MIG instance");
+		/* as the controller writes it: the drivers find a profile in
+		 * any case, but what they report is matched by this spelling */
+		if (w.profile[strspn(w.profile, "abcdefghijklmnopqrstuvwxyz0123456789.+")])
+			return iso_error_set(
+			    err, ISO_E_INVALID, FIELD("%s.profile", iat),
+			    "desired state: %s: a MIG profile is lowercase letters, "
+			    "digits, '.' and '+'",
+			    field);
+		/* as the controller writes it: the drivers find a profile in
+		 * any case, but what they report is matched by this spelling */
+		if (w.profile[strspn(w.profile, "abcdefghijklmnopqrstuvwxyz0123456789.+")])
+			return iso_error_set(
+			    err, ISO_E_INVALID, FIELD("%s.profile", iat),
+			    "desired state: %s: a MIG profile is lowercase letters, "
+			    "digits, '.' and '+'",
+			    field);
+		w.start = (int)start;
+		w.width = (int)width;
+		for (size_t j = 0; j < d->n_wants; j++)
+			if (d->wants[j].gpu == w.gpu && d->wants[j].start == w.start)
+				return iso_error_set(err, ISO_E_INVALID, FIELD("%s.start", iat),
+				                     "desired state: two instances start at %d",
+				                     w.start);
+		if (want_append(d, &w) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	}
+	if (!json_is_null(whole)) {
+		struct iso_agent_want w = {.gpu = (unsigned)index, .profile = "whole"};
+		char wat[80];
+
+		snprintf(wat, sizeof(wat), "%s.whole", at);
+		if (!json_is_object(whole))
+			return iso_error_set(err, ISO_E_INVALID, wat,
+			                     "desired state: %s must be an object or null", wat);
+		if ((r = parse_owner(whole, wat, &w, err)) < 0)
+			return r;
+		if (json_array_size(insts) > 0)
+			return iso_error_set(err, ISO_E_INVALID, wat,
+			                     "desired state: a GPU held whole has no instances");
+		if (want_append(d, &w) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	}
+	return 0;
+}
+
+/* One entry of "vfs": {"index","device","guid","tenant","pkey","members"}
+ * (docs/agents.md). The GUID's validity (not zero, not all-ones) is the VF
+ * driver's to refuse, per VF, so that one bad entry does not stop the rest. */
+static int parse_vf(const json_t *o, size_t i, struct iso_agent_desired *d, struct iso_error *err)
+{
+	static const char *const keys[] = {"index", "device",  "guid", "tenant",
+	                                   "pkey",  "members", NULL};
+	static const char *const member_keys[] = {"allocation", "member", NULL};
+	char field[ISO_ERR_FIELD_MAX], at[32], text[24];
+	struct iso_agent_vf_want *w = &d->vfs[d->n_vfs];
+	const json_t *members = json_object_get(o, "members"), *m;
+	uint64_t index = 0, pkey = 0;
+	size_t k;
+	int r;
+
+	snprintf(at, sizeof(at), "vfs[%zu]", i);
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, at, "desired state: %s must be an object",
+		                     at);
+	memset(w, 0, sizeof(*w));
+	d->n_vfs++; /* counted now, so that clear frees its members after a refusal */
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_uint(o, "index", FIELD("%s.index", at), ISO_AGENT_VF_MAX - 1, &index, err)) <
+	        0 ||
+	    (r = get_str(o, "device", FIELD("%s.device", at), w->device, sizeof(w->device), err)) <
+	        0 ||
+	    (r = get_str(o, "guid", FIELD("%s.guid", at), text, sizeof(text), err)) < 0 ||
+	    (r = get_str(o, "tenant", FIELD("%s.tenant", at), w->tenant, sizeof(w->tenant), err)) <
+	        0)
+		return r;
+	if (!iso_name_valid(w->device) || strchr(w->device, '-'))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.device", at),
+		                     "desired state: %s is not a device name", field);
+	if (iso_parse_guid(text, &w->guid) < 0 || strlen(text) != 18)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.guid", at),
+		                     "desired state: %s must be 0x and 16 hex digits", field);
+	if ((r = get_str(o, "pkey", FIELD("%s.pkey", at), text, sizeof(text), err)) < 0)
+		return r;
+	{
+		char *end;
+		errno = 0;
+		pkey = strtoull(text, &end, 16);
+		if (strncmp(text, "0x", 2) != 0 || strlen(text) != 6 || errno || *end ||
+		    !(pkey & 0x8000) || (pkey & 0x7fff) == 0 || (pkey & 0x7fff) == 0x7fff)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.pkey", at),
+			                     "desired state: %s must be a full-membership P_Key "
+			                     "0x8001..0xfffe",
+			                     field);
+	}
+	w->pkey = (uint16_t)pkey;
+	w->index = (unsigned)index;
+	if (!json_is_array(members) || json_array_size(members) > 4096)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.members", at),
+		                     "desired state: %s must be an array of at most 4096 members",
+		                     field);
+	if (json_array_size(members) > 0 &&
+	    !(w->members = calloc(json_array_size(members), sizeof(*w->members))))
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	json_array_foreach (members, k, m) {
+		char mat[64];
+		char *alloc = w->members[k].allocation;
+		uint64_t member = 0;
+
+		snprintf(mat, sizeof(mat), "%s.members[%zu]", at, k);
+		if (!json_is_object(m))
+			return iso_error_set(err, ISO_E_INVALID, mat,
+			                     "desired state: %s must be an object", mat);
+		if ((r = only_keys(m, mat, member_keys, err)) < 0 ||
+		    (r = get_str(m, "allocation", FIELD("%s.allocation", mat), alloc,
+		                 sizeof(w->members[k].allocation), err)) < 0 ||
+		    (r = get_uint(m, "member", FIELD("%s.member", mat), ISO_CODEC_MEMBER_MAX,
+		                  &member, err)) < 0)
+			return r;
+		w->members[k].member = (unsigned)member;
+		w->n_members = (unsigned)k + 1;
+	}
+	for (size_t j = 0; j + 1 < d->n_vfs; j++)
+		if (d->vfs[j].index == w->index && strcmp(d->vfs[j].device, w->device) == 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.index", at),
+			                     "desired state: VF %u of %s listed twice", w->index,
+			                     w->device);
+	return 0;
+}
+
+void iso_codec_desired_clear(struct iso_agent_desired *d)
+{
+	for (size_t i = 0; d->vfs && i < d->n_vfs; i++)
+		free(d->vfs[i].members);
+	free(d->vfs);
+	free(d->wants);
+	memset(d, 0, sizeof(*d));
+}
+
+int iso_codec_desired_decode(const json_t *doc, const char *node, struct iso_agent_desired *out,
+                             struct iso_error *err)
+{
+	static const char *const keys[] = {"node", "generation", "term", "gpus", "vfs", NULL};
+	const json_t *gpus = json_object_get(doc, "gpus"), *v;
+	size_t i;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(doc))
+		return iso_error_set(err, ISO_E_INVALID, "", "desired state: not a JSON object");
+	if ((r = only_keys(doc, "", keys, err)) < 0 ||
+	    (r = get_str(doc, "node", "node", out->node, sizeof(out->node), err)) < 0 ||
+	    (r = get_uint(doc, "generation", "generation", INT64_MAX, &out->generation, err)) < 0 ||
+	    (r = get_uint(doc, "term", "term", INT64_MAX, &out->term, err)) < 0)
+		goto fail;
+	if (strcmp(out->node, node) != 0) {
+		r = iso_error_set(err, ISO_E_INVALID, "node",
+		                  "desired state: for node \"%s\", expected \"%s\"", out->node,
+		                  node);
+		goto fail;
+	}
+	if (!json_is_array(gpus) || json_array_size(gpus) > ISO_AGENT_MAX_GPUS) {
+		r = iso_error_set(err, ISO_E_INVALID, "gpus",
+		                  "desired state: gpus must be an array of at most %d",
+		                  ISO_AGENT_MAX_GPUS);
+		goto fail;
+	}
+	if (!json_is_array(json_object_get(doc, "vfs")) ||
+	    json_array_size(json_object_get(doc, "vfs")) > ISO_AGENT_VF_MAX) {
+		r = iso_error_set(err, ISO_E_INVALID, "vfs",
+		                  "desired state: vfs must be an array of at most %d",
+		                  ISO_AGENT_VF_MAX);
+		goto fail;
+	}
+	json_array_foreach (gpus, i, v)
+		if ((r = parse_gpu(v, i, out, err)) < 0)
+			goto fail;
+	if (json_array_size(json_object_get(doc, "vfs")) > 0 &&
+	    !(out->vfs = calloc(json_array_size(json_object_get(doc, "vfs")), sizeof(*out->vfs)))) {
+		r = iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+		goto fail;
+	}
+	json_array_foreach (json_object_get(doc, "vfs"), i, v)
+		if ((r = parse_vf(v, i, out, err)) < 0)
+			goto fail;
+	return 0;
+fail:
+	iso_codec_desired_clear(out);
+	return r;
+}
