@@ -272,24 +272,23 @@ static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, ui
                         const struct reasons *why, json_t **status, struct iso_error *err)
 {
 	_cleanup_free_ struct iso_gpu_info *gv = NULL;
-	_cleanup_free_ struct iso_agent_gpu *gpus = NULL;
-	_cleanup_free_ struct iso_agent_instance *insts = NULL;
-	_cleanup_free_ struct iso_agent_condition *conds = NULL;
 	struct iso_agent_status st = {.term_seen = (int64_t)term_seen};
+	struct iso_agent_gpu *gpus;
+	struct iso_agent_instance *insts;
 	size_t ng = 0;
 	int r;
 
 	if ((r = g->ops->list_gpus(g, &gv, &ng, err)) < 0)
 		return r;
-	gpus = calloc(ng + 1, sizeof(*gpus));
-	insts = calloc(d->n_wants + 1, sizeof(*insts));
-	conds = calloc(d->n_gpus + 1, sizeof(*conds));
-	if (!gpus || !insts || !conds)
+	/* freed by iso_codec_status_clear, whichever were allocated */
+	st.gpus = gpus = calloc(ng + 1, sizeof(*gpus));
+	st.instances = insts = calloc(d->n_wants + 1, sizeof(*insts));
+	st.conditions = calloc(d->n_gpus + 1, sizeof(*st.conditions));
+	if (!gpus || !insts || !st.conditions) {
+		iso_codec_status_clear(&st);
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	}
 	iso_strlcpy(st.version, ISO_VERSION, sizeof(st.version));
-	st.gpus = gpus;
-	st.instances = insts;
-	st.conditions = conds;
 	for (size_t i = 0; i < ng; i++)
 		if (gpu_desired(d, gv[i].index)) {
 			struct iso_agent_gpu *o = &gpus[st.n_gpus++];
@@ -333,7 +332,9 @@ static int build_status(struct iso_gpu *g, const struct iso_agent_desired *d, ui
 			status_instance(in, want, "", false,
 			                why->text[w][0] ? why->text[w] : "not created yet");
 	}
-	if (!(*status = iso_codec_status_encode(&st, false)))
+	*status = iso_codec_status_encode(&st, false);
+	iso_codec_status_clear(&st);
+	if (!*status)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	return 0;
 }
