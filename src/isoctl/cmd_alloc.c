@@ -315,8 +315,10 @@ static int wait_active(struct isoctl *ctx, struct iso_response *resp, long long 
 	if (!s)
 		return ISOCTL_EXIT_INTERNAL;
 	id = strdup(s); /* resp is replaced below */
+	if (!id)
+		return isoctl_oom();
 	path = isoctl_path("/v1/allocations/", id, "");
-	if (!id || !path)
+	if (!path)
 		return isoctl_oom();
 	for (;;) {
 		const char *state = json_string_value(json_object_get(resp->body, "state"));
