@@ -196,6 +196,25 @@ int iso_codec_desired_decode(const json_t *doc, const char *node, struct iso_age
                              struct iso_error *err);
 void iso_codec_desired_clear(struct iso_agent_desired *d);
 
+/* ---- strict readers of one JSON value, for the codec and the API's
+ * request bodies alike (fields.c): every refusal names the field as
+ * "prefix.key", and an explicit null is the same as an absent key ---- */
+/* "prefix.key", or "key" when prefix is NULL or "". */
+void iso_json_field(char *buf, size_t size, const char *prefix, const char *key);
+/* Refuses a key not in `allowed` (NULL-terminated): "F: unknown field". */
+int iso_json_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
+                        struct iso_error *err);
+/* Each leaves *out alone and returns 0 when the key is absent or null and
+ * not required. */
+int iso_json_get_string(json_t *obj, const char *key, const char *prefix, bool required,
+                        const char **out, struct iso_error *err);
+int iso_json_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
+                     int64_t max, int64_t *out, struct iso_error *err);
+int iso_json_get_bool(json_t *obj, const char *key, const char *prefix, bool required, bool *out,
+                      struct iso_error *err);
+int iso_json_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
+                        double *out, struct iso_error *err);
+
 ISO_PUBLIC_END
 
 #endif

@@ -31,9 +31,9 @@ int api_org_create(struct api_request *r)
 	struct iso_org o;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, org_keys, &r->err) < 0 ||
-	    api_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
-	    api_get_number(body, "shares", NULL, 1e-6, 1e6, &shares, &r->err) < 0 ||
+	    iso_json_check_keys(body, NULL, org_keys, &r->err) < 0 ||
+	    iso_json_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
+	    iso_json_get_number(body, "shares", NULL, 1e-6, 1e6, &shares, &r->err) < 0 ||
 	    iso_controller_org_create(r->ctl, &r->who, name, shares, &o, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_CREATED, org_json(&o));
@@ -78,9 +78,9 @@ int api_project_create(struct api_request *r)
 	struct iso_project p;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, org_keys, &r->err) < 0 ||
-	    api_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
-	    api_get_number(body, "shares", NULL, 1e-6, 1e6, &shares, &r->err) < 0 ||
+	    iso_json_check_keys(body, NULL, org_keys, &r->err) < 0 ||
+	    iso_json_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
+	    iso_json_get_number(body, "shares", NULL, 1e-6, 1e6, &shares, &r->err) < 0 ||
 	    iso_controller_project_create(r->ctl, &r->who, r->seg[2], name, shares, &p, &r->err) <
 	        0)
 		return -1;
@@ -186,13 +186,13 @@ int api_quota_set(struct api_request *r)
 		                               .guaranteed = INT64_MAX,
 		                               .borrow_limit = INT64_MAX,
 		                               .lend_limit = INT64_MAX};
-		if (api_check_keys(v, kind, quota_keys, &r->err) < 0 ||
-		    api_get_int(v, "guaranteed", kind, false, 0, INT64_MAX - 1, &c->guaranteed,
-		                &r->err) < 0 ||
-		    api_get_int(v, "borrow_limit", kind, false, 0, INT64_MAX - 1, &c->borrow_limit,
-		                &r->err) < 0 ||
-		    api_get_int(v, "lend_limit", kind, false, 0, INT64_MAX - 1, &c->lend_limit,
-		                &r->err) < 0)
+		if (iso_json_check_keys(v, kind, quota_keys, &r->err) < 0 ||
+		    iso_json_get_int(v, "guaranteed", kind, false, 0, INT64_MAX - 1, &c->guaranteed,
+		                     &r->err) < 0 ||
+		    iso_json_get_int(v, "borrow_limit", kind, false, 0, INT64_MAX - 1,
+		                     &c->borrow_limit, &r->err) < 0 ||
+		    iso_json_get_int(v, "lend_limit", kind, false, 0, INT64_MAX - 1, &c->lend_limit,
+		                     &r->err) < 0)
 			return -1;
 		n++;
 	}

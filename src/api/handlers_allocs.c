@@ -26,11 +26,11 @@ static int decode_gpus(json_t *gpus, struct iso_shape *s, struct iso_error *err)
 
 	if (!json_is_object(gpus))
 		return iso_error_set(err, ISO_E_INVALID, "gpus", "gpus: must be an object");
-	if (api_check_keys(gpus, "gpus", gpus_keys, err) < 0 ||
-	    api_get_int(gpus, "count", "gpus", false, 1, 64, &count, err) < 0 ||
-	    api_get_string(gpus, "profile", "gpus", false, &profile, err) < 0 ||
-	    api_get_bool(gpus, "whole", "gpus", &s->whole, err) < 0 ||
-	    api_get_string(gpus, "model", "gpus", false, &model, err) < 0)
+	if (iso_json_check_keys(gpus, "gpus", gpus_keys, err) < 0 ||
+	    iso_json_get_int(gpus, "count", "gpus", false, 1, 64, &count, err) < 0 ||
+	    iso_json_get_string(gpus, "profile", "gpus", false, &profile, err) < 0 ||
+	    iso_json_get_bool(gpus, "whole", "gpus", false, &s->whole, err) < 0 ||
+	    iso_json_get_string(gpus, "model", "gpus", false, &model, err) < 0)
 		return -1;
 	if (s->whole && profile)
 		return iso_error_set(err, ISO_E_INVALID, "gpus.profile",
@@ -52,13 +52,13 @@ static int decode_policy(json_t *body, struct iso_alloc_request *req, struct iso
 	const char *on_preempt = NULL;
 	int64_t priority = 0, duration_s = 0;
 
-	if (api_get_string(body, "project", NULL, false, &req->project, err) < 0 ||
-	    api_get_int(body, "priority", NULL, false, -1000, 1000, &priority, err) < 0 ||
-	    api_get_string(body, "isolation", NULL, false, &req->isolation, err) < 0 ||
-	    api_get_string(body, "spread", NULL, false, &req->spread, err) < 0 ||
-	    api_get_string(body, "on_preempt", NULL, false, &on_preempt, err) < 0 ||
-	    api_get_int(body, "duration_s", NULL, false, 0, INT64_C(10) * 365 * 86400, &duration_s,
-	                err) < 0)
+	if (iso_json_get_string(body, "project", NULL, false, &req->project, err) < 0 ||
+	    iso_json_get_int(body, "priority", NULL, false, -1000, 1000, &priority, err) < 0 ||
+	    iso_json_get_string(body, "isolation", NULL, false, &req->isolation, err) < 0 ||
+	    iso_json_get_string(body, "spread", NULL, false, &req->spread, err) < 0 ||
+	    iso_json_get_string(body, "on_preempt", NULL, false, &on_preempt, err) < 0 ||
+	    iso_json_get_int(body, "duration_s", NULL, false, 0, INT64_C(10) * 365 * 86400,
+	                     &duration_s, err) < 0)
 		return -1;
 	if (on_preempt && strcmp(on_preempt, "requeue") != 0 && strcmp(on_preempt, "fail") != 0)
 		return iso_error_set(err, ISO_E_INVALID, "on_preempt",
@@ -119,14 +119,15 @@ int api_alloc_create(struct api_request *r)
 	json_t *gpus;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, create_keys, &r->err) < 0 ||
-	    api_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
-	    api_get_string(body, "name", NULL, false, &req.name, &r->err) < 0 ||
-	    api_get_int(body, "members", NULL, false, 1, ISO_MAX_MEMBERS, &members, &r->err) < 0 ||
-	    api_get_int(body, "cpus", NULL, false, 0, 1 << 20, &cpus, &r->err) < 0 ||
-	    api_get_int(body, "memory_mib", NULL, false, 0, INT64_C(1) << 40, &memory, &r->err) <
+	    iso_json_check_keys(body, NULL, create_keys, &r->err) < 0 ||
+	    iso_json_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
+	    iso_json_get_string(body, "name", NULL, false, &req.name, &r->err) < 0 ||
+	    iso_json_get_int(body, "members", NULL, false, 1, ISO_MAX_MEMBERS, &members, &r->err) <
 	        0 ||
-	    api_get_string(body, "pool", NULL, false, &pool, &r->err) < 0)
+	    iso_json_get_int(body, "cpus", NULL, false, 0, 1 << 20, &cpus, &r->err) < 0 ||
+	    iso_json_get_int(body, "memory_mib", NULL, false, 0, INT64_C(1) << 40, &memory,
+	                     &r->err) < 0 ||
+	    iso_json_get_string(body, "pool", NULL, false, &pool, &r->err) < 0)
 		return -1;
 	if (decode_policy(body, &req, &r->err) < 0)
 		return -1;
@@ -192,8 +193,9 @@ int api_alloc_resize(struct api_request *r)
 	int64_t members = 0;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, resize_keys, &r->err) < 0 ||
-	    api_get_int(body, "members", NULL, true, 1, ISO_MAX_MEMBERS, &members, &r->err) < 0 ||
+	    iso_json_check_keys(body, NULL, resize_keys, &r->err) < 0 ||
+	    iso_json_get_int(body, "members", NULL, true, 1, ISO_MAX_MEMBERS, &members, &r->err) <
+	        0 ||
 	    iso_controller_alloc_resize(r->ctl, &r->who, r->seg[2], (int)members, &a, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK, alloc_json(r, &a));

@@ -70,7 +70,7 @@ static int empty_body(struct api_request *r)
 	_cleanup_(json_decrefp) json_t *body = NULL;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, true, &body) < 0 ||
-	    api_check_keys(body, NULL, no_keys, &r->err) < 0)
+	    iso_json_check_keys(body, NULL, no_keys, &r->err) < 0)
 		return -1;
 	return 0;
 }

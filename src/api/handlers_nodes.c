@@ -95,7 +95,7 @@ static int set_sched(struct api_request *r, enum iso_node_sched sched)
 	int i;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, true, &body) < 0 ||
-	    api_check_keys(body, NULL, no_keys, &r->err) < 0 ||
+	    iso_json_check_keys(body, NULL, no_keys, &r->err) < 0 ||
 	    iso_controller_node_set_sched(r->ctl, &r->who, r->seg[2], sched, &r->err) < 0)
 		return -1;
 	i = node_index(r);

@@ -1,9 +1,9 @@
 /* handlers_tenants.c: /v1/tenants. */
 #include "api/internal.h"
 
-static const char *const tenant_create_keys[] = {
-    "name", "description", "org", "shares", "isolation", "tags", "limits", NULL};
-static const char *const tenant_update_keys[] = {"description", "org",  "shares", "isolation",
+static const char *const tenant_create_keys[] = {"name",      "description", "org",    "shares",
+                                                 "isolation", "tags",        "limits", NULL};
+static const char *const tenant_update_keys[] = {"description", "org",    "shares", "isolation",
                                                  "tags",        "limits", NULL};
 /* "limits": {"max_pending", "max_live", ...}, each optional (the keys and
  * ranges of iso_tenant_limit_def). */
@@ -20,13 +20,13 @@ static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_er
 	for (int i = 0; i < ISO_TENANT_LIMITS; i++)
 		keys[i] = iso_tenant_limit_def(i)->name;
 	keys[ISO_TENANT_LIMITS] = NULL;
-	if (api_check_keys(l, "limits", keys, err) < 0)
+	if (iso_json_check_keys(l, "limits", keys, err) < 0)
 		return -1;
 	for (int i = 0; i < ISO_TENANT_LIMITS; i++) {
 		const struct iso_tenant_limit_def *d = iso_tenant_limit_def(i);
 		if (!json_object_get(l, d->name))
 			continue;
-		if (api_get_int(l, d->name, "limits", true, d->min, d->max, &v, err) < 0)
+		if (iso_json_get_int(l, d->name, "limits", true, d->min, d->max, &v, err) < 0)
 			return -1;
 		pol->limit[i].set = true;
 		pol->limit[i].value = (int)v;
@@ -37,10 +37,12 @@ static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_er
 /* The tenancy policy fields of a create or update body. */
 static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
 {
-	return api_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
-	               api_get_number(body, "shares", NULL, 1e-6, 1e6, &pol->shares, err) < 0 ||
-	               api_get_string(body, "isolation", NULL, false, &pol->isolation, err) < 0 ||
-	               api_get_string(body, "tags", NULL, false, &pol->tags, err) < 0 ||
+	return iso_json_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
+	               iso_json_get_number(body, "shares", NULL, 1e-6, 1e6, &pol->shares, err) <
+	                   0 ||
+	               iso_json_get_string(body, "isolation", NULL, false, &pol->isolation, err) <
+	                   0 ||
+	               iso_json_get_string(body, "tags", NULL, false, &pol->tags, err) < 0 ||
 	               get_limits(body, pol, err) < 0
 	           ? -1
 	           : 0;
@@ -55,9 +57,9 @@ int api_tenant_create(struct api_request *r)
 	struct iso_tenant t;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, tenant_create_keys, &r->err) < 0 ||
-	    api_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
-	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
+	    iso_json_check_keys(body, NULL, tenant_create_keys, &r->err) < 0 ||
+	    iso_json_get_string(body, "name", NULL, true, &name, &r->err) < 0 ||
+	    iso_json_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
 	    get_policy(body, &pol, &r->err) < 0 ||
 	    iso_controller_tenant_create(r->ctl, &r->who, name, description, &pol, &t, &r->err) < 0)
 		return -1;
@@ -101,8 +103,8 @@ int api_tenant_update(struct api_request *r)
 	struct iso_tenant t;
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, tenant_update_keys, &r->err) < 0 ||
-	    api_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
+	    iso_json_check_keys(body, NULL, tenant_update_keys, &r->err) < 0 ||
+	    iso_json_get_string(body, "description", NULL, false, &description, &r->err) < 0 ||
 	    get_policy(body, &pol, &r->err) < 0 ||
 	    iso_controller_tenant_update(r->ctl, &r->who, r->seg[2], description, &pol, &t,
 	                                 &r->err) < 0)

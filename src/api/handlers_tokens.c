@@ -17,14 +17,14 @@ int api_token_issue(struct api_request *r)
 	char secret[ISO_TOKEN_MAX];
 
 	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
-	    api_check_keys(body, NULL, token_issue_keys, &r->err) < 0 ||
-	    api_get_string(body, "role", NULL, true, &role, &r->err) < 0 ||
-	    api_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
-	    api_get_string(body, "node", NULL, false, &req.node, &r->err) < 0 ||
-	    api_get_string(body, "user", NULL, false, &req.user, &r->err) < 0 ||
-	    api_get_string(body, "description", NULL, false, &req.description, &r->err) < 0 ||
-	    api_get_int(body, "expires_in_s", NULL, false, 0, INT64_MAX / 1000, &req.expires_in_s,
-	                &r->err) < 0)
+	    iso_json_check_keys(body, NULL, token_issue_keys, &r->err) < 0 ||
+	    iso_json_get_string(body, "role", NULL, true, &role, &r->err) < 0 ||
+	    iso_json_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
+	    iso_json_get_string(body, "node", NULL, false, &req.node, &r->err) < 0 ||
+	    iso_json_get_string(body, "user", NULL, false, &req.user, &r->err) < 0 ||
+	    iso_json_get_string(body, "description", NULL, false, &req.description, &r->err) < 0 ||
+	    iso_json_get_int(body, "expires_in_s", NULL, false, 0, INT64_MAX / 1000,
+	                     &req.expires_in_s, &r->err) < 0)
 		return -1;
 	if (iso_role_parse(role, &req.role) < 0)
 		return iso_error_set(&r->err, ISO_E_INVALID, "role",

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 
 #include "isostack/api.h"
+#include "isostack/codec.h"
 
 #define API_MAX_SEGS      8
 #define API_DEFAULT_LIMIT 100
@@ -40,7 +41,7 @@ struct api_request {
 	int n_seg;
 	char path_copy[512];
 	char request_id[72];
-	char allow[64]; /* methods of the path, for a 405 */
+	char allow[64];    /* methods of the path, for a 405 */
 	int retry_after_s; /* for a 429: when to try again (Retry-After) */
 	struct iso_principal who;
 
@@ -64,7 +65,7 @@ struct api_request {
 	api_deferred_fn defer_done; /* ...and its end, back on the loop thread */
 	void *defer_arg;
 	bool deferred_done;
-	bool parked; /* suspended until the controller answers (api_park) */
+	bool parked;           /* suspended until the controller answers (api_park) */
 	int64_t hold_until_ns; /* a held 429 (server.c, hold_refusal) goes out then */
 	bool held_done;        /* ...and it has been resumed to go */
 
@@ -83,18 +84,8 @@ typedef int (*api_handler)(struct api_request *r);
 /* ---- input ---- */
 /* Parses the body as a JSON object. An empty body is `{}` when allow_empty. */
 int api_body_object(struct api_request *r, bool allow_empty, json_t **out);
-/* Refuses keys outside `allowed` (NULL-terminated); prefix names the parent ("gpus"). */
-int api_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
-                   struct iso_error *err);
-/* Typed getters: absent -> 0 and *out untouched (or an error when required). */
-int api_get_string(json_t *obj, const char *key, const char *prefix, bool required,
-                   const char **out, struct iso_error *err);
-int api_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-                int64_t max, int64_t *out, struct iso_error *err);
-int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out,
-                 struct iso_error *err);
-int api_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
-                   double *out, struct iso_error *err);
+/* Refusing unknown keys and reading typed values: iso_json_* (isostack/codec.h),
+ * shared with the codec of the agents' documents. */
 /* ---- the request (request.c) ---- */
 struct api_request *api_request_new(struct iso_controller *ctl, const char *method,
                                     const char *target);

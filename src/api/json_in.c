@@ -7,14 +7,6 @@
 
 #include "api/internal.h"
 
-static void field_path(char *buf, size_t size, const char *prefix, const char *key)
-{
-	if (prefix && prefix[0])
-		snprintf(buf, size, "%s.%s", prefix, key);
-	else
-		snprintf(buf, size, "%s", key);
-}
-
 int api_body_object(struct api_request *r, bool allow_empty, json_t **out)
 {
 	json_error_t jerr;
@@ -38,112 +30,6 @@ int api_body_object(struct api_request *r, bool allow_empty, json_t **out)
 		                     "request body: must be a JSON object");
 	}
 	*out = root;
-	return 0;
-}
-
-int api_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
-                   struct iso_error *err)
-{
-	const char *key;
-	json_t *value;
-
-	json_object_foreach (obj, key, value) {
-		bool known = false;
-		(void)value;
-		for (const char *const *a = allowed; *a; a++)
-			if (strcmp(key, *a) == 0)
-				known = true;
-		if (!known) {
-			char field[ISO_ERR_FIELD_MAX];
-			field_path(field, sizeof(field), prefix, key);
-			return iso_error_set(err, ISO_E_INVALID, field, "%s: unknown field", field);
-		}
-	}
-	return 0;
-}
-
-static json_t *lookup(json_t *obj, const char *key, const char *prefix, bool required, char *field,
-                      size_t size, int *r, struct iso_error *err)
-{
-	json_t *v = json_object_get(obj, key);
-
-	field_path(field, size, prefix, key);
-	*r = 0;
-	/* An explicit null means "not given", the same as an absent key. */
-	if (!v || json_is_null(v)) {
-		if (required)
-			*r = iso_error_set(err, ISO_E_INVALID, field, "%s: required", field);
-		return NULL;
-	}
-	return v;
-}
-
-int api_get_string(json_t *obj, const char *key, const char *prefix, bool required,
-                   const char **out, struct iso_error *err)
-{
-	char field[ISO_ERR_FIELD_MAX];
-	int r;
-	json_t *v = lookup(obj, key, prefix, required, field, sizeof(field), &r, err);
-
-	if (!v)
-		return r;
-	if (!json_is_string(v))
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be a string", field);
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must not contain NUL", field);
-	*out = json_string_value(v);
-	return 0;
-}
-
-int api_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-                int64_t max, int64_t *out, struct iso_error *err)
-{
-	char field[ISO_ERR_FIELD_MAX];
-	int r;
-	json_t *v = lookup(obj, key, prefix, required, field, sizeof(field), &r, err);
-
-	if (!v)
-		return r;
-	if (!json_is_integer(v))
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be an integer", field);
-	json_int_t x = json_integer_value(v);
-	if (x < min || x > max)
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %lld..%lld", field,
-		                     (long long)min, (long long)max);
-	*out = x;
-	return 0;
-}
-
-int api_get_bool(json_t *obj, const char *key, const char *prefix, bool *out, struct iso_error *err)
-{
-	char field[ISO_ERR_FIELD_MAX];
-	int r;
-	json_t *v = lookup(obj, key, prefix, false, field, sizeof(field), &r, err);
-
-	if (!v)
-		return r;
-	if (!json_is_boolean(v))
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be true or false", field);
-	*out = json_is_true(v);
-	return 0;
-}
-
-int api_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
-                   double *out, struct iso_error *err)
-{
-	char field[ISO_ERR_FIELD_MAX];
-	int r;
-	json_t *v = lookup(obj, key, prefix, false, field, sizeof(field), &r, err);
-
-	if (!v)
-		return r;
-	if (!json_is_number(v))
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be a number", field);
-	double x = json_number_value(v);
-	if (!(x >= min && x <= max))
-		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %g..%g", field, min,
-		                     max);
-	*out = x;
 	return 0;
 }
 

@@ -37,12 +37,13 @@ int iso_codec_fault_decode(json_t *body, struct iso_fault_report *out, struct is
 	const json_t *alloc = json_object_get(body, "allocation");
 	const char *a = json_string_value(alloc);
 
-	if (cd_check_keys(body, NULL, keys, err) < 0 ||
-	    cd_get_int(body, "xid", NULL, true, 0, ISO_XID_MAX, &xid, err) < 0 ||
-	    cd_get_int(body, "gi", NULL, false, 0, 65535, &gi, err) < 0 ||
-	    cd_get_int(body, "ci", NULL, false, 0, 65535, &ci, err) < 0 ||
-	    cd_get_int(body, "member", NULL, false, 0, ISO_CODEC_MEMBER_MAX, &member, err) < 0 ||
-	    cd_get_int(body, "seq", NULL, false, 1, INT64_MAX, &seq, err) < 0)
+	if (iso_json_check_keys(body, NULL, keys, err) < 0 ||
+	    iso_json_get_int(body, "xid", NULL, true, 0, ISO_XID_MAX, &xid, err) < 0 ||
+	    iso_json_get_int(body, "gi", NULL, false, 0, 65535, &gi, err) < 0 ||
+	    iso_json_get_int(body, "ci", NULL, false, 0, 65535, &ci, err) < 0 ||
+	    iso_json_get_int(body, "member", NULL, false, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
+	        0 ||
+	    iso_json_get_int(body, "seq", NULL, false, 1, INT64_MAX, &seq, err) < 0)
 		return -EINVAL;
 	/* An explicit null is not an allocation either. */
 	if (alloc && (!a || json_string_length(alloc) != strlen(a) || !cd_alloc_id_valid(a)))

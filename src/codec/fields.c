@@ -1,6 +1,6 @@
-/* fields.c: the codec's strict readers of one value (internal.h). One place
- * for the wording of every refusal, so that the fault report, the status
- * and the desired state refuse alike. */
+/* fields.c: the strict readers of one JSON value (codec.h, internal.h). One
+ * place for the wording of every refusal, so that the API's request bodies,
+ * the fault report, the status and the desired state refuse alike. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 
 _Static_assert(ISO_CODEC_ID_MAX == ISO_ID_MAX, "codec.h: ISO_CODEC_ID_MAX is model.h's ISO_ID_MAX");
 
-void cd_field(char *buf, size_t size, const char *prefix, const char *key)
+void iso_json_field(char *buf, size_t size, const char *prefix, const char *key)
 {
 	if (prefix && prefix[0])
 		snprintf(buf, size, "%s.%s", prefix, key);
@@ -18,8 +18,8 @@ void cd_field(char *buf, size_t size, const char *prefix, const char *key)
 		snprintf(buf, size, "%s", key);
 }
 
-int cd_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
-                  struct iso_error *err)
+int iso_json_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
+                        struct iso_error *err)
 {
 	const char *key;
 	json_t *value;
@@ -32,7 +32,7 @@ int cd_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
 				known = true;
 		if (!known) {
 			char field[ISO_ERR_FIELD_MAX];
-			cd_field(field, sizeof(field), prefix, key);
+			iso_json_field(field, sizeof(field), prefix, key);
 			return iso_error_set(err, ISO_E_INVALID, field, "%s: unknown field", field);
 		}
 	}
@@ -44,7 +44,7 @@ static json_t *lookup(json_t *obj, const char *key, const char *prefix, bool req
 {
 	json_t *v = json_object_get(obj, key);
 
-	cd_field(field, size, prefix, key);
+	iso_json_field(field, size, prefix, key);
 	*r = 0;
 	if (!v || json_is_null(v)) {
 		if (required)
@@ -54,8 +54,8 @@ static json_t *lookup(json_t *obj, const char *key, const char *prefix, bool req
 	return v;
 }
 
-int cd_get_string(json_t *obj, const char *key, const char *prefix, bool required, const char **out,
-                  struct iso_error *err)
+int iso_json_get_string(json_t *obj, const char *key, const char *prefix, bool required,
+                        const char **out, struct iso_error *err)
 {
 	char field[ISO_ERR_FIELD_MAX];
 	int r;
@@ -71,8 +71,8 @@ int cd_get_string(json_t *obj, const char *key, const char *prefix, bool require
 	return 0;
 }
 
-int cd_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-               int64_t max, int64_t *out, struct iso_error *err)
+int iso_json_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
+                     int64_t max, int64_t *out, struct iso_error *err)
 {
 	char field[ISO_ERR_FIELD_MAX];
 	int r;
@@ -91,8 +91,8 @@ int cd_get_int(json_t *obj, const char *key, const char *prefix, bool required, 
 	return 0;
 }
 
-int cd_get_bool(json_t *obj, const char *key, const char *prefix, bool required, bool *out,
-                struct iso_error *err)
+int iso_json_get_bool(json_t *obj, const char *key, const char *prefix, bool required, bool *out,
+                      struct iso_error *err)
 {
 	char field[ISO_ERR_FIELD_MAX];
 	int r;
@@ -106,17 +106,36 @@ int cd_get_bool(json_t *obj, const char *key, const char *prefix, bool required,
 	return 0;
 }
 
+int iso_json_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
+                        double *out, struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+	int r;
+	json_t *v = lookup(obj, key, prefix, false, field, sizeof(field), &r, err);
+
+	if (!v)
+		return r;
+	if (!json_is_number(v))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be a number", field);
+	double x = json_number_value(v);
+	if (!(x >= min && x <= max))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %g..%g", field, min,
+		                     max);
+	*out = x;
+	return 0;
+}
+
 int cd_get_ascii(json_t *obj, const char *key, const char *prefix, bool required, size_t min,
                  size_t max, char *out, size_t size, struct iso_error *err)
 {
 	const char *s = NULL;
 	char field[ISO_ERR_FIELD_MAX];
 	size_t n;
-	int r = cd_get_string(obj, key, prefix, required, &s, err);
+	int r = iso_json_get_string(obj, key, prefix, required, &s, err);
 
 	if (r < 0 || !s)
 		return r;
-	cd_field(field, sizeof(field), prefix, key);
+	iso_json_field(field, sizeof(field), prefix, key);
 	n = strlen(s);
 	if (n < min || n > max || n >= size)
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be %zu..%zu characters",
@@ -134,10 +153,10 @@ int cd_get_reason(json_t *obj, const char *prefix, char *out, struct iso_error *
 	char field[ISO_ERR_FIELD_MAX];
 	const char *reason = NULL;
 
-	if (cd_get_string(obj, "reason", prefix, false, &reason, err) < 0)
+	if (iso_json_get_string(obj, "reason", prefix, false, &reason, err) < 0)
 		return -EINVAL;
 	if (reason && (strlen(reason) > ISO_AGENT_REASON_MAX - 1 || !iso_text_valid(reason))) {
-		cd_field(field, sizeof(field), prefix, "reason");
+		iso_json_field(field, sizeof(field), prefix, "reason");
 		return iso_error_set(err, ISO_E_INVALID, field,
 		                     "%s: at most %d bytes of text without control characters",
 		                     field, ISO_AGENT_REASON_MAX - 1);

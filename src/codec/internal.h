@@ -1,8 +1,8 @@
 /* internal.h: the codec's strict readers of one JSON value, shared by the
  * decoders of every shape so that each refusal reads the same way ("gpus[1]
- * .index: must be 0..63"). They mirror the API's request readers
- * (src/api/json_in.c), whose wording clients already see: an explicit null
- * is the same as an absent key. */
+ * .index: must be 0..63"). The readers of one typed value (iso_json_*,
+ * codec.h) are the API's request readers too, so a request body and an
+ * agent's document refuse alike: an explicit null is an absent key. */
 #ifndef ISOSTACK_CODEC_INTERNAL_H
 #define ISOSTACK_CODEC_INTERNAL_H
 
@@ -12,19 +12,6 @@
 
 #include "isostack/codec.h"
 
-/* "prefix.key", or "key" when prefix is NULL or "". */
-void cd_field(char *buf, size_t size, const char *prefix, const char *key);
-/* Refuses a key not in `allowed` (NULL-terminated): "F: unknown field". */
-int cd_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
-                  struct iso_error *err);
-/* Each leaves *out alone and returns 0 when the key is absent or null and
- * not required. */
-int cd_get_string(json_t *obj, const char *key, const char *prefix, bool required, const char **out,
-                  struct iso_error *err);
-int cd_get_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-               int64_t max, int64_t *out, struct iso_error *err);
-int cd_get_bool(json_t *obj, const char *key, const char *prefix, bool required, bool *out,
-                struct iso_error *err);
 /* Printable ASCII of min..max bytes copied into out[size]. */
 int cd_get_ascii(json_t *obj, const char *key, const char *prefix, bool required, size_t min,
                  size_t max, char *out, size_t size, struct iso_error *err);

@@ -115,15 +115,16 @@ static int gpu_decode(json_t *o, const char *prefix, void *item, struct iso_erro
 	char field[ISO_ERR_FIELD_MAX];
 	int64_t index = 0;
 
-	if (cd_check_keys(o, prefix, keys, err) < 0 ||
-	    cd_get_int(o, "index", prefix, true, 0, ISO_AGENT_MAX_GPUS - 1, &index, err) < 0 ||
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    iso_json_get_int(o, "index", prefix, true, 0, ISO_AGENT_MAX_GPUS - 1, &index, err) <
+	        0 ||
 	    cd_get_ascii(o, "model", prefix, true, 1, 96, g->model, sizeof(g->model), err) < 0 ||
 	    cd_get_ascii(o, "uuid", prefix, true, 1, 96, g->uuid, sizeof(g->uuid), err) < 0 ||
-	    cd_get_string(o, "mig_mode", prefix, true, &mode, err) < 0)
+	    iso_json_get_string(o, "mig_mode", prefix, true, &mode, err) < 0)
 		return -EINVAL;
 	g->index = (int)index;
 	if (strcmp(mode, "enabled") != 0 && strcmp(mode, "disabled") != 0) {
-		cd_field(field, sizeof(field), prefix, "mig_mode");
+		iso_json_field(field, sizeof(field), prefix, "mig_mode");
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be enabled or disabled",
 		                     field);
 	}
@@ -139,22 +140,22 @@ static int instance_decode(json_t *o, const char *prefix, void *item, struct iso
 	char field[ISO_ERR_FIELD_MAX];
 	int64_t gpu = 0, start = 0, member = 0;
 
-	if (cd_check_keys(o, prefix, keys, err) < 0 ||
-	    cd_get_int(o, "gpu", prefix, true, 0, ISO_AGENT_MAX_GPUS - 1, &gpu, err) < 0 ||
-	    cd_get_int(o, "start", prefix, true, 0, 7, &start, err) < 0 ||
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    iso_json_get_int(o, "gpu", prefix, true, 0, ISO_AGENT_MAX_GPUS - 1, &gpu, err) < 0 ||
+	    iso_json_get_int(o, "start", prefix, true, 0, 7, &start, err) < 0 ||
 	    cd_get_ascii(o, "profile", prefix, true, 1, sizeof(in->profile) - 1, in->profile,
 	                 sizeof(in->profile), err) < 0 ||
 	    cd_get_ascii(o, "uuid", prefix, false, 0, 96, in->uuid, sizeof(in->uuid), err) < 0 ||
 	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, in->allocation,
 	                 sizeof(in->allocation), err) < 0 ||
-	    cd_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) < 0)
+	    iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) < 0)
 		return -EINVAL;
 	if (!cd_alloc_id_valid(in->allocation)) {
-		cd_field(field, sizeof(field), prefix, "allocation");
+		iso_json_field(field, sizeof(field), prefix, "allocation");
 		return iso_error_set(err, ISO_E_INVALID, field,
 		                     "%s: not an allocation id (a- and 16 hex digits)", field);
 	}
-	if (cd_get_bool(o, "ready", prefix, true, &in->ready, err) < 0 ||
+	if (iso_json_get_bool(o, "ready", prefix, true, &in->ready, err) < 0 ||
 	    cd_get_reason(o, prefix, in->reason, err) < 0)
 		return -EINVAL;
 	in->gpu = (int)gpu;
@@ -173,29 +174,29 @@ static int vf_decode(json_t *o, const char *prefix, void *item, struct iso_error
 	char field[ISO_ERR_FIELD_MAX], guid[24] = "";
 	int64_t index = 0;
 
-	if (cd_check_keys(o, prefix, keys, err) < 0 ||
-	    cd_get_int(o, "index", prefix, true, 0, ISO_AGENT_MAX_VFS - 1, &index, err) < 0 ||
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    iso_json_get_int(o, "index", prefix, true, 0, ISO_AGENT_MAX_VFS - 1, &index, err) < 0 ||
 	    cd_get_ascii(o, "netdev", prefix, false, 0, sizeof(v->netdev) - 1, v->netdev,
 	                 sizeof(v->netdev), err) < 0 ||
 	    cd_get_ascii(o, "guid", prefix, false, 0, 18, guid, sizeof(guid), err) < 0)
 		return -EINVAL;
 	for (const char *c = v->netdev; *c; c++)
 		if (*c == '/' || *c == ' ' || *c == ':') {
-			cd_field(field, sizeof(field), prefix, "netdev");
+			iso_json_field(field, sizeof(field), prefix, "netdev");
 			return iso_error_set(err, ISO_E_INVALID, field,
 			                     "%s: not a network interface name", field);
 		}
 	v->has_guid = guid[0] != '\0';
 	if (v->has_guid && (strlen(guid) != 18 || iso_parse_guid(guid, &v->guid) < 0)) {
-		cd_field(field, sizeof(field), prefix, "guid");
+		iso_json_field(field, sizeof(field), prefix, "guid");
 		return iso_error_set(err, ISO_E_INVALID, field,
 		                     "%s: must be \"0x\" and 16 hex digits, or empty", field);
 	}
-	if (cd_get_bool(o, "ready", prefix, true, &v->ready, err) < 0 ||
+	if (iso_json_get_bool(o, "ready", prefix, true, &v->ready, err) < 0 ||
 	    cd_get_reason(o, prefix, v->reason, err) < 0)
 		return -EINVAL;
 	if (v->ready && !v->has_guid) {
-		cd_field(field, sizeof(field), prefix, "guid");
+		iso_json_field(field, sizeof(field), prefix, "guid");
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: a ready VF has its GUID",
 		                     field);
 	}
@@ -212,26 +213,26 @@ static int condition_decode(json_t *o, const char *prefix, void *item, struct is
 	char field[ISO_ERR_FIELD_MAX];
 	int64_t gpu = 0;
 
-	if (cd_check_keys(o, prefix, keys, err) < 0 ||
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
 	    cd_get_ascii(o, "type", prefix, true, 1, sizeof(c->type) - 1, c->type, sizeof(c->type),
 	                 err) < 0 ||
-	    cd_get_int(o, "gpu", prefix, true, 0, ISO_AGENT_MAX_GPUS - 1, &gpu, err) < 0)
+	    iso_json_get_int(o, "gpu", prefix, true, 0, ISO_AGENT_MAX_GPUS - 1, &gpu, err) < 0)
 		return -EINVAL;
-	cd_field(field, sizeof(field), prefix, "type");
+	iso_json_field(field, sizeof(field), prefix, "type");
 	if (strcmp(c->type, ISO_AGENT_COND_MIG_MODE) != 0)
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: unknown condition \"%s\"",
 		                     field, c->type);
 	for (int k = 0; k < 2; k++) {
 		const char *key = k ? "have" : "want";
 		json_t *v = json_object_get(o, key);
-		cd_field(field, sizeof(field), prefix, key);
+		iso_json_field(field, sizeof(field), prefix, key);
 		if (!json_is_boolean(v))
 			return iso_error_set(err, ISO_E_INVALID, field, "%s: must be a boolean",
 			                     field);
 		*(k ? &c->have : &c->want) = json_is_true(v);
 	}
 	if (c->want == c->have) {
-		cd_field(field, sizeof(field), prefix, "have");
+		iso_json_field(field, sizeof(field), prefix, "have");
 		return iso_error_set(err, ISO_E_INVALID, field,
 		                     "%s: a MIG mode mismatch has want and have differ", field);
 	}
@@ -279,8 +280,9 @@ int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct i
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (cd_check_keys(body, NULL, keys, err) < 0 ||
-	    cd_get_int(body, "term_seen", NULL, true, 0, INT64_MAX, &out->term_seen, err) < 0 ||
+	if (iso_json_check_keys(body, NULL, keys, err) < 0 ||
+	    iso_json_get_int(body, "term_seen", NULL, true, 0, INT64_MAX, &out->term_seen, err) <
+	        0 ||
 	    cd_get_ascii(body, "version", NULL, true, 1, 64, out->version, sizeof(out->version),
 	                 err) < 0 ||
 	    cd_get_objects(body, "gpus", ISO_AGENT_MAX_GPUS, &arr_g, err) < 0 ||
