@@ -4,21 +4,8 @@
  * wrong secret and an expired token are refused exactly as without the cache.
  * A controller over a temporary SQLite store whose token and tenant reads are
  * counted. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "controller_fixture.h"
 
-#include <cmocka.h>
-#include <sodium.h>
-
-#include "controller/internal.h"
-#include "isostack/inventory.h"
-#include "isostack/store.h"
-
-static struct iso_store_ops counted_ops;
 static const struct iso_store_ops *real_ops;
 static int token_reads, tenant_reads;
 
@@ -36,61 +23,18 @@ static int counted_tenant_get_by_id(struct iso_store *s, int64_t id, struct iso_
 	return real_ops->tenant_get_by_id(s, id, out, err);
 }
 
-struct fixture {
-	char dir[64];
-	struct iso_inventory *inv;
-	struct iso_store *store;
-	struct iso_controller *ctl;
-	struct iso_principal admin;
-};
+static void count(struct iso_store_ops *ops, const struct iso_store_ops *real)
+{
+	real_ops = real;
+	ops->token_get = counted_token_get;
+	ops->tenant_get_by_id = counted_tenant_get_by_id;
+}
 
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct iso_error err = {0};
-	char path[128];
-	const char *root = getenv("ISO_SOURCE_ROOT");
-	char inv[512];
+	struct fixture *fx = fixture_open(count, false);
 
-	assert_non_null(fx);
-	assert_true(sodium_init() >= 0);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/isoauth-XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(inv, sizeof(inv), "%s/tests/api/data/tenancy.yaml", root ? root : "../..");
-	assert_int_equal(iso_inventory_load_file(inv, &fx->inv, &err), 0);
-	snprintf(path, sizeof(path), "%s/state.db", fx->dir);
-	assert_int_equal(iso_store_open_sqlite(path, &fx->store, &err), 0);
-	real_ops = fx->store->ops;
-	counted_ops = *real_ops;
-	counted_ops.token_get = counted_token_get;
-	counted_ops.tenant_get_by_id = counted_tenant_get_by_id;
-	fx->store->ops = &counted_ops;
-	struct iso_controller_params params = {
-	    .inv = fx->inv,
-	    .store = fx->store,
-	    .placer = iso_placer_find("isostack"),
-	    .state_dir = fx->dir,
-	};
-	assert_int_equal(iso_controller_open(&params, &fx->ctl, &err), 0);
-	fx->admin.role = ISO_ROLE_CLUSTER_ADMIN;
-	iso_strlcpy(fx->admin.owner, "admin", sizeof(fx->admin.owner));
 	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char cmd[128];
-
-	iso_controller_shutdown(fx->ctl);
-	iso_controller_free(fx->ctl);
-	fx->store->ops = real_ops;
-	iso_store_close(fx->store);
-	iso_inventory_free(fx->inv);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
-	assert_int_equal(system(cmd), 0);
-	free(fx);
 	return 0;
 }
 
@@ -223,12 +167,13 @@ static void test_expired_refused_when_cached(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_known_token_costs_no_read, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_wrong_secret_refused_when_cached, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_revoked_refused_at_once, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_deleted_tenant_refused, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_any_transaction_invalidates, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_expired_refused_when_cached, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_known_token_costs_no_read, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_wrong_secret_refused_when_cached, setup,
+	                                    fixture_close),
+	    cmocka_unit_test_setup_teardown(test_revoked_refused_at_once, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_deleted_tenant_refused, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_any_transaction_invalidates, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_expired_refused_when_cached, setup, fixture_close),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,23 +6,10 @@
  * Fair Tree order that iso_fairshare_order computes from scratch, after any
  * mix of creates, priorities and releases. A controller over a temporary
  * SQLite store and tests/api/data/tenancy.yaml (4 nodes x 2 MIG H100s). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-#include <sodium.h>
-
-#include "controller/internal.h"
-#include "isostack/inventory.h"
-#include "isostack/store.h"
+#include "controller_fixture.h"
 #include "isostack/tenancy.h"
 
 /* The store, with alloc_list counted: the scan of the old queue. */
-static struct iso_store_ops counted_ops;
 static const struct iso_store_ops *real_ops;
 static int alloc_lists;
 
@@ -33,61 +20,17 @@ static int counted_alloc_list(struct iso_store *s, const struct iso_alloc_filter
 	return real_ops->alloc_list(s, f, out, n, err);
 }
 
-struct fixture {
-	char dir[64];
-	struct iso_inventory *inv;
-	struct iso_store *store;
-	struct iso_controller *ctl;
-	struct iso_principal admin;
-};
+static void count(struct iso_store_ops *ops, const struct iso_store_ops *real)
+{
+	real_ops = real;
+	ops->alloc_list = counted_alloc_list;
+}
 
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct iso_error err = {0};
-	char path[128];
-	const char *root = getenv("ISO_SOURCE_ROOT");
-	char inv[512];
+	struct fixture *fx = fixture_open(count, true);
 
-	assert_non_null(fx);
-	assert_true(sodium_init() >= 0);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/isoqueue-XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(inv, sizeof(inv), "%s/tests/api/data/tenancy.yaml", root ? root : "../..");
-	assert_int_equal(iso_inventory_load_file(inv, &fx->inv, &err), 0);
-	snprintf(path, sizeof(path), "%s/state.db", fx->dir);
-	assert_int_equal(iso_store_open_sqlite(path, &fx->store, &err), 0);
-	real_ops = fx->store->ops;
-	counted_ops = *real_ops;
-	counted_ops.alloc_list = counted_alloc_list;
-	fx->store->ops = &counted_ops;
-	struct iso_controller_params params = {
-	    .inv = fx->inv,
-	    .store = fx->store,
-	    .placer = iso_placer_find("isostack"),
-	    .state_dir = fx->dir,
-	    .tenant_rates = {.writes_per_s = 1e6, .reads_per_s = 1e6},
-	};
-	assert_int_equal(iso_controller_open(&params, &fx->ctl, &err), 0);
-	fx->admin.role = ISO_ROLE_CLUSTER_ADMIN;
-	iso_strlcpy(fx->admin.owner, "admin", sizeof(fx->admin.owner));
 	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char cmd[128];
-
-	iso_controller_shutdown(fx->ctl);
-	iso_controller_free(fx->ctl);
-	fx->store->ops = real_ops;
-	iso_store_close(fx->store);
-	iso_inventory_free(fx->inv);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
-	assert_int_equal(system(cmd), 0);
-	free(fx);
 	return 0;
 }
 
@@ -96,8 +39,8 @@ static void tenant(struct fixture *fx, const char *name)
 	struct iso_tenant t;
 	struct iso_error err = {0};
 
-	assert_int_equal(iso_controller_tenant_create(fx->ctl, &fx->admin, name, "", NULL, &t, &err),
-	                 0);
+	assert_int_equal(
+	    iso_controller_tenant_create(fx->ctl, &fx->admin, name, "", NULL, &t, &err), 0);
 }
 
 /* One allocation of `gpus` whole GPUs (or a 1g.10gb when 0) for `who`. */
@@ -220,8 +163,8 @@ static void test_order_matches_fair_tree(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_no_queue_scan_per_request, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_order_matches_fair_tree, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_queue_scan_per_request, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_order_matches_fair_tree, setup, fixture_close),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
