@@ -24,6 +24,8 @@ TOKEN_FILE=$STATE_DIR/admin.token
 FABRIC=$(dirname "$0")/ibsim-fabric.sh
 
 say() { echo "run-ib: $*" >&2; }
+# shellcheck source=scripts/agent-lib.sh
+. "$(dirname "$0")/agent-lib.sh"
 
 mkdir -p "$OSM_DIR" "$STATE_DIR" "$AGENT_STATE_DIR"
 chmod 700 "$STATE_DIR" "$AGENT_STATE_DIR"
@@ -80,24 +82,10 @@ EOF
 ) &
 daemon=$!
 
-# The agent (as in scripts/run.sh): the admin token, every node the daemon
+# The agent (scripts/agent-lib.sh): the admin token, every node the daemon
 # lists, sim GPUs, and the VF GUIDs as the ibsim net file gives them.
-for _ in $(seq 100); do
-	kill -0 "$daemon" 2>/dev/null || { say "isostackd exited"; exit 1; }
-	[ -s "$TOKEN_FILE" ] && "$BUILD/isoctl" --url "$URL" health >/dev/null 2>&1 && break
-	sleep 0.1
-done
-mapfile -t nodes < <("$BUILD/isoctl" --url "$URL" --token-file "$TOKEN_FILE" node list -o id)
-[ "${#nodes[@]}" -gt 0 ] || { say "isostackd lists no nodes"; exit 1; }
-args=()
-for n in "${nodes[@]}"; do
-	args+=(--node "$n")
-done
-"$BUILD/isostack-agent" --controller "$URL" --token-file "$TOKEN_FILE" --gpu-driver sim \
-	--vf-driver ibsim --ibsim-net "$OSM_DIR/ibsim.net" --state-dir "$AGENT_STATE_DIR" \
-	"${args[@]}" &
-agent=$!
-say "one agent for ${#nodes[@]} nodes (sim GPUs, VFs from the ibsim net file), state in $AGENT_STATE_DIR/"
+start_sim_agent --vf-driver ibsim --ibsim-net "$OSM_DIR/ibsim.net" || exit 1
+say "one agent for $agent_nodes nodes (sim GPUs, VFs from the ibsim net file), state in $AGENT_STATE_DIR/"
 
 # Either one exiting ends the run (the trap stops the other and the fabric).
 wait -n

@@ -18,6 +18,8 @@ URL=http://$LISTEN
 TOKEN_FILE=$STATE_DIR/admin.token
 
 say() { echo "run: $*" >&2; }
+# shellcheck source=scripts/agent-lib.sh
+. "$(dirname "$0")/agent-lib.sh"
 
 mkdir -p "$STATE_DIR" "$AGENT_STATE_DIR"
 chmod 700 "$STATE_DIR" "$AGENT_STATE_DIR"
@@ -43,23 +45,10 @@ daemon=$!
 
 # The agent needs the admin token (written at the first start) and the node
 # names, which the running daemon lists.
-for _ in $(seq 100); do
-	kill -0 "$daemon" 2>/dev/null || { say "isostackd exited"; exit 1; }
-	[ -s "$TOKEN_FILE" ] && "$BUILD/isoctl" --url "$URL" health >/dev/null 2>&1 && break
-	sleep 0.1
-done
-mapfile -t nodes < <("$BUILD/isoctl" --url "$URL" --token-file "$TOKEN_FILE" node list -o id)
-[ "${#nodes[@]}" -gt 0 ] || { say "isostackd lists no nodes"; exit 1; }
-args=()
-for n in "${nodes[@]}"; do
-	args+=(--node "$n")
-done
-"$BUILD/isostack-agent" --controller "$URL" --token-file "$TOKEN_FILE" --gpu-driver sim \
-	--state-dir "$AGENT_STATE_DIR" "${args[@]}" &
-agent=$!
+start_sim_agent --vf-driver sim || exit 1
 
 cat >&2 <<MSG
-run: isostackd on $CONFIG, state in $STATE_DIR/; one sim agent for ${#nodes[@]} nodes,
+run: isostackd on $CONFIG, state in $STATE_DIR/; one sim agent for $agent_nodes nodes,
 run: state in $AGENT_STATE_DIR/ (Ctrl-C stops both). Try:
   export ISOSTACK_URL=$URL ISOSTACK_TOKEN=\$(cat $TOKEN_FILE)
   $BUILD/isoctl capacity
