@@ -230,14 +230,6 @@ static int parse_gpu(const json_t *o, size_t i, struct iso_agent_desired *d, str
 			    "desired state: %s: a MIG profile is lowercase letters, "
 			    "digits, '.' and '+'",
 			    field);
-		/* as the controller writes it: the drivers find a profile in
-		 * any case, but what they report is matched by this spelling */
-		if (w.profile[strspn(w.profile, "abcdefghijklmnopqrstuvwxyz0123456789.+")])
-			return iso_error_set(
-			    err, ISO_E_INVALID, FIELD("%s.profile", iat),
-			    "desired state: %s: a MIG profile is lowercase letters, "
-			    "digits, '.' and '+'",
-			    field);
 		w.start = (int)start;
 		w.width = (int)width;
 		for (size_t j = 0; j < d->n_wants; j++)
