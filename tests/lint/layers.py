@@ -44,7 +44,8 @@ LAYERS = [
     ["sim"],
     ["controller"],
     ["api", "client"],  # client/ is drawn beside api/: the HTTP client isoctl uses
-    ["agent"],  # the node agent's reconcile and loop: over gpu/ and client/
+    ["sandbox"],  # the job sandbox (cgroups, seccomp, namespaces): over util/ and model/
+    ["agent"],  # the node agent's reconcile and loop: over gpu/, client/ and sandbox/
     ["isoctl", "isostackd", "isostack-agent"],
 ]
 
@@ -62,7 +63,7 @@ LIBRARY = {
     "util": "core", "model": "core", "mig": "core", "inventory": "core", "audit": "core",
     "sched": "core", "tenancy": "core", "sim": "core", "codec": "core",
     "store": "server", "fabric": "server", "controller": "server", "api": "server",
-    "gpu": "client", "client": "client", "agent": "client",
+    "gpu": "client", "client": "client", "agent": "client", "sandbox": "client",
 }
 MAINS = {"isoctl", "isostackd", "isostack-agent"}
 
