@@ -20,7 +20,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -354,6 +356,63 @@ static void compat_abi_is_filtered(void **state)
 }
 #endif
 
+/* no_new_privs: a setuid-root copy of this test binary (run with
+ * --print-euid, it exits 0 when its effective uid is 0) gains root when an
+ * unprivileged child execs it bare, and does not when the child loaded the
+ * filter first. The child loads it as uid 65534, which also shows that a
+ * process without CAP_SYS_ADMIN can load the filter (no_new_privs is what
+ * lets it). */
+static int exec_setuid_copy(const char *path, bool filtered)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(254);
+		struct iso_error err = {0};
+		if (filtered && iso_sandbox_seccomp_load(NULL, &err) < 0) {
+			fprintf(stderr, "load as uid 65534: %s\n", err.message);
+			_exit(255);
+		}
+		execl(path, path, "--print-euid", (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void no_new_privs_stops_setuid(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/iso-seccomp-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0755), 0);
+	char path[sizeof dir + 8];
+	snprintf(path, sizeof path, "%s/euid", dir);
+	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	assert_true(in >= 0 && out >= 0);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	assert_int_equal(n, 0);
+	close(in);
+	close(out);
+	assert_int_equal(chown(path, 0, 0), 0);
+	assert_int_equal(chmod(path, 04755), 0);
+
+	int bare = exec_setuid_copy(path, false);
+	int filt = exec_setuid_copy(path, true);
+	unlink(path);
+	rmdir(dir);
+	/* 0: euid 0 (the setuid bit worked), 3: it did not */
+	assert_int_equal(bare, 0);
+	assert_int_equal(filt, 3);
+}
+
 static long p_fork(void)
 {
 	pid_t pid = fork();
@@ -370,12 +429,17 @@ static void fork_still_works(void **state)
 	assert_int_equal(child_errno(FILTER, p_fork), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* _exit: under ASan, LeakSanitizer's exit check ptraces, which the
+	 * filter denies */
+	if (argc == 2 && strcmp(argv[1], "--print-euid") == 0)
+		_exit(geteuid() == 0 ? 0 : 3);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(denied_calls_answer_eperm),
 		cmocka_unit_test(hpc_calls_still_work),
 		cmocka_unit_test(filter_sets_no_new_privs),
+		cmocka_unit_test(no_new_privs_stops_setuid),
 		cmocka_unit_test(io_uring_behind_the_tenant_switch),
 		cmocka_unit_test(ptrace_behind_the_pid_namespace_switch),
 		cmocka_unit_test(clone3_answers_enosys),
