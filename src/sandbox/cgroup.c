@@ -190,7 +190,7 @@ static bool cpulist_valid(const char *s)
 			return false;
 		char *end;
 		errno = 0;
-		unsigned long lo = strtoul(p, &end, 10), hi = lo;
+		unsigned long lo = strtoul(p, &end, 10);
 		if (errno || lo > 1000000)
 			return false;
 		p = end;
@@ -198,7 +198,7 @@ static bool cpulist_valid(const char *s)
 			p++;
 			if (!isdigit((unsigned char)*p))
 				return false;
-			hi = strtoul(p, &end, 10);
+			unsigned long hi = strtoul(p, &end, 10);
 			if (errno || hi > 1000000 || hi < lo)
 				return false;
 			p = end;
@@ -286,26 +286,25 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether devices.list already holds exactly the wanted rules (as a set). */
+/* Whether devices.list already holds exactly the wanted rules (as a set).
+ * Lists longer than a sandbox needs are simply rewritten. */
+#define CG_DEVICES_COMPARED 64
 static bool devices_match(const char *dir, const struct iso_cgroup_limits *lim)
 {
-	char list[CG_VALUE_MAX];
-	if (read_value(dir, "devices.list", list, sizeof(list)) < 0)
-		return false;
+	char list[CG_VALUE_MAX], rules[CG_DEVICES_COMPARED][32];
+	char *want[CG_DEVICES_COMPARED], *have[CG_DEVICES_COMPARED];
 	size_t n = lim->n_devices;
-	_cleanup_free_ char *rules = calloc(n ? n : 1, 32);
-	_cleanup_free_ char **want = calloc(n ? n : 1, sizeof(char *));
-	_cleanup_free_ char **have = calloc(n + 1, sizeof(char *));
-	if (!rules || !want || !have)
+
+	if (n > CG_DEVICES_COMPARED || read_value(dir, "devices.list", list, sizeof(list)) < 0)
 		return false;
 	size_t nw = 0;
 	for (size_t i = 0; i < n; i++) {
-		device_rule(&lim->devices[i], rules + 32 * i, 32);
+		device_rule(&lim->devices[i], rules[i], sizeof(rules[i]));
 		bool dup = false;
 		for (size_t j = 0; j < nw; j++)
-			dup = dup || strcmp(want[j], rules + 32 * i) == 0;
+			dup = dup || strcmp(want[j], rules[i]) == 0;
 		if (!dup)
-			want[nw++] = rules + 32 * i;
+			want[nw++] = rules[i];
 	}
 	size_t nh = 0;
 	char *save = NULL;
@@ -331,13 +330,13 @@ static int set_devices_v1(const char *dir, const struct iso_cgroup_limits *lim,
 		return 0;
 	int r = write_value(dir, "devices.deny", "a", "devices", err);
 	for (size_t i = 0; r == 0 && i < lim->n_devices; i++) {
-		char rule[40], field[32];
-		device_rule(&lim->devices[i], rule, sizeof(rule) - 1);
-		strcat(rule, "\n");
+		char rule[32], line[40], field[32];
+		device_rule(&lim->devices[i], rule, sizeof(rule));
+		snprintf(line, sizeof(line), "%s\n", rule);
 		snprintf(field, sizeof(field), "devices[%zu]", i);
 		/* Appended: cgroupfs takes one rule per write either way, and a
 		 * fake tree keeps every rule written. */
-		r = write_value_flags(dir, "devices.allow", rule, O_APPEND, field, err);
+		r = write_value_flags(dir, "devices.allow", line, O_APPEND, field, err);
 	}
 	return r;
 }
@@ -589,7 +588,7 @@ static int rmdir_group(const char *dir)
 
 static int remove_group(const struct iso_cgroup *cg, const char *name, struct iso_error *err)
 {
-	char dir[PATH_MAX], procs[CG_VALUE_MAX];
+	char dir[PATH_MAX], procs[CG_VALUE_MAX] = "";
 
 	/* Check every hierarchy first, so that a busy group is left whole. */
 	for (int pass = 0; pass < 2; pass++) {
