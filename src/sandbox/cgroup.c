@@ -292,7 +292,7 @@ static int cmp_str(const void *a, const void *b)
 static bool devices_match(const char *dir, const struct iso_cgroup_limits *lim)
 {
 	char list[CG_VALUE_MAX], rules[CG_DEVICES_COMPARED][32];
-	char *want[CG_DEVICES_COMPARED], *have[CG_DEVICES_COMPARED];
+	char *want[CG_DEVICES_COMPARED] = {0}, *have[CG_DEVICES_COMPARED] = {0};
 	size_t n = lim->n_devices;
 
 	if (n > CG_DEVICES_COMPARED || read_value(dir, "devices.list", list, sizeof(list)) < 0)
