@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "fake_nvml_env.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,26 +60,12 @@ static void bk_close(struct bk *b)
 static int setup(void **state, bool nvml)
 {
 	struct bk *b = calloc(1, sizeof(*b));
-	char path[PATH_MAX + 16];
-	FILE *f;
 
 	b->nvml = nvml;
 	snprintf(b->dir, sizeof(b->dir), "/tmp/test_agent.XXXXXX");
 	assert_non_null(mkdtemp(b->dir));
-	if (nvml) {
-		const char *lib = getenv("ISOSTACK_FAKE_NVML");
-		if (!lib)
-			fail_msg("ISOSTACK_FAKE_NVML is not set (meson sets it)");
-		snprintf(path, sizeof(path), "%s/config.json", b->dir);
-		f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(fake_config, f);
-		fclose(f);
-		setenv("ISOSTACK_NVML_LIBRARY", lib, 1);
-		setenv("ISOSTACK_FAKE_NVML_CONFIG", path, 1);
-		snprintf(path, sizeof(path), "%s/state.json", b->dir);
-		setenv("ISOSTACK_FAKE_NVML_STATE", path, 1);
-	}
+	if (nvml)
+		fake_nvml_env(b->dir, fake_config);
 	bk_open(b);
 	*state = b;
 	return 0;
@@ -374,12 +362,14 @@ static void test_whole_gpu_reported(void **state)
 	if (b->nvml) {
 		/* the fake's GPU 1 has MIG off: handed over as the device */
 		assert_int_equal(t.created + t.destroyed, 0);
-		assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "GPU-", 4) == 0);
+		assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "GPU-", 4) ==
+		            0);
 	} else {
 		/* the sim's GPUs are in MIG mode: the GPU becomes the one
 		 * instance that spans it, and the tenant gets its MIG UUID */
 		assert_int_equal(t.created, 1);
-		assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "MIG-", 4) == 0);
+		assert_true(strncmp(json_string_value(json_object_get(in, "uuid")), "MIG-", 4) ==
+		            0);
 		json_decref(st);
 		st = NULL;
 		/* made once: the next tick leaves it alone */
@@ -735,8 +725,8 @@ static void test_sim_host_from_document(void **state)
 	               "\"gpus\": [{\"index\": 0, \"mig\": false, \"instances\": [], "
 	               "\"whole\": {\"allocation\": \"" A1 "\", \"member\": 0}},"
 	               "{\"index\": 1, \"mig\": false, \"instances\": [], \"whole\": null},"
-	               "{\"index\": 2, \"mig\": true, \"whole\": null, \"instances\": ["
-	               INST("1g.10gb", 0, 1, A2, 0) "]}]}",
+	               "{\"index\": 2, \"mig\": true, \"whole\": null, \"instances\": [" INST(
+	                   "1g.10gb", 0, 1, A2, 0) "]}]}",
 	               0, NULL);
 	assert_non_null(j);
 	assert_int_equal(iso_agent_desired_parse(j, "n1", &d, NULL), 0);

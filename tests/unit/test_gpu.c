@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "fake_nvml_env.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,23 +77,12 @@ static void bk_close(struct bk *b)
 static int setup(void **state, bool nvml)
 {
 	struct bk *b = calloc(1, sizeof(*b));
-	char cfg[PATH_MAX + 16], st[PATH_MAX + 16];
 
 	b->nvml = nvml;
 	snprintf(b->dir, sizeof(b->dir), "/tmp/test_gpu.XXXXXX");
 	assert_non_null(mkdtemp(b->dir));
-	if (nvml) {
-		const char *lib = getenv("ISOSTACK_FAKE_NVML");
-		if (!lib)
-			fail_msg("ISOSTACK_FAKE_NVML is not set (meson sets it)");
-		snprintf(cfg, sizeof(cfg), "%s/config.json", b->dir);
-		snprintf(st, sizeof(st), "%s/state.json", b->dir);
-		write_file(cfg, fake_config);
-		setenv("ISOSTACK_NVML_LIBRARY", lib, 1);
-		setenv("ISOSTACK_FAKE_NVML_CONFIG", cfg, 1);
-		setenv("ISOSTACK_FAKE_NVML_STATE", st, 1);
-		unsetenv("ISOSTACK_FAKE_NVML_FAIL");
-	}
+	if (nvml)
+		fake_nvml_env(b->dir, fake_config);
 	bk_open(b);
 	*state = b;
 	return 0;
