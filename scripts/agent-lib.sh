@@ -1,4 +1,5 @@
-# agent-lib.sh: sourced by scripts/run.sh and scripts/run-ib.sh. start_sim_agent
+# agent-lib.sh: sourced by scripts/run.sh and scripts/run-ib.sh. stop_agent_and_daemon
+# stops $agent then $daemon (either may be empty) and waits for both. start_sim_agent
 # waits until isostackd ($daemon) answers and has written its admin token
 # ($TOKEN_FILE), then starts one isostack-agent with sim GPUs for every node
 # the daemon lists, with the extra agent flags given, and sets $agent and
@@ -22,4 +23,14 @@ start_sim_agent() {
 		--state-dir "$AGENT_STATE_DIR" "$@" "${args[@]}" &
 	agent=$!
 	agent_nodes=${#nodes[@]}
+}
+
+stop_agent_and_daemon() {
+	local pid
+	for pid in $agent $daemon; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in $agent $daemon; do
+		wait "$pid" 2>/dev/null || true
+	done
 }

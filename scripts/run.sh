@@ -28,12 +28,7 @@ daemon='' agent=''
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	for pid in $agent $daemon; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in $agent $daemon; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_agent_and_daemon
 	say "stopped"
 	exit "$rc"
 }
