@@ -579,6 +579,23 @@ class ApiTestCase(unittest.TestCase):
     """Assertions on statuses, error bodies and object shapes."""
 
     maxDiff = 4000
+    wait_timeout = 20  # seconds (scaled by T) that wait_until gives a condition
+
+    def wait_context(self):
+        """What a timed-out wait_until prints beside its message (a test
+        that runs an agent gives the agent's log)."""
+        return ""
+
+    def wait_until(self, what, pred, timeout=None):
+        """Polls pred() every 0.1 s until it is truthy and returns its value;
+        fails naming `what` after the timeout."""
+        deadline = time.time() + T(timeout or self.wait_timeout)
+        while time.time() < deadline:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.1)
+        self.fail("timed out waiting until %s%s" % (what, self.wait_context()))
 
     def assertStatus(self, r, status, msg=None):
         if r.status != status:

@@ -98,14 +98,8 @@ class TestAgentDaemon(ApiTestCase):
             self.d.cleanup()
             shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def wait_until(self, what, pred, timeout=20):
-        deadline = time.time() + T(timeout)
-        while time.time() < deadline:
-            v = pred()
-            if v:
-                return v
-            time.sleep(0.1)
-        self.fail("timed out waiting until %s; agent log:\n%s" % (what, self.agent.text()[-3000:]))
+    def wait_context(self):
+        return "; agent log:\n" + self.agent.text()[-3000:]
 
     def node(self, name):
         return self.admin.get("/v1/nodes/" + name).body

@@ -177,14 +177,10 @@ class AgentCase(ApiTestCase):
 
     # ---- helpers
 
-    def wait_until(self, what, pred, timeout=30):
-        deadline = time.time() + T(timeout)
-        while time.time() < deadline:
-            v = pred()
-            if v:
-                return v
-            time.sleep(0.1)
-        self.fail("timed out waiting until %s; agent log:\n%s" % (what, self.agent.text()[-4000:]))
+    def wait_context(self):
+        return "; agent log:\n" + self.agent.text()[-4000:]
+
+    wait_timeout = 30
 
     def start_agent(self):
         self.agent.start()

@@ -453,15 +453,6 @@ class TestLease(AgentCase):
     def node(self, name):
         return self.admin.get("/v1/nodes/" + name).body
 
-    def wait_until(self, what, pred, timeout=20):
-        deadline = time.time() + T(timeout)
-        while time.time() < deadline:
-            v = pred()
-            if v:
-                return v
-            time.sleep(0.1)
-        self.fail("timed out waiting until " + what)
-
     def events(self, action):
         evs = [i["event"] for i in self.admin.list_all("/v1/audit/events", limit=1000)]
         return [e for e in evs if e["action"] == action]

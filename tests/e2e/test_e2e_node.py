@@ -91,14 +91,10 @@ class NodeE2E(harness.ApiTestCase):
         self.log.seek(0)
         return self.log.read().decode("utf-8", "replace")
 
-    def wait_until(self, what, pred, timeout=30):
-        deadline = time.time() + harness.T(timeout)
-        while time.time() < deadline:
-            v = pred()
-            if v:
-                return v
-            time.sleep(0.1)
-        self.fail("timed out waiting until %s; agent log:\n%s" % (what, self.agent_text()[-4000:]))
+    def wait_context(self):
+        return "; agent log:\n" + self.agent_text()[-4000:]
+
+    wait_timeout = 30
 
     def fake_uuids(self):
         """The MIG UUIDs of the fake's instances, by GPU."""
