@@ -100,6 +100,91 @@ bool iso_cgroup_exists(const struct iso_cgroup *cg, const char *name);
 
 /* ---- end cgroups ---- */
 
+/* ---- the sandbox: namespaces, identity and the launcher (src/sandbox/sandbox.c,
+ * ns.c, creds.c; docs/sandbox.md "Namespaces" and "Launching") ---- */
+
+/* A sandbox is a holder process, pid 1 of the member's own pid namespace, in
+ * fresh mount, ipc, uts (and optionally net) namespaces and in the member's
+ * cgroup. Its mount namespace sees the host's mounts (slave propagation:
+ * nothing mounted inside leaks out) with a private /tmp and /dev/shm (tmpfs,
+ * gone with the namespace), a /proc of its own pid namespace, and a /dev
+ * holding only the allowed device nodes. Processes join it by setns(2) into
+ * the holder's namespaces, so the holder is the sandbox's handle: its pid and
+ * start time are what the agent keeps on disk to find it again after a
+ * restart (a reused pid has another start time and is not the holder). */
+
+#define ISO_SANDBOX_DEVICES_MAX 64
+
+struct iso_sandbox_spec {
+	const char *name; /* the cgroup's name and the uts hostname (iso_name_valid) */
+	/* cpus, mems, memory_max and pids_max as in iso_cgroup_create. The
+	 * device rules are derived from device_paths and limits.devices is
+	 * ignored: the host's null, zero, full, random, urandom, tty and
+	 * ptmx/pts are always added. */
+	struct iso_cgroup_limits limits;
+	/* Host paths of the device nodes the member may open (/dev/nvidia0,
+	 * /dev/nvidia-caps/nvidia-cap12, /dev/infiniband/uverbs3, ...). Each is
+	 * stat()ed for its type and major:minor (the cgroup rule) and bind
+	 * mounted at the same path under the sandbox's /dev. A path that does
+	 * not exist is refused (-ENOENT, field device_paths[i]). */
+	const char *const *device_paths;
+	size_t n_device_paths;
+	bool new_netns; /* an empty net namespace (only lo, up); the Ethernet overlay adds its interface */
+};
+
+struct iso_sandbox {
+	char name[ISO_NAME_MAX];
+	int holder_pid;                  /* as the host sees it */
+	unsigned long long holder_start; /* /proc/PID/stat field 22, clock ticks since boot */
+};
+
+/* Makes the sandbox: the cgroup (iso_cgroup_create), then the holder in it.
+ * Returns when the holder's mounts are in place. On failure nothing is left
+ * (no group, no holder). */
+int iso_sandbox_create(const struct iso_cgroup *cg, const struct iso_sandbox_spec *spec,
+                       struct iso_sandbox *out, struct iso_error *err);
+/* 0 when sb's holder is alive and is that holder (pid and start time);
+ * -ESRCH otherwise. */
+int iso_sandbox_check(const struct iso_sandbox *sb, struct iso_error *err);
+/* Kills every process of the sandbox (the holder last; its pid namespace
+ * takes the rest with it), waits until the cgroup is empty and removes it.
+ * 0 when already gone. Idempotent: an agent that restarts calls it again. */
+int iso_sandbox_destroy(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
+                        struct iso_error *err);
+
+/* Who the joining process becomes. */
+struct iso_sandbox_identity {
+	bool set;     /* false: keep the caller's uid/gid (still drops capabilities) */
+	unsigned uid; /* not 0 */
+	unsigned gid;
+};
+
+/* Moves the calling process into sandbox sb: its cgroup, its mount, ipc,
+ * uts and net namespaces, and its pid namespace for the children it forks
+ * from then on (setns(2) cannot move the caller itself into a pid
+ * namespace). Then the identity: supplementary groups cleared, gid, uid,
+ * the bounding set emptied, no ambient or inheritable capabilities,
+ * no_new_privs; then the seccomp filter of `policy`. Irreversible: call it
+ * in a single-threaded child that will fork or exec the job (the Slurm and
+ * CNI plugins; iso_sandbox_run). */
+int iso_sandbox_enter(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
+                      const struct iso_sandbox_identity *id,
+                      const struct iso_seccomp_policy *policy, struct iso_error *err);
+
+/* Runs argv in the sandbox and waits for it: fork, iso_sandbox_enter, fork
+ * again (so that the job is in the sandbox's pid namespace), execvp. Sets
+ * *status to the job's exit status, 128+N when signal N killed it, 126 when
+ * argv[0] was found but could not run, 127 when it was not found. Returns
+ * -errno (with *err) when the sandbox could not be entered: the job never
+ * ran, and never ran outside the sandbox. stdin/stdout/stderr are the
+ * caller's. */
+int iso_sandbox_run(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
+                    const struct iso_sandbox_identity *id,
+                    const struct iso_seccomp_policy *policy, char *const argv[], int *status,
+                    struct iso_error *err);
+
+/* ---- end sandbox ---- */
+
 ISO_PUBLIC_END
 
 #endif
