@@ -97,6 +97,51 @@ struct iso_agent_condition {
 	int gpu;
 	bool want, have;
 };
+/* A member's sandbox as the agent found it (docs/agents.md, status
+ * "sandboxes"; issue 14). */
+#define ISO_AGENT_MAX_SANDBOXES 1024
+#define ISO_AGENT_CPUS_MAX      129 /* a cpuset list, "2-3,8": up to 128 bytes */
+struct iso_agent_sandbox {
+	char allocation[ISO_CODEC_ID_MAX];
+	int member;
+	bool ready;
+	char cgroup[ISO_NAME_MAX];     /* "iso-<allocation>-<member>"; "" while none */
+	char cpus[ISO_AGENT_CPUS_MAX]; /* the cpuset it holds, "" while none */
+	char reason[ISO_AGENT_REASON_MAX];
+};
+/* The node's tenant overlay as the agent READ IT BACK from the kernel
+ * (netlink, nft), never copied from the desired document: the Ethernet
+ * verifier relies on that (docs/agents.md, status "overlay"). */
+#define ISO_AGENT_MAX_OVERLAY_TENANTS 256
+#define ISO_AGENT_MAX_OVERLAY_MEMBERS 253 /* per tenant per node: 10.x.y.2 .. .254 */
+#define ISO_AGENT_MAX_OVERLAY_ALLOWED 4096
+#define ISO_AGENT_IFNAME_MAX          16        /* IFNAMSIZ */
+#define ISO_VNI_MAX                   16777215u /* 24 bits */
+struct iso_agent_overlay_member {
+	char allocation[ISO_CODEC_ID_MAX];
+	int member;
+	char ifname[ISO_AGENT_IFNAME_MAX];
+	char address[ISO_IPV4_MAX]; /* "" when it has none */
+};
+struct iso_agent_overlay_tenant {
+	uint32_t vni;
+	char bridge[ISO_AGENT_IFNAME_MAX]; /* the bridge its members' veths are on */
+	char vxlan[ISO_AGENT_IFNAME_MAX];  /* the VXLAN device on that bridge ("" when none) */
+	int n_members;
+	struct iso_agent_overlay_member *members; /* malloc'd */
+};
+struct iso_agent_overlay_allow {
+	char peer[ISO_IPV4_MAX];
+	uint32_t vni;
+};
+struct iso_agent_overlay {
+	bool guard;     /* the nft guard is in place */
+	uint64_t drops; /* its drop counter, packets */
+	int n_allowed;
+	struct iso_agent_overlay_allow *allowed; /* malloc'd */
+	int n_tenants;
+	struct iso_agent_overlay_tenant *tenants; /* malloc'd */
+};
 struct iso_agent_status {
 	int64_t term_seen;
 	char version[65];
@@ -107,19 +152,37 @@ struct iso_agent_status {
 	struct iso_agent_vf *vfs;
 	int n_conditions; /* at most ISO_AGENT_MAX_GPUS */
 	struct iso_agent_condition *conditions;
+	/* "sandbox_mode": "real" (the agent makes a sandbox per member, and
+	 * a member is ready only with it) or "off" (absent is "off"). */
+	bool sandbox_real;
+	int n_sandboxes; /* "sandboxes" is optional: absent is none */
+	struct iso_agent_sandbox *sandboxes;
+	bool has_overlay; /* "overlay" is absent on nodes without overlay members */
+	struct iso_agent_overlay overlay;
 };
 /* Copies `reason` into out (ISO_AGENT_REASON_MAX bytes), cut to 256 bytes
  * at a UTF-8 character boundary: what an agent says of a failure fits the
  * report rather than getting the whole report refused. */
 void iso_codec_reason_copy(char *out, const char *reason);
-/* The report's body: term_seen, version, gpus, instances and conditions
- * always, vfs when `with_vfs`. NULL when out of memory. */
+/* The report's body: term_seen, version, gpus, instances, conditions,
+ * sandbox_mode and sandboxes always, vfs when `with_vfs`, overlay when
+ * st->has_overlay. NULL when out of memory. */
 json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs);
 /* One entry of "vfs" (the agent adds them after its VF pass). */
 json_t *iso_codec_status_vf_encode(const struct iso_agent_vf *v);
+/* One entry of "sandboxes", and the "overlay" object (for an agent that
+ * adds them after its own passes). */
+json_t *iso_codec_status_sandbox_encode(const struct iso_agent_sandbox *sb);
+json_t *iso_codec_status_overlay_encode(const struct iso_agent_overlay *ov);
+/* Is s a cpuset list as the kernel writes it ("0-3,8,10-11": ascending
+ * single CPUs or ranges a-b with a < b, up to CPU 65535)? */
+bool iso_codec_cpus_valid(const char *s);
 /* Parses a report strictly into *out, whose arrays are malloc'd (free them
  * with iso_codec_status_clear, also after a failure). -EINVAL with *err
- * naming the field ("instances[2].ready"), -ENOMEM. */
+ * naming the field ("instances[2].ready", "overlay.tenants[0].vni"),
+ * -ENOMEM. Besides each field's type and bounds: a sandbox is listed once
+ * per (allocation, member) and a ready one has its cgroup and cpus; an
+ * overlay tenant's VNI, and an allowed (peer, vni) pair, are listed once. */
 int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err);
 void iso_codec_status_clear(struct iso_agent_status *st);
 
@@ -166,6 +229,30 @@ struct iso_agent_vf_want {
 	struct iso_agent_vf_member *members; /* malloc'd, n_members of them */
 };
 
+/* A member the node runs (docs/agents.md, "members"; issue 14): one per
+ * member of an allocation on this node that is placed, provisioning or
+ * active. The agent makes its sandbox: `cpus` cores, `memory_mib` of
+ * memory, io_uring allowed or not, and on an Ethernet cluster its tenant's
+ * overlay. */
+#define ISO_AGENT_MEMBERS_MAX 1024
+#define ISO_AGENT_PEERS_MAX   4096
+struct iso_agent_member_want {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	char tenant[ISO_NAME_MAX];
+	unsigned cpus;
+	uint64_t memory_mib;
+	bool io_uring;
+	/* the overlay (an ethernet fabric), else null: */
+	bool has_overlay;
+	uint32_t vni;        /* the tenant's VNI, 1..ISO_VNI_MAX */
+	unsigned node_index; /* this node's index in the inventory's nodes */
+	/* the underlay IPv4 addresses of the OTHER nodes that hold a member
+	 * of the same tenant, sorted (as strings), unique; malloc'd */
+	size_t n_peers;
+	char (*peers)[16];
+};
+
 /* The document, parsed. */
 struct iso_agent_desired {
 	char node[ISO_NAME_MAX];
@@ -177,21 +264,27 @@ struct iso_agent_desired {
 	struct iso_agent_want *wants; /* malloc'd */
 	size_t n_vfs;
 	struct iso_agent_vf_want *vfs; /* malloc'd; see src/agent/vf.c */
+	size_t n_members;
+	struct iso_agent_member_want *members; /* malloc'd; absent in a document is none */
 };
 
 /* The document of `d`: each GPU of d->gpus in order, with the wants on it
  * (instances in d->wants' order, the "whole" one as "whole", else null),
- * then the VFs. NULL when out of memory. */
+ * then the VFs, then the members. NULL when out of memory. */
 json_t *iso_codec_desired_encode(const struct iso_agent_desired *d);
 /* The document around arrays already encoded (a server keeps the arrays
  * it served and answers with the generation of the moment); takes a
- * reference to each. */
+ * reference to each. `members` NULL: the key is left out. */
 json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
-                               json_t *vfs);
+                               json_t *vfs, json_t *members);
+/* One entry of "members" ("overlay" null unless m->has_overlay). */
+json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m);
 /* Parses a document strictly (docs/agents.md): every field known and
  * typed, `node` equal to `node`. An error names the field
- * ("gpus[1].instances[0].start"). *out is cleared first, and left clear
- * after a failure. */
+ * ("gpus[1].instances[0].start", "members[2].overlay.vni"). A member is
+ * listed once per (allocation, member); its peers are IPv4 addresses,
+ * sorted and unique. *out is cleared first, and left clear after a
+ * failure. */
 int iso_codec_desired_decode(const json_t *doc, const char *node, struct iso_agent_desired *out,
                              struct iso_error *err);
 void iso_codec_desired_clear(struct iso_agent_desired *d);

@@ -125,6 +125,13 @@ bool iso_name_valid(const char *name);
  * we accept only the unambiguous hex form). */
 int iso_parse_guid(const char *s, uint64_t *out);
 
+/* Parses an IPv4 address in the strict dotted-quad form (four decimal
+ * octets 0..255, no leading zeros, no spaces): "192.0.2.12". *out is in
+ * host order. -EINVAL otherwise. The form is canonical, so two texts that
+ * parse are the same address exactly when they are equal strings. */
+#define ISO_IPV4_MAX 16 /* "255.255.255.255" and its NUL */
+int iso_parse_ipv4(const char *s, uint32_t *out);
+
 /* Writes `path` whole or not at all (temp file in the same directory, fsync,
  * rename, fsync of the directory), with exactly `mode`. `exclusive`: never
  * replaces an existing file (-EEXIST, err untouched). */

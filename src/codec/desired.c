@@ -68,27 +68,59 @@ static json_t *vf_encode(const struct iso_agent_vf_want *v)
 	                 members);
 }
 
-json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
-                               json_t *vfs)
+json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m)
 {
-	return json_pack("{s:s, s:I, s:I, s:O, s:O}", "node", node, "generation",
-	                 (json_int_t)generation, "term", (json_int_t)term, "gpus", gpus, "vfs",
-	                 vfs);
+	json_t *overlay = json_null(), *peers;
+
+	if (m->has_overlay) {
+		if (!(peers = json_array()))
+			return NULL;
+		for (size_t i = 0; i < m->n_peers; i++)
+			if (json_array_append_new(peers, json_string(m->peers[i])) < 0) {
+				json_decref(peers);
+				return NULL;
+			}
+		if (!(overlay = json_pack("{s:I, s:i, s:o}", "vni", (json_int_t)m->vni,
+		                          "node_index", (int)m->node_index, "peers", peers)))
+			return NULL;
+	}
+	return json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation,
+	                 "member", (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus,
+	                 "memory_mib", (json_int_t)m->memory_mib, "io_uring", m->io_uring,
+	                 "overlay", overlay);
+}
+
+json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
+                               json_t *vfs, json_t *members)
+{
+	json_t *doc =
+	    json_pack("{s:s, s:I, s:I, s:O, s:O}", "node", node, "generation",
+	              (json_int_t)generation, "term", (json_int_t)term, "gpus", gpus, "vfs", vfs);
+
+	if (doc && members && json_object_set(doc, "members", members) < 0) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
 }
 
 json_t *iso_codec_desired_encode(const struct iso_agent_desired *d)
 {
-	json_t *gpus = json_array(), *vfs = json_array(), *doc = NULL;
-	bool ok = gpus && vfs;
+	json_t *gpus = json_array(), *vfs = json_array(), *members = json_array(), *doc = NULL;
+	bool ok = gpus && vfs && members;
 
 	for (size_t i = 0; ok && i < d->n_gpus; i++)
 		ok = json_array_append_new(gpus, gpu_encode(d, &d->gpus[i])) == 0;
 	for (size_t i = 0; ok && i < d->n_vfs; i++)
 		ok = json_array_append_new(vfs, vf_encode(&d->vfs[i])) == 0;
+	for (size_t i = 0; ok && i < d->n_members; i++)
+		ok = json_array_append_new(members, iso_codec_member_want_encode(&d->members[i])) ==
+		     0;
 	if (ok)
-		doc = iso_codec_desired_wrap(d->node, d->generation, d->term, gpus, vfs);
+		doc = iso_codec_desired_wrap(d->node, d->generation, d->term, gpus, vfs, members);
 	json_decref(gpus);
 	json_decref(vfs);
+	json_decref(members);
 	return doc;
 }
 
@@ -343,8 +375,123 @@ static int parse_vf(const json_t *o, size_t i, struct iso_agent_desired *d, stru
 	return 0;
 }
 
+/* "overlay" of a member: {"vni","node_index","peers"}, or null. */
+static int parse_overlay(const json_t *o, const char *at, struct iso_agent_member_want *w,
+                         struct iso_error *err)
+{
+	static const char *const keys[] = {"vni", "node_index", "peers", NULL};
+	char field[ISO_ERR_FIELD_MAX];
+	const json_t *peers = json_object_get(o, "peers"), *p;
+	uint64_t vni = 0, node_index = 0;
+	size_t k;
+	int r;
+
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, at,
+		                     "desired state: %s must be an object or null", at);
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_uint(o, "vni", FIELD("%s.vni", at), ISO_VNI_MAX, &vni, err)) < 0 ||
+	    (r = get_uint(o, "node_index", FIELD("%s.node_index", at), 65535, &node_index, err)) <
+	        0)
+		return r;
+	if (vni == 0)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.vni", at),
+		                     "desired state: %s must be 1..%u", field, ISO_VNI_MAX);
+	if (!json_is_array(peers) || json_array_size(peers) > ISO_AGENT_PEERS_MAX)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.peers", at),
+		                     "desired state: %s must be an array of at most %d addresses",
+		                     field, ISO_AGENT_PEERS_MAX);
+	w->has_overlay = true;
+	w->vni = (uint32_t)vni;
+	w->node_index = (unsigned)node_index;
+	if (json_array_size(peers) > 0 &&
+	    !(w->peers = calloc(json_array_size(peers), sizeof(*w->peers))))
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	json_array_foreach (peers, k, p) {
+		const char *ip = json_string_value(p);
+		uint32_t addr;
+
+		if (!ip || strlen(ip) >= sizeof(w->peers[0]) || iso_parse_ipv4(ip, &addr) < 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.peers[%zu]", at, k),
+			                     "desired state: %s must be an IPv4 address", field);
+		if (k > 0 && strcmp(w->peers[k - 1], ip) >= 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.peers[%zu]", at, k),
+			                     "desired state: %s: peers are sorted and unique",
+			                     field);
+		iso_strlcpy(w->peers[k], ip, sizeof(w->peers[k]));
+		w->n_peers = k + 1;
+	}
+	return 0;
+}
+
+/* One entry of "members": {"allocation","member","tenant","cpus",
+ * "memory_mib","io_uring","overlay"} (docs/agents.md). */
+static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
+                        struct iso_error *err)
+{
+	static const char *const keys[] = {"allocation", "member",   "tenant",  "cpus",
+	                                   "memory_mib", "io_uring", "overlay", NULL};
+	char field[ISO_ERR_FIELD_MAX], at[32], oat[48];
+	struct iso_agent_member_want *w = &d->members[d->n_members];
+	const json_t *io_uring = json_object_get(o, "io_uring"), *overlay;
+	uint64_t member = 0, cpus = 0;
+	int r;
+
+	snprintf(at, sizeof(at), "members[%zu]", i);
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, at, "desired state: %s must be an object",
+		                     at);
+	memset(w, 0, sizeof(*w));
+	d->n_members++; /* counted now, so that clear frees its peers after a refusal */
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_str(o, "allocation", FIELD("%s.allocation", at), w->allocation,
+	                 sizeof(w->allocation), err)) < 0)
+		return r;
+	if (!cd_alloc_id_valid(w->allocation))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.allocation", at),
+		                     "desired state: %s: not an allocation id (a- and 16 hex "
+		                     "digits)",
+		                     field);
+	if ((r = get_uint(o, "member", FIELD("%s.member", at), ISO_CODEC_MEMBER_MAX, &member,
+	                  err)) < 0 ||
+	    (r = get_str(o, "tenant", FIELD("%s.tenant", at), w->tenant, sizeof(w->tenant), err)) <
+	        0)
+		return r;
+	if (!iso_name_valid(w->tenant))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.tenant", at),
+		                     "desired state: %s is not a tenant name", field);
+	if ((r = get_uint(o, "cpus", FIELD("%s.cpus", at), 65536, &cpus, err)) < 0 ||
+	    (r = get_uint(o, "memory_mib", FIELD("%s.memory_mib", at), UINT64_C(1) << 40,
+	                  &w->memory_mib, err)) < 0)
+		return r;
+	if (!json_is_boolean(io_uring))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.io_uring", at),
+		                     "desired state: %s must be a boolean", field);
+	w->member = (unsigned)member;
+	w->cpus = (unsigned)cpus;
+	w->io_uring = json_is_true(io_uring);
+	for (size_t j = 0; j + 1 < d->n_members; j++)
+		if (d->members[j].member == w->member &&
+		    strcmp(d->members[j].allocation, w->allocation) == 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.member", at),
+			                     "desired state: member %u of %s listed twice",
+			                     w->member, w->allocation);
+	/* "overlay" is required (null off an Ethernet fabric): a member that
+	 * lost its overlay in transit is refused, not run without one */
+	if (!(overlay = json_object_get(o, "overlay")))
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.overlay", at),
+		                     "desired state: %s is required (null when none)", field);
+	snprintf(oat, sizeof(oat), "%s.overlay", at);
+	if (!json_is_null(overlay) && (r = parse_overlay(overlay, oat, w, err)) < 0)
+		return r;
+	return 0;
+}
+
 void iso_codec_desired_clear(struct iso_agent_desired *d)
 {
+	for (size_t i = 0; d->members && i < d->n_members; i++)
+		free(d->members[i].peers);
+	free(d->members);
 	for (size_t i = 0; d->vfs && i < d->n_vfs; i++)
 		free(d->vfs[i].members);
 	free(d->vfs);
@@ -355,8 +502,10 @@ void iso_codec_desired_clear(struct iso_agent_desired *d)
 int iso_codec_desired_decode(const json_t *doc, const char *node, struct iso_agent_desired *out,
                              struct iso_error *err)
 {
-	static const char *const keys[] = {"node", "generation", "term", "gpus", "vfs", NULL};
+	static const char *const keys[] = {"node", "generation", "term", "gpus",
+	                                   "vfs",  "members",    NULL};
 	const json_t *gpus = json_object_get(doc, "gpus"), *v;
+	const json_t *members = json_object_get(doc, "members");
 	size_t i;
 	int r;
 
@@ -397,6 +546,22 @@ int iso_codec_desired_decode(const json_t *doc, const char *node, struct iso_age
 	}
 	json_array_foreach (json_object_get(doc, "vfs"), i, v)
 		if ((r = parse_vf(v, i, out, err)) < 0)
+			goto fail;
+	/* "members" came with issue 14: absent is none */
+	if (members &&
+	    (!json_is_array(members) || json_array_size(members) > ISO_AGENT_MEMBERS_MAX)) {
+		r = iso_error_set(err, ISO_E_INVALID, "members",
+		                  "desired state: members must be an array of at most %d",
+		                  ISO_AGENT_MEMBERS_MAX);
+		goto fail;
+	}
+	if (json_array_size(members) > 0 &&
+	    !(out->members = calloc(json_array_size(members), sizeof(*out->members)))) {
+		r = iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+		goto fail;
+	}
+	json_array_foreach (members, i, v)
+		if ((r = parse_member(v, i, out, err)) < 0)
 			goto fail;
 	return 0;
 fail:

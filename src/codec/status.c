@@ -54,6 +54,50 @@ json_t *iso_codec_status_vf_encode(const struct iso_agent_vf *v)
 	                 "guid", hex, "ready", v->ready, "reason", v->reason);
 }
 
+json_t *iso_codec_status_sandbox_encode(const struct iso_agent_sandbox *sb)
+{
+	return json_pack("{s:s, s:i, s:b, s:s, s:s, s:s}", "allocation", sb->allocation, "member",
+	                 sb->member, "ready", sb->ready, "cgroup", sb->cgroup, "cpus", sb->cpus,
+	                 "reason", sb->reason);
+}
+
+json_t *iso_codec_status_overlay_encode(const struct iso_agent_overlay *ov)
+{
+	json_t *allowed = json_array(), *tenants = json_array();
+	bool ok = allowed && tenants;
+
+	for (int i = 0; ok && i < ov->n_allowed; i++)
+		ok = json_array_append_new(allowed,
+		                           json_pack("{s:s, s:I}", "peer", ov->allowed[i].peer,
+		                                     "vni", (json_int_t)ov->allowed[i].vni)) == 0;
+	for (int i = 0; ok && i < ov->n_tenants; i++) {
+		const struct iso_agent_overlay_tenant *t = &ov->tenants[i];
+		json_t *members = json_array();
+
+		for (int k = 0; members && k < t->n_members; k++) {
+			const struct iso_agent_overlay_member *m = &t->members[k];
+			if (json_array_append_new(
+			        members, json_pack("{s:s, s:i, s:s, s:s}", "allocation",
+			                           m->allocation, "member", m->member, "ifname",
+			                           m->ifname, "address", m->address)) < 0) {
+				json_decref(members);
+				members = NULL;
+			}
+		}
+		ok = members && json_array_append_new(
+		                    tenants, json_pack("{s:I, s:s, s:s, s:o}", "vni",
+		                                       (json_int_t)t->vni, "bridge", t->bridge,
+		                                       "vxlan", t->vxlan, "members", members)) == 0;
+	}
+	if (!ok) {
+		json_decref(allowed);
+		json_decref(tenants);
+		return NULL;
+	}
+	return json_pack("{s:b, s:I, s:o, s:o}", "guard", ov->guard, "drops", (json_int_t)ov->drops,
+	                 "allowed", allowed, "tenants", tenants);
+}
+
 /* Sets obj[key] to the array of what each of the n items encodes to;
  * false when out of memory (the caller frees obj). */
 typedef json_t *(*item_encode_fn)(const void *item);
@@ -87,6 +131,10 @@ static json_t *vf_item(const void *item)
 {
 	return iso_codec_status_vf_encode(item);
 }
+static json_t *sandbox_item(const void *item)
+{
+	return iso_codec_status_sandbox_encode(item);
+}
 
 json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs)
 {
@@ -98,7 +146,14 @@ json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs
 	                instance_item) ||
 	    !append_all(o, "conditions", st->conditions, st->n_conditions, sizeof(*st->conditions),
 	                condition_item) ||
-	    (with_vfs && !append_all(o, "vfs", st->vfs, st->n_vfs, sizeof(*st->vfs), vf_item))) {
+	    (with_vfs && !append_all(o, "vfs", st->vfs, st->n_vfs, sizeof(*st->vfs), vf_item)) ||
+	    json_object_set_new(o, "sandbox_mode", json_string(st->sandbox_real ? "real" : "off")) <
+	        0 ||
+	    !append_all(o, "sandboxes", st->sandboxes, st->n_sandboxes, sizeof(*st->sandboxes),
+	                sandbox_item) ||
+	    (st->has_overlay &&
+	     json_object_set_new(o, "overlay", iso_codec_status_overlay_encode(&st->overlay)) <
+	         0)) {
 		json_decref(o);
 		return NULL;
 	}
@@ -106,6 +161,11 @@ json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs
 }
 
 /* ---- decode ---- */
+
+/* Decodes one object of an array into its item (decode_all). */
+typedef int (*item_decode_fn)(json_t *o, const char *prefix, void *item, struct iso_error *err);
+static int decode_all(json_t *arr, const char *key, size_t size, item_decode_fn decode,
+                      void **items, int *n, struct iso_error *err);
 
 static int gpu_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
 {
@@ -240,15 +300,295 @@ static int condition_decode(json_t *o, const char *prefix, void *item, struct is
 	return 0;
 }
 
+bool iso_codec_cpus_valid(const char *s)
+{
+	long last = -1;
+
+	if (!*s || strlen(s) > ISO_AGENT_CPUS_MAX - 1)
+		return false;
+	for (;;) {
+		long lo, hi;
+		char *end;
+
+		if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
+			return false;
+		lo = hi = strtol(s, &end, 10);
+		s = end;
+		if (*s == '-') {
+			s++;
+			if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
+				return false;
+			hi = strtol(s, &end, 10);
+			s = end;
+			if (hi <= lo)
+				return false;
+		}
+		if (lo <= last || hi > 65535)
+			return false;
+		last = hi;
+		if (!*s)
+			return true;
+		if (*s++ != ',')
+			return false;
+	}
+}
+
+/* One sandbox: allocation, member, ready (required), cgroup (a name,
+ * "iso-<allocation>-<member>" by convention), cpus (a cpuset list) and
+ * reason. A ready sandbox has its cgroup and cpus. */
+static int sandbox_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
+{
+	struct iso_agent_sandbox *sb = item;
+	static const char *const keys[] = {"allocation", "member", "ready", "cgroup",
+	                                   "cpus",       "reason", NULL};
+	char field[ISO_ERR_FIELD_MAX];
+	int64_t member = 0;
+
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, sb->allocation,
+	                 sizeof(sb->allocation), err) < 0)
+		return -EINVAL;
+	if (!cd_alloc_id_valid(sb->allocation)) {
+		iso_json_field(field, sizeof(field), prefix, "allocation");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: not an allocation id (a- and 16 hex digits)", field);
+	}
+	if (iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
+	        0 ||
+	    iso_json_get_bool(o, "ready", prefix, true, &sb->ready, err) < 0 ||
+	    cd_get_ascii(o, "cgroup", prefix, false, 0, ISO_NAME_MAX - 1, sb->cgroup,
+	                 sizeof(sb->cgroup), err) < 0)
+		return -EINVAL;
+	if (sb->cgroup[0] && !iso_name_valid(sb->cgroup)) {
+		iso_json_field(field, sizeof(field), prefix, "cgroup");
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: not a cgroup name", field);
+	}
+	if (cd_get_ascii(o, "cpus", prefix, false, 0, ISO_AGENT_CPUS_MAX - 1, sb->cpus,
+	                 sizeof(sb->cpus), err) < 0)
+		return -EINVAL;
+	if (sb->cpus[0] && !iso_codec_cpus_valid(sb->cpus)) {
+		iso_json_field(field, sizeof(field), prefix, "cpus");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: not a cpuset list (\"0-3,8\": ascending CPUs and ranges)",
+		                     field);
+	}
+	if (cd_get_reason(o, prefix, sb->reason, err) < 0)
+		return -EINVAL;
+	if (sb->ready && (!sb->cgroup[0] || !sb->cpus[0])) {
+		iso_json_field(field, sizeof(field), prefix, sb->cgroup[0] ? "cpus" : "cgroup");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: a ready sandbox has its cgroup and cpus", field);
+	}
+	sb->member = (int)member;
+	return 0;
+}
+
+/* A network interface name (IFNAMSIZ), non-empty when `required`. */
+static int get_ifname(json_t *o, const char *key, const char *prefix, bool required, char *out,
+                      struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+
+	if (cd_get_ascii(o, key, prefix, required, required ? 1 : 0, ISO_AGENT_IFNAME_MAX - 1, out,
+	                 ISO_AGENT_IFNAME_MAX, err) < 0)
+		return -EINVAL;
+	for (const char *c = out; *c; c++)
+		if (*c == '/' || *c == ' ' || *c == ':') {
+			iso_json_field(field, sizeof(field), prefix, key);
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: not a network interface name", field);
+		}
+	return 0;
+}
+
+/* An IPv4 address in dotted-quad form; "" allowed when not `required`. */
+static int get_ipv4(json_t *o, const char *key, const char *prefix, bool required, char *out,
+                    struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+	uint32_t a;
+
+	if (cd_get_ascii(o, key, prefix, required, required ? 1 : 0, ISO_IPV4_MAX - 1, out,
+	                 ISO_IPV4_MAX, err) < 0)
+		return -EINVAL;
+	if ((out[0] || required) && iso_parse_ipv4(out, &a) < 0) {
+		iso_json_field(field, sizeof(field), prefix, key);
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: must be an IPv4 address (\"192.0.2.12\")", field);
+	}
+	return 0;
+}
+
+static int get_vni(json_t *o, const char *prefix, uint32_t *out, struct iso_error *err)
+{
+	int64_t vni = 0;
+
+	if (iso_json_get_int(o, "vni", prefix, true, 1, ISO_VNI_MAX, &vni, err) < 0)
+		return -EINVAL;
+	*out = (uint32_t)vni;
+	return 0;
+}
+
+/* The array `key` of `obj` (at `prefix`), required, at most max objects. */
+static int get_objects_at(json_t *obj, const char *key, const char *prefix, size_t max,
+                          json_t **out, struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX], item[ISO_ERR_FIELD_MAX + 24];
+	json_t *v = json_object_get(obj, key), *it;
+	size_t i;
+
+	iso_json_field(field, sizeof(field), prefix, key);
+	if (!v || json_is_null(v))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: required", field);
+	if (!json_is_array(v))
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: must be an array", field);
+	if (json_array_size(v) > max)
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: at most %zu items", field,
+		                     max);
+	json_array_foreach (v, i, it)
+		if (!json_is_object(it)) {
+			snprintf(item, sizeof(item), "%s[%zu]", field, i);
+			return iso_error_set(err, ISO_E_INVALID, item, "%s: must be an object",
+			                     item);
+		}
+	*out = v;
+	return 0;
+}
+
+static int overlay_member_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
+{
+	struct iso_agent_overlay_member *m = item;
+	static const char *const keys[] = {"allocation", "member", "ifname", "address", NULL};
+	char field[ISO_ERR_FIELD_MAX];
+	int64_t member = 0;
+
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, m->allocation,
+	                 sizeof(m->allocation), err) < 0)
+		return -EINVAL;
+	if (!cd_alloc_id_valid(m->allocation)) {
+		iso_json_field(field, sizeof(field), prefix, "allocation");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: not an allocation id (a- and 16 hex digits)", field);
+	}
+	if (iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
+	        0 ||
+	    get_ifname(o, "ifname", prefix, false, m->ifname, err) < 0 ||
+	    get_ipv4(o, "address", prefix, false, m->address, err) < 0)
+		return -EINVAL;
+	m->member = (int)member;
+	return 0;
+}
+
+static int overlay_tenant_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
+{
+	struct iso_agent_overlay_tenant *t = item;
+	static const char *const keys[] = {"vni", "bridge", "vxlan", "members", NULL};
+	char at[ISO_ERR_FIELD_MAX];
+	json_t *members = NULL;
+
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 || get_vni(o, prefix, &t->vni, err) < 0 ||
+	    get_ifname(o, "bridge", prefix, true, t->bridge, err) < 0 ||
+	    get_ifname(o, "vxlan", prefix, false, t->vxlan, err) < 0 ||
+	    get_objects_at(o, "members", prefix, ISO_AGENT_MAX_OVERLAY_MEMBERS, &members, err) < 0)
+		return -EINVAL;
+	iso_json_field(at, sizeof(at), prefix, "members");
+	return decode_all(members, at, sizeof(*t->members), overlay_member_decode,
+	                  (void **)&t->members, &t->n_members, err);
+}
+
+static int allow_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
+{
+	struct iso_agent_overlay_allow *a = item;
+	static const char *const keys[] = {"peer", "vni", NULL};
+
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    get_ipv4(o, "peer", prefix, true, a->peer, err) < 0 ||
+	    get_vni(o, prefix, &a->vni, err) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* Each (peer, vni) pair of `allowed` once: sorted by index, so that a
+ * long list costs n log n, and the later of two equal entries named. */
+struct allow_ix {
+	const struct iso_agent_overlay_allow *a;
+	int i;
+};
+
+static int allow_cmp(const void *x, const void *y)
+{
+	const struct allow_ix *p = x, *q = y;
+	int c = strcmp(p->a->peer, q->a->peer);
+
+	if (c == 0)
+		c = (p->a->vni > q->a->vni) - (p->a->vni < q->a->vni);
+	return c ? c : (p->i > q->i) - (p->i < q->i);
+}
+
+static int allowed_unique(const struct iso_agent_overlay *ov, struct iso_error *err)
+{
+	_cleanup_free_ struct allow_ix *ix = calloc((size_t)ov->n_allowed + 1, sizeof(*ix));
+	char field[ISO_ERR_FIELD_MAX];
+
+	if (!ix)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < ov->n_allowed; i++)
+		ix[i] = (struct allow_ix){&ov->allowed[i], i};
+	qsort(ix, (size_t)ov->n_allowed, sizeof(*ix), allow_cmp);
+	for (int i = 1; i < ov->n_allowed; i++)
+		if (ix[i].a->vni == ix[i - 1].a->vni &&
+		    strcmp(ix[i].a->peer, ix[i - 1].a->peer) == 0) {
+			snprintf(field, sizeof(field), "overlay.allowed[%d]", ix[i].i);
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: (%s, %u) listed twice",
+			                     field, ix[i].a->peer, ix[i].a->vni);
+		}
+	return 0;
+}
+
+/* "overlay": {"guard","drops","allowed","tenants"}, every key required. */
+static int overlay_decode(json_t *o, struct iso_agent_overlay *ov, struct iso_error *err)
+{
+	static const char *const keys[] = {"guard", "drops", "allowed", "tenants", NULL};
+	json_t *allowed = NULL, *tenants = NULL;
+	char field[ISO_ERR_FIELD_MAX];
+	int64_t drops = 0;
+	int r;
+
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, "overlay", "overlay: must be an object");
+	if (iso_json_check_keys(o, "overlay", keys, err) < 0 ||
+	    iso_json_get_bool(o, "guard", "overlay", true, &ov->guard, err) < 0 ||
+	    iso_json_get_int(o, "drops", "overlay", true, 0, INT64_MAX, &drops, err) < 0 ||
+	    get_objects_at(o, "allowed", "overlay", ISO_AGENT_MAX_OVERLAY_ALLOWED, &allowed, err) <
+	        0 ||
+	    get_objects_at(o, "tenants", "overlay", ISO_AGENT_MAX_OVERLAY_TENANTS, &tenants, err) <
+	        0)
+		return -EINVAL;
+	ov->drops = (uint64_t)drops;
+	if ((r = decode_all(tenants, "overlay.tenants", sizeof(*ov->tenants), overlay_tenant_decode,
+	                    (void **)&ov->tenants, &ov->n_tenants, err)) < 0 ||
+	    (r = decode_all(allowed, "overlay.allowed", sizeof(*ov->allowed), allow_decode,
+	                    (void **)&ov->allowed, &ov->n_allowed, err)) < 0)
+		return r;
+	for (int i = 0; i < ov->n_tenants; i++)
+		for (int j = 0; j < i; j++)
+			if (ov->tenants[i].vni == ov->tenants[j].vni) {
+				snprintf(field, sizeof(field), "overlay.tenants[%d].vni", i);
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "%s: VNI %u listed twice", field,
+				                     ov->tenants[i].vni);
+			}
+	return allowed_unique(ov, err);
+}
+
 /* Decodes the array `arr` (checked by cd_get_objects), named `key`, into
  * a calloc'd *items of `size`-byte items, each by `decode`; *n is set once
  * all are. */
-typedef int (*item_decode_fn)(json_t *o, const char *prefix, void *item, struct iso_error *err);
-
 static int decode_all(json_t *arr, const char *key, size_t size, item_decode_fn decode,
                       void **items, int *n, struct iso_error *err)
 {
-	char at[32];
+	char at[ISO_ERR_FIELD_MAX];
 	size_t i;
 	json_t *it;
 
@@ -256,6 +596,9 @@ static int decode_all(json_t *arr, const char *key, size_t size, item_decode_fn 
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	json_array_foreach (arr, i, it) {
 		snprintf(at, sizeof(at), "%s[%zu]", key, i);
+		/* counted before it is decoded, so that clear frees what a
+		 * refused item holds */
+		*n = (int)i + 1;
 		if (decode(it, at, (char *)*items + i * size, err) < 0)
 			return -EINVAL;
 	}
@@ -265,6 +608,11 @@ static int decode_all(json_t *arr, const char *key, size_t size, item_decode_fn 
 
 void iso_codec_status_clear(struct iso_agent_status *st)
 {
+	for (int i = 0; st->overlay.tenants && i < st->overlay.n_tenants; i++)
+		free(st->overlay.tenants[i].members);
+	free(st->overlay.tenants);
+	free(st->overlay.allowed);
+	free(st->sandboxes);
 	free(st->gpus);
 	free(st->instances);
 	free(st->vfs);
@@ -274,9 +622,11 @@ void iso_codec_status_clear(struct iso_agent_status *st)
 
 int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err)
 {
-	static const char *const keys[] = {"term_seen",  "version", "gpus", "instances",
-	                                   "conditions", "vfs",     NULL};
-	json_t *arr_g = NULL, *arr_i = NULL, *arr_c = NULL, *arr_v = NULL;
+	static const char *const keys[] = {"term_seen",  "version", "gpus",         "instances",
+	                                   "conditions", "vfs",     "sandbox_mode", "sandboxes",
+	                                   "overlay",    NULL};
+	json_t *arr_g = NULL, *arr_i = NULL, *arr_c = NULL, *arr_v = NULL, *arr_s = NULL;
+	const char *mode = NULL;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -304,5 +654,34 @@ int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct i
 	     (r = decode_all(arr_v, "vfs", sizeof(*out->vfs), vf_decode, (void **)&out->vfs,
 	                     &out->n_vfs, err)) < 0))
 		return r;
+	/* issue 14: "sandbox_mode" (absent is "off"), "sandboxes" (absent is
+	 * none) and "overlay" (absent on nodes without overlay members) */
+	if (iso_json_get_string(body, "sandbox_mode", NULL, false, &mode, err) < 0)
+		return -EINVAL;
+	if (mode && strcmp(mode, "real") != 0 && strcmp(mode, "off") != 0)
+		return iso_error_set(err, ISO_E_INVALID, "sandbox_mode",
+		                     "sandbox_mode: must be real or off");
+	out->sandbox_real = mode && strcmp(mode, "real") == 0;
+	if (json_object_get(body, "sandboxes") &&
+	    ((r = cd_get_objects(body, "sandboxes", ISO_AGENT_MAX_SANDBOXES, &arr_s, err)) < 0 ||
+	     (r = decode_all(arr_s, "sandboxes", sizeof(*out->sandboxes), sandbox_decode,
+	                     (void **)&out->sandboxes, &out->n_sandboxes, err)) < 0))
+		return r;
+	for (int i = 0; i < out->n_sandboxes; i++)
+		for (int j = 0; j < i; j++)
+			if (out->sandboxes[i].member == out->sandboxes[j].member &&
+			    strcmp(out->sandboxes[i].allocation, out->sandboxes[j].allocation) ==
+			        0) {
+				char field[ISO_ERR_FIELD_MAX];
+				snprintf(field, sizeof(field), "sandboxes[%d].member", i);
+				return iso_error_set(
+				    err, ISO_E_INVALID, field, "%s: member %d of %s listed twice",
+				    field, out->sandboxes[i].member, out->sandboxes[i].allocation);
+			}
+	if (json_object_get(body, "overlay") && !json_is_null(json_object_get(body, "overlay"))) {
+		out->has_overlay = true;
+		if ((r = overlay_decode(json_object_get(body, "overlay"), &out->overlay, err)) < 0)
+			return r;
+	}
 	return 0;
 }

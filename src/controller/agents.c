@@ -304,7 +304,8 @@ static json_t *document(const struct iso_controller *c, int ni)
 	const struct ctl_agents *ag = c->agents;
 
 	return iso_codec_desired_wrap(c->inv->nodes[ni].name, served_generation(ag, ni),
-	                              (uint64_t)ag->term, ag->nodes[ni].gpus, ag->nodes[ni].vfs);
+	                              (uint64_t)ag->term, ag->nodes[ni].gpus, ag->nodes[ni].vfs,
+	                              NULL);
 }
 
 static void answer_waiters(struct iso_controller *c, int ni, bool all)

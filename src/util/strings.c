@@ -64,3 +64,29 @@ int iso_parse_guid(const char *s, uint64_t *out)
 	*out = v;
 	return 0;
 }
+
+int iso_parse_ipv4(const char *s, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	for (int octet = 0; octet < 4; octet++) {
+		unsigned n = 0;
+		int digits = 0;
+
+		if (octet > 0 && *s++ != '.')
+			return -EINVAL;
+		while (*s >= '0' && *s <= '9' && digits < 4) {
+			if (digits == 1 && n == 0)
+				return -EINVAL; /* a leading zero */
+			n = n * 10 + (unsigned)(*s++ - '0');
+			digits++;
+		}
+		if (digits == 0 || n > 255)
+			return -EINVAL;
+		v = (v << 8) | n;
+	}
+	if (*s)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}

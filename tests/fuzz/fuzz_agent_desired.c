@@ -60,6 +60,26 @@ static void check_accepted(const struct iso_agent_desired *d)
 			                strcmp(v->device, d->vfs[j].device),
 			            "VF %u of %s listed twice", v->index, v->device);
 	}
+	/* issue 14's members: each once, a tenant name, an overlay with a VNI
+	 * of 24 bits and its peers IPv4, sorted and unique */
+	for (size_t i = 0; i < d->n_members; i++) {
+		const struct iso_agent_member_want *m = &d->members[i];
+		uint32_t ip;
+
+		FUZZ_ASSERT(m->member <= 1023 && iso_name_valid(m->tenant) && m->allocation[0],
+		            "member %zu: %s/%u of \"%s\"", i, m->allocation, m->member, m->tenant);
+		FUZZ_ASSERT(!m->has_overlay || (m->vni >= 1 && m->vni <= ISO_VNI_MAX),
+		            "member %zu: VNI %u", i, m->vni);
+		FUZZ_ASSERT(m->has_overlay || m->n_peers == 0, "member %zu: peers, no overlay", i);
+		for (size_t k = 0; k < m->n_peers; k++)
+			FUZZ_ASSERT(iso_parse_ipv4(m->peers[k], &ip) == 0 &&
+			                (k == 0 || strcmp(m->peers[k - 1], m->peers[k]) < 0),
+			            "member %zu: peer %zu \"%s\"", i, k, m->peers[k]);
+		for (size_t j = 0; j < i; j++)
+			FUZZ_ASSERT(m->member != d->members[j].member ||
+			                strcmp(m->allocation, d->members[j].allocation),
+			            "member %u of %s listed twice", m->member, m->allocation);
+	}
 }
 
 /* Is `in`, found on GPU `gpu` after one reconcile from nothing, one the
@@ -138,8 +158,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_decref(doc);
 	fuzz_check_refusal(r, &err, "iso_agent_desired_parse");
 	if (r < 0) {
-		FUZZ_ASSERT(!d.wants && !d.vfs && d.n_wants == 0 && d.n_vfs == 0,
-		            "a refused document left wants or VFs behind");
+		FUZZ_ASSERT(!d.wants && !d.vfs && !d.members && d.n_wants == 0 && d.n_vfs == 0 &&
+		                d.n_members == 0,
+		            "a refused document left wants, VFs or members behind");
 		return 0;
 	}
 	check_accepted(&d);

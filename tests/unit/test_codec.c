@@ -387,13 +387,348 @@ static void test_desired_refusals(void **state)
 	}
 }
 
+/* ---- issue 14: the desired members, the reported sandboxes and overlay ---- */
+
+static void test_members_round_trip(void **state)
+{
+	(void)state;
+	static char peers[][16] = {"192.0.2.12", "192.0.2.13"};
+	static struct iso_agent_member_want members[] = {{.allocation = A1,
+	                                                  .member = 0,
+	                                                  .tenant = "acme",
+	                                                  .cpus = 4,
+	                                                  .memory_mib = 16384,
+	                                                  .io_uring = false,
+	                                                  .has_overlay = true,
+	                                                  .vni = 10001,
+	                                                  .node_index = 3,
+	                                                  .n_peers = 2,
+	                                                  .peers = peers},
+	                                                 {.allocation = "a-00000000000000a2",
+	                                                  .member = 7,
+	                                                  .tenant = "beta",
+	                                                  .cpus = 0,
+	                                                  .memory_mib = 0,
+	                                                  .io_uring = true}};
+	struct iso_agent_desired in = {
+	    .node = "n1", .generation = 9, .term = 1, .n_members = 2, .members = members};
+	struct iso_agent_desired out;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_desired_encode(&in);
+
+	assert_non_null(j);
+	/* the second member's overlay is there, as null */
+	json_t *m1 = json_array_get(json_object_get(j, "members"), 1);
+	assert_non_null(json_object_get(m1, "overlay"));
+	assert_true(json_is_null(json_object_get(m1, "overlay")));
+	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
+	assert_int_equal(out.n_members, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct iso_agent_member_want *a = &members[i], *b = &out.members[i];
+		assert_string_equal(b->allocation, a->allocation);
+		assert_int_equal(b->member, a->member);
+		assert_string_equal(b->tenant, a->tenant);
+		assert_int_equal(b->cpus, a->cpus);
+		assert_true(b->memory_mib == a->memory_mib);
+		assert_int_equal(b->io_uring, a->io_uring);
+		assert_int_equal(b->has_overlay, a->has_overlay);
+		assert_int_equal(b->vni, a->vni);
+		assert_int_equal(b->node_index, a->node_index);
+		assert_int_equal(b->n_peers, a->n_peers);
+		for (size_t k = 0; k < a->n_peers; k++)
+			assert_string_equal(b->peers[k], a->peers[k]);
+	}
+	iso_codec_desired_clear(&out);
+	json_decref(j);
+
+	/* a document from before issue 14 has no "members": none */
+	j = json_pack("{s:s, s:i, s:i, s:[], s:[]}", "node", "n1", "generation", 1, "term", 1,
+	              "gpus", "vfs");
+	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
+	assert_int_equal(out.n_members, 0);
+	assert_null(out.members);
+	json_decref(j);
+}
+
+#define MDOC(members)                                                                              \
+	"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": [], \"vfs\": [], "           \
+	"\"members\": [" members "]}"
+#define MEMBER(alloc, member, rest)                                                                \
+	"{\"allocation\": \"" alloc "\", \"member\": " #member ", \"tenant\": \"acme\", "          \
+	"\"cpus\": 4, \"memory_mib\": 1024, \"io_uring\": false" rest "}"
+#define M_OK(rest) MEMBER(A1, 0, rest)
+#define OVL(vni, index, peers)                                                                     \
+	", \"overlay\": {\"vni\": " #vni ", \"node_index\": " #index ", \"peers\": [" peers "]}"
+
+static void test_members_refusals(void **state)
+{
+	(void)state;
+	struct iso_agent_desired d;
+	struct {
+		const char *text, *field;
+	} cases[] = {
+	    {"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": [], \"vfs\": [], "
+	     "\"members\": {}}",
+	     "members"},
+	    {MDOC("3"), "members[0]"},
+	    {MDOC(M_OK(", \"overlay\": null, \"x\": 1")), "members[0].x"},
+	    {MDOC(M_OK("")), "members[0].overlay"},
+	    {MDOC(MEMBER("a-1", 0, ", \"overlay\": null")), "members[0].allocation"},
+	    {MDOC(MEMBER(A1, 1024, ", \"overlay\": null")), "members[0].member"},
+	    {MDOC(MEMBER(A1, -1, ", \"overlay\": null")), "members[0].member"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"tenant\": \"Acme!\", \"cpus\": 4, "
+	          "\"memory_mib\": 1, \"io_uring\": false, \"overlay\": null}"),
+	     "members[0].tenant"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"cpus\": 4, "
+	          "\"memory_mib\": 1, \"io_uring\": false, \"overlay\": null}"),
+	     "members[0].tenant"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"tenant\": \"acme\", \"cpus\": "
+	          "\"4\", \"memory_mib\": 1, \"io_uring\": false, \"overlay\": null}"),
+	     "members[0].cpus"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"tenant\": \"acme\", \"cpus\": "
+	          "65537, \"memory_mib\": 1, \"io_uring\": false, \"overlay\": null}"),
+	     "members[0].cpus"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"tenant\": \"acme\", \"cpus\": "
+	          "4, \"memory_mib\": -1, \"io_uring\": false, \"overlay\": null}"),
+	     "members[0].memory_mib"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"tenant\": \"acme\", \"cpus\": "
+	          "4, \"memory_mib\": 1, \"io_uring\": 0, \"overlay\": null}"),
+	     "members[0].io_uring"},
+	    {MDOC("{\"allocation\": \"" A1 "\", \"member\": 0, \"tenant\": \"acme\", \"cpus\": "
+	          "4, \"memory_mib\": 1, \"overlay\": null}"),
+	     "members[0].io_uring"},
+	    {MDOC(M_OK(", \"overlay\": null") "," M_OK(", \"overlay\": null")),
+	     "members[1].member"},
+	    {MDOC(M_OK(", \"overlay\": 7")), "members[0].overlay"},
+	    {MDOC(M_OK(", \"overlay\": {\"vni\": 1, \"node_index\": 0, \"peers\": [], \"x\": 1}")),
+	     "members[0].overlay.x"},
+	    {MDOC(M_OK(OVL(0, 0, ""))), "members[0].overlay.vni"},
+	    {MDOC(M_OK(OVL(16777216, 0, ""))), "members[0].overlay.vni"},
+	    {MDOC(M_OK(OVL("10001", 0, ""))), "members[0].overlay.vni"},
+	    {MDOC(M_OK(", \"overlay\": {\"node_index\": 0, \"peers\": []}")),
+	     "members[0].overlay.vni"},
+	    {MDOC(M_OK(OVL(10001, -1, ""))), "members[0].overlay.node_index"},
+	    {MDOC(M_OK(OVL(10001, 65536, ""))), "members[0].overlay.node_index"},
+	    {MDOC(M_OK(", \"overlay\": {\"vni\": 10001, \"node_index\": 0}")),
+	     "members[0].overlay.peers"},
+	    {MDOC(M_OK(", \"overlay\": {\"vni\": 10001, \"node_index\": 0, \"peers\": \"x\"}")),
+	     "members[0].overlay.peers"},
+	    {MDOC(M_OK(OVL(10001, 0, "\"192.0.2.300\""))), "members[0].overlay.peers[0]"},
+	    {MDOC(M_OK(OVL(10001, 0, "\"192.0.2.1\", \"192.0.02.2\""))),
+	     "members[0].overlay.peers[1]"},
+	    {MDOC(M_OK(OVL(10001, 0, "\"192.0.2.1\", 5"))), "members[0].overlay.peers[1]"},
+	    {MDOC(M_OK(OVL(10001, 0, "\"192.0.2.2\", \"192.0.2.1\""))),
+	     "members[0].overlay.peers[1]"},
+	    {MDOC(M_OK(OVL(10001, 0, "\"192.0.2.1\", \"192.0.2.1\""))),
+	     "members[0].overlay.peers[1]"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&d, 0x5a, sizeof(d));
+		REFUSED(decode_n1, &d, cases[i].text, cases[i].field);
+		assert_null(d.members);
+		assert_int_equal(d.n_members, 0);
+	}
+}
+
+static void test_status_sandboxes_round_trip(void **state)
+{
+	(void)state;
+	static struct iso_agent_sandbox sbs[] = {
+	    {.allocation = A1, .member = 0, .ready = true, .cgroup = "iso-" A1 "-0", .cpus = "2-3"},
+	    {.allocation = A1, .member = 1, .reason = "cpuset: no free cores"}};
+	static struct iso_agent_overlay_member om[] = {
+	    {.allocation = A1, .member = 0, .ifname = "eth0", .address = "10.0.3.2"},
+	    {.allocation = A1, .member = 1}};
+	static struct iso_agent_overlay_tenant ot[] = {{.vni = 10001,
+	                                                .bridge = "isobr10001",
+	                                                .vxlan = "isovx10001",
+	                                                .n_members = 2,
+	                                                .members = om}};
+	static struct iso_agent_overlay_allow oa[] = {{.peer = "192.0.2.12", .vni = 10001},
+	                                              {.peer = "192.0.2.13", .vni = 10001}};
+	struct iso_agent_status in = {.term_seen = 3,
+	                              .version = "0.1.0",
+	                              .sandbox_real = true,
+	                              .n_sandboxes = 2,
+	                              .sandboxes = sbs,
+	                              .has_overlay = true,
+	                              .overlay = {.guard = true,
+	                                          .drops = 12,
+	                                          .n_allowed = 2,
+	                                          .allowed = oa,
+	                                          .n_tenants = 1,
+	                                          .tenants = ot}};
+	struct iso_agent_status out;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_status_encode(&in, false);
+
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "sandbox_mode")), "real");
+	assert_int_equal(iso_codec_status_decode(j, &out, &err), 0);
+	assert_true(out.sandbox_real);
+	assert_int_equal(out.n_sandboxes, 2);
+	assert_memory_equal(out.sandboxes, sbs, sizeof(sbs));
+	assert_true(out.has_overlay);
+	assert_true(out.overlay.guard);
+	assert_true(out.overlay.drops == 12);
+	assert_int_equal(out.overlay.n_allowed, 2);
+	assert_memory_equal(out.overlay.allowed, oa, sizeof(oa));
+	assert_int_equal(out.overlay.n_tenants, 1);
+	assert_int_equal(out.overlay.tenants[0].vni, 10001);
+	assert_string_equal(out.overlay.tenants[0].bridge, "isobr10001");
+	assert_string_equal(out.overlay.tenants[0].vxlan, "isovx10001");
+	assert_int_equal(out.overlay.tenants[0].n_members, 2);
+	assert_memory_equal(out.overlay.tenants[0].members, om, sizeof(om));
+	iso_codec_status_clear(&out);
+	json_decref(j);
+
+	/* off, no sandboxes, no overlay: the overlay key is absent */
+	struct iso_agent_status bare = {.term_seen = 3, .version = "0.1.0"};
+	j = iso_codec_status_encode(&bare, false);
+	assert_string_equal(json_string_value(json_object_get(j, "sandbox_mode")), "off");
+	assert_null(json_object_get(j, "overlay"));
+	assert_int_equal(iso_codec_status_decode(j, &out, &err), 0);
+	assert_false(out.sandbox_real);
+	assert_false(out.has_overlay);
+	assert_int_equal(out.n_sandboxes, 0);
+	iso_codec_status_clear(&out);
+	json_decref(j);
+	/* an agent from before issue 14 sends none of them: off */
+	j = json_pack("{s:i, s:s, s:[], s:[]}", "term_seen", 1, "version", "v", "gpus",
+	              "instances");
+	assert_int_equal(iso_codec_status_decode(j, &out, &err), 0);
+	assert_false(out.sandbox_real);
+	iso_codec_status_clear(&out);
+	json_decref(j);
+}
+
+static void test_cpus_valid(void **state)
+{
+	(void)state;
+	static const char *const good[] = {"0", "2-3", "0-3,8", "0,2,4", "10-11,63", "65535"};
+	static const char *const bad[] = {"",      "-1",    "3-2",     "1-1",  "1,1", "2,1",
+	                                  "0-3,3", "01",    "1,",      ",1",   "1-",  "1 ",
+	                                  "a",     "65536", "1-65536", "0-3;4"};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!iso_codec_cpus_valid(good[i]))
+			fail_msg("\"%s\" refused", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (iso_codec_cpus_valid(bad[i]))
+			fail_msg("\"%s\" accepted", bad[i]);
+}
+
+#define SB(body) ST(", \"sandboxes\": [" body "]")
+#define SB_OK    "\"allocation\": \"" A1 "\", \"member\": 0"
+#define OV(body) ST(", \"overlay\": " body)
+#define OV_T(tenants)                                                                              \
+	OV("{\"guard\": true, \"drops\": 0, \"allowed\": [], \"tenants\": [" tenants "]}")
+#define OV_A(allowed)                                                                              \
+	OV("{\"guard\": true, \"drops\": 0, \"tenants\": [], \"allowed\": [" allowed "]}")
+#define TEN(vni, members)                                                                          \
+	"{\"vni\": " #vni                                                                          \
+	", \"bridge\": \"isobr1\", \"vxlan\": \"isovx1\", \"members\": [" members "]}"
+#define OM(rest) "{\"allocation\": \"" A1 "\", \"member\": 0" rest "}"
+
+static void test_status_sandbox_overlay_refusals(void **state)
+{
+	(void)state;
+	struct iso_agent_status st;
+	struct {
+		const char *text, *field;
+	} cases[] = {
+	    {ST(", \"sandbox_mode\": \"on\""), "sandbox_mode"},
+	    {ST(", \"sandbox_mode\": true"), "sandbox_mode"},
+	    {ST(", \"sandboxes\": {}"), "sandboxes"},
+	    {ST(", \"sandboxes\": [1]"), "sandboxes[0]"},
+	    {SB("{" SB_OK ", \"ready\": false, \"x\": 1}"), "sandboxes[0].x"},
+	    {SB("{\"member\": 0, \"ready\": false}"), "sandboxes[0].allocation"},
+	    {SB("{\"allocation\": \"a-1\", \"member\": 0, \"ready\": false}"),
+	     "sandboxes[0].allocation"},
+	    {SB("{\"allocation\": \"" A1 "\", \"member\": 1024, \"ready\": false}"),
+	     "sandboxes[0].member"},
+	    {SB("{\"allocation\": \"" A1 "\", \"ready\": false}"), "sandboxes[0].member"},
+	    {SB("{" SB_OK "}"), "sandboxes[0].ready"},
+	    {SB("{" SB_OK ", \"ready\": \"yes\"}"), "sandboxes[0].ready"},
+	    {SB("{" SB_OK ", \"ready\": false, \"cgroup\": \"../etc\"}"), "sandboxes[0].cgroup"},
+	    {SB("{" SB_OK ", \"ready\": false, \"cgroup\": 3}"), "sandboxes[0].cgroup"},
+	    {SB("{" SB_OK ", \"ready\": false, \"cpus\": \"3-2\"}"), "sandboxes[0].cpus"},
+	    {SB("{" SB_OK ", \"ready\": false, \"reason\": \"a\\u0007\"}"), "sandboxes[0].reason"},
+	    {SB("{" SB_OK ", \"ready\": true, \"cpus\": \"2-3\"}"), "sandboxes[0].cgroup"},
+	    {SB("{" SB_OK ", \"ready\": true, \"cgroup\": \"iso-x\"}"), "sandboxes[0].cpus"},
+	    {SB("{" SB_OK ", \"ready\": false}, {" SB_OK ", \"ready\": false}"),
+	     "sandboxes[1].member"},
+	    {OV("3"), "overlay"},
+	    {OV("{\"guard\": true, \"drops\": 0, \"allowed\": [], \"tenants\": [], \"x\": 1}"),
+	     "overlay.x"},
+	    {OV("{\"drops\": 0, \"allowed\": [], \"tenants\": []}"), "overlay.guard"},
+	    {OV("{\"guard\": 1, \"drops\": 0, \"allowed\": [], \"tenants\": []}"), "overlay.guard"},
+	    {OV("{\"guard\": true, \"drops\": -1, \"allowed\": [], \"tenants\": []}"),
+	     "overlay.drops"},
+	    {OV("{\"guard\": true, \"allowed\": [], \"tenants\": []}"), "overlay.drops"},
+	    {OV("{\"guard\": true, \"drops\": 0, \"tenants\": []}"), "overlay.allowed"},
+	    {OV("{\"guard\": true, \"drops\": 0, \"allowed\": []}"), "overlay.tenants"},
+	    {OV("{\"guard\": true, \"drops\": 0, \"allowed\": [], \"tenants\": {}}"),
+	     "overlay.tenants"},
+	    {OV_A("7"), "overlay.allowed[0]"},
+	    {OV_A("{\"peer\": \"192.0.2.12\", \"vni\": 1, \"x\": 1}"), "overlay.allowed[0].x"},
+	    {OV_A("{\"peer\": \"192.0.2.256\", \"vni\": 1}"), "overlay.allowed[0].peer"},
+	    {OV_A("{\"peer\": \"\", \"vni\": 1}"), "overlay.allowed[0].peer"},
+	    {OV_A("{\"vni\": 1}"), "overlay.allowed[0].peer"},
+	    {OV_A("{\"peer\": \"192.0.2.12\", \"vni\": 0}"), "overlay.allowed[0].vni"},
+	    {OV_A("{\"peer\": \"192.0.2.12\", \"vni\": 16777216}"), "overlay.allowed[0].vni"},
+	    {OV_A("{\"peer\": \"192.0.2.12\"}"), "overlay.allowed[0].vni"},
+	    {OV_A("{\"peer\": \"192.0.2.12\", \"vni\": 5}, {\"peer\": \"192.0.2.13\", \"vni\": 5}, "
+	          "{\"peer\": \"192.0.2.12\", \"vni\": 5}"),
+	     "overlay.allowed[2]"},
+	    {OV_T("7"), "overlay.tenants[0]"},
+	    {OV_T(TEN(0, "")), "overlay.tenants[0].vni"},
+	    {OV_T("{\"bridge\": \"b\", \"members\": []}"), "overlay.tenants[0].vni"},
+	    {OV_T("{\"vni\": 1, \"members\": []}"), "overlay.tenants[0].bridge"},
+	    {OV_T("{\"vni\": 1, \"bridge\": \"a/b\", \"members\": []}"),
+	     "overlay.tenants[0].bridge"},
+	    {OV_T("{\"vni\": 1, \"bridge\": \"b\", \"vxlan\": \"0123456789abcdef\", \"members\": "
+	          "[]}"),
+	     "overlay.tenants[0].vxlan"},
+	    {OV_T("{\"vni\": 1, \"bridge\": \"b\"}"), "overlay.tenants[0].members"},
+	    {OV_T("{\"vni\": 1, \"bridge\": \"b\", \"members\": [], \"x\": 1}"),
+	     "overlay.tenants[0].x"},
+	    {OV_T(TEN(1, "") "," TEN(1, "")), "overlay.tenants[1].vni"},
+	    {OV_T(TEN(1, "3")), "overlay.tenants[0].members[0]"},
+	    {OV_T(TEN(1, OM(", \"x\": 1"))), "overlay.tenants[0].members[0].x"},
+	    {OV_T(TEN(1, "{\"allocation\": \"a-x\", \"member\": 0}")),
+	     "overlay.tenants[0].members[0].allocation"},
+	    {OV_T(TEN(1, "{\"allocation\": \"" A1 "\", \"member\": 1024}")),
+	     "overlay.tenants[0].members[0].member"},
+	    {OV_T(TEN(1, OM(", \"ifname\": \"eth:0\""))), "overlay.tenants[0].members[0].ifname"},
+	    {OV_T(TEN(1, OM(", \"address\": \"10.0.3\""))),
+	     "overlay.tenants[0].members[0].address"},
+	    {OV_T(TEN(1, OM("") "," OM(", \"address\": \"10.0.3.2/8\""))),
+	     "overlay.tenants[0].members[1].address"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		REFUSED(iso_codec_status_decode, &st, cases[i].text, cases[i].field);
+		iso_codec_status_clear(&st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fault_round_trip),  cmocka_unit_test(test_fault_refusals),
-	    cmocka_unit_test(test_status_round_trip), cmocka_unit_test(test_status_refusals),
-	    cmocka_unit_test(test_reason_cut),        cmocka_unit_test(test_desired_round_trip),
+	    cmocka_unit_test(test_fault_round_trip),
+	    cmocka_unit_test(test_fault_refusals),
+	    cmocka_unit_test(test_status_round_trip),
+	    cmocka_unit_test(test_status_refusals),
+	    cmocka_unit_test(test_reason_cut),
+	    cmocka_unit_test(test_desired_round_trip),
 	    cmocka_unit_test(test_desired_refusals),
+	    cmocka_unit_test(test_members_round_trip),
+	    cmocka_unit_test(test_members_refusals),
+	    cmocka_unit_test(test_status_sandboxes_round_trip),
+	    cmocka_unit_test(test_cpus_valid),
+	    cmocka_unit_test(test_status_sandbox_overlay_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,27 @@ static void test_guids(void **state)
 	assert_int_equal(iso_parse_guid("-0x12", &g), -EINVAL);
 }
 
+/* IPv4 in the one canonical dotted-quad form: what two agents report for
+ * one address compares equal as text. */
+static void test_ipv4(void **state)
+{
+	uint32_t a = 0;
+	(void)state;
+
+	assert_int_equal(iso_parse_ipv4("192.0.2.12", &a), 0);
+	assert_true(a == 0xc000020cu);
+	assert_int_equal(iso_parse_ipv4("0.0.0.0", &a), 0);
+	assert_true(a == 0);
+	assert_int_equal(iso_parse_ipv4("255.255.255.255", &a), 0);
+	assert_true(a == 0xffffffffu);
+	static const char *const bad[] = {
+	    "",         "1.2.3",    "1.2.3.4.5", "256.0.0.1",  "01.2.3.4",  "1.2.3.04",   "1..3.4",
+	    "1.2.3.4 ", " 1.2.3.4", "1.2.3.-4",  "1.2.3.1000", "0x1.2.3.4", "1.2.3.4/24", "::1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (iso_parse_ipv4(bad[i], &a) != -EINVAL)
+			fail_msg("\"%s\" accepted", bad[i]);
+}
+
 static void test_strlcpy(void **state)
 {
 	char buf[4];
@@ -262,6 +283,7 @@ int main(void)
 	    cmocka_unit_test(test_error_field_truncated),
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_guids),
+	    cmocka_unit_test(test_ipv4),
 	    cmocka_unit_test(test_strlcpy),
 	    cmocka_unit_test(test_time),
 	    cmocka_unit_test(test_escape),
