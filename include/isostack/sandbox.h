@@ -52,6 +52,7 @@ enum {
 	ISO_CGROUP_MEMORY = 1u << 1,
 	ISO_CGROUP_PIDS = 1u << 2,
 	ISO_CGROUP_DEVICES = 1u << 3,
+	ISO_CGROUP_RDMA = 1u << 4,
 };
 
 #define ISO_CGROUP_PATH_MAX 256
@@ -70,16 +71,32 @@ struct iso_cgroup_device {
 	char access[4];
 };
 
+/* One RDMA device's limit (rdma.max, the same on v1 and v2): how many HCA
+ * handles and HCA objects (QPs, CQs, MRs, ...) the group may open on it.
+ * -1: no limit ("max"). */
+#define ISO_CGROUP_RDMA_LIMIT_MAX 0x7fffffff /* the kernel keeps an int */
+struct iso_cgroup_rdma {
+	const char *device; /* "mlx5_0": [A-Za-z0-9_.-], 1 to 63 characters */
+	int64_t hca_handle; /* -1 .. ISO_CGROUP_RDMA_LIMIT_MAX */
+	int64_t hca_object;
+};
+
 struct iso_cgroup_limits {
 	const char *cpus; /* cpuset list "0-3,8"; NULL: v1 copies the parent's, v2 leaves it */
 	const char *mems; /* likewise for memory nodes */
 	int64_t memory_max; /* bytes; 0: no limit */
 	int64_t pids_max;   /* 0: no limit */
-	/* filter_devices: deny every device but the n_devices rules (v1 only;
-	 * v2 needs a BPF program and is refused with -EOPNOTSUPP for now). */
+	/* filter_devices: deny every device but the n_devices rules (v1:
+	 * devices.deny/allow; v2: a BPF_PROG_TYPE_CGROUP_DEVICE program attached
+	 * to the group, src/sandbox/cgroup_bpf.c). false: the group's device
+	 * filter is left as it is. */
 	bool filter_devices;
 	const struct iso_cgroup_device *devices;
 	size_t n_devices;
+	/* rdma.max per device; devices not listed keep (or get back) "max".
+	 * Needs the rdma controller: refused (unavailable, field rdma) without. */
+	const struct iso_cgroup_rdma *rdma;
+	size_t n_rdma;
 };
 
 /* Detects the version under root. -ENOENT when neither is found. */

@@ -1,7 +1,8 @@
 /* cgroup.c: the sandbox's cgroups, v1 and v2 behind one interface, so that
  * the agent (and later the Slurm and CNI plugins) set a member's cpuset,
- * memory, pids and device limits the same way on this machine (v1
- * controllers) and on production hosts (pure v2). Level-triggered: create
+ * memory, pids, rdma and device limits the same way on this machine (v1
+ * controllers) and on production hosts (pure v2; the device filter there is
+ * a BPF program, cgroup_bpf.c). Level-triggered: create
  * brings a group to its limits whether it existed or not and writes only the
  * values that differ; destroy removes an empty group and kills nothing.
  * The root is a parameter: unit tests point it at a fake tree of plain
@@ -21,6 +22,7 @@
 #include <dirent.h>
 #include <linux/magic.h>
 
+#include "cgroup_bpf.h"
 #include "isostack/sandbox.h"
 #include "isostack/util.h"
 
@@ -30,10 +32,8 @@ static const struct {
 	unsigned bit;
 	const char *name;
 } v1_ctrls[] = {
-    {ISO_CGROUP_CPUSET, "cpuset"},
-    {ISO_CGROUP_MEMORY, "memory"},
-    {ISO_CGROUP_PIDS, "pids"},
-    {ISO_CGROUP_DEVICES, "devices"},
+    {ISO_CGROUP_CPUSET, "cpuset"},   {ISO_CGROUP_MEMORY, "memory"}, {ISO_CGROUP_PIDS, "pids"},
+    {ISO_CGROUP_DEVICES, "devices"}, {ISO_CGROUP_RDMA, "rdma"},
 };
 
 static bool is_file(const char *path)
@@ -238,12 +238,27 @@ static int check_limits(const struct iso_cgroup *cg, const struct iso_cgroup_lim
 			return iso_error_set(err, ISO_E_INVALID, field,
 			                     "access must be a non-empty subset of rwm");
 	}
-	if (lim->filter_devices && cg->version == ISO_CGROUP_V2) {
-		iso_error_set(
-		    err, ISO_E_INVALID, "devices",
-		    "cgroup v2 has no device list: its filter is a BPF program, not built "
-		    "yet (docs/sandbox.md)");
-		return -EOPNOTSUPP;
+	if (lim->n_rdma > 0 && !lim->rdma)
+		return iso_error_set(err, ISO_E_INVALID, "rdma", "rdma list missing");
+	for (size_t i = 0; i < lim->n_rdma; i++) {
+		const struct iso_cgroup_rdma *d = &lim->rdma[i];
+		char field[32];
+		snprintf(field, sizeof(field), "rdma[%zu]", i);
+		size_t n = d->device ? strnlen(d->device, 64) : 0;
+		if (n == 0 || n == 64 ||
+		    strspn(d->device, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                      "0123456789_.-") != n)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "device must be 1 to 63 of [A-Za-z0-9_.-]");
+		if (d->hca_handle < -1 || d->hca_handle > ISO_CGROUP_RDMA_LIMIT_MAX ||
+		    d->hca_object < -1 || d->hca_object > ISO_CGROUP_RDMA_LIMIT_MAX)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "hca_handle and hca_object must be -1 (max) to %d",
+			                     ISO_CGROUP_RDMA_LIMIT_MAX);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(lim->rdma[j].device, d->device) == 0)
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "device %s listed twice", d->device);
 	}
 	struct {
 		bool want;
@@ -253,7 +268,9 @@ static int check_limits(const struct iso_cgroup *cg, const struct iso_cgroup_lim
 	    {lim->cpus || lim->mems || cg->version == ISO_CGROUP_V1, ISO_CGROUP_CPUSET, "cpus"},
 	    {lim->memory_max > 0, ISO_CGROUP_MEMORY, "memory_max"},
 	    {lim->pids_max > 0, ISO_CGROUP_PIDS, "pids_max"},
-	    {lim->filter_devices, ISO_CGROUP_DEVICES, "devices"},
+	    /* v2 needs no controller for devices: the BPF filter attaches to any group. */
+	    {lim->filter_devices && cg->version == ISO_CGROUP_V1, ISO_CGROUP_DEVICES, "devices"},
+	    {lim->n_rdma > 0, ISO_CGROUP_RDMA, "rdma"},
 	};
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(need); i++)
 		if (need[i].want && !(cg->controllers & need[i].bit) &&
@@ -363,6 +380,83 @@ static int set_memory_v1(const char *dir, int64_t max, struct iso_error *err)
 	return write_value(dir, "memory.limit_in_bytes", val, "memory_max", err);
 }
 
+/* One rdma.max line as the kernel prints it ("mlx5_0 hca_handle=2
+ * hca_object=max "), or as written: *dev, *handle and *object point into
+ * line. False when it is not one. */
+static bool rdma_line(char *line, char **dev, char **handle, char **object)
+{
+	char *save = NULL;
+	*dev = strtok_r(line, " ", &save);
+	*handle = *object = NULL;
+	for (char *t = strtok_r(NULL, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (strncmp(t, "hca_handle=", 11) == 0)
+			*handle = t + 11;
+		else if (strncmp(t, "hca_object=", 11) == 0)
+			*object = t + 11;
+	}
+	return *dev && *handle && *object;
+}
+
+static void rdma_value(int64_t v, char *buf, size_t size)
+{
+	if (v < 0 || v == ISO_CGROUP_RDMA_LIMIT_MAX)
+		snprintf(buf, size, "max");
+	else
+		snprintf(buf, size, "%" PRId64, v);
+}
+
+/* Whether rdma.max's text `cur` holds dev at exactly these values (the last
+ * line for dev counts). */
+static bool rdma_has(const char *cur, const char *dev, const char *handle, const char *object)
+{
+	char copy[CG_VALUE_MAX], *save = NULL, *d, *h, *o;
+	bool match = false;
+
+	iso_strlcpy(copy, cur, sizeof(copy));
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (rdma_line(l, &d, &h, &o) && strcmp(d, dev) == 0)
+			match = strcmp(h, handle) == 0 && strcmp(o, object) == 0;
+	return match;
+}
+
+/* rdma.max: one write per device that differs (the kernel takes one device
+ * a write); a device the kernel lists with a limit but the rules do not
+ * name is set back to max. */
+static int set_rdma(const char *dir, const struct iso_cgroup_limits *lim, struct iso_error *err)
+{
+	char cur[CG_VALUE_MAX] = "", line[128], h[16], o[16], field[32];
+	int r;
+
+	if (read_value(dir, "rdma.max", cur, sizeof(cur)) < 0)
+		cur[0] = '\0';
+	for (size_t i = 0; i < lim->n_rdma; i++) {
+		const struct iso_cgroup_rdma *d = &lim->rdma[i];
+		rdma_value(d->hca_handle, h, sizeof(h));
+		rdma_value(d->hca_object, o, sizeof(o));
+		if (rdma_has(cur, d->device, h, o))
+			continue;
+		snprintf(line, sizeof(line), "%s hca_handle=%s hca_object=%s\n", d->device, h, o);
+		snprintf(field, sizeof(field), "rdma[%zu]", i);
+		if ((r = write_value_flags(dir, "rdma.max", line, O_APPEND, field, err)) < 0)
+			return r;
+	}
+	char copy[CG_VALUE_MAX], *save = NULL, *dev, *hh, *oo;
+	iso_strlcpy(copy, cur, sizeof(copy));
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!rdma_line(l, &dev, &hh, &oo) || rdma_has(cur, dev, "max", "max"))
+			continue;
+		bool listed = false;
+		for (size_t i = 0; i < lim->n_rdma; i++)
+			listed = listed || strcmp(lim->rdma[i].device, dev) == 0;
+		if (listed)
+			continue;
+		snprintf(line, sizeof(line), "%s hca_handle=max hca_object=max\n", dev);
+		if ((r = write_value_flags(dir, "rdma.max", line, O_APPEND, "rdma", err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int apply_v1(const struct iso_cgroup *cg, const char *name,
                     const struct iso_cgroup_limits *lim, struct iso_error *err)
 {
@@ -409,6 +503,11 @@ static int apply_v1(const struct iso_cgroup *cg, const char *name,
 		if ((r = set_value(dir, "pids.max", val, "pids_max", err)) < 0)
 			return r;
 	}
+	if (cg->controllers & ISO_CGROUP_RDMA) {
+		group_dir(cg, "rdma", name, dir, sizeof(dir));
+		if ((r = set_rdma(dir, lim, err)) < 0)
+			return r;
+	}
 	if (lim->filter_devices) {
 		group_dir(cg, "devices", name, dir, sizeof(dir));
 		if ((r = set_devices_v1(dir, lim, err)) < 0)
@@ -447,6 +546,12 @@ static int apply_v2(const struct iso_cgroup *cg, const char *name,
 		if ((r = set_value(dir, "pids.max", val, "pids_max", err)) < 0)
 			return r;
 	}
+	if ((cg->controllers & ISO_CGROUP_RDMA) && (r = set_rdma(dir, lim, err)) < 0)
+		return r;
+	/* Last, so that a failed file write never loads a program. */
+	if (lim->filter_devices &&
+	    (r = cg_bpf_devices_apply(dir, lim->devices, lim->n_devices, err)) < 0)
+		return r;
 	return 0;
 }
 
@@ -455,7 +560,8 @@ static int apply_v2(const struct iso_cgroup *cg, const char *name,
 static int enable_v2(const struct iso_cgroup *cg, struct iso_error *err)
 {
 	char want[64] = "", cur[CG_VALUE_MAX] = "";
-	const unsigned bits[] = {ISO_CGROUP_CPUSET, ISO_CGROUP_MEMORY, ISO_CGROUP_PIDS};
+	const unsigned bits[] = {ISO_CGROUP_CPUSET, ISO_CGROUP_MEMORY, ISO_CGROUP_PIDS,
+	                         ISO_CGROUP_RDMA};
 	bool missing = false;
 
 	read_value(cg->root, "cgroup.subtree_control", cur, sizeof(cur));

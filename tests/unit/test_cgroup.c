@@ -1,7 +1,8 @@
 /* test_cgroup.c: the sandbox's cgroup module (src/sandbox/cgroup.c) against
  * fake cgroupfs trees of plain directories, v2 and v1: which files it writes
- * and what they hold, idempotence, bad names and limits, EBUSY, and no
- * partial state. The real kernel is exercised by test_cgroup_real.c. */
+ * and what they hold (rdma.max included), idempotence, bad names and limits,
+ * EBUSY, and no partial state; the v2 device filter's refusal off cgroup2. The real kernel is
+ * exercised by test_cgroup_real.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -130,8 +131,8 @@ static void test_open_detects(void **state)
 	assert_int_equal(iso_cgroup_open(t->root, &cg, &err), 0);
 	if (present(t->root, "cgroup.controllers")) {
 		assert_int_equal(cg.version, ISO_CGROUP_V2);
-		assert_int_equal(cg.controllers,
-		                 ISO_CGROUP_CPUSET | ISO_CGROUP_MEMORY | ISO_CGROUP_PIDS);
+		assert_int_equal(cg.controllers, ISO_CGROUP_CPUSET | ISO_CGROUP_MEMORY |
+		                                     ISO_CGROUP_PIDS | ISO_CGROUP_RDMA);
 	} else {
 		assert_int_equal(cg.version, ISO_CGROUP_V1);
 		assert_int_equal(cg.controllers, ISO_CGROUP_CPUSET | ISO_CGROUP_MEMORY |
@@ -153,7 +154,7 @@ static void test_v2_create_files(void **state)
 	assert_false(iso_cgroup_exists(&cg, "m1"));
 	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), 0);
 	assert_true(iso_cgroup_exists(&cg, "m1"));
-	assert_string_equal(get(t->root, "cgroup.subtree_control"), "+cpuset +memory +pids");
+	assert_string_equal(get(t->root, "cgroup.subtree_control"), "+cpuset +memory +pids +rdma");
 	assert_string_equal(get(t->root, "m1/cpuset.cpus"), "2-3");
 	assert_string_equal(get(t->root, "m1/cpuset.mems"), "1");
 	assert_string_equal(get(t->root, "m1/memory.max"), "67108864");
@@ -181,7 +182,11 @@ static void test_v2_create_files(void **state)
 	assert_false(present(t->root, "m1"));
 }
 
-static void test_v2_refuses_devices(void **state)
+/* v2's device filter is a BPF program attached to the group's directory
+ * (test_cgroup_real covers it on the kernel). A fake tree is no cgroup2
+ * mount: the files are written, then the filter is refused by name and the
+ * group goes again; no v1 device file is ever written on v2. */
+static void test_v2_devices_need_cgroup2(void **state)
 {
 	struct tree *t = *state;
 	struct iso_cgroup cg;
@@ -192,9 +197,135 @@ static void test_v2_refuses_devices(void **state)
 
 	assert_int_equal(iso_cgroup_open(t->root, &cg, &err), 0);
 	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), -EOPNOTSUPP);
+	assert_int_equal(err.code, ISO_E_UNAVAILABLE);
 	assert_string_equal(err.field, "devices");
-	assert_non_null(strstr(err.message, "BPF"));
+	assert_non_null(strstr(err.message, "is not a cgroup2 directory"));
 	assert_false(present(t->root, "m1"));
+	assert_false(present(t->root, "devices.allow"));
+	assert_false(present(t->root, "devices.deny"));
+	/* v2 needs no "devices" controller (there is none): a tree without
+	 * one refuses for the same reason, not for a missing controller. */
+	put(t->root, "cgroup.controllers", "pids\n");
+	assert_int_equal(iso_cgroup_open(t->root, &cg, &err), 0);
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), -EOPNOTSUPP);
+	assert_string_equal(err.field, "devices");
+	assert_false(present(t->root, "m1"));
+}
+
+/* rdma.max: one line per device, as the kernel takes them; the kernel's
+ * own read-back form ("... hca_object=2000 ", every device listed) counts
+ * as in place; a device dropped from the rules goes back to max. */
+static void test_rdma_files(void **state)
+{
+	struct tree *t = *state;
+	struct iso_cgroup cg;
+	struct iso_error err = {0};
+	struct iso_cgroup_rdma rd[] = {
+	    {.device = "mlx5_0", .hca_handle = 2, .hca_object = 2000},
+	    {.device = "mlx5_1", .hca_handle = -1, .hca_object = 100},
+	};
+	struct iso_cgroup_limits lim = {.rdma = rd, .n_rdma = 2};
+	char file[64];
+
+	if (!present(t->root, "cgroup.controllers")) { /* v1: add an rdma hierarchy */
+		mk(t->root, "rdma");
+		put(t->root, "rdma/cgroup.procs", "1\n");
+	}
+	assert_int_equal(iso_cgroup_open(t->root, &cg, &err), 0);
+	assert_true(cg.controllers & ISO_CGROUP_RDMA);
+	snprintf(file, sizeof(file), "%s",
+	         cg.version == ISO_CGROUP_V2 ? "m1/rdma.max" : "rdma/m1/rdma.max");
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), 0);
+	assert_string_equal(get(t->root, file), "mlx5_0 hca_handle=2 hca_object=2000\n"
+	                                        "mlx5_1 hca_handle=max hca_object=100");
+
+	/* What the kernel then prints: nothing is written again. */
+	put(t->root, file,
+	    "mlx5_0 hca_handle=2 hca_object=2000 \nmlx5_1 hca_handle=max hca_object=100 \n"
+	    "mlx5_2 hca_handle=max hca_object=max \n");
+	stamp_old(t->root, file);
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), 0);
+	assert_int_equal(mtime(t->root, file), 1000);
+
+	/* mlx5_0 changes, mlx5_1 is dropped (back to max), mlx5_2 untouched. */
+	rd[0].hca_handle = 4;
+	lim.n_rdma = 1;
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), 0);
+	assert_string_equal(get(t->root, file),
+	                    "mlx5_0 hca_handle=2 hca_object=2000 \nmlx5_1 hca_handle=max "
+	                    "hca_object=100 \nmlx5_2 hca_handle=max hca_object=max \n"
+	                    "mlx5_0 hca_handle=4 hca_object=2000\n"
+	                    "mlx5_1 hca_handle=max hca_object=max");
+	assert_int_equal(iso_cgroup_destroy(&cg, "m1", &err), 0);
+	assert_false(iso_cgroup_exists(&cg, "m1"));
+}
+
+static void test_rdma_bad_input(void **state)
+{
+	struct tree *t = *state;
+	struct iso_cgroup cg;
+	struct iso_error err = {0};
+	struct iso_cgroup_rdma bad[][2] = {
+	    {{.device = "", .hca_handle = 1, .hca_object = 1}},
+	    {{.device = NULL, .hca_handle = 1, .hca_object = 1}},
+	    {{.device = "mlx5 0", .hca_handle = 1, .hca_object = 1}},
+	    {{.device = "mlx5/0", .hca_handle = 1, .hca_object = 1}},
+	    {{.device = "mlx5_0\n", .hca_handle = 1, .hca_object = 1}},
+	    {{.device = "m123456789012345678901234567890123456789012345678901234567890123",
+	      .hca_handle = 1,
+	      .hca_object = 1}},
+	    {{.device = "mlx5_0", .hca_handle = -2, .hca_object = 1}},
+	    {{.device = "mlx5_0", .hca_handle = 1, .hca_object = 0x80000000LL}},
+	};
+	const char *fields[] = {"rdma[0]", "rdma[0]", "rdma[0]", "rdma[0]",
+	                        "rdma[0]", "rdma[0]", "rdma[0]", "rdma[0]"};
+
+	assert_int_equal(iso_cgroup_open(t->root, &cg, &err), 0);
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(bad); i++) {
+		struct iso_cgroup_limits lim = {.rdma = bad[i], .n_rdma = 1};
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), -EINVAL);
+		assert_string_equal(err.field, fields[i]);
+	}
+	struct iso_cgroup_rdma twice[] = {
+	    {.device = "mlx5_0", .hca_handle = 1, .hca_object = 1},
+	    {.device = "mlx5_0", .hca_handle = 2, .hca_object = 2},
+	};
+	struct iso_cgroup_limits lim = {.rdma = twice, .n_rdma = 2};
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), -EINVAL);
+	assert_string_equal(err.field, "rdma[1]");
+	struct iso_cgroup_limits missing = {.n_rdma = 1};
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &missing, &err), -EINVAL);
+	assert_string_equal(err.field, "rdma");
+	/* The largest values are the kernel's max. */
+	struct iso_cgroup_rdma top = {
+	    .device = "mlx5_0", .hca_handle = 0x7fffffff, .hca_object = 0};
+	struct iso_cgroup_limits ok = {.rdma = &top, .n_rdma = 1};
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &ok, &err), 0);
+	assert_string_equal(get(t->root, "m1/rdma.max"), "mlx5_0 hca_handle=max hca_object=0");
+	assert_int_equal(iso_cgroup_destroy(&cg, "m1", &err), 0);
+	assert_false(present(t->root, "m1"));
+}
+
+/* Without the rdma controller (this machine's kernel has none) a limit is
+ * refused by name, before anything is made. */
+static void test_rdma_unavailable(void **state)
+{
+	struct tree *t = *state;
+	struct iso_cgroup cg;
+	struct iso_error err = {0};
+	struct iso_cgroup_rdma rd = {.device = "mlx5_0", .hca_handle = 2, .hca_object = 2000};
+	struct iso_cgroup_limits lim = {.pids_max = 5, .rdma = &rd, .n_rdma = 1};
+
+	if (present(t->root, "cgroup.controllers"))
+		put(t->root, "cgroup.controllers", "cpuset memory pids\n");
+	assert_int_equal(iso_cgroup_open(t->root, &cg, &err), 0);
+	assert_false(cg.controllers & ISO_CGROUP_RDMA);
+	assert_int_equal(iso_cgroup_create(&cg, "m1", &lim, &err), -EAGAIN);
+	assert_int_equal(err.code, ISO_E_UNAVAILABLE);
+	assert_string_equal(err.field, "rdma");
+	assert_non_null(strstr(err.message, "rdma controller"));
+	assert_false(iso_cgroup_exists(&cg, "m1"));
 	assert_false(present(t->root, "cgroup.subtree_control"));
 }
 
@@ -368,7 +499,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_open_detects, setup_v2, teardown),
 	    cmocka_unit_test_setup_teardown(test_open_detects, setup_v1, teardown),
 	    cmocka_unit_test_setup_teardown(test_v2_create_files, setup_v2, teardown),
-	    cmocka_unit_test_setup_teardown(test_v2_refuses_devices, setup_v2, teardown),
+	    cmocka_unit_test_setup_teardown(test_v2_devices_need_cgroup2, setup_v2, teardown),
+	    cmocka_unit_test_setup_teardown(test_rdma_files, setup_v2, teardown),
+	    cmocka_unit_test_setup_teardown(test_rdma_files, setup_v1, teardown),
+	    cmocka_unit_test_setup_teardown(test_rdma_bad_input, setup_v2, teardown),
+	    cmocka_unit_test_setup_teardown(test_rdma_unavailable, setup_v2, teardown),
+	    cmocka_unit_test_setup_teardown(test_rdma_unavailable, setup_v1, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_input, setup_v2, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_input, setup_v1, teardown),
 	    cmocka_unit_test_setup_teardown(test_busy, setup_v2, teardown),

@@ -4,9 +4,10 @@
  * EAGAIN, a device list lets a process open an allowed mknod copy of a node
  * but not a denied one, and a cpuset confines the affinity. Runs as root on
  * cgroup v1 (/sys/fs/cgroup/{memory,pids,...}); on a pure v2 host the memory
- * and pids tests run there (the device test needs the v2 BPF filter, not
- * built yet). Skips, saying why, when not root or the controllers are
- * absent. Every test counts its groups before and after and kills every
+ * and pids tests run there. The v2 device filter (a BPF program) needs no
+ * controller, so its test runs on any cgroup2 mount (here the hybrid
+ * /sys/fs/cgroup/unified). Skips, saying why, when not root or the
+ * controllers are absent. Every test counts its groups before and after and kills every
  * process it started. */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <cmocka.h>
 
 #include "isostack/sandbox.h"
@@ -39,7 +41,7 @@ struct fixture {
 	int before;
 };
 
-static const char *hierarchies[] = {"cpuset", "memory", "pids", "devices"};
+static const char *hierarchies[] = {"cpuset", "memory", "pids", "devices", "rdma"};
 
 /* This run's groups in every hierarchy (v1) or the unified tree (v2). */
 static int count_groups(const struct fixture *f)
@@ -101,7 +103,7 @@ static void kill_and_destroy(const struct fixture *f, const char *name)
 	}
 }
 
-static int setup_needs(void **state, unsigned need, bool v1_only)
+static int setup_needs(void **state, unsigned need, enum iso_cgroup_version only)
 {
 	if (geteuid() != 0) {
 		fprintf(stderr, "SKIP: test_cgroup_real needs root (CI runs as root)\n");
@@ -115,8 +117,7 @@ static int setup_needs(void **state, unsigned need, bool v1_only)
 	const char *roots[] = {CG_ROOT, CG_ROOT "/unified"};
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(roots); i++) {
 		if (iso_cgroup_open(roots[i], &f->cg, &err) == 0 &&
-		    (f->cg.controllers & need) == need &&
-		    (!v1_only || f->cg.version == ISO_CGROUP_V1)) {
+		    (f->cg.controllers & need) == need && (!only || f->cg.version == only)) {
 			f->before = count_groups(f);
 			*state = f;
 			return 0;
@@ -125,26 +126,34 @@ static int setup_needs(void **state, unsigned need, bool v1_only)
 	fprintf(stderr,
 	        "SKIP: no cgroup %s with the controllers this test needs (mask 0x%x) under %s or "
 	        "%s/unified\n",
-	        v1_only ? "v1" : "v1 or v2", need, CG_ROOT, CG_ROOT);
+	        only == ISO_CGROUP_V1   ? "v1"
+	        : only == ISO_CGROUP_V2 ? "v2"
+	                                : "v1 or v2",
+	        need, CG_ROOT, CG_ROOT);
 	free(f);
 	return 0;
 }
 
 static int setup_memory(void **state)
 {
-	return setup_needs(state, ISO_CGROUP_MEMORY, false);
+	return setup_needs(state, ISO_CGROUP_MEMORY, 0);
 }
 static int setup_pids(void **state)
 {
-	return setup_needs(state, ISO_CGROUP_PIDS, false);
+	return setup_needs(state, ISO_CGROUP_PIDS, 0);
 }
 static int setup_devices(void **state)
 {
-	return setup_needs(state, ISO_CGROUP_DEVICES, true);
+	return setup_needs(state, ISO_CGROUP_DEVICES, ISO_CGROUP_V1);
 }
 static int setup_cpuset(void **state)
 {
-	return setup_needs(state, ISO_CGROUP_CPUSET, false);
+	return setup_needs(state, ISO_CGROUP_CPUSET, 0);
+}
+/* Any cgroup2 tree, with or without controllers. */
+static int setup_v2(void **state)
+{
+	return setup_needs(state, 0, ISO_CGROUP_V2);
 }
 
 static int teardown(void **state)
@@ -399,6 +408,129 @@ static void test_devices_allow_list(void **state)
 	assert_int_equal(iso_cgroup_destroy(&f->cg, b, &err), 0);
 }
 
+/* The ids of the device programs attached to group `name` (v2); returns how
+ * many. */
+static unsigned attached_ids(const struct fixture *f, const char *name, uint32_t ids[8])
+{
+	char dir[256];
+	uint32_t cnt = 8, flags = 0;
+	snprintf(dir, sizeof(dir), "%s/%s", f->cg.root, name);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_prog_query(fd, BPF_CGROUP_DEVICE, 0, &flags, ids, &cnt), 0);
+	close(fd);
+	return cnt;
+}
+
+struct open_arg {
+	const char *path;
+	int flags;
+};
+
+/* Exit 0 when the node opens, the errno when it does not. */
+static int try_open(void *p)
+{
+	struct open_arg *a = p;
+	int fd = open(a->path, a->flags | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static int open_in_group(const struct fixture *f, const char *name, const char *path, int flags)
+{
+	struct open_arg arg = {.path = path, .flags = flags};
+	int st;
+	pid_t p = run_in_group(f, name, try_open, &arg, -1);
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* v2: the BPF filter allows one mknod copy and denies the other; the same
+ * rules again keep the attached program, new rules replace it (one program
+ * attached, the old one gone), access subsets and wildcards hold, and the
+ * group's removal takes the program with it. */
+static void test_v2_device_filter(void **state)
+{
+	struct fixture *f = *state;
+	SKIP_UNLESS_READY(f);
+	char a[64], dir[] = "/tmp/iso-cg-bpf-XXXXXX", null_copy[64], zero_copy[64];
+	struct iso_error err = {0};
+	uint32_t ids[8], first, second;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(null_copy, sizeof(null_copy), "%s/null", dir);
+	snprintf(zero_copy, sizeof(zero_copy), "%s/zero", dir);
+	assert_int_equal(mknod(null_copy, S_IFCHR | 0666, makedev(1, 3)), 0);
+	assert_int_equal(mknod(zero_copy, S_IFCHR | 0666, makedev(1, 5)), 0);
+
+	struct iso_cgroup_device only_null = {.type = 'c', .major = 1, .minor = 3, .access = "rw"};
+	struct iso_cgroup_device only_zero = {.type = 'c', .major = 1, .minor = 5, .access = "rw"};
+	struct iso_cgroup_limits lim = {
+	    .filter_devices = true, .devices = &only_null, .n_devices = 1};
+	name_of(f, "a", a, sizeof(a));
+	assert_int_equal(iso_cgroup_create(&f->cg, a, &lim, &err), 0);
+	assert_int_equal(attached_ids(f, a, ids), 1);
+	first = ids[0];
+	assert_int_equal(open_in_group(f, a, null_copy, O_RDWR), 0);
+	assert_int_equal(open_in_group(f, a, zero_copy, O_RDWR), EPERM);
+
+	/* Level-triggered: the same rules keep the program in place. */
+	assert_int_equal(iso_cgroup_create(&f->cg, a, &lim, &err), 0);
+	assert_int_equal(attached_ids(f, a, ids), 1);
+	assert_int_equal(ids[0], first);
+
+	/* New rules: a new program, the old one detached; the answer flips. */
+	lim.devices = &only_zero;
+	assert_int_equal(iso_cgroup_create(&f->cg, a, &lim, &err), 0);
+	assert_int_equal(attached_ids(f, a, ids), 1);
+	assert_int_not_equal(ids[0], first);
+	assert_int_equal(open_in_group(f, a, zero_copy, O_RDWR), 0);
+	assert_int_equal(open_in_group(f, a, null_copy, O_RDWR), EPERM);
+
+	/* Access is a subset: read allowed, write denied. A wildcard minor
+	 * (1:*) and a block rule next to it. */
+	struct iso_cgroup_device sub[] = {
+	    {.type = 'b', .major = 1, .minor = -1, .access = "rwm"},
+	    {.type = 'c', .major = 1, .minor = 3, .access = "r"},
+	};
+	lim.devices = sub;
+	lim.n_devices = 2;
+	assert_int_equal(iso_cgroup_create(&f->cg, a, &lim, &err), 0);
+	assert_int_equal(open_in_group(f, a, null_copy, O_RDONLY), 0);
+	assert_int_equal(open_in_group(f, a, null_copy, O_WRONLY), EPERM);
+	assert_int_equal(open_in_group(f, a, zero_copy, O_RDONLY), EPERM);
+	struct iso_cgroup_device wild = {.type = 'c', .major = 1, .minor = -1, .access = "rw"};
+	lim.devices = &wild;
+	lim.n_devices = 1;
+	assert_int_equal(iso_cgroup_create(&f->cg, a, &lim, &err), 0);
+	assert_int_equal(open_in_group(f, a, null_copy, O_RDWR), 0);
+	assert_int_equal(open_in_group(f, a, zero_copy, O_RDWR), 0);
+	assert_int_equal(attached_ids(f, a, ids), 1);
+	second = ids[0];
+
+	unlink(null_copy);
+	unlink(zero_copy);
+	rmdir(dir);
+
+	/* The group removed leaves nothing: the kernel releases its programs
+	 * (asynchronously, after the rmdir), so poll until the id is gone. */
+	assert_int_equal(iso_cgroup_destroy(&f->cg, a, &err), 0);
+	assert_false(iso_cgroup_exists(&f->cg, a));
+	int fd = -1;
+	for (int i = 0; i < 200; i++) {
+		fd = bpf_prog_get_fd_by_id(second);
+		if (fd < 0)
+			break;
+		close(fd);
+		usleep(25000);
+	}
+	assert_true(fd < 0);
+	assert_int_equal(errno, ENOENT);
+}
+
 static int affinity_count(void *p)
 {
 	(void)p;
@@ -465,6 +597,7 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_bomb_stops_at_pids_max, setup_pids, teardown),
 	    cmocka_unit_test_setup_teardown(test_devices_allow_list, setup_devices, teardown),
+	    cmocka_unit_test_setup_teardown(test_v2_device_filter, setup_v2, teardown),
 	    cmocka_unit_test_setup_teardown(test_cpuset_confines, setup_cpuset, teardown),
 	    cmocka_unit_test_setup_teardown(test_destroy_busy, setup_pids, teardown),
 	};
