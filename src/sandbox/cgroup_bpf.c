@@ -27,7 +27,7 @@
 
 /* Programs of ours a group can hold at once (one, and briefly two). */
 #define CG_BPF_ATTACHED_MAX 64
-#define CG_BPF_LOG_SIZE     (64 * 1024)
+#define CG_BPF_LOG_SIZE     ((size_t)64 * 1024)
 
 static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
@@ -98,9 +98,10 @@ static size_t build(const struct iso_cgroup_device *devs, size_t n, struct bpf_i
 	return k;
 }
 
-/* Loads the program; on a refusal loads it again with the verifier's log,
- * whose end goes into the message. Returns the program's fd or -errno. */
-static int load(const struct bpf_insn *insns, size_t cnt, struct iso_error *err)
+/* Loads the rules' program; on a refusal loads it again with the
+ * verifier's log, whose end goes into the message. Returns the program's fd
+ * or -errno. */
+static int load_insns(const struct bpf_insn *insns, size_t cnt, struct iso_error *err)
 {
 	int fd =
 	    bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, CG_BPF_PROG_NAME, "GPL", insns, cnt, NULL);
@@ -109,8 +110,10 @@ static int load(const struct bpf_insn *insns, size_t cnt, struct iso_error *err)
 	int e = errno;
 	_cleanup_free_ char *log = calloc(1, CG_BPF_LOG_SIZE);
 	if (log) {
-		LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_buf = log, .log_size = CG_BPF_LOG_SIZE,
-		            .log_level = 1);
+		struct bpf_prog_load_opts opts = {.sz = sizeof(opts),
+		                                  .log_buf = log,
+		                                  .log_size = CG_BPF_LOG_SIZE,
+		                                  .log_level = 1};
 		int again = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, CG_BPF_PROG_NAME, "GPL",
 		                          insns, cnt, &opts);
 		if (again >= 0) /* accepted this time after all */
@@ -121,6 +124,16 @@ static int load(const struct bpf_insn *insns, size_t cnt, struct iso_error *err)
 	iso_error_set(err, ISO_E_INTERNAL, "devices", "load the device filter: %s%s%s", strerror(e),
 	              tail[0] ? "; verifier: " : "", tail);
 	return -e;
+}
+
+static int load(const struct iso_cgroup_device *devs, size_t n, struct iso_error *err)
+{
+	struct bpf_insn *insns = calloc(6 + 9 * n + 2, sizeof(*insns));
+	if (!insns)
+		return iso_error_set(err, ISO_E_INTERNAL, "devices", "out of memory");
+	int fd = load_insns(insns, build(devs, n, insns), err);
+	free(insns);
+	return fd;
 }
 
 static int prog_info(int fd, struct bpf_prog_info *info)
@@ -139,11 +152,11 @@ static int attached(int cgfd, const uint8_t tag[BPF_TAG_SIZE], int *fds, int *sa
 	int n = 0;
 
 	*same = -1;
-	if (bpf_prog_query(cgfd, BPF_CGROUP_DEVICE, 0, &flags, ids, &cnt) < 0) {
-		int e = errno;
+	int q = bpf_prog_query(cgfd, BPF_CGROUP_DEVICE, 0, &flags, ids, &cnt);
+	if (q < 0) { /* libbpf 1.x: -errno */
 		iso_error_set(err, ISO_E_INTERNAL, "devices",
-		              "query the group's device filters: %s", strerror(e));
-		return -e;
+		              "query the group's device filters: %s", strerror(-q));
+		return q;
 	}
 	for (uint32_t i = 0; i < cnt; i++) {
 		struct bpf_prog_info info;
@@ -175,12 +188,7 @@ int cg_bpf_devices_apply(const char *dir, const struct iso_cgroup_device *devs, 
 		    dir);
 		return -EOPNOTSUPP;
 	}
-	_cleanup_free_ struct bpf_insn *insns = calloc(6 + 9 * n + 2, sizeof(*insns));
-	if (!insns)
-		return iso_error_set(err, ISO_E_INTERNAL, "devices", "out of memory");
-	size_t cnt = build(devs, n, insns);
-
-	_cleanup_close_ int prog = load(insns, cnt, err);
+	_cleanup_close_ int prog = load(devs, n, err);
 	if (prog < 0)
 		return prog;
 	struct bpf_prog_info info;
