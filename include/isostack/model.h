@@ -129,6 +129,9 @@ struct iso_node {
 	bool has_port;
 	struct iso_port port;
 	enum iso_node_sched sched; /* runtime state, from the store */
+	/* ethernet fabrics: the node's underlay IPv4 address, dotted quad, for
+	 * the tenant overlay's VXLAN (docs/inventory.md); "" when none */
+	char underlay_ip[16];
 };
 
 /* ---- allocations ---- */

@@ -5,6 +5,7 @@
  * Every GUID seen here is recorded for the uniqueness check in guids.c. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -47,6 +48,7 @@ enum {
 	B_CLASS,
 	B_RACK,
 	B_PDU,
+	B_UNDERLAY,
 	B_POOL,
 	B_CPUS,
 	B_MEM_GIB,
@@ -56,9 +58,17 @@ enum {
 	B_ALL
 };
 static const char *const body_keys[B_ALL] = {
-    [B_NAME] = "name", [B_CLASS] = "class", [B_RACK] = "rack",          [B_PDU] = "pdu",
-    [B_POOL] = "pool", [B_CPUS] = "cpus",   [B_MEM_GIB] = "memory_gib", [B_MEM_MIB] = "memory_mib",
-    [B_GPUS] = "gpus", [B_PORT] = "port",
+    [B_NAME] = "name",
+    [B_CLASS] = "class",
+    [B_RACK] = "rack",
+    [B_PDU] = "pdu",
+    [B_UNDERLAY] = "underlay_ip",
+    [B_POOL] = "pool",
+    [B_CPUS] = "cpus",
+    [B_MEM_GIB] = "memory_gib",
+    [B_MEM_MIB] = "memory_mib",
+    [B_GPUS] = "gpus",
+    [B_PORT] = "port",
 };
 enum { P_GUID, P_DEVICE, P_PORT, P_PKEY_CAP, P_VFS, P_ALL };
 static const char *const port_keys[P_ALL] = {
@@ -72,7 +82,8 @@ static const char *const vfs_keys[V_ALL] = {
 
 static const char *class_hint(const char *key)
 {
-	if (strcmp(key, "name") == 0 || strcmp(key, "rack") == 0 || strcmp(key, "pdu") == 0)
+	if (strcmp(key, "name") == 0 || strcmp(key, "rack") == 0 || strcmp(key, "pdu") == 0 ||
+	    strcmp(key, "underlay_ip") == 0)
 		return "this is per node and cannot be set in a class";
 	if (strcmp(key, "class") == 0)
 		return "classes do not nest";
@@ -646,7 +657,81 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 	return 0;
 }
 
-static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int parent_line)
+/* `underlay_ip`: only on an ethernet fabric, a strict dotted-quad IPv4
+ * address (iso_parse_ipv4); its line goes to *line for the uniqueness
+ * check of inv_parse_nodes. */
+static int parse_underlay(struct inv_ctx *c, const char *path, const struct inv_field *f,
+                          struct iso_node *node, int *line)
+{
+	char kpath[ISO_ERR_FIELD_MAX], text[64];
+	uint32_t addr;
+	int r;
+
+	inv_path_key(kpath, path, "underlay_ip");
+	if (c->inv->fabric.type != ISO_FABRIC_ETHERNET)
+		return inv_fail(c, kpath, f->line,
+		                "only allowed on ethernet fabrics (fabric.type "
+		                "is %s)",
+		                iso_fabric_type_name(c->inv->fabric.type));
+	r = inv_fget_string(c, path, f, text, sizeof(text));
+	if (r < 0)
+		return r;
+	if (iso_parse_ipv4(text, &addr) < 0)
+		return inv_fail(c, kpath, f->line,
+		                "'%s' is not an IPv4 address (four decimal octets 0-255 without "
+		                "leading zeros, e.g. 192.0.2.11)",
+		                text);
+	iso_strlcpy(node->underlay_ip, text, sizeof(node->underlay_ip));
+	*line = f->line;
+	return 0;
+}
+
+struct underlay_ref {
+	uint32_t addr;
+	int idx, line;
+};
+
+static int underlay_cmp(const void *x, const void *y)
+{
+	const struct underlay_ref *a = x, *b = y;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->line - b->line;
+}
+
+/* No two nodes share an underlay address (their VXLAN peers would be one):
+ * sorted, so that 65,536 nodes cost n log n. */
+static int check_underlay_unique(struct inv_ctx *c, const int *lines)
+{
+	const struct iso_inventory *inv = c->inv;
+	_cleanup_free_ struct underlay_ref *v = calloc((size_t)inv->n_nodes + 1, sizeof(*v));
+	char npath[ISO_ERR_FIELD_MAX], path[ISO_ERR_FIELD_MAX];
+	int n = 0;
+
+	if (!v)
+		return inv_oom(c);
+	for (int i = 0; i < inv->n_nodes; i++)
+		if (inv->nodes[i].underlay_ip[0]) {
+			(void)iso_parse_ipv4(inv->nodes[i].underlay_ip, &v[n].addr);
+			v[n].idx = i;
+			v[n++].line = lines[i];
+		}
+	qsort(v, (size_t)n, sizeof(*v), underlay_cmp);
+	for (int i = 1; i < n; i++)
+		if (v[i].addr == v[i - 1].addr) {
+			inv_path_index(npath, "nodes", v[i].idx);
+			inv_path_key(path, npath, "underlay_ip");
+			return inv_fail(c, path, v[i].line,
+			                "%s is already the underlay_ip of node '%s' (line %d)",
+			                inv->nodes[v[i].idx].underlay_ip,
+			                inv->nodes[v[i - 1].idx].name, v[i - 1].line);
+		}
+	return 0;
+}
+
+static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int parent_line,
+                      int *underlay_line)
 {
 	struct iso_node *node = &c->inv->nodes[idx];
 	struct node_tmpl t = {0};
@@ -708,6 +793,11 @@ static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int pare
 	r = check_rack_pdu(c, path, fs, node);
 	if (r < 0)
 		return r;
+	if (fs[B_UNDERLAY].present) {
+		r = parse_underlay(c, path, &fs[B_UNDERLAY], node, underlay_line);
+		if (r < 0)
+			return r;
+	}
 
 	char why[96];
 	snprintf(why, sizeof(why), "not set on the node%s", via);
@@ -750,6 +840,7 @@ int inv_parse_nodes(struct inv_ctx *c, const struct inv_field *f)
 	struct iso_inventory *inv = c->inv;
 	struct fy_node *item;
 	void *it = NULL;
+	_cleanup_free_ int *underlay_lines = NULL;
 	int n = 0, r;
 
 	r = inv_get_seq(c, f->val, "nodes", f->line, 1, INV_MAX_NODES, &n);
@@ -759,11 +850,17 @@ int inv_parse_nodes(struct inv_ctx *c, const struct inv_field *f)
 	if (!inv->nodes)
 		return inv_oom(c);
 	inv->n_nodes = n;
+	underlay_lines = calloc((size_t)n, sizeof(*underlay_lines));
+	if (!underlay_lines)
+		return inv_oom(c);
 	c->nodes_ix.kind = INV_NK_NODE;
 	for (int i = 0; (item = fy_node_sequence_iterate(f->val, &it)); i++) {
-		r = parse_node(c, item, i, f->line);
+		r = parse_node(c, item, i, f->line, &underlay_lines[i]);
 		if (r < 0)
 			return r;
 	}
-	return inv_names_seal(c, &c->nodes_ix, "node name");
+	r = inv_names_seal(c, &c->nodes_ix, "node name");
+	if (r == 0)
+		r = check_underlay_unique(c, underlay_lines);
+	return r;
 }

@@ -187,7 +187,7 @@ static void test_example_cluster(void **state)
 static void test_example_ethernet(void **state)
 {
 	(void)state;
-	struct iso_inventory *inv = load_example("examples/cluster-ethernet.yaml");
+	struct iso_inventory *inv = load_example("examples/cluster-eth.yaml");
 
 	assert_int_equal(inv->fabric.type, ISO_FABRIC_ETHERNET);
 	assert_int_equal(inv->fabric.vni_min, 10000);
@@ -202,9 +202,63 @@ static void test_example_ethernet(void **state)
 	}
 	assert_true(inv->nodes[0].gpus[7].mig_enabled);
 	assert_false(inv->nodes[3].gpus[7].mig_enabled); /* list form overrides the class */
+	assert_string_equal(inv->nodes[0].underlay_ip, "192.0.2.11");
+	assert_string_equal(inv->nodes[3].underlay_ip, "192.0.2.14");
 	/* Nodes of one class get their own copy of its GPUs. */
 	assert_ptr_not_equal(inv->nodes[0].gpus, inv->nodes[1].gpus);
 	iso_inventory_free(inv);
+}
+
+/* Lines 1-5 of an ethernet cluster; nodes start at line 6. */
+#define ETH_HEAD                                                                                   \
+	"cluster: t\n"                                                                             \
+	"fabric: {type: ethernet}\n"                                                               \
+	"pools: [{name: p}]\n"                                                                     \
+	"racks: [{name: r1, pdus: [u1]}]\n"                                                        \
+	"nodes:\n"
+#define ETH_NODE(name, extra)                                                                      \
+	"  - {name: " name ", rack: r1, pdu: u1, pool: p, cpus: 4, memory_gib: 16" extra "}\n"
+
+/* underlay_ip (issue 14): per node, ethernet only, a strict IPv4 address,
+ * unique; optional (a node without one carries no overlay members). */
+static void test_underlay_ip(void **state)
+{
+	(void)state;
+	struct iso_inventory *inv = NULL;
+	struct iso_error err = {0};
+	const char *ok = ETH_HEAD ETH_NODE("n1", ", underlay_ip: 192.0.2.11") ETH_NODE("n2", "")
+	    ETH_NODE("n3", ", underlay_ip: \"10.0.0.1\"");
+
+	assert_int_equal(load(ok, &inv, &err), 0);
+	assert_string_equal(inv->nodes[0].underlay_ip, "192.0.2.11");
+	assert_string_equal(inv->nodes[1].underlay_ip, "");
+	assert_string_equal(inv->nodes[2].underlay_ip, "10.0.0.1");
+	iso_inventory_free(inv);
+
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: 192.0.2.256"), 6,
+	               "nodes[0].underlay_ip", "not an IPv4 address");
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: 192.0.2.011"), 6,
+	               "nodes[0].underlay_ip", "not an IPv4 address");
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: 192.0.2"), 6, "nodes[0].underlay_ip",
+	               "not an IPv4 address");
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: \"192.0.2.1/24\""), 6,
+	               "nodes[0].underlay_ip", "not an IPv4 address");
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: \"::1\""), 6, "nodes[0].underlay_ip",
+	               "not an IPv4 address");
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: [1]"), 6, "nodes[0].underlay_ip",
+	               "");
+	expect_fail_at(ETH_HEAD ETH_NODE("n1", ", underlay_ip: 192.0.2.11") ETH_NODE("n2", "")
+	                   ETH_NODE("n3", ", underlay_ip: 192.0.2.11"),
+	               8, "nodes[2].underlay_ip", "already the underlay_ip of node 'n1' (line 6)");
+	/* not on an InfiniBand fabric */
+	expect_fail_at(HEAD "nodes:\n" NODE1 "    underlay_ip: 192.0.2.11\n", 18,
+	               "nodes[0].underlay_ip", "only allowed on ethernet fabrics");
+	/* per node: a class cannot set it */
+	expect_fail_at("cluster: t\nfabric: {type: ethernet}\npools: [{name: p}]\n"
+	               "racks: [{name: r1, pdus: [u1]}]\n"
+	               "node_classes:\n  c: {pool: p, underlay_ip: 192.0.2.1}\n"
+	               "nodes:\n" ETH_NODE("n1", ", class: c"),
+	               6, "node_classes.c.underlay_ip", "per node");
 }
 
 /* ---- good inputs: defaults, merging, forms ---- */
@@ -1079,6 +1133,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_example_cluster),
 	    cmocka_unit_test(test_example_ethernet),
+	    cmocka_unit_test(test_underlay_ip),
 	    cmocka_unit_test(test_minimal_defaults),
 	    cmocka_unit_test(test_class_merge_and_forms),
 	    cmocka_unit_test(test_ethernet_and_omnipath),
