@@ -202,6 +202,128 @@ int iso_sandbox_run(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
 
 /* ---- end sandbox ---- */
 
+/* ---- overlay ---- */
+
+/* The tenant overlay of Ethernet fabrics (src/sandbox/overlay.c,
+ * overlay_guard.c, overlay_vf.c; docs/sandbox.md "Tenant overlay"). Every
+ * call takes the network namespace it acts in as a path (/proc/PID/ns/net,
+ * /run/netns/NAME; NULL: the caller's own), so tests use namespaces as
+ * hosts. Level-triggered: ensure brings the kernel to the spec and changes
+ * nothing that already matches; remove answers 0 when already gone. */
+
+#define ISO_OVERLAY_PORT     4789 /* the IANA VXLAN port */
+#define ISO_OVERLAY_IFNAME   16   /* IFNAMSIZ */
+#define ISO_OVERLAY_SLOT_MAX 252  /* slots 0..252: addresses .2 to .254 */
+
+/* One tenant on this node: bridge isobr<vni> and VXLAN device isovx<vni>
+ * (dstport 4789, local underlay address, over underlay_dev, no learning),
+ * with one all-zeros FDB entry per peer (head-end replication). */
+struct iso_overlay_tenant {
+	uint32_t vni;             /* 1 .. 2^24-1 */
+	const char *underlay_dev; /* the host's underlay interface */
+	const char *local_ip;     /* its IPv4 address (iso_parse_ipv4) */
+	const char *const *peers; /* the other nodes holding the tenant (IPv4) */
+	size_t n_peers;
+};
+
+int iso_overlay_tenant_ensure(const char *netns, const struct iso_overlay_tenant *t,
+                              struct iso_error *err);
+/* Deletes the tenant's VXLAN device and bridge; -EBUSY while a member's
+ * veth is still on the bridge. */
+int iso_overlay_tenant_remove(const char *netns, uint32_t vni, struct iso_error *err);
+
+/* One member: a veth isov<hash of name> on the tenant's bridge whose peer is
+ * eth0 in the member's namespace, up, with address
+ * 10.<node_index/256>.<node_index%256>.<slot+2>/8. */
+struct iso_overlay_member {
+	const char *name;      /* the sandbox's name (iso_name_valid); kept as the veth's alias */
+	uint32_t vni;          /* the tenant, whose bridge must exist */
+	const char *member_netns; /* path of the member's namespace */
+	unsigned node_index;   /* 0 .. 65535 */
+	unsigned slot;         /* 0 .. ISO_OVERLAY_SLOT_MAX */
+};
+
+/* The member's address, "10.A.B.C" (without the /8). */
+int iso_overlay_address(unsigned node_index, unsigned slot, char out[ISO_IPV4_MAX],
+                        struct iso_error *err);
+/* The host-side veth's name for a member: "isov" and 8 hex digits. */
+void iso_overlay_veth_name(const char *name, char out[ISO_OVERLAY_IFNAME]);
+int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member *m,
+                              struct iso_error *err);
+/* Deletes the member's veth (its peer goes with it); 0 when gone. */
+int iso_overlay_member_remove(const char *netns, const char *name, struct iso_error *err);
+/* eth0's IPv4 address in a member's namespace, read from the kernel
+ * ("" when eth0 has none; -ENODEV when there is no eth0). */
+int iso_overlay_member_address(const char *member_netns, char out[ISO_IPV4_MAX],
+                               struct iso_error *err);
+
+/* What the kernel holds, read back (never copied from a spec). */
+struct iso_overlay_member_state {
+	char ifname[ISO_OVERLAY_IFNAME]; /* isov... on the host */
+	char name[ISO_NAME_MAX];         /* its alias: the sandbox's name */
+	bool up;
+};
+struct iso_overlay_tenant_state {
+	uint32_t vni; /* from the VXLAN device, not from its name */
+	char bridge[ISO_OVERLAY_IFNAME], vxlan[ISO_OVERLAY_IFNAME];
+	char local_ip[ISO_IPV4_MAX];
+	unsigned port;
+	bool learning, up, vxlan_present;
+	size_t n_peers; /* all-zeros FDB entries, sorted */
+	char (*peers)[ISO_IPV4_MAX];
+	size_t n_members;
+	struct iso_overlay_member_state *members;
+};
+struct iso_overlay_state {
+	size_t n_tenants; /* sorted by vni */
+	struct iso_overlay_tenant_state *tenants;
+};
+int iso_overlay_read(const char *netns, struct iso_overlay_state *out, struct iso_error *err);
+void iso_overlay_state_clear(struct iso_overlay_state *st);
+
+/* The nft guard: table inet isostack, set `allowed` of (ipv4 saddr . vni),
+ * chain vxlan_guard (hook input, priority -100): VXLAN arriving on
+ * underlay_dev whose (saddr . VNI) is in the set is accepted, every other
+ * VXLAN packet on it is counted (named counter `drops`) and dropped. Applied
+ * in one transaction; nothing is written when the kernel already holds
+ * exactly this guard, and the counter survives a change of the set. */
+struct iso_overlay_allow {
+	char peer[ISO_IPV4_MAX];
+	uint32_t vni;
+};
+int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
+                            const struct iso_overlay_allow *allow, size_t n,
+                            struct iso_error *err);
+struct iso_overlay_guard_state {
+	bool present; /* the table, its set, chain and both rules */
+	char underlay_dev[ISO_OVERLAY_IFNAME];
+	size_t n_allowed; /* sorted by (peer, vni) */
+	struct iso_overlay_allow *allowed;
+	uint64_t drops;
+};
+int iso_overlay_guard_read(const char *netns, struct iso_overlay_guard_state *out,
+                           struct iso_error *err);
+void iso_overlay_guard_state_clear(struct iso_overlay_guard_state *st);
+/* Deletes the table; 0 when absent. */
+int iso_overlay_guard_remove(const char *netns, struct iso_error *err);
+
+/* RoCE: the NIC's RDMA engine bypasses netfilter, so a RoCE member's guard
+ * is its VF's VLAN and spoof check, set on the PF by netlink
+ * (IFLA_VF_VLAN, IFLA_VF_SPOOFCHK in IFLA_VFINFO_LIST) and read back. */
+struct iso_overlay_vf {
+	unsigned vf;   /* the VF's index on the PF */
+	unsigned vlan; /* 1 .. 4094 */
+	unsigned qos;  /* 0 .. 7 */
+	bool spoofchk;
+};
+int iso_overlay_vf_set(const char *netns, const char *pf, const struct iso_overlay_vf *want,
+                       struct iso_error *err);
+/* -ENOENT when the PF reports no such VF. */
+int iso_overlay_vf_read(const char *netns, const char *pf, unsigned vf,
+                        struct iso_overlay_vf *out, struct iso_error *err);
+
+/* ---- end overlay ---- */
+
 ISO_PUBLIC_END
 
 #endif
