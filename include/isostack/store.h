@@ -218,6 +218,15 @@ struct iso_store {
 
 /* Opens (creating when missing) and migrates to the current schema. */
 int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_error *err);
+/* Connects with a libpq conninfo (URI or keywords), checks that commits are
+ * synchronous, and creates or migrates the schema (docs/store.md). */
+int iso_store_open_postgres(const char *conninfo, struct iso_store **out, struct iso_error *err);
+/* isostackd's --store: NULL or "sqlite" opens STATE_DIR/state.db; a
+ * "postgres://" or "postgresql://" URI, or a keyword conninfo, PostgreSQL.
+ * Errors name --store and never echo the conninfo (it may hold a password). */
+int iso_store_open(const char *spec, const char *state_dir, struct iso_store **out,
+                   struct iso_error *err);
+bool iso_store_spec_is_postgres(const char *spec);
 
 static inline void iso_store_close(struct iso_store *s)
 {

@@ -24,6 +24,7 @@
 struct options {
 	const char *config;
 	const char *state_dir;
+	const char *store; /* --store: NULL or "sqlite", or a PostgreSQL conninfo */
 	const char *listen;
 	const char *tls_cert;
 	const char *tls_key;
@@ -44,6 +45,7 @@ struct options {
 	/* node agents (docs/agents.md); 0: the default */
 	unsigned agent_lease_s, agent_grace_s, agent_max_waiters, provisioning_timeout_s;
 	bool agents_required, no_agents;
+	bool no_group_commit; /* --group-commit off */
 };
 
 static void usage(FILE *out)
@@ -60,10 +62,14 @@ static void usage(FILE *out)
 	             "                 [--tenant-writes-per-s N] [--tenant-reads-per-s N]\n"
 	             "                 [--agent-lease-s N] [--agent-grace-s N] [--agents-required]\n"
 	             "                 [--agent-max-waiters N] [--no-agents]\n"
-	             "                 [--provisioning-timeout-s N]\n"
+	             "                 [--provisioning-timeout-s N] [--group-commit on|off]\n"
+	             "                 [--store sqlite|CONNINFO]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
+	             "  --store STORE        sqlite (default: DIR/state.db) or a PostgreSQL\n"
+	             "                       conninfo: postgres://... or \"host=... dbname=...\"\n"
+	             "                       (docs/store.md)\n"
 	             "  --listen HOST:PORT   overrides controller.listen (default 127.0.0.1:8470)\n"
 	             "  --tls-cert/--tls-key serve HTTPS (overrides controller.tls)\n"
 	             "  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
@@ -92,6 +98,8 @@ static void usage(FILE *out)
 	             "  --agent-max-waiters N long polls of desired state at once (default 10000)\n"
 	             "  --no-agents          active once the fabric confirms: no wait for node agents\n"
 	             "  --provisioning-timeout-s N  not active by then: failed (default 300)\n"
+	             "  --group-commit on|off  concurrent changes share one flush (default on;\n"
+	             "                       docs/store.md)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
@@ -159,10 +167,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_AGENT_WAITERS,
 		O_NO_AGENTS,
 		O_PROVISION_TIMEOUT,
+		O_GROUP_COMMIT,
+		O_STORE,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"state-dir", required_argument, NULL, 's'},
+	    {"store", required_argument, NULL, O_STORE},
 	    {"listen", required_argument, NULL, 'l'},
 	    {"tls-cert", required_argument, NULL, O_TLS_CERT},
 	    {"tls-key", required_argument, NULL, O_TLS_KEY},
@@ -188,6 +199,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"agent-max-waiters", required_argument, NULL, O_AGENT_WAITERS},
 	    {"no-agents", no_argument, NULL, O_NO_AGENTS},
 	    {"provisioning-timeout-s", required_argument, NULL, O_PROVISION_TIMEOUT},
+	    {"group-commit", required_argument, NULL, O_GROUP_COMMIT},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -206,6 +218,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'l':
 			o->listen = optarg;
+			break;
+		case O_STORE:
+			if (strcmp(optarg, "sqlite") != 0 && !iso_store_spec_is_postgres(optarg)) {
+				fprintf(stderr,
+				        "isostackd: --store: \"%s\" is neither \"sqlite\" nor a "
+				        "PostgreSQL conninfo (postgres://... or \"host=... "
+				        "dbname=...\")\n",
+				        optarg);
+				return -1;
+			}
+			o->store = optarg;
 			break;
 		case O_TLS_CERT:
 			o->tls_cert = optarg;
@@ -301,6 +324,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case O_NO_AGENTS:
 			o->no_agents = true;
+			break;
+		case O_GROUP_COMMIT:
+			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+				fprintf(stderr, "isostackd: --group-commit: \"%s\" is neither on nor off\n",
+				        optarg);
+				return -1;
+			}
+			o->no_group_commit = strcmp(optarg, "off") == 0;
 			break;
 		case O_PROVISION_TIMEOUT:
 			if (parse_count(optarg, "--provisioning-timeout-s", 1, 864000,
@@ -545,8 +576,11 @@ int main(int argc, char **argv)
 
 	if (prepare_state_dir(o.state_dir, &lock_fd, &err) < 0)
 		return fail(&err);
-	snprintf(db_path, sizeof(db_path), "%s/state.db", o.state_dir);
-	if (iso_store_open_sqlite(db_path, &store, &err) < 0)
+	if (iso_store_spec_is_postgres(o.store))
+		iso_strlcpy(db_path, "postgres", sizeof(db_path)); /* never the conninfo */
+	else
+		snprintf(db_path, sizeof(db_path), "%s/state.db", o.state_dir);
+	if (iso_store_open(o.store, o.state_dir, &store, &err) < 0)
 		return fail(&err);
 	struct iso_controller_params params = {
 	    .inv = inv,
@@ -569,6 +603,7 @@ int main(int argc, char **argv)
 	    .agents_required = o.agents_required,
 	    .no_agents = o.no_agents,
 	    .provisioning_timeout_s = (int)o.provisioning_timeout_s,
+	    .group_commit = !o.no_group_commit,
 	};
 	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);
