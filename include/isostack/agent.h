@@ -18,6 +18,7 @@
 
 #include "isostack/codec.h"
 #include "isostack/gpu.h"
+#include "isostack/sandbox.h"
 #include "isostack/util.h"
 
 ISO_PUBLIC_BEGIN
@@ -145,6 +146,41 @@ int iso_agent_vf_reconcile(const struct iso_vf_host *h, const char *state_dir,
                            const struct iso_agent_desired *d, json_t *status,
                            struct iso_vf_tick *tick, struct iso_error *err);
 
+/* ---- members' sandboxes (src/agent/sandboxes.c, socket.c, cpuset.c,
+ * devices.c; docs/agent.md "Sandboxes", issue 14) ---- */
+
+/* A member's sandbox as the agent's socket (STATE_DIR/agent.sock) hands it
+ * out: enough to join it (iso_sandbox_enter, iso_sandbox_run). */
+struct iso_agent_sandbox_handle {
+	struct iso_sandbox sb; /* name (the cgroup's), holder pid and start */
+	char cgroup_root[ISO_CGROUP_PATH_MAX];
+	char cpus[ISO_AGENT_CPUS_MAX];
+	bool io_uring; /* the tenant's switch, for the seccomp policy */
+};
+
+/* Asks the agent whose state dir is `state_dir` for the sandbox of member
+ * `member` of `allocation` (root only: the agent refuses other callers).
+ * A refusal is -errno with the agent's words in err->message: "not on
+ * this node" and "released" (ISO_E_NOT_FOUND), "not ready yet (why)"
+ * (ISO_E_UNAVAILABLE), "refused: only root ..." (ISO_E_FORBIDDEN). */
+int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsigned member,
+                             struct iso_agent_sandbox_handle *h, struct iso_error *err);
+/* iso_agent_sandbox_lookup, then iso_sandbox_enter with the member's
+ * seccomp policy: the calling process is in the sandbox when it returns 0
+ * (irreversible; for the Slurm/CNI plugins, in a single-threaded child). */
+int iso_agent_sandbox_join(const char *state_dir, const char *allocation, unsigned member,
+                           const struct iso_sandbox_identity *id, struct iso_error *err);
+/* `isostack-agent exec --state-dir DIR --allocation A --member M [--uid U
+ * --gid G] -- CMD...` (argv from "exec" on): CMD's exit status, 126/127
+ * when it cannot start, 125 on a refusal or a bad flag (why on stderr). */
+int iso_agent_exec_main(int argc, char **argv);
+
+enum iso_agent_sandbox_mode {
+	ISO_AGENT_SANDBOX_AUTO, /* real when root and the cgroup root opens, else off */
+	ISO_AGENT_SANDBOX_REAL,
+	ISO_AGENT_SANDBOX_OFF,
+};
+
 /* ---- the daemon (src/agent/daemon.c) ---- */
 
 #define ISO_AGENT_NODES_MAX 256
@@ -160,6 +196,10 @@ struct iso_agent_config {
 	struct iso_vf_host vf; /* --vf-driver, --sysfs-root, --ibsim-net */
 	atomic_bool *stop;     /* set by the caller (SIGTERM) to stop */
 	char *config_text;     /* --config's text, which values may point into (owned) */
+	enum iso_agent_sandbox_mode sandbox; /* --sandbox */
+	const char *cgroup_root;             /* --cgroup-root (default /sys/fs/cgroup) */
+	const char *dev_root;                /* "/dev" (tests: a fake tree) */
+	const char *proc_root;               /* "/proc" */
 };
 
 /* Parses the command line (docs/agent.md), after the lines of --config FILE

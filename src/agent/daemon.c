@@ -17,9 +17,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "isostack/agent.h"
 #include "isostack/client.h"
+#include "internal.h"
 
 #define LONG_POLL_MAX_S 25
 #define BACKOFF_MIN_MS  500
@@ -30,7 +32,10 @@ const char iso_agent_usage[] =
     "usage: isostack-agent --controller URL --token-file FILE --node NAME [--node NAME ...]\n"
     "                      --gpu-driver sim|nvml --state-dir DIR [--heartbeat-s N]\n"
     "                      [--vf-driver mlx5|ibsim|sim|none] [--sysfs-root DIR]\n"
-    "                      [--ibsim-net FILE] [--config FILE]\n"
+    "                      [--ibsim-net FILE] [--sandbox real|off]\n"
+    "                      [--cgroup-root DIR] [--config FILE]\n"
+    "       isostack-agent exec --state-dir DIR --allocation A --member M\n"
+    "                      [--uid U --gid G] -- CMD...\n"
     "  --controller URL   isostackd's base URL (http[s]://host:port)\n"
     "  --token-file FILE  a node-agent token of the node (or cluster-admin, for sim hosts)\n"
     "  --node NAME        a node to serve (repeat for several; sim driver only)\n"
@@ -42,6 +47,10 @@ const char iso_agent_usage[] =
     "                     --gpu-driver sim), none (the default otherwise: no VFs)\n"
     "  --sysfs-root DIR   where sysfs is found (default /; tests use a fake tree)\n"
     "  --ibsim-net FILE   the ibsim net file (required with --vf-driver ibsim)\n"
+    "  --sandbox MODE     real: a sandbox per member (cgroups, namespaces, seccomp);\n"
+    "                     off: none. Default: real as root with one --node and the\n"
+    "                     cgroup root found, else off (the log says why)\n"
+    "  --cgroup-root DIR  where the cgroup controllers are (default /sys/fs/cgroup)\n"
     "  --config FILE      \"keyword value\" lines, keywords the long flags' names; the\n"
     "                     command line overrides them (--node replaces the file's)\n"
     "  --help             this text\n"
@@ -49,6 +58,7 @@ const char iso_agent_usage[] =
 
 enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTBEAT, O_HELP };
 enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET, O_CONFIG };
+enum { O_SANDBOX = 400, O_CGROUP_ROOT };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -62,6 +72,8 @@ static const struct option longopts[] = {
     {"sysfs-root", required_argument, NULL, O_SYSFS_ROOT},
     {"ibsim-net", required_argument, NULL, O_IBSIM_NET},
     {"config", required_argument, NULL, O_CONFIG},
+    {"sandbox", required_argument, NULL, O_SANDBOX},
+    {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
     {NULL, 0, NULL, 0},
 };
 
@@ -191,6 +203,21 @@ static int apply_option(struct parse_state *ps, int ch, const char *val, struct 
 			return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
 			                     "--ibsim-net: empty path");
 		ps->cfg->vf.ibsim_net = val;
+		break;
+	case O_SANDBOX:
+		if (strcmp(val, "real") == 0)
+			ps->cfg->sandbox = ISO_AGENT_SANDBOX_REAL;
+		else if (strcmp(val, "off") == 0)
+			ps->cfg->sandbox = ISO_AGENT_SANDBOX_OFF;
+		else
+			return iso_error_set(err, ISO_E_INVALID, "--sandbox",
+			                     "--sandbox: \"%s\" is not real or off", val);
+		break;
+	case O_CGROUP_ROOT:
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, "--cgroup-root",
+			                     "--cgroup-root: empty path");
+		ps->cfg->cgroup_root = val;
 		break;
 	default:
 		return iso_error_set(err, ISO_E_INVALID, "", "unknown option");
@@ -367,6 +394,10 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 		                     "--vf-driver mlx5: one host is one node");
 	if (!cfg->vf.sysfs_root)
 		cfg->vf.sysfs_root = "/";
+	if (!cfg->cgroup_root)
+		cfg->cgroup_root = "/sys/fs/cgroup";
+	cfg->dev_root = "/dev";
+	cfg->proc_root = "/proc";
 	if (!ps.vf_given && cfg->driver == &iso_gpu_sim_ops)
 		cfg->vf.driver = ISO_VF_SIM; /* a sim host has sim VFs */
 	if (read_token(ps.token_file, token_buf, err) < 0)
@@ -383,6 +414,7 @@ struct node_loop {
 	char dir[PATH_MAX];
 	struct iso_gpu *gpu;
 	struct iso_client *client;
+	struct agent_sandboxes *sandboxes;
 	pthread_t thread;
 	bool started;
 };
@@ -533,6 +565,17 @@ static void *node_main(void *arg)
 				        "failed=%u",
 				        n->node, d.generation, vt.programmed, vt.restored,
 				        vt.failed);
+			/* then the members' sandboxes, gated on the instances and VFs */
+			struct agent_sandbox_tick st;
+			if (agent_sandboxes_reconcile(n->sandboxes, n->gpu, n->node, &d, status,
+			                              &st, &e) < 0)
+				iso_log(ISO_LOG_ERR, "agent.reconcile_failed",
+				        "node=%s field=%s msg=\"%s\"", n->node, e.field, e.message);
+			else if (st.created || st.destroyed || st.failed)
+				iso_log(ISO_LOG_INFO, "agent.sandboxes_reconciled",
+				        "node=%s generation=%" PRIu64 " created=%u destroyed=%u "
+				        "failed=%u",
+				        n->node, d.generation, st.created, st.destroyed, st.failed);
 		}
 		if (tick.created || tick.destroyed || tick.failed || tick.busy)
 			iso_log(ISO_LOG_INFO, "agent.reconciled",
@@ -589,16 +632,75 @@ static int node_open(struct node_loop *n, struct iso_error *err)
 	return n->cfg->driver->open(&ga, &n->gpu, err);
 }
 
+/* --sandbox: real or off, and why off (docs/agent.md "Sandboxes"). */
+static bool sandbox_real(const struct iso_agent_config *cfg, char *why, size_t size)
+{
+	struct iso_cgroup cg;
+	struct iso_error e = {0};
+
+	if (cfg->sandbox == ISO_AGENT_SANDBOX_REAL)
+		return true;
+	if (cfg->sandbox == ISO_AGENT_SANDBOX_OFF) {
+		snprintf(why, size, "--sandbox off");
+		return false;
+	}
+	if (geteuid() != 0) {
+		snprintf(why, size, "not root");
+		return false;
+	}
+	if (cfg->n_nodes > 1) {
+		/* a sim host standing for several nodes: their members would all
+		 * take their cores from this one host */
+		snprintf(why, size, "serving %zu nodes from one host", cfg->n_nodes);
+		return false;
+	}
+	if (iso_cgroup_open(cfg->cgroup_root, &cg, &e) < 0) {
+		snprintf(why, size, "cgroup root %s: %s", cfg->cgroup_root, e.message);
+		return false;
+	}
+	return true;
+}
+
+static int sandboxes_start(const struct iso_agent_config *cfg, struct agent_sandboxes *sb,
+                           struct agent_socket **sock, struct iso_error *err)
+{
+	struct agent_host_roots roots = {cfg->dev_root ? cfg->dev_root : "/dev",
+	                                 cfg->proc_root ? cfg->proc_root : "/proc",
+	                                 cfg->vf.sysfs_root ? cfg->vf.sysfs_root : "/"};
+	char why[256] = "";
+	bool real = sandbox_real(cfg, why, sizeof(why));
+	int r;
+
+	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)
+		return iso_error_set(err, ISO_E_INVALID, "--state-dir", "--state-dir %s: %s",
+		                     cfg->state_dir, strerror(errno));
+	if ((r = agent_sandboxes_init(sb, cfg->state_dir, real, cfg->cgroup_root, &roots, err)) < 0)
+		return r;
+	if (real)
+		iso_log(ISO_LOG_INFO, "agent.sandbox_mode", "mode=real cgroup_root=%s version=%d",
+		        sb->cg.root, (int)sb->cg.version);
+	else
+		iso_log(ISO_LOG_INFO, "agent.sandbox_mode", "mode=off reason=\"%s\"", why);
+	return agent_socket_start(sb, cfg->state_dir, cfg->stop, sock, err);
+}
+
 int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err)
 {
 	struct node_loop *loops = calloc(cfg->n_nodes, sizeof(*loops));
+	struct agent_sandboxes *sb = calloc(1, sizeof(*sb));
+	struct agent_socket *sock = NULL;
 	int r = 0;
 
-	if (!loops)
+	if (!loops || !sb) {
+		free(loops);
+		free(sb);
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	}
+	r = sandboxes_start(cfg, sb, &sock, err);
 	for (size_t i = 0; i < cfg->n_nodes && r == 0; i++) {
 		loops[i].cfg = cfg;
 		loops[i].node = cfg->nodes[i];
+		loops[i].sandboxes = sb;
 		if ((r = node_open(&loops[i], err)) < 0)
 			break;
 		if (pthread_create(&loops[i].thread, NULL, node_main, &loops[i]) != 0)
@@ -615,6 +717,9 @@ int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err)
 			loops[i].gpu->ops->close(loops[i].gpu);
 		iso_client_free(loops[i].client);
 	}
+	agent_socket_stop(sock);
+	agent_sandboxes_free(sb);
+	free(sb);
 	free(loops);
 	return r;
 }

@@ -1,13 +1,15 @@
 /* main.c: isostack-agent, the node agent (docs/agent.md). A thin main: the
  * flags, the loop and reconcile are library code in src/agent/. This file
  * owns the process: signals (SIGTERM and SIGINT stop it cleanly) and curl's
- * global set-up. */
+ * global set-up, and hands `isostack-agent exec` to its own main
+ * (src/agent/exec.c). */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "isostack/agent.h"
 
@@ -36,6 +38,9 @@ int main(int argc, char **argv)
 	pthread_t t;
 	int sig, r;
 
+	/* `isostack-agent exec ...`: a one-shot client of a running agent */
+	if (argc > 1 && strcmp(argv[1], "exec") == 0)
+		return iso_agent_exec_main(argc - 1, argv + 1);
 	r = iso_agent_parse_args(argc, argv, &run.cfg, &token, &run.err);
 	if (r == 1) {
 		fputs(iso_agent_usage, stdout);

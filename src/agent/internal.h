@@ -1,0 +1,188 @@
+/* internal.h: what the node agent's sandbox files (issue 14: sandboxes.c,
+ * socket.c, cpuset.c, devices.c) share with each other, the daemon and
+ * their unit tests, and nobody else: the cpuset choice, the device list,
+ * the sandbox records and the table the socket answers from. */
+#ifndef ISOSTACK_AGENT_INTERNAL_H
+#define ISOSTACK_AGENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isostack/agent.h"
+#include "isostack/codec.h"
+#include "isostack/sandbox.h"
+
+/* ---- cpu sets (cpuset.c) ---- */
+
+#define AGENT_CPUS_MAX 4096 /* CPUs a mask holds */
+
+struct agent_cpumask {
+	uint64_t w[AGENT_CPUS_MAX / 64];
+};
+
+/* "0-3,8" (a trailing newline allowed) into *m; "" is the empty set.
+ * -EINVAL on anything else. */
+int agent_cpumask_parse(const char *list, struct agent_cpumask *m);
+/* The kernel's spelling ("0-3,8"); -ENOSPC when it does not fit. */
+int agent_cpumask_format(const struct agent_cpumask *m, char *buf, size_t size);
+unsigned agent_cpumask_count(const struct agent_cpumask *m);
+static inline bool agent_cpumask_has(const struct agent_cpumask *m, unsigned c)
+{
+	return c < AGENT_CPUS_MAX && (m->w[c / 64] >> (c % 64) & 1);
+}
+static inline void agent_cpumask_set(struct agent_cpumask *m, unsigned c)
+{
+	if (c < AGENT_CPUS_MAX)
+		m->w[c / 64] |= UINT64_C(1) << (c % 64);
+}
+
+/* Picks `n` cores of this host that are not in *taken: those of the NUMA
+ * node of the GPU at PCI address `pci_bus_id` first (NULL or unknown
+ * topology: none preferred), lowest first, then the lowest free others.
+ * Writes the cpuset list to cpus and the memory node(s) of the chosen cores
+ * to mems ("" when the host shows no NUMA nodes). -ENOSPC with the reason
+ * when fewer than n are free. Reads under sysfs_root ("/" on a host):
+ * sys/devices/system/cpu/online, sys/bus/pci/devices/ADDR/numa_node,
+ * sys/devices/system/node/{online,nodeN/cpulist}. */
+int agent_cpuset_choose(const char *sysfs_root, const char *pci_bus_id, unsigned n,
+                        const struct agent_cpumask *taken, char *cpus, size_t cpus_size, char *mems,
+                        size_t mems_size, struct iso_error *err);
+
+/* ---- device nodes (devices.c) ---- */
+
+struct agent_host_roots {
+	const char *dev_root;   /* "/dev" */
+	const char *proc_root;  /* "/proc" */
+	const char *sysfs_root; /* "/" (sysfs under sys/) */
+};
+
+/* One MIG instance a member holds, as the GPU driver lists it (gi -1:
+ * a whole GPU, no capability nodes). */
+struct agent_gpu_slice {
+	unsigned gpu;
+	int gi, ci;
+};
+
+/* One VF a member uses: VF `index` of the HCA `device` (mlx5_0). */
+struct agent_vf_ref {
+	const char *device;
+	unsigned index;
+};
+
+#define AGENT_DEVICES_MAX ISO_SANDBOX_DEVICES_MAX
+#define AGENT_DEV_PATH    256
+
+/* The device nodes a member may open, those of them that exist on this
+ * host: nvidiactl, nvidia-uvm, nvidia-uvm-tools, each GPU's nvidiaN, each
+ * MIG instance's GI and CI access capability nodes (minors from
+ * PROC/driver/nvidia-caps/mig-minors; DEV/nvidia-caps/nvidia-cap<minor>),
+ * each VF's uverbsN (sysfs infiniband_verbs of the VF's PCI function) and
+ * infiniband/rdma_cm. No duplicates. */
+int agent_sandbox_devices(const struct agent_host_roots *roots, const struct agent_gpu_slice *gpus,
+                          size_t n_gpus, const struct agent_vf_ref *vfs, size_t n_vfs,
+                          char (*out)[AGENT_DEV_PATH], size_t *n_out, struct iso_error *err);
+
+/* ---- the sandbox records and the table (sandboxes.c) ---- */
+
+#define AGENT_SANDBOX_DIR      "sandboxes"
+#define AGENT_TOMBSTONES       4096
+#define AGENT_SANDBOX_PIDS     16384 /* pids.max of a member */
+#define AGENT_SANDBOX_NAME_FMT "iso-%s-%u"
+
+/* STATE_DIR/sandboxes/<name>.json: what the agent needs to find a
+ * member's sandbox again after a restart. holder_pid 0: the cores are
+ * reserved, the sandbox not made yet (or a make cut short). */
+struct agent_sandbox_record {
+	char node[ISO_NAME_MAX];
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	struct iso_sandbox sb;
+	char cpus[ISO_AGENT_CPUS_MAX];
+	char mems[ISO_AGENT_CPUS_MAX];
+	bool io_uring;
+};
+
+int agent_record_load(const char *dir, const char *name, struct agent_sandbox_record *out,
+                      struct iso_error *err);
+int agent_record_store(const char *dir, const struct agent_sandbox_record *rec,
+                       struct iso_error *err);
+/* Strict decode of a record's text (tests and the fuzzer). */
+int agent_record_decode(const char *text, size_t len, struct agent_sandbox_record *out,
+                        struct iso_error *err);
+
+/* What the socket answers for one member. */
+struct agent_table_entry {
+	char node[ISO_NAME_MAX];
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	bool ready;
+	char reason[ISO_AGENT_REASON_MAX];
+	struct iso_sandbox sb;
+	char cpus[ISO_AGENT_CPUS_MAX];
+	bool io_uring;
+};
+
+struct agent_tombstone {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+};
+
+/* The sandboxes of every node this agent serves: written by the node
+ * threads after each tick, read by the socket's thread. */
+struct agent_sandboxes {
+	pthread_mutex_t lock;          /* the table (entries, tombstones) */
+	pthread_mutex_t work;          /* one node's reconcile at a time: records and cores */
+	bool real;                     /* sandbox_mode */
+	char off_reason[128];          /* why off */
+	struct iso_cgroup cg;          /* opened when real */
+	struct agent_host_roots roots; /* devices and topology */
+	char dir[4096];                /* STATE_DIR/sandboxes */
+	size_t n, cap;
+	struct agent_table_entry *entries;
+	struct agent_tombstone *tombs; /* a ring of AGENT_TOMBSTONES */
+	size_t n_tombs, tomb_next;
+};
+
+/* dir: the agent's state dir; cgroup_root NULL when mode is off. */
+int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool real,
+                         const char *cgroup_root, const struct agent_host_roots *roots,
+                         struct iso_error *err);
+void agent_sandboxes_free(struct agent_sandboxes *s);
+
+/* One tick for `node` (after the MIG and VF passes, under a term obeyed):
+ * makes the sandbox of every member of d whose instances (and VF) are ready
+ * in `status`, removes those of members no longer in d, and sets
+ * status["sandbox_mode"] and status["sandboxes"]. */
+struct agent_sandbox_tick {
+	unsigned created, destroyed, failed;
+};
+int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, const char *node,
+                              const struct iso_agent_desired *d, json_t *status,
+                              struct agent_sandbox_tick *tick, struct iso_error *err);
+
+/* The socket's answer for (allocation, member): 0 with *out, or a refusal
+ * written to reason: "not on this node", "released", "not ready yet (...)". */
+int agent_sandboxes_lookup(struct agent_sandboxes *s, const char *allocation, unsigned member,
+                           struct agent_table_entry *out, char *reason, size_t size);
+
+/* ---- the socket (socket.c) ---- */
+
+#define AGENT_SOCKET_NAME "agent.sock"
+#define AGENT_REQUEST_MAX 1024
+#define AGENT_ANSWER_MAX  4096
+
+/* Strict parse of one request: {"allocation": A, "member": M}. */
+int agent_request_parse(const char *text, size_t len, char *allocation, size_t alloc_size,
+                        unsigned *member, struct iso_error *err);
+/* The answer to one request's bytes from a caller of uid `uid` (malloc'd
+ * JSON text). */
+char *agent_socket_answer(struct agent_sandboxes *s, unsigned uid, const char *req, size_t len);
+
+struct agent_socket;
+int agent_socket_start(struct agent_sandboxes *s, const char *state_dir, atomic_bool *stop,
+                       struct agent_socket **out, struct iso_error *err);
+void agent_socket_stop(struct agent_socket *sk);
+
+#endif

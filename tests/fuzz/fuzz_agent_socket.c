@@ -1,0 +1,114 @@
+/* fuzz_agent_socket.c: what the node agent's unix socket reads from a
+ * caller (src/agent/socket.c, docs/agent.md "Sandboxes"): one request,
+ * {"allocation": A, "member": M}, and, from the state dir after a restart,
+ * the sandbox records (STATE_DIR/sandboxes/<name>.json). The first byte
+ * picks which: even, the bytes are a request answered by
+ * agent_socket_answer over a table holding one ready, one waiting and one
+ * released member; odd, they are a record for agent_record_decode.
+ * Properties: an answer is always a JSON object, either a handle (of the
+ * ready member, exactly what the table holds) or {"error","message"} with
+ * a known code and a message; a request the parser takes names a valid
+ * allocation id and a member 0..1023; a refusal of the parser or of the
+ * record decode says why; a decoded record names a valid sandbox. */
+#include <string.h>
+
+#include "../../src/agent/internal.h"
+#include "fuzz.h"
+
+#define A1 "a-0123456789abcdef"
+
+static struct agent_sandboxes table;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static struct agent_table_entry e[2];
+
+	pthread_mutex_init(&table.lock, NULL);
+	iso_strlcpy(table.cg.root, "/sys/fs/cgroup", sizeof(table.cg.root));
+	for (int i = 0; i < 2; i++) {
+		iso_strlcpy(e[i].node, "n1", sizeof(e[i].node));
+		iso_strlcpy(e[i].allocation, A1, sizeof(e[i].allocation));
+		e[i].member = (unsigned)i;
+		snprintf(e[i].sb.name, sizeof(e[i].sb.name), "iso-%s-%d", A1, i);
+		iso_strlcpy(e[i].cpus, "2-3", sizeof(e[i].cpus));
+	}
+	e[0].ready = true;
+	e[0].sb.holder_pid = 4242;
+	e[0].sb.holder_start = 777;
+	iso_strlcpy(e[1].reason, "waiting for its GPU instances", sizeof(e[1].reason));
+	table.entries = e;
+	table.n = table.cap = 2;
+	static struct agent_tombstone tombs[AGENT_TOMBSTONES];
+	table.tombs = tombs;
+	iso_strlcpy(tombs[0].allocation, A1, sizeof(tombs[0].allocation));
+	tombs[0].member = 5;
+	table.n_tombs = 1;
+	table.tomb_next = 1;
+	return 0;
+}
+
+static void request(const char *text, size_t len)
+{
+	char alloc[ISO_AGENT_ALLOC_MAX];
+	unsigned member = 0;
+	struct iso_error err = {0};
+	int r = agent_request_parse(text, len, alloc, sizeof(alloc), &member, &err);
+	char *answer;
+	json_t *doc;
+	json_error_t je;
+
+	fuzz_check_refusal(r, &err, "agent_request_parse");
+	if (r == 0) {
+		FUZZ_ASSERT(strlen(alloc) == 18 && strncmp(alloc, "a-", 2) == 0 &&
+		                strspn(alloc + 2, "0123456789abcdef") == 16,
+		            "allocation \"%s\"", alloc);
+		FUZZ_ASSERT(member <= 1023, "member %u", member);
+	}
+	answer = agent_socket_answer(&table, 0, text, len);
+	FUZZ_ASSERT(answer != NULL, "no answer");
+	doc = json_loads(answer, JSON_REJECT_DUPLICATES, &je);
+	FUZZ_ASSERT(json_is_object(doc), "answer not an object: %s", answer);
+	if (json_object_get(doc, "error")) {
+		enum iso_errcode c;
+		const char *msg = json_string_value(json_object_get(doc, "message"));
+		FUZZ_ASSERT(json_object_size(doc) == 2 && msg && *msg, "refusal %s", answer);
+		FUZZ_ASSERT(
+		    iso_errcode_parse(json_string_value(json_object_get(doc, "error")), &c) == 0,
+		    "code in %s", answer);
+		FUZZ_ASSERT(r < 0 || c == ISO_E_NOT_FOUND || c == ISO_E_UNAVAILABLE, "%s", answer);
+	} else {
+		FUZZ_ASSERT(r == 0 && member == 0 && strcmp(alloc, A1) == 0,
+		            "a handle for another member: %s", answer);
+		FUZZ_ASSERT(json_integer_value(json_object_get(doc, "holder_pid")) == 4242, "%s",
+		            answer);
+	}
+	json_decref(doc);
+	free(answer);
+}
+
+static void record(const char *text, size_t len)
+{
+	struct agent_sandbox_record rec;
+	struct iso_error err = {0};
+	int r = agent_record_decode(text, len, &rec, &err);
+
+	fuzz_check_refusal(r, &err, "agent_record_decode");
+	if (r == 0) {
+		FUZZ_ASSERT(iso_name_valid(rec.sb.name), "name %s", rec.sb.name);
+		FUZZ_ASSERT(iso_name_valid(rec.node), "node %s", rec.node);
+		FUZZ_ASSERT(rec.cpus[0] && iso_codec_cpus_valid(rec.cpus), "cpus %s", rec.cpus);
+		FUZZ_ASSERT(rec.sb.holder_pid >= 0 && rec.member <= 1023, "pid %d",
+		            rec.sb.holder_pid);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	if (data[0] % 2 == 0)
+		request((const char *)data + 1, size - 1);
+	else
+		record((const char *)data + 1, size - 1);
+	return 0;
+}

@@ -1,0 +1,549 @@
+/* test_sandboxes_real.c: the agent's sandbox lifecycle (src/agent/
+ * sandboxes.c; issue 14) on the real kernel, driven through the functions
+ * each agent tick calls: a desired member gets its sandbox (a live holder,
+ * its cgroup, its record), a second tick keeps it (same holder), a member
+ * no longer desired loses it (holder gone, cgroup gone, record gone,
+ * "released"), an agent restart keeps a live member's sandbox and removes a
+ * released one's, a dead holder is made again on the same cores, too few
+ * free cores is "not ready" with the reason, and a command run through
+ * the socket's handle is in the member's cgroup with the sandbox's
+ * hostname. Then the leak test: 1,000 create/release cycles, counting
+ * cgroups, mounts, namespaces, network interfaces and processes before and
+ * after. Root only (suite sandbox): skips saying why otherwise.
+ *
+ * The counts are of what this test could leak, so that other work on the
+ * machine does not move them: this process is a child subreaper, so every
+ * process a sandbox leaves is its descendant; namespaces are those
+ * descendants hold; cgroups are named with this test's allocation prefix;
+ * mounts and interfaces are those of a mount and a network namespace of
+ * this test's own (made at its start, mounts private), where the sandboxes
+ * are made from and where anything they leaked would show. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../src/agent/internal.h"
+
+#define CG_ROOT "/sys/fs/cgroup"
+#define PREFIX  "a-7e57" /* this test's allocation ids */
+#define NODE    "n-real"
+#define CYCLES  1000
+
+static char dir[PATH_MAX];
+static struct agent_sandboxes S;
+static const char *skip_why;
+
+static void alloc_id(char *buf, size_t size, unsigned i)
+{
+	snprintf(buf, size, PREFIX "%012x", i);
+}
+
+static int setup(void **state)
+{
+	struct agent_host_roots roots = {"/dev", "/proc", "/"};
+	struct iso_error e = {0};
+
+	if (skip_why)
+		return 0;
+	snprintf(dir, sizeof(dir), "/tmp/test_sandboxes_real.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	if (agent_sandboxes_init(&S, dir, true, CG_ROOT, &roots, &e) < 0) {
+		fprintf(stderr, "init: %s\n", e.message);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+	struct iso_agent_desired none = {0};
+	struct agent_sandbox_tick t;
+	struct iso_error e = {0};
+	json_t *st = json_object();
+
+	if (skip_why)
+		return 0;
+	/* whatever a failed case left goes */
+	iso_strlcpy(none.node, NODE, sizeof(none.node));
+	agent_sandboxes_reconcile(&S, NULL, NODE, &none, st, &t, &e);
+	json_decref(st);
+	agent_sandboxes_free(&S);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+#define SKIP_UNLESS_READY()                                                                        \
+	do {                                                                                       \
+		if (skip_why) {                                                                    \
+			fprintf(stderr, "skipped: %s\n", skip_why);                                \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+/* A desired document of members (allocation index, cpus), on NODE. */
+struct doc {
+	struct iso_agent_desired d;
+	struct iso_agent_member_want m[8];
+};
+
+static void doc_of(struct doc *doc, const unsigned *allocs, const unsigned *cpus, size_t n)
+{
+	memset(doc, 0, sizeof(*doc));
+	iso_strlcpy(doc->d.node, NODE, sizeof(doc->d.node));
+	for (size_t i = 0; i < n; i++) {
+		alloc_id(doc->m[i].allocation, sizeof(doc->m[i].allocation), allocs[i]);
+		doc->m[i].member = 0;
+		iso_strlcpy(doc->m[i].tenant, "acme", sizeof(doc->m[i].tenant));
+		doc->m[i].cpus = cpus[i];
+		doc->m[i].memory_mib = 256;
+	}
+	doc->d.members = doc->m;
+	doc->d.n_members = n;
+}
+
+static json_t *tick(struct doc *doc, struct agent_sandbox_tick *t)
+{
+	struct iso_error e = {0};
+	json_t *st = json_object();
+
+	assert_int_equal(agent_sandboxes_reconcile(&S, NULL, NODE, &doc->d, st, t, &e), 0);
+	return st;
+}
+
+static json_t *entry_of(json_t *st, unsigned alloc)
+{
+	char id[32];
+	size_t i;
+	json_t *it;
+
+	alloc_id(id, sizeof(id), alloc);
+	json_array_foreach (json_object_get(st, "sandboxes"), i, it)
+		if (strcmp(json_string_value(json_object_get(it, "allocation")), id) == 0)
+			return it;
+	return NULL;
+}
+
+static bool lookup(unsigned alloc, struct agent_table_entry *out, char *reason, size_t size)
+{
+	char id[32];
+
+	alloc_id(id, sizeof(id), alloc);
+	return agent_sandboxes_lookup(&S, id, 0, out, reason, size) == 0;
+}
+
+static bool alive(int pid)
+{
+	char path[64], state = 0, line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (fgets(line, sizeof(line), f)) {
+		char *p = strrchr(line, ')');
+		if (p && p[1])
+			state = p[2];
+	}
+	fclose(f);
+	return state && state != 'Z' && state != 'X';
+}
+
+static bool record_exists(unsigned alloc)
+{
+	char path[PATH_MAX + 64], id[32];
+
+	alloc_id(id, sizeof(id), alloc);
+	snprintf(path, sizeof(path), "%s/sandboxes/iso-%s-0.json", dir, id);
+	return access(path, F_OK) == 0;
+}
+
+static bool group_exists(unsigned alloc)
+{
+	char name[64], id[32];
+
+	alloc_id(id, sizeof(id), alloc);
+	snprintf(name, sizeof(name), "iso-%s-0", id);
+	return iso_cgroup_exists(&S.cg, name);
+}
+
+static void test_create_keep_release(void **state)
+{
+	SKIP_UNLESS_READY();
+	struct doc doc;
+	struct agent_sandbox_tick t;
+	struct agent_table_entry e;
+	char reason[300];
+	unsigned a[] = {1}, c[] = {1};
+	json_t *st, *it;
+	int holder;
+
+	doc_of(&doc, a, c, 1);
+	st = tick(&doc, &t);
+	assert_int_equal(t.created, 1);
+	assert_string_equal(json_string_value(json_object_get(st, "sandbox_mode")), "real");
+	it = entry_of(st, 1);
+	assert_non_null(it);
+	assert_true(json_is_true(json_object_get(it, "ready")));
+	assert_string_equal(json_string_value(json_object_get(it, "cgroup")),
+	                    "iso-" PREFIX "000000000001-0");
+	assert_true(lookup(1, &e, reason, sizeof(reason)));
+	holder = e.sb.holder_pid;
+	assert_true(alive(holder));
+	assert_true(record_exists(1));
+	assert_true(group_exists(1));
+	assert_string_equal(json_string_value(json_object_get(it, "cpus")), e.cpus);
+	json_decref(st);
+
+	/* level-triggered: the next tick keeps it */
+	st = tick(&doc, &t);
+	assert_int_equal(t.created, 0);
+	assert_true(lookup(1, &e, reason, sizeof(reason)));
+	assert_int_equal(e.sb.holder_pid, holder);
+	json_decref(st);
+
+	/* released */
+	doc_of(&doc, a, c, 0);
+	st = tick(&doc, &t);
+	assert_int_equal(t.destroyed, 1);
+	assert_int_equal(json_array_size(json_object_get(st, "sandboxes")), 0);
+	assert_false(lookup(1, &e, reason, sizeof(reason)));
+	assert_string_equal(reason, "released");
+	assert_false(alive(holder));
+	assert_false(record_exists(1));
+	assert_false(group_exists(1));
+	json_decref(st);
+}
+
+static void test_restart_keeps_live_removes_released(void **state)
+{
+	SKIP_UNLESS_READY();
+	struct agent_host_roots roots = {"/dev", "/proc", "/"};
+	struct doc doc;
+	struct agent_sandbox_tick t;
+	struct agent_table_entry e;
+	struct iso_error err = {0};
+	char reason[300];
+	unsigned a[] = {2, 3}, c[] = {1, 1};
+	int h2, h3;
+
+	doc_of(&doc, a, c, 2);
+	json_decref(tick(&doc, &t));
+	assert_int_equal(t.created, 2);
+	assert_true(lookup(2, &e, reason, sizeof(reason)));
+	h2 = e.sb.holder_pid;
+	assert_true(lookup(3, &e, reason, sizeof(reason)));
+	h3 = e.sb.holder_pid;
+
+	/* the agent restarts (its memory gone, the records kept); member 3
+	 * was released meanwhile */
+	agent_sandboxes_free(&S);
+	assert_int_equal(agent_sandboxes_init(&S, dir, true, CG_ROOT, &roots, &err), 0);
+	doc_of(&doc, a, c, 1);
+	json_decref(tick(&doc, &t));
+	assert_int_equal(t.created, 0);
+	assert_int_equal(t.destroyed, 1);
+	assert_true(lookup(2, &e, reason, sizeof(reason)));
+	assert_int_equal(e.sb.holder_pid, h2);
+	assert_true(alive(h2));
+	assert_false(alive(h3));
+	assert_false(group_exists(3));
+	assert_false(record_exists(3));
+	assert_false(lookup(3, &e, reason, sizeof(reason)));
+	assert_string_equal(reason, "released");
+}
+
+static void test_dead_holder_made_again_on_its_cores(void **state)
+{
+	SKIP_UNLESS_READY();
+	struct doc doc;
+	struct agent_sandbox_tick t;
+	struct agent_table_entry e;
+	char reason[300], cpus[ISO_AGENT_CPUS_MAX];
+	unsigned a[] = {4}, c[] = {1};
+	int holder;
+
+	doc_of(&doc, a, c, 1);
+	json_decref(tick(&doc, &t));
+	assert_true(lookup(4, &e, reason, sizeof(reason)));
+	holder = e.sb.holder_pid;
+	iso_strlcpy(cpus, e.cpus, sizeof(cpus));
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	json_decref(tick(&doc, &t));
+	assert_int_equal(t.created, 1);
+	assert_true(lookup(4, &e, reason, sizeof(reason)));
+	assert_int_not_equal(e.sb.holder_pid, holder);
+	assert_true(alive(e.sb.holder_pid));
+	assert_string_equal(e.cpus, cpus);
+}
+
+static void test_not_enough_cores_is_not_ready(void **state)
+{
+	SKIP_UNLESS_READY();
+	struct doc doc;
+	struct agent_sandbox_tick t;
+	struct agent_table_entry e;
+	char reason[300];
+	unsigned a[] = {5}, c[] = {AGENT_CPUS_MAX - 1};
+	json_t *st, *it;
+
+	doc_of(&doc, a, c, 1);
+	st = tick(&doc, &t);
+	it = entry_of(st, 5);
+	assert_false(json_is_true(json_object_get(it, "ready")));
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(it, "reason")), "not enough free cores"));
+	assert_false(lookup(5, &e, reason, sizeof(reason)));
+	assert_non_null(strstr(reason, "not ready yet (not enough free cores"));
+	assert_false(record_exists(5));
+	json_decref(st);
+}
+
+/* A command run through the socket's handle, as `isostack-agent exec`
+ * does: in the member's cgroup, with the sandbox's hostname. */
+static void test_run_through_the_socket(void **state)
+{
+	SKIP_UNLESS_READY();
+	struct doc doc;
+	struct agent_sandbox_tick t;
+	struct agent_socket *sk = NULL;
+	struct iso_agent_sandbox_handle h;
+	struct iso_sandbox_identity id = {0};
+	struct iso_seccomp_policy pol = {0};
+	struct iso_error e = {0};
+	struct iso_cgroup cg;
+	atomic_bool stop = false;
+	unsigned a[] = {6}, c[] = {1};
+	char out[PATH_MAX + 16], cmd[PATH_MAX + 128], alloc[32], buf[4096];
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	int status = -1;
+	FILE *f;
+	size_t n;
+
+	doc_of(&doc, a, c, 1);
+	json_decref(tick(&doc, &t));
+	assert_int_equal(agent_socket_start(&S, dir, &stop, &sk, &e), 0);
+	alloc_id(alloc, sizeof(alloc), 6);
+	assert_int_equal(iso_agent_sandbox_lookup(dir, alloc, 0, &h, &e), 0);
+	assert_int_equal(iso_cgroup_open(h.cgroup_root, &cg, &e), 0);
+	/* the sandbox's /tmp is its own: the output goes through stdout */
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(cmd, sizeof(cmd), "hostname; cat /proc/self/cgroup; exit 7");
+	fflush(stdout);
+	{
+		int saved = dup(1), fd;
+		f = fopen(out, "w");
+		assert_non_null(f);
+		fd = fileno(f);
+		dup2(fd, 1);
+		int r = iso_sandbox_run(&cg, &h.sb, &id, &pol, argv, &status, &e);
+		fflush(stdout);
+		dup2(saved, 1);
+		close(saved);
+		fclose(f);
+		if (r < 0)
+			fail_msg("iso_sandbox_run: %s: %s", e.field, e.message);
+	}
+	assert_int_equal(status, 7);
+	f = fopen(out, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(buf, "iso-" PREFIX "000000000006-0\n"));
+	assert_non_null(strstr(buf, "/iso-" PREFIX "000000000006-0"));
+	atomic_store(&stop, true);
+	agent_socket_stop(sk);
+}
+
+/* ---- the leak test ---- */
+
+struct counts {
+	long cgroups, mounts, namespaces, interfaces, processes;
+};
+
+static bool descendant(pid_t pid, pid_t me)
+{
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		char path[64], line[512];
+		FILE *f;
+		int ppid = 0;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		if (!(f = fopen(path, "r")))
+			return false;
+		if (fgets(line, sizeof(line), f)) {
+			char *p = strrchr(line, ')');
+			if (p)
+				sscanf(p + 2, "%*c %d", &ppid);
+		}
+		fclose(f);
+		if (ppid == me)
+			return true;
+		pid = ppid;
+	}
+	return false;
+}
+
+static long count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int ch;
+
+	assert_non_null(f);
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static long count_dir(const char *path, const char *prefix)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	long n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void count(struct counts *c)
+{
+	static const char *const ns[] = {"mnt", "pid", "ipc", "uts", "net", "user", "cgroup"};
+	unsigned long inodes[4096];
+	size_t n_inodes = 0;
+	pid_t me = getpid();
+	DIR *d;
+	struct dirent *de;
+	char path[PATH_MAX];
+
+	memset(c, 0, sizeof(*c));
+	/* cgroups of this test's members, in every hierarchy */
+	if (S.cg.version == ISO_CGROUP_V2) {
+		c->cgroups = count_dir(S.cg.root, "iso-" PREFIX);
+	} else {
+		static const char *const ctl[] = {"cpuset", "memory", "pids", "devices", "rdma"};
+		for (size_t i = 0; i < ISO_ARRAY_SIZE(ctl); i++) {
+			snprintf(path, sizeof(path), "%s/%s", S.cg.root, ctl[i]);
+			c->cgroups += count_dir(path, "iso-" PREFIX);
+		}
+	}
+	c->mounts = count_lines("/proc/self/mountinfo");
+	c->interfaces = count_lines("/proc/self/net/dev") - 2; /* two header lines */
+	/* processes below this one (a subreaper: orphans come back to it),
+	 * and the distinct namespaces they hold */
+	assert_non_null(d = opendir("/proc"));
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+
+		if (pid <= 0 || pid == me || !descendant(pid, me))
+			continue;
+		c->processes++;
+		for (size_t k = 0; k < ISO_ARRAY_SIZE(ns); k++) {
+			struct stat st;
+			bool seen = false;
+
+			snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns[k]);
+			if (stat(path, &st) < 0)
+				continue;
+			for (size_t i = 0; i < n_inodes && !seen; i++)
+				seen = inodes[i] == st.st_ino;
+			if (!seen && n_inodes < ISO_ARRAY_SIZE(inodes))
+				inodes[n_inodes++] = st.st_ino;
+		}
+	}
+	closedir(d);
+	c->namespaces = (long)n_inodes;
+}
+
+static void test_thousand_cycles_leak_nothing(void **state)
+{
+	SKIP_UNLESS_READY();
+	struct counts before, during, after;
+	struct doc doc;
+	struct agent_sandbox_tick t;
+	unsigned a[1], c[] = {1};
+	uint64_t t0 = iso_mono_ns();
+
+	count(&before);
+	for (unsigned i = 0; i < CYCLES; i++) {
+		a[0] = 1000 + i;
+		doc_of(&doc, a, c, 1);
+		json_decref(tick(&doc, &t));
+		if (t.created != 1)
+			fail_msg("cycle %u: created %u failed %u", i, t.created, t.failed);
+		if (i == 0)
+			count(&during); /* the counts see a live sandbox */
+		doc_of(&doc, a, c, 0);
+		json_decref(tick(&doc, &t));
+		if (t.destroyed != 1)
+			fail_msg("cycle %u: destroyed %u failed %u", i, t.destroyed, t.failed);
+	}
+	count(&after);
+	fprintf(stderr,
+	        "%d cycles in %.1f s; before/with one/after: cgroups %ld/%ld/%ld mounts "
+	        "%ld/%ld/%ld namespaces %ld/%ld/%ld interfaces %ld/%ld/%ld processes "
+	        "%ld/%ld/%ld\n",
+	        CYCLES, (double)(iso_mono_ns() - t0) / 1e9, before.cgroups, during.cgroups,
+	        after.cgroups, before.mounts, during.mounts, after.mounts, before.namespaces,
+	        during.namespaces, after.namespaces, before.interfaces, during.interfaces,
+	        after.interfaces, before.processes, during.processes, after.processes);
+	/* the counting sees a sandbox when there is one */
+	assert_true(during.cgroups > before.cgroups);
+	assert_true(during.processes > before.processes);
+	assert_true(during.namespaces > before.namespaces);
+	assert_int_equal(after.cgroups, before.cgroups);
+	assert_int_equal(after.mounts, before.mounts);
+	assert_int_equal(after.namespaces, before.namespaces);
+	assert_int_equal(after.interfaces, before.interfaces);
+	assert_int_equal(after.processes, before.processes);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_create_keep_release, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restart_keeps_live_removes_released, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_holder_made_again_on_its_cores, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_not_enough_cores_is_not_ready, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_through_the_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_thousand_cycles_leak_nothing, setup, teardown),
+	};
+	struct iso_cgroup cg;
+	struct iso_error e = {0};
+
+	if (geteuid() != 0)
+		skip_why = "not root (sandboxes need root)";
+	else if (iso_cgroup_open(CG_ROOT, &cg, &e) < 0)
+		skip_why = "no cgroup controllers under " CG_ROOT;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (!skip_why && (unshare(CLONE_NEWNS | CLONE_NEWNET) < 0 ||
+	                  mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0))
+		skip_why = "cannot make the test's own mount and network namespaces";
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
