@@ -76,6 +76,9 @@ struct iso_controller_params {
 	 * its instances ready, failed after the timeout; no_agents skips it */
 	bool no_agents;
 	int provisioning_timeout_s; /* default 300 */
+	/* group commit (docs/store.md): commits are made durable in batches by
+	 * iso_controller_sync; false, or a store without it: each commit alone */
+	bool group_commit;
 };
 
 /* May `p` send one more request now (a change when `write`)? ISO_E_LIMIT
@@ -100,6 +103,17 @@ void iso_controller_settle(struct iso_controller *c);
 /* Periodic work (the loop calls it every 50 ms): fabric
  * confirmations promote provisioning allocations; incidents are raised. */
 void iso_controller_tick(struct iso_controller *c);
+/* Group commit (docs/store.md, "Group commit"): with it on, a committed
+ * transaction is seen at once but durable only after the next sync, so no
+ * answer may leave while iso_controller_unsynced is true. The loop syncs
+ * once a turn: one flush for every commit of the turn. A failed sync leaves
+ * durability unknown (the kernel may have dropped the pages): the caller
+ * answers what waited with an error and stops. */
+bool iso_controller_unsynced(const struct iso_controller *c);
+int iso_controller_sync(struct iso_controller *c, struct iso_error *err);
+/* Counters since the start, for GET /v1/version. */
+void iso_controller_commit_stats(const struct iso_controller *c, bool *group_commit,
+                                 uint64_t *commits, uint64_t *syncs);
 
 /* The fabric (cluster-admin and auditor): the driver's progress, the
  * intent as JSON (iso_fabric_intent_to_json), and a live verification:
@@ -107,6 +121,8 @@ void iso_controller_tick(struct iso_controller *c);
 struct iso_fabric_report;
 /* The tenant's P_Key (infiniband / omnipath), or -1 when it has none. */
 int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id);
+/* The tenant's VXLAN VNI on an ethernet fabric; 0 when none (issue 14). */
+uint32_t iso_controller_tenant_vni(const struct iso_controller *c, int64_t tenant_id);
 int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
@@ -466,6 +482,16 @@ struct iso_member_vf {
 };
 bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_allocation *a, int k,
                               struct iso_member_vf *out);
+/* Member k's sandbox as its node's agent last reported it (issue 14,
+ * docs/agents.md "sandboxes"): true and *out filled when the report names
+ * one with its cgroup; false otherwise. Cluster roles only see it (the API
+ * leaves the key out for tenants). */
+struct iso_member_sandbox {
+	char cgroup[64];
+	char cpus[129];
+};
+bool iso_controller_member_sandbox(const struct iso_controller *c, const struct iso_allocation *a,
+                                   int k, struct iso_member_sandbox *out);
 
 #define ISO_MAX_MEMBERS 1024
 

@@ -101,6 +101,16 @@ static json_t *alloc_json(struct api_request *r, const struct iso_allocation *a)
 			                "netdev", vf.netdev, "guid", guid);
 		}
 		json_object_set_new(m, "vf", vfj);
+		/* issue 14: the sandbox, for cluster roles only (a tenant never
+		 * sees the key) */
+		if (!iso_role_is_tenant_scoped(r->who.role)) {
+			struct iso_member_sandbox sb;
+			json_object_set_new(
+			    m, "sandbox",
+			    iso_controller_member_sandbox(r->ctl, a, (int)k, &sb)
+			        ? json_pack("{s:s, s:s}", "cgroup", sb.cgroup, "cpus", sb.cpus)
+			        : json_null());
+		}
 		json_object_update_new(m, json_pack("{s:o, s:o, s:o}", "ready",
 		                                    ready < 0 ? json_null() : json_boolean(ready),
 		                                    "devices", devices, "cuda_visible_devices",

@@ -42,7 +42,7 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 
 	iso_controller_tenant_limits(ctl, t, &lim);
 	snprintf(hex, sizeof(hex), "0x%04x", pkey > 0 ? pkey : 0);
-	return json_pack(
+	json_t *o = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:o, s:o, s:f, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i}}", "name",
 	    t->name, "description", t->description, "pkey",
 	    pkey > 0 ? json_string(hex) : json_null(), "created", api_time(t->created_ms),
@@ -51,6 +51,14 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 	    "tags", t->tags, "limits", "max_pending", lim.max_pending, "max_live", lim.max_live,
 	    "max_user_priority", t->max_user_priority, "writes_per_s", lim.writes_per_s,
 	    "reads_per_s", lim.reads_per_s);
+	uint32_t vni = iso_controller_tenant_vni(ctl, t->id);
+
+	/* issue 14: the tenant's VXLAN VNI, on an ethernet fabric only */
+	if (o && vni && json_object_set_new(o, "vni", json_integer(vni)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 json_t *api_token_json(struct iso_controller *ctl, const struct iso_token *t)

@@ -44,7 +44,10 @@ struct agent_entry {
 	int member;
 	/* its allocation's tenant: whose VF on the node the member uses */
 	int64_t tenant_id;
-	bool gated; /* the provisioning gate is past for its allocation */
+	char tenant[ISO_NAME_MAX];
+	int cpus;           /* what the member was placed with, for its sandbox */
+	int64_t memory_mib; /* (the desired document's "members") */
+	bool gated;         /* the provisioning gate is past for its allocation */
 	int n_slots;
 	struct iso_slot *slots; /* the member's slots, owned */
 };
@@ -53,6 +56,16 @@ struct agent_waiter {
 	iso_desired_fn fn;
 	void *arg;
 	int64_t deadline_ms;
+};
+
+/* The nodes where a tenant has members: on an ethernet fabric each member's
+ * overlay names the other ones' underlay addresses (its peers), so a node
+ * that gains or loses the tenant's first or last member changes the
+ * documents of the tenant's other nodes, and only theirs. */
+struct tenant_nodes {
+	int64_t tenant_id;
+	int n, cap;
+	int *nodes; /* node indexes, unordered */
 };
 
 struct agent_node {
@@ -73,6 +86,14 @@ struct agent_node {
 	int n_want_vf;
 	struct iso_agent_vf *vf;
 	int n_vf;
+	/* issue 14: the members as served, and the sandboxes and overlay the
+	 * agent last reported (the overlay as read back from its kernel) */
+	json_t *members;
+	bool sandbox_real;
+	struct iso_agent_sandbox *sb;
+	int n_sb;
+	bool has_overlay;
+	struct iso_agent_overlay overlay; /* deep copy, freed by overlay_free */
 	int64_t last_seen_ms, term_seen;
 	/* the lease */
 	int64_t unreachable_ms; /* since when; 0: reachable */
@@ -99,7 +120,75 @@ struct ctl_agents {
 	int64_t lease_ms, grace_ms, opened_ms, checked_ms;
 	bool required; /* nodes never seen are held to the lease too */
 	bool closing;  /* the API is stopping: nobody waits any more */
+	bool overlay;  /* an ethernet fabric: members get their tenant's overlay */
+	struct tenant_nodes *tn;
+	int n_tn, cap_tn;
 };
+
+static void overlay_free(struct iso_agent_overlay *ov)
+{
+	for (int i = 0; ov->tenants && i < ov->n_tenants; i++)
+		free(ov->tenants[i].members);
+	free(ov->tenants);
+	free(ov->allowed);
+	memset(ov, 0, sizeof(*ov));
+}
+
+/* A deep copy of `in` into *out; -ENOMEM leaves *out empty. */
+static int overlay_copy(const struct iso_agent_overlay *in, struct iso_agent_overlay *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->guard = in->guard;
+	out->drops = in->drops;
+	if (in->n_allowed > 0) {
+		if (!(out->allowed = calloc((size_t)in->n_allowed, sizeof(*out->allowed))))
+			return -ENOMEM;
+		memcpy(out->allowed, in->allowed, (size_t)in->n_allowed * sizeof(*out->allowed));
+		out->n_allowed = in->n_allowed;
+	}
+	if (in->n_tenants > 0 &&
+	    !(out->tenants = calloc((size_t)in->n_tenants, sizeof(*out->tenants)))) {
+		overlay_free(out);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < in->n_tenants; i++) {
+		const struct iso_agent_overlay_tenant *t = &in->tenants[i];
+		out->tenants[i] = *t;
+		out->tenants[i].members = NULL;
+		out->tenants[i].n_members = 0;
+		out->n_tenants = i + 1;
+		if (t->n_members > 0) {
+			out->tenants[i].members = calloc((size_t)t->n_members, sizeof(*t->members));
+			if (!out->tenants[i].members) {
+				overlay_free(out);
+				return -ENOMEM;
+			}
+			memcpy(out->tenants[i].members, t->members,
+			       (size_t)t->n_members * sizeof(*t->members));
+			out->tenants[i].n_members = t->n_members;
+		}
+	}
+	return 0;
+}
+
+static struct tenant_nodes *tenant_nodes_of(struct ctl_agents *ag, int64_t tenant_id, bool make)
+{
+	for (int i = 0; i < ag->n_tn; i++)
+		if (ag->tn[i].tenant_id == tenant_id)
+			return &ag->tn[i];
+	if (!make)
+		return NULL;
+	if (ag->n_tn == ag->cap_tn) {
+		int cap = ag->cap_tn ? 2 * ag->cap_tn : 16;
+		struct tenant_nodes *v = realloc(ag->tn, (size_t)cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		ag->tn = v;
+		ag->cap_tn = cap;
+	}
+	ag->tn[ag->n_tn] = (struct tenant_nodes){.tenant_id = tenant_id};
+	return &ag->tn[ag->n_tn++];
+}
 
 static void entry_free(struct agent_entry *e)
 {
@@ -115,6 +204,55 @@ static void mark_dirty(struct ctl_agents *ag, int ni)
 	ag->dirty[ag->n_dirty++] = ni;
 }
 
+static bool node_has_tenant(const struct agent_node *n, int64_t tenant_id)
+{
+	for (int i = 0; i < n->n_e; i++)
+		if (n->e[i].tenant_id == tenant_id)
+			return true;
+	return false;
+}
+
+/* After node ni's entries of `tenant_id` changed: when the tenant came to
+ * the node or left it, the tenant's other nodes' peers change. */
+static void tenant_presence(struct ctl_agents *ag, int ni, int64_t tenant_id, bool was)
+{
+	bool is = node_has_tenant(&ag->nodes[ni], tenant_id);
+	struct tenant_nodes *t;
+
+	if (!ag->overlay || is == was)
+		return;
+	if (!(t = tenant_nodes_of(ag, tenant_id, true))) {
+		iso_log(ISO_LOG_ERR, "agent_peers_lost", "tenant_id=%lld", (long long)tenant_id);
+		return;
+	}
+	for (int i = 0; i < t->n; i++)
+		mark_dirty(ag, t->nodes[i]);
+	if (is) {
+		if (t->n == t->cap) {
+			int cap = t->cap ? 2 * t->cap : 4;
+			int *v = realloc(t->nodes, (size_t)cap * sizeof(*v));
+			if (!v) {
+				iso_log(ISO_LOG_ERR, "agent_peers_lost", "tenant_id=%lld",
+				        (long long)tenant_id);
+				return;
+			}
+			t->nodes = v;
+			t->cap = cap;
+		}
+		t->nodes[t->n++] = ni;
+		return;
+	}
+	for (int i = 0; i < t->n; i++)
+		if (t->nodes[i] == ni) {
+			t->nodes[i] = t->nodes[--t->n];
+			break;
+		}
+	if (t->n == 0) { /* the tenant has no member left: forget it */
+		free(t->nodes);
+		*t = ag->tn[--ag->n_tn];
+	}
+}
+
 /* The cluster state's hook: member `k` of `a` came to or left node `ni`. */
 static void on_member(void *arg, int ni, const struct iso_allocation *a, int k, bool taken)
 {
@@ -125,11 +263,13 @@ static void on_member(void *arg, int ni, const struct iso_allocation *a, int k, 
 		return;
 	n = &ag->nodes[ni];
 	mark_dirty(ag, ni);
+	bool was = ag->overlay && node_has_tenant(n, a->tenant_id);
 	if (!taken) {
 		for (int i = 0; i < n->n_e; i++)
 			if (n->e[i].member == k && strcmp(n->e[i].alloc, a->id) == 0) {
 				entry_free(&n->e[i]);
 				n->e[i] = n->e[--n->n_e];
+				tenant_presence(ag, ni, a->tenant_id, was);
 				return;
 			}
 		return;
@@ -150,6 +290,9 @@ static void on_member(void *arg, int ni, const struct iso_allocation *a, int k, 
 	iso_strlcpy(e->alloc, a->id, sizeof(e->alloc));
 	e->member = k;
 	e->tenant_id = a->tenant_id;
+	iso_strlcpy(e->tenant, a->tenant, sizeof(e->tenant));
+	e->cpus = a->shape.cpus;
+	e->memory_mib = a->shape.memory_mib;
 	for (int s = 0; s < a->n_slots; s++)
 		e->n_slots += a->slots[s].member == k;
 	if (e->n_slots) {
@@ -164,6 +307,7 @@ static void on_member(void *arg, int ni, const struct iso_allocation *a, int k, 
 				e->slots[j++] = a->slots[s];
 	}
 	n->n_e++;
+	tenant_presence(ag, ni, a->tenant_id, was);
 }
 
 struct slot_ref {
@@ -294,6 +438,75 @@ static int build_vfs(const struct iso_controller *c, int ni, struct iso_agent_de
 	return 0;
 }
 
+static int peer_cmp(const void *pa, const void *pb)
+{
+	return strcmp(pa, pb);
+}
+
+/* The underlay addresses of the tenant's other nodes, sorted and unique,
+ * into m (a node without an underlay_ip carries no overlay: left out). */
+static int build_peers(const struct iso_controller *c, int ni, int64_t tenant_id,
+                       struct iso_agent_member_want *m)
+{
+	const struct tenant_nodes *t = tenant_nodes_of(c->agents, tenant_id, false);
+	size_t n = 0;
+
+	if (!t || t->n == 0)
+		return 0;
+	if (!(m->peers = calloc((size_t)t->n, sizeof(*m->peers))))
+		return -ENOMEM;
+	for (int i = 0; i < t->n; i++) {
+		const char *ip = c->inv->nodes[t->nodes[i]].underlay_ip;
+		if (t->nodes[i] != ni && ip[0])
+			iso_strlcpy(m->peers[n++], ip, sizeof(m->peers[0]));
+	}
+	qsort(m->peers, n, sizeof(*m->peers), peer_cmp);
+	m->n_peers = 0;
+	for (size_t i = 0; i < n; i++) /* unique: the inventory keeps addresses apart */
+		if (m->n_peers == 0 || strcmp(m->peers[m->n_peers - 1], m->peers[i]) != 0)
+			memmove(m->peers[m->n_peers++], m->peers[i], sizeof(m->peers[0]));
+	return 0;
+}
+
+/* The node's members into d (the codec writes them as "members"), by
+ * allocation and member: what each member's sandbox is made of, and on an
+ * ethernet fabric its tenant's overlay. */
+static int build_members(const struct iso_controller *c, int ni, struct iso_agent_desired *d)
+{
+	const struct agent_node *n = &c->agents->nodes[ni];
+	_cleanup_free_ const struct agent_entry **mine =
+	    calloc((size_t)(n->n_e > 0 ? n->n_e : 1), sizeof(*mine));
+
+	d->members = calloc((size_t)(n->n_e > 0 ? n->n_e : 1), sizeof(*d->members));
+	if (!mine || !d->members)
+		return -ENOMEM;
+	for (int i = 0; i < n->n_e; i++)
+		mine[i] = &n->e[i];
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sorted */
+	qsort(mine, (size_t)n->n_e, sizeof(*mine), member_cmp);
+	for (int i = 0; i < n->n_e; i++) {
+		const struct agent_entry *e = mine[i];
+		struct iso_agent_member_want *m = &d->members[d->n_members++];
+		uint32_t vni = c->agents->overlay ? ctl_vni_of(c, e->tenant_id) : 0;
+
+		iso_strlcpy(m->allocation, e->alloc, sizeof(m->allocation));
+		m->member = (unsigned)e->member;
+		iso_strlcpy(m->tenant, e->tenant, sizeof(m->tenant));
+		m->cpus = e->cpus > 0 ? (unsigned)e->cpus : 0;
+		m->memory_mib = e->memory_mib > 0 ? (uint64_t)e->memory_mib : 0;
+		/* no tenant-level io_uring switch exists yet: the strict filter */
+		m->io_uring = false;
+		if (vni) {
+			m->has_overlay = true;
+			m->vni = vni;
+			m->node_index = (unsigned)ni;
+			if (build_peers(c, ni, e->tenant_id, m) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static uint64_t served_generation(const struct ctl_agents *ag, int ni)
 {
 	return ((uint64_t)ag->term << 32) | ag->nodes[ni].gen;
@@ -305,7 +518,7 @@ static json_t *document(const struct iso_controller *c, int ni)
 
 	return iso_codec_desired_wrap(c->inv->nodes[ni].name, served_generation(ag, ni),
 	                              (uint64_t)ag->term, ag->nodes[ni].gpus, ag->nodes[ni].vfs,
-	                              NULL);
+	                              ag->nodes[ni].members);
 }
 
 static void answer_waiters(struct iso_controller *c, int ni, bool all)
@@ -332,22 +545,27 @@ static void settle_node(struct iso_controller *c, int ni)
 	struct iso_agent_desired d = {0};
 	/* The document's shape is the codec's; its generation and term are
 	 * set when it is served (document()). */
-	json_t *doc = build_gpus(c, ni, &d) == 0 && build_vfs(c, ni, &d) == 0
-	                  ? iso_codec_desired_encode(&d)
-	                  : NULL;
+	json_t *doc =
+	    build_gpus(c, ni, &d) == 0 && build_vfs(c, ni, &d) == 0 && build_members(c, ni, &d) == 0
+	        ? iso_codec_desired_encode(&d)
+	        : NULL;
 	json_t *gpus = json_incref(json_object_get(doc, "gpus"));
 	json_t *vfs = json_incref(json_object_get(doc, "vfs"));
-	json_t *both = gpus && vfs ? json_pack("{s:O, s:O}", "gpus", gpus, "vfs", vfs) : NULL;
-	char *text = both ? json_dumps(both, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_t *members = json_incref(json_object_get(doc, "members"));
+	json_t *all = gpus && vfs && members ? json_pack("{s:O, s:O, s:O}", "gpus", gpus, "vfs",
+	                                                 vfs, "members", members)
+	                                     : NULL;
+	char *text = all ? json_dumps(all, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
 	iso_codec_desired_clear(&d);
 	json_decref(doc);
-	json_decref(both);
+	json_decref(all);
 	n->dirty = false;
 	if (!text) {
 		/* Keep the old one; the next change tries again. */
 		json_decref(gpus);
 		json_decref(vfs);
+		json_decref(members);
 		iso_log(ISO_LOG_ERR, "agent_desired_failed", "node=%s reason=\"out of memory\"",
 		        c->inv->nodes[ni].name);
 		return;
@@ -356,14 +574,17 @@ static void settle_node(struct iso_controller *c, int ni)
 		free(text);
 		json_decref(gpus);
 		json_decref(vfs);
+		json_decref(members);
 		return;
 	}
 	free(n->text);
 	json_decref(n->gpus);
 	json_decref(n->vfs);
+	json_decref(n->members);
 	n->text = text;
 	n->gpus = gpus;
 	n->vfs = vfs;
+	n->members = members;
 	n->gen++;
 	answer_waiters(c, ni, true);
 }
@@ -421,6 +642,7 @@ int ctl_agents_open(struct iso_controller *c, const struct iso_controller_params
 	ag->grace_ms =
 	    1000LL * (params->agent_grace_s > 0 ? params->agent_grace_s : DEFAULT_GRACE_S);
 	ag->required = params->agents_required;
+	ag->overlay = c->inv->fabric.type == ISO_FABRIC_ETHERNET;
 	ag->opened_ms = iso_now_ms();
 	ag->nodes = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->nodes));
 	ag->dirty = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->dirty));
@@ -458,7 +680,13 @@ void ctl_agents_close(struct iso_controller *c)
 		json_decref(n->vfs);
 		free(n->want_vf);
 		free(n->vf);
+		json_decref(n->members);
+		free(n->sb);
+		overlay_free(&n->overlay);
 	}
+	for (int i = 0; i < ag->n_tn; i++)
+		free(ag->tn[i].nodes);
+	free(ag->tn);
 	free(ag->nodes);
 	free(ag->dirty);
 	free(ag->unreachable);
@@ -869,6 +1097,8 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	struct ctl_agents *ag = c->agents;
 	struct iso_agent_instance *inst = NULL;
 	struct iso_agent_vf *vf = NULL;
+	struct iso_agent_sandbox *sb = NULL;
+	struct iso_agent_overlay ov = {0};
 	int ni, r;
 
 	r = resolve_agent_node(c, p, "node.status.write", node, &ni, err);
@@ -900,6 +1130,15 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 		}
 		memcpy(inst, st->instances, (size_t)st->n_instances * sizeof(*inst));
 	}
+	if ((st->n_sandboxes > 0 && !(sb = calloc((size_t)st->n_sandboxes, sizeof(*sb)))) ||
+	    (st->has_overlay && overlay_copy(&st->overlay, &ov) < 0)) {
+		free(vf);
+		free(inst);
+		free(sb);
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	}
+	if (sb)
+		memcpy(sb, st->sandboxes, (size_t)st->n_sandboxes * sizeof(*sb));
 	struct agent_node *n = &ag->nodes[ni];
 	if (!n->seen)
 		iso_log(ISO_LOG_INFO, "agent_registered",
@@ -911,6 +1150,13 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	free(n->vf);
 	n->vf = vf;
 	n->n_vf = st->n_vfs;
+	free(n->sb);
+	n->sb = sb;
+	n->n_sb = st->n_sandboxes;
+	n->sandbox_real = st->sandbox_real;
+	overlay_free(&n->overlay);
+	n->overlay = ov;
+	n->has_overlay = st->has_overlay;
 	n->seen = true;
 	n->last_seen_ms = iso_now_ms();
 	n->term_seen = st->term_seen;
@@ -951,12 +1197,26 @@ static const struct iso_agent_vf *vf_ready(const struct agent_node *n, int64_t t
  * allocation `id`, of tenant `tenant_id`) present and ready, and the
  * tenant's VF there with its GUID? A member without GPUs needs its agent
  * to have reported at all. */
+/* Member k of allocation id's sandbox as node n's agent last reported it;
+ * NULL when none. */
+static const struct iso_agent_sandbox *sandbox_of(const struct agent_node *n, const char *id, int k)
+{
+	for (int i = 0; i < n->n_sb; i++)
+		if (n->sb[i].member == k && strcmp(n->sb[i].allocation, id) == 0)
+			return &n->sb[i];
+	return NULL;
+}
+
 static bool slots_ready(const struct agent_node *n, const char *id, int64_t tenant_id, int k,
                         const struct iso_slot *slots, int n_slots)
 {
+	const struct iso_agent_sandbox *sb;
 	bool has_vf;
 
 	if (!n->seen)
+		return false;
+	/* an agent that makes sandboxes: the member runs in one or not at all */
+	if (n->sandbox_real && (!(sb = sandbox_of(n, id, k)) || !sb->ready))
 		return false;
 	if (!vf_ready(n, tenant_id, &has_vf) && has_vf)
 		return false;
@@ -1104,5 +1364,24 @@ bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_a
 	out->index = v->index;
 	iso_strlcpy(out->netdev, v->netdev, sizeof(out->netdev));
 	out->guid = v->guid;
+	return true;
+}
+
+bool iso_controller_member_sandbox(const struct iso_controller *c, const struct iso_allocation *a,
+                                   int k, struct iso_member_sandbox *out)
+{
+	const struct iso_agent_sandbox *sb;
+	int ni;
+
+	if (!c->agents || k < 0 || k >= a->n_members)
+		return false;
+	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
+	if (ni < 0 || ni >= c->agents->n || !c->agents->nodes[ni].seen)
+		return false;
+	sb = sandbox_of(&c->agents->nodes[ni], a->id, k);
+	if (!sb || !sb->cgroup[0])
+		return false;
+	iso_strlcpy(out->cgroup, sb->cgroup, sizeof(out->cgroup));
+	iso_strlcpy(out->cpus, sb->cpus, sizeof(out->cpus));
 	return true;
 }

@@ -60,6 +60,7 @@ void ctl_fabric_close(struct iso_controller *c)
 {
 	struct ctl_fabric *f = c->fabric;
 
+	ctl_vni_close(c);
 	if (!f)
 		return;
 	if (f->drv)
@@ -184,7 +185,7 @@ int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_
 	if (r < 0)
 		return r;
 	if (!f->partitioned)
-		return 0;
+		return ctl_vni_open(c, err);
 	r = iso_pkey_pool_init(&f->pool, fc->pkey_min, fc->pkey_max,
 	                       fc->pkey_quarantine_ms > 0 ? fc->pkey_quarantine_ms : 0, fc);
 	if (r < 0)
@@ -237,7 +238,7 @@ int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *
 	int r;
 
 	if (!ctl_fabric_partitioned(c))
-		return 0;
+		return ctl_vni_tenant_create(c, t, err);
 	r = iso_pkey_pool_take(&f->pool, iso_now_ms(), &pkey, err);
 	if (r < 0)
 		return r;
@@ -258,6 +259,7 @@ void ctl_fabric_tenant_create_undo(struct iso_controller *c, int64_t tenant_id)
 	struct ctl_fabric *f = c->fabric;
 	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
 
+	ctl_vni_tenant_create_undo(c, tenant_id);
 	if (!k)
 		return;
 	iso_pkey_pool_release(&f->pool, k->pkey, 0);
@@ -269,9 +271,10 @@ int ctl_fabric_tenant_delete(struct iso_controller *c, int64_t tenant_id, int64_
 {
 	struct ctl_fabric *f = c->fabric;
 	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
+	int r = ctl_vni_tenant_delete(c, tenant_id, err);
 
-	if (!k)
-		return 0;
+	if (!k || r < 0)
+		return r;
 	return c->store->ops->fabric_key_put(
 	    c->store, &(struct iso_fabric_key_row){.pkey = k->pkey, .released_ms = now}, err);
 }
@@ -281,6 +284,7 @@ void ctl_fabric_tenant_deleted(struct iso_controller *c, int64_t tenant_id, int6
 	struct ctl_fabric *f = c->fabric;
 	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
 
+	ctl_vni_tenant_deleted(c, tenant_id);
 	if (!k)
 		return;
 	iso_pkey_pool_release(&f->pool, k->pkey, now);

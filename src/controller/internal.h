@@ -36,6 +36,7 @@ struct iso_controller {
 	struct ctl_audit_failures *failures; /* audit.c: unauthenticated failures being counted */
 
 	struct ctl_fabric *fabric;   /* fabric.c */
+	struct ctl_vnis *vnis;       /* vni.c: tenants' VNIs, ethernet fabrics only */
 	struct ctl_tenancy *tenancy; /* tenancy.c */
 	struct ctl_costs *costs;     /* demand.c */
 	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
@@ -53,6 +54,11 @@ struct iso_controller {
 	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
 	int64_t provision_ms;        /* the gate fails what waits longer */
 	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
+	/* group commit (iso_controller_sync): commits wait for one flush */
+	bool group_commit;
+	bool unsynced;              /* a commit since the last sync is not yet durable */
+	bool sync_failed;           /* a sync failed: none may succeed after it */
+	uint64_t commits, syncs;    /* since the start: transactions committed, flushes */
 };
 
 /* An audit event as a use case describes it; the actor comes from the
@@ -130,6 +136,17 @@ int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, 
 /* Places pending allocations that now fit, oldest first, one transaction
  * each. Called after anything frees capacity, and at start. */
 void ctl_place_pending(struct iso_controller *c);
+
+/* ---- vni.c: tenants' VXLAN VNIs on an ethernet fabric, handed out with
+ * the tenant like its P_Key (fabric.c calls each step from its own) ---- */
+int ctl_vni_open(struct iso_controller *c, struct iso_error *err);
+void ctl_vni_close(struct iso_controller *c);
+uint32_t ctl_vni_of(const struct iso_controller *c, int64_t tenant_id); /* 0: none */
+int ctl_vni_tenant_create(struct iso_controller *c, const struct iso_tenant *t,
+                          struct iso_error *err);
+void ctl_vni_tenant_create_undo(struct iso_controller *c, int64_t tenant_id);
+int ctl_vni_tenant_delete(struct iso_controller *c, int64_t tenant_id, struct iso_error *err);
+void ctl_vni_tenant_deleted(struct iso_controller *c, int64_t tenant_id);
 
 /* ---- fabric.c: tenant P_Keys, VF assignments, the driver ---- */
 int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_error *err);

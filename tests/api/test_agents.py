@@ -30,7 +30,7 @@ from harness import ApiTestCase, Daemon, T, create_alloc, create_tenant, issue_t
 # ag-n02 = 2 x h100-80gb without MIG (pool "whole"); first-fit placement.
 AGENTS = "agents.yaml"
 MIG_NODE, WHOLE_NODE = "ag-n01", "ag-n02"
-DOC_KEYS = {"node", "generation", "term", "gpus", "vfs"}
+DOC_KEYS = {"node", "generation", "term", "gpus", "vfs", "members"}
 
 
 def empty_gpus(mig):
