@@ -210,6 +210,14 @@ struct iso_store_ops {
 	/* Heads in the order they were signed. */
 	int (*audit_head_scan)(struct iso_store *s, iso_audit_head_fn fn, void *arg,
 	                       struct iso_error *err);
+
+	/* Group commit (docs/store.md, "Group commit"); NULL in a backend whose
+	 * every commit is durable on its own. With `on`, a commit is atomic and
+	 * seen by every later read but may be lost with the machine (not with
+	 * the process) until sync, which makes every commit so far durable with
+	 * one flush. Outside a transaction. */
+	int (*set_group_commit)(struct iso_store *s, bool on, struct iso_error *err);
+	int (*sync)(struct iso_store *s, struct iso_error *err);
 };
 
 struct iso_store {

@@ -12,14 +12,18 @@ int api_healthz(struct api_request *r)
 int api_version(struct api_request *r)
 {
 	const struct iso_inventory *inv = iso_controller_inventory(r->ctl);
+	uint64_t commits, syncs;
+	bool group;
 
 	if (api_check_query(r, NULL) < 0)
 		return -1;
+	iso_controller_commit_stats(r->ctl, &group, &commits, &syncs);
 	api_reply(r, MHD_HTTP_OK,
-	          json_pack("{s:s, s:s, s:s, s:s, s:s}", "version", ISO_VERSION, "api", "v1",
-	                    "store", iso_controller_store_name(r->ctl), "placement",
+	          json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:b, s:I, s:I}}", "version", ISO_VERSION,
+	                    "api", "v1", "store", iso_controller_store_name(r->ctl), "placement",
 	                    iso_controller_placer_name(r->ctl), "fabric",
-	                    iso_fabric_type_name(inv->fabric.type)));
+	                    iso_fabric_type_name(inv->fabric.type), "commits", "group", group,
+	                    "commits", (json_int_t)commits, "syncs", (json_int_t)syncs));
 	return 0;
 }
 

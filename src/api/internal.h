@@ -68,6 +68,10 @@ struct api_request {
 	bool parked;           /* suspended until the controller answers (api_park) */
 	int64_t hold_until_ns; /* a held 429 (server.c, hold_refusal) goes out then */
 	bool held_done;        /* ...and it has been resumed to go */
+	/* group commit: a reply decided while a commit was not yet durable
+	 * waits, suspended, for the loop's sync (server.c, api_sync) */
+	struct api_request *sync_next;
+	bool sync_done;
 
 	/* reply: a handler sets status and reply (owned) or fails with err */
 	int status;
@@ -133,6 +137,11 @@ void api_worker_collect(struct iso_api *api);
 /* Every tick: sends the held 429s that are due, closes connections whose
  * request head is late (conn_limits.c). */
 void api_tick(struct iso_api *api);
+/* Group commit, at the end of each turn: makes every commit so far durable
+ * with one flush and resumes the replies that waited for it; when the flush
+ * fails each of them becomes a 500 and the error is returned (the daemon
+ * then stops: docs/store.md, "Group commit"). */
+int api_sync(struct iso_api *api, struct iso_error *err);
 /* The stop: accept no more, answer held refusals and parked long polls. */
 void api_close_begin(struct iso_api *api);
 /* No request in flight and no deferred job. */

@@ -25,7 +25,9 @@ enum { EV_MHD = 1, EV_SIGNAL, EV_TICK, EV_WORKER };
 struct loop {
 	struct iso_api *api;
 	int ep, sfd, tfd;
-	int sig; /* the stopping signal, once one came */
+	int sig;    /* the stopping signal, once one came */
+	int failed; /* -errno of a failed sync: the loop stops */
+	struct iso_error sync_err;
 };
 
 static int watch(int ep, int fd, uint32_t tag)
@@ -91,6 +93,15 @@ static int turn(struct loop *l, int cap_ms)
 		api_worker_collect(l->api);
 	MHD_run(mhd);
 	iso_controller_settle(ctl);
+	/* Group commit: one flush for every commit of this turn, then the
+	 * replies that waited for it go (the next MHD_run sends them). */
+	struct iso_error err = {0};
+	int r = api_sync(l->api, &err);
+	if (r < 0 && !l->failed) {
+		l->failed = r;
+		l->sync_err = err;
+		iso_log(ISO_LOG_ERR, "store_sync_failed", "error=\"%s\"", err.message);
+	}
 	return 0;
 }
 
@@ -134,7 +145,7 @@ int iso_api_run(struct iso_api *api, struct iso_error *err)
 		r = watch(l.ep, l.tfd, EV_TICK);
 	if (r == 0)
 		r = watch(l.ep, api_worker_fd(api), EV_WORKER);
-	while (r == 0 && !l.sig)
+	while (r == 0 && !l.sig && !l.failed)
 		r = turn(&l, -1);
 	if (r < 0) {
 		loop_close(&l);
@@ -148,5 +159,10 @@ int iso_api_run(struct iso_api *api, struct iso_error *err)
 	while (r == 0 && !api_idle(api) && (int64_t)iso_mono_ns() < until)
 		r = turn(&l, 50);
 	loop_close(&l);
+	if (r == 0 && l.failed) {
+		if (err)
+			*err = l.sync_err;
+		return l.failed;
+	}
 	return l.sig;
 }

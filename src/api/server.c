@@ -49,6 +49,8 @@ struct iso_api {
 	/* rate refusals held back before their 429 (hold_refusal) */
 	struct api_request **held;
 	int n_held;
+	/* replies waiting for the turn's sync (hold_for_sync), in order */
+	struct api_request *sync_head, *sync_tail;
 };
 
 #define API_MAX_DRAIN (4u << 20)
@@ -441,6 +443,9 @@ int api_handle_raw(struct iso_controller *ctl, const char *method, const char *t
 		}
 	}
 	iso_controller_settle(ctl);
+	struct iso_error serr = {0};
+	if (ret == 0 && iso_controller_sync(ctl, &serr) < 0)
+		ret = -EIO; /* no loop here: the one caller's commit is flushed now */
 	if (ret == 0) {
 		*status = r->status;
 		*reply = reply_text(r);
@@ -625,6 +630,54 @@ static void release_held(struct iso_api *api, bool all)
 	api->n_held -= done;
 }
 
+/* Group commit: a reply decided while a commit is not yet durable (its own,
+ * or any other the reply may reflect) is not sent: its connection sleeps
+ * until the loop's sync at the end of this turn, one flush for every request
+ * of the turn (api_sync). A reply decided with nothing unsynced goes at
+ * once, so reads and a lone client wait for nothing. The batch is what one
+ * pass of libmicrohttpd handled, bounded by the connection limit (one
+ * request in flight per connection); nothing waits for more to come. */
+static bool hold_for_sync(struct iso_api *api, struct api_request *r)
+{
+	if (r->sync_done || !r->conn || !iso_controller_unsynced(api->ctl))
+		return false;
+	MHD_suspend_connection(r->conn);
+	if (api->sync_tail)
+		api->sync_tail->sync_next = r;
+	else
+		api->sync_head = r;
+	api->sync_tail = r;
+	return true;
+}
+
+int api_sync(struct iso_api *api, struct iso_error *err)
+{
+	struct api_request *w = api->sync_head, *next;
+	int r = iso_controller_sync(api->ctl, err);
+
+	api->sync_head = api->sync_tail = NULL;
+	for (; w; w = next) {
+		next = w->sync_next;
+		w->sync_next = NULL;
+		if (r < 0) {
+			/* Committed where this process reads, but perhaps not on
+			 * disk: not a success, and the daemon stops. */
+			w->err_status = 0;
+			w->err_code = NULL;
+			w->retry_after_s = 0;
+			iso_error_set(&w->err, ISO_E_INTERNAL, NULL,
+			              "the store could not make the change durable (%s); the "
+			              "daemon stops, and its state after a restart is what the "
+			              "disk kept",
+			              err && err->message[0] ? err->message : "sync failed");
+			error_reply(w);
+		}
+		w->sync_done = true;
+		MHD_resume_connection(w->conn);
+	}
+	return r;
+}
+
 void api_tick(struct iso_api *api)
 {
 	release_held(api, false);
@@ -689,6 +742,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		return MHD_YES;
 	}
+	if (r->sync_done) {
+		*upload_size = 0; /* resumed after the sync: its reply is decided */
+		if (r->t0_ns)
+			r->us = (iso_mono_ns() - r->t0_ns) / 1000;
+		goto log;
+	}
 	if (r->held_done) {
 		*upload_size = 0; /* the body of a refused request is not read */
 		goto log;
@@ -714,7 +773,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 reply:
 	r->us = (iso_mono_ns() - r->t0_ns) / 1000;
-log:;
+log:
+	if (hold_for_sync(api, r))
+		return MHD_YES; /* api_sync resumes it once its commit is durable */
 	/* Changes and failures are worth a line each; successful reads only on
 	 * demand. Failed authentication and rate refusals are counted and logged
 	 * as summaries (auth_failures_counted, tenant_rate_limited): a line each
@@ -851,8 +912,11 @@ static void api_free(struct iso_api *api)
 		collect(api);
 	}
 	if (api->mhd) {
-		/* Held refusals and parked long polls are answered (resumed)
-		 * before the stop. */
+		/* Held refusals, parked long polls and replies waiting for a
+		 * sync are answered (resumed) before the stop. */
+		struct iso_error serr = {0};
+		if (api->sync_head && api_sync(api, &serr) < 0)
+			iso_log(ISO_LOG_ERR, "store_sync_failed", "error=\"%s\"", serr.message);
 		release_held(api, true);
 		iso_controller_agents_release_waiters(api->ctl);
 		MHD_stop_daemon(api->mhd);

@@ -49,6 +49,10 @@ int ctl_tx_end(struct iso_controller *c, int r, struct iso_error *err)
 		r = ctl_audit_flush(c, false, err);
 	if (r == 0)
 		r = c->store->ops->commit(c->store, err);
+	if (r == 0) {
+		c->commits++;
+		c->unsynced = c->group_commit; /* durable at the next sync */
+	}
 	if (r < 0) {
 		c->store->ops->rollback(c->store);
 		ctl_audit_undo(c, size, &head, have_head);
@@ -245,6 +249,12 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	c->inv = params->inv;
 	c->store = params->store;
 	c->placer = params->placer;
+	if (params->group_commit && c->store->ops->set_group_commit && c->store->ops->sync) {
+		r = c->store->ops->set_group_commit(c->store, true, err);
+		if (r < 0)
+			return r;
+		c->group_commit = true;
+	}
 	r = iso_cluster_state_init(&c->cs, c->inv);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
@@ -307,6 +317,41 @@ void iso_controller_settle(struct iso_controller *c)
 	ctl_agents_settle(c);
 }
 
+bool iso_controller_unsynced(const struct iso_controller *c)
+{
+	return c->unsynced;
+}
+
+int iso_controller_sync(struct iso_controller *c, struct iso_error *err)
+{
+	int r;
+
+	if (c->sync_failed)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: an earlier sync failed; durability is unknown");
+	if (!c->unsynced)
+		return 0;
+	r = c->store->ops->sync(c->store, err);
+	if (r < 0) {
+		/* After a failed fsync the kernel may have dropped the dirty pages
+		 * and a later fsync can succeed without them (PostgreSQL's
+		 * "fsyncgate"): no later sync is trusted either. */
+		c->sync_failed = true;
+		return r;
+	}
+	c->unsynced = false;
+	c->syncs++;
+	return 0;
+}
+
+void iso_controller_commit_stats(const struct iso_controller *c, bool *group_commit,
+                                 uint64_t *commits, uint64_t *syncs)
+{
+	*group_commit = c->group_commit;
+	*commits = c->commits;
+	*syncs = c->syncs;
+}
+
 void iso_controller_tick(struct iso_controller *c)
 {
 	ctl_audit_failures_flush(c, false);
@@ -335,6 +380,8 @@ void iso_controller_shutdown(struct iso_controller *c)
 		r = ctl_audit_flush(c, true, &err); /* a final head over everything */
 	}
 	r = ctl_tx_end(c, r, &err);
+	if (r == 0)
+		r = iso_controller_sync(c, &err);
 	if (r < 0)
 		iso_log(ISO_LOG_ERR, "audit_stop_failed", "error=\"%s\"", err.message);
 }

@@ -45,6 +45,7 @@ struct options {
 	/* node agents (docs/agents.md); 0: the default */
 	unsigned agent_lease_s, agent_grace_s, agent_max_waiters, provisioning_timeout_s;
 	bool agents_required, no_agents;
+	bool no_group_commit; /* --group-commit off */
 };
 
 static void usage(FILE *out)
@@ -61,7 +62,7 @@ static void usage(FILE *out)
 	             "                 [--tenant-writes-per-s N] [--tenant-reads-per-s N]\n"
 	             "                 [--agent-lease-s N] [--agent-grace-s N] [--agents-required]\n"
 	             "                 [--agent-max-waiters N] [--no-agents]\n"
-	             "                 [--provisioning-timeout-s N]\n"
+	             "                 [--provisioning-timeout-s N] [--group-commit on|off]\n"
 	             "                 [--store sqlite|CONNINFO]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
@@ -97,6 +98,8 @@ static void usage(FILE *out)
 	             "  --agent-max-waiters N long polls of desired state at once (default 10000)\n"
 	             "  --no-agents          active once the fabric confirms: no wait for node agents\n"
 	             "  --provisioning-timeout-s N  not active by then: failed (default 300)\n"
+	             "  --group-commit on|off  concurrent changes share one flush (default on;\n"
+	             "                       docs/store.md)\n"
 	             "  --check-config       validate the inventory and exit\n"
 	             "  --version, --help\n");
 }
@@ -164,6 +167,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_AGENT_WAITERS,
 		O_NO_AGENTS,
 		O_PROVISION_TIMEOUT,
+		O_GROUP_COMMIT,
 		O_STORE,
 	};
 	static const struct option longopts[] = {
@@ -195,6 +199,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"agent-max-waiters", required_argument, NULL, O_AGENT_WAITERS},
 	    {"no-agents", no_argument, NULL, O_NO_AGENTS},
 	    {"provisioning-timeout-s", required_argument, NULL, O_PROVISION_TIMEOUT},
+	    {"group-commit", required_argument, NULL, O_GROUP_COMMIT},
 	    {"check-config", no_argument, NULL, O_CHECK},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -319,6 +324,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case O_NO_AGENTS:
 			o->no_agents = true;
+			break;
+		case O_GROUP_COMMIT:
+			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+				fprintf(stderr, "isostackd: --group-commit: \"%s\" is neither on nor off\n",
+				        optarg);
+				return -1;
+			}
+			o->no_group_commit = strcmp(optarg, "off") == 0;
 			break;
 		case O_PROVISION_TIMEOUT:
 			if (parse_count(optarg, "--provisioning-timeout-s", 1, 864000,
@@ -590,6 +603,7 @@ int main(int argc, char **argv)
 	    .agents_required = o.agents_required,
 	    .no_agents = o.no_agents,
 	    .provisioning_timeout_s = (int)o.provisioning_timeout_s,
+	    .group_commit = !o.no_group_commit,
 	};
 	if (iso_controller_open(&params, &ctl, &err) < 0)
 		return fail(&err);

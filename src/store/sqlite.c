@@ -361,6 +361,42 @@ static int prepare_all(struct sqlite_store *s, struct iso_error *err)
 	return 0;
 }
 
+/* Group commit: WAL with synchronous=NORMAL appends a commit's frames to the
+ * WAL without syncing it (a checkpoint still syncs the WAL first and the
+ * database after); sync then flushes the WAL file through SQLite's own VFS,
+ * which is what synchronous=FULL does at every commit. One flush covers
+ * every commit before it, so a batch of commits costs one fsync. */
+static int sqlite_set_group_commit(struct iso_store *is, bool on, struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+
+	if (s->in_tx)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: group commit: a transaction is open");
+	return pragma_expect(s->db, "the store",
+	                     on ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL",
+	                     "PRAGMA synchronous", on ? "1" : "2", err);
+}
+
+static int sqlite_sync(struct iso_store *is, struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+	sqlite3_file *wal = NULL;
+	int rc;
+
+	rc = sqlite3_file_control(s->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+	if (rc != SQLITE_OK)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: sync: no WAL file: %s",
+		                     sqlite3_errstr(rc));
+	if (!wal || !wal->pMethods)
+		return 0; /* no WAL open: nothing was written through it */
+	rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+	if (rc != SQLITE_OK)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: sync of the WAL: %s",
+		                     sqlite3_errstr(rc));
+	return 0;
+}
+
 static const struct iso_store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
@@ -416,6 +452,8 @@ static const struct iso_store_ops sqlite_ops = {
     .audit_head_put = iso_sqlite_audit_head_put,
     .audit_head_latest = iso_sqlite_audit_head_latest,
     .audit_head_scan = iso_sqlite_audit_head_scan,
+    .set_group_commit = sqlite_set_group_commit,
+    .sync = sqlite_sync,
 };
 
 int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_error *err)
