@@ -199,6 +199,12 @@ enum iso_violation_kind {
 	ISO_VIOL_EXTRA,         /* fabric holds a key the intent does not (drift) */
 	ISO_VIOL_NEAR_CAPACITY, /* table at >= 90% of capacity */
 	ISO_VIOL_UNREACHABLE,   /* an intended member port was not found on the fabric */
+	/* the Ethernet overlay (issue 14; src/controller/overlay.c judges what
+	 * the agents read back from their kernels, docs/fabric.md "Ethernet") */
+	ISO_VIOL_SHARED_VNI, /* one VNI carries members of two tenants */
+	ISO_VIOL_NO_GUARD,   /* a node holds overlay members without its VXLAN guard */
+	ISO_VIOL_STRAY_PEER, /* the guard lets in a (peer, vni) that holds no member of its tenant
+	                      */
 };
 const char *iso_violation_kind_name(enum iso_violation_kind k);
 
@@ -209,6 +215,11 @@ struct iso_violation {
 	uint64_t ports[2];   /* the ports involved (1 or 2) */
 	char tenants[2][64]; /* owning tenants as the intent knows them, "" when none */
 	char message[256];
+	/* the Ethernet overlay's findings: the VNI (0: none) and the nodes
+	 * involved, instead of ports */
+	uint32_t vni;
+	int n_nodes;
+	char nodes[2][64];
 };
 struct iso_fabric_report {
 	bool ok; /* no violation other than near-capacity warnings */

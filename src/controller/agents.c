@@ -1385,3 +1385,38 @@ bool iso_controller_member_sandbox(const struct iso_controller *c, const struct 
 	iso_strlcpy(out->cpus, sb->cpus, sizeof(out->cpus));
 	return true;
 }
+
+void ctl_agents_overlay_view(const struct iso_controller *c, int ni, struct ctl_overlay_view *out)
+{
+	const struct agent_node *n;
+
+	memset(out, 0, sizeof(*out));
+	if (!c->agents || ni < 0 || ni >= c->agents->n)
+		return;
+	n = &c->agents->nodes[ni];
+	out->seen = n->seen;
+	out->sandbox_real = n->sandbox_real;
+	out->overlay = n->seen && n->has_overlay ? &n->overlay : NULL;
+	out->n_members = n->n_e;
+}
+
+void ctl_agents_node_member(const struct iso_controller *c, int ni, int i, const char **alloc,
+                            int *member, int64_t *tenant_id)
+{
+	const struct agent_entry *e = &c->agents->nodes[ni].e[i];
+
+	*alloc = e->alloc;
+	*member = e->member;
+	*tenant_id = e->tenant_id;
+}
+
+bool ctl_agents_tenant_on_node(const struct iso_controller *c, int64_t tenant_id, int ni)
+{
+	const struct tenant_nodes *t =
+	    c->agents ? tenant_nodes_of(c->agents, tenant_id, false) : NULL;
+
+	for (int i = 0; t && i < t->n; i++)
+		if (t->nodes[i] == ni)
+			return true;
+	return false;
+}

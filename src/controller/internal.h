@@ -142,11 +142,31 @@ void ctl_place_pending(struct iso_controller *c);
 int ctl_vni_open(struct iso_controller *c, struct iso_error *err);
 void ctl_vni_close(struct iso_controller *c);
 uint32_t ctl_vni_of(const struct iso_controller *c, int64_t tenant_id); /* 0: none */
+int64_t ctl_vni_owner(const struct iso_controller *c, uint32_t vni);    /* 0: none */
+int ctl_vni_count(const struct iso_controller *c);                      /* tenants with one */
 int ctl_vni_tenant_create(struct iso_controller *c, const struct iso_tenant *t,
                           struct iso_error *err);
 void ctl_vni_tenant_create_undo(struct iso_controller *c, int64_t tenant_id);
 int ctl_vni_tenant_delete(struct iso_controller *c, int64_t tenant_id, struct iso_error *err);
 void ctl_vni_tenant_deleted(struct iso_controller *c, int64_t tenant_id);
+
+/* ---- agents.c: what the overlay verifier (overlay.c) reads of a node ---- */
+struct ctl_overlay_view {
+	bool seen;         /* its agent reported since the controller started */
+	bool sandbox_real; /* ...and makes sandboxes, so it builds overlays */
+	const struct iso_agent_overlay *overlay; /* as read back; NULL: not reported */
+	int n_members;                           /* live members on the node */
+};
+void ctl_agents_overlay_view(const struct iso_controller *c, int ni, struct ctl_overlay_view *out);
+/* Live member i (0..n_members-1) of node ni. */
+void ctl_agents_node_member(const struct iso_controller *c, int ni, int i, const char **alloc,
+                            int *member, int64_t *tenant_id);
+/* Does node ni hold a member of the tenant? (O(the tenant's nodes)) */
+bool ctl_agents_tenant_on_node(const struct iso_controller *c, int64_t tenant_id, int ni);
+/* The Ethernet mode of the verifier (overlay.c): proves from the overlays
+ * the agents read back that no cross-tenant path exists. */
+int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
+                       struct iso_error *err);
 
 /* ---- fabric.c: tenant P_Keys, VF assignments, the driver ---- */
 int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_error *err);

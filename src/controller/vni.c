@@ -52,6 +52,27 @@ uint32_t ctl_vni_of(const struct iso_controller *c, int64_t tenant_id)
 	return i >= 0 ? c->vnis->v[i].vni : 0;
 }
 
+int64_t ctl_vni_owner(const struct iso_controller *c, uint32_t vni)
+{
+	int lo = 0, hi = ethernet(c) ? c->vnis->n - 1 : -1;
+
+	while (lo <= hi) { /* the pool is sorted by VNI */
+		int mid = lo + (hi - lo) / 2;
+		if (c->vnis->v[mid].vni == vni)
+			return c->vnis->v[mid].tenant_id;
+		if (c->vnis->v[mid].vni < vni)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return 0;
+}
+
+int ctl_vni_count(const struct iso_controller *c)
+{
+	return ethernet(c) ? c->vnis->n : 0;
+}
+
 uint32_t iso_controller_tenant_vni(const struct iso_controller *c, int64_t tenant_id)
 {
 	return ctl_vni_of(c, tenant_id);

@@ -28,6 +28,12 @@ const char *iso_violation_kind_name(enum iso_violation_kind k)
 		return "near_capacity";
 	case ISO_VIOL_UNREACHABLE:
 		return "unreachable";
+	case ISO_VIOL_SHARED_VNI:
+		return "shared_vni";
+	case ISO_VIOL_NO_GUARD:
+		return "no_guard";
+	case ISO_VIOL_STRAY_PEER:
+		return "stray_peer";
 	}
 	return "unknown";
 }
@@ -579,6 +585,19 @@ json_t *iso_fabric_report_to_json(const struct iso_fabric_report *r)
 			snprintf(buf, sizeof(buf), "0x%016llx", (unsigned long long)v->ports[k]);
 			json_array_append_new(ports, json_string(buf));
 			json_array_append_new(tenants, json_string(v->tenants[k]));
+		}
+		/* an overlay finding names nodes, not ports: its tenants come
+		 * alone, and its VNI and nodes are keys of their own */
+		for (int k = 0; v->n_ports == 0 && k < 2; k++)
+			if (v->tenants[k][0])
+				json_array_append_new(tenants, json_string(v->tenants[k]));
+		if (v->vni)
+			json_object_set_new(o, "vni", json_integer(v->vni));
+		if (v->n_nodes > 0) {
+			json_t *nodes = json_array();
+			for (int k = 0; k < v->n_nodes && k < 2; k++)
+				json_array_append_new(nodes, json_string(v->nodes[k]));
+			json_object_set_new(o, "nodes", nodes);
 		}
 		json_object_set_new(o, "ports", ports);
 		json_object_set_new(o, "tenants", tenants);

@@ -16,6 +16,7 @@ Run: python3 tests/api/test_overlay.py PATH/TO/isostackd PATH/TO/isoctl
 """
 
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -249,6 +250,136 @@ class TestOverlayDocument(DaemonCase):
         # and leaves again
         self.assertStatus(self.admin.delete("/v1/allocations/" + b["id"]), 200)
         self.assertEqual(self.desired(N1)["members"][0]["overlay"]["peers"], [])
+
+
+class TestVerifyEthernet(DaemonCase):
+    """GET /v1/fabric/verify (and `isoctl fabric verify`) on an ethernet
+    fabric judges the overlays the agents report: clean when each node's
+    kernel keeps the tenants apart, and each kind of violation planted in a
+    report is found."""
+
+    config = ETH
+
+    def setUp(self):
+        super().setUp()
+        self.t1 = create_tenant(self, self.admin)
+        self.t2 = create_tenant(self, self.admin)
+        self.v1, self.v2 = self.t1["vni"], self.t2["vni"]
+        a = create_alloc(self, self.admin, {"tenant": self.t1["name"], "members": 2, "spread": "node",
+                                            "gpus": {"count": 1, "profile": "3g.40gb"}})
+        self.assertEqual([m["node"] for m in a["nodes"]], [N1, N2])
+        b = create_alloc(self, self.admin, {"tenant": self.t2["name"], "gpus": {"count": 1, "profile": "1g.10gb"}})
+        self.assertEqual(b["nodes"][0]["node"], N1)
+        self.a, self.b = a["id"], b["id"]
+        self.term = self.desired(N1)["term"]
+
+    def member(self, alloc, k, address):
+        return {"allocation": alloc, "member": k, "ifname": "eth0", "address": address}
+
+    def tenant(self, vni, members, bridge=None):
+        return {"vni": vni, "bridge": bridge or "isobr%d" % vni, "vxlan": "isovx%d" % vni, "members": members}
+
+    def clean(self):
+        """The overlays as a correct agent reads them back on eth-n01 and eth-n02."""
+        n1 = {"guard": True, "drops": 3, "allowed": [{"peer": IP2, "vni": self.v1}],
+              "tenants": [self.tenant(self.v1, [self.member(self.a, 0, "10.0.0.2")]),
+                          self.tenant(self.v2, [self.member(self.b, 0, "10.0.0.2")])]}
+        n2 = {"guard": True, "drops": 0, "allowed": [{"peer": IP1, "vni": self.v1}],
+              "tenants": [self.tenant(self.v1, [self.member(self.a, 1, "10.0.1.2")])]}
+        return n1, n2
+
+    def report(self, n1, n2):
+        for node, ov in ((N1, n1), (N2, n2)):
+            extra = {"sandbox_mode": "real"}
+            if ov is not None:
+                extra["overlay"] = ov
+            self.assertStatus(self.put_status(node, status(self.term, **extra)), 204)
+        r = self.admin.get("/v1/fabric/verify")
+        self.assertStatus(r, 200, "verify")
+        return r.body
+
+    def kinds(self, rep):
+        return sorted({v["kind"] for v in rep["violations"]})
+
+    def isoctl(self, *argv):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")}
+        env.update(ISOSTACK_URL=self.d.url(), ISOSTACK_TOKEN=self.d.admin_token)
+        return subprocess.run([harness.Binaries.isoctl] + list(argv), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=harness.T(60))
+
+    def test_a_clean_overlay_is_clean(self):
+        rep = self.report(*self.clean())
+        self.assertTrue(rep["ok"], repr(rep))
+        self.assertEqual(rep["violations"], [])
+        self.assertEqual((rep["ports_checked"], rep["partitions_checked"]), (2, 2))
+        p = self.isoctl("fabric", "verify")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertTrue(p.stdout.startswith("clean: 2 ports, 2 partitions"), p.stdout)
+
+    def test_a_member_on_another_tenants_vni_is_cross_tenant(self):
+        n1, n2 = self.clean()
+        n1["tenants"][0]["members"].append(self.member(self.b, 0, "10.0.0.3"))
+        rep = self.report(n1, n2)
+        self.assertFalse(rep["ok"])
+        (v,) = [v for v in rep["violations"] if v["kind"] == "cross_tenant"]
+        self.assertEqual((v["vni"], v["nodes"], v["tenants"]),
+                         (self.v1, [N1], [self.t2["name"], self.t1["name"]]), repr(v))
+        self.assertIn(self.b, v["message"])
+        p = self.isoctl("fabric", "verify")
+        self.assertEqual(p.returncode, 8, p.stdout + p.stderr)
+        self.assertIn("cross_tenant", p.stdout)
+
+    def test_a_vni_on_another_vnis_bridge_is_cross_tenant(self):
+        n1, n2 = self.clean()
+        n1["tenants"][1]["bridge"] = "isobr%d" % self.v1
+        rep = self.report(n1, n2)
+        self.assertEqual(self.kinds(rep), ["cross_tenant"], repr(rep))
+        self.assertEqual(len(rep["violations"]), 2, repr(rep))  # the wrong bridge, and two VNIs on one
+
+    def test_a_vni_carrying_two_tenants_is_shared(self):
+        n1, n2 = self.clean()
+        n1["tenants"].append(self.tenant(77, [self.member(self.b, 0, "10.0.0.9")]))
+        n2["tenants"].append(self.tenant(77, [self.member(self.a, 1, "10.0.1.9")]))
+        rep = self.report(n1, n2)
+        self.assertIn("shared_vni", self.kinds(rep))
+        (v,) = [v for v in rep["violations"] if v["kind"] == "shared_vni"]
+        self.assertEqual((v["vni"], v["nodes"], v["tenants"]),
+                         (77, [N1, N2], [self.t2["name"], self.t1["name"]]), repr(v))
+        self.assertIn("extra", self.kinds(rep))  # VNI 77 is no tenant's
+
+    def test_a_node_holding_members_without_its_guard(self):
+        n1, n2 = self.clean()
+        n1["guard"] = False
+        rep = self.report(n1, n2)
+        self.assertEqual(self.kinds(rep), ["no_guard"], repr(rep))
+        self.assertEqual(rep["violations"][0]["nodes"], [N1])
+        # no overlay reported at all: no guard either, and its members are on none
+        rep = self.report(n1, None)
+        self.assertEqual(self.kinds(rep), ["missing", "no_guard"], repr(rep))
+
+    def test_a_peer_that_holds_no_member_of_the_tenant_is_stray(self):
+        n1, n2 = self.clean()
+        n2["allowed"].append({"peer": IP1, "vni": self.v2})         # eth-n02 holds nothing of t2
+        n1["allowed"].append({"peer": "192.0.2.99", "vni": self.v1})  # no node's address
+        n1["allowed"].append({"peer": IP1, "vni": self.v1})           # its own address
+        n1["allowed"].append({"peer": IP2, "vni": 77})                # no tenant's VNI
+        rep = self.report(n1, n2)
+        self.assertEqual(self.kinds(rep), ["stray_peer"], repr(rep))
+        self.assertEqual(len(rep["violations"]), 4, repr(rep))
+        msgs = " | ".join(v["message"] for v in rep["violations"])
+        for needle in ("holds no member of tenant %s" % self.t2["name"], "192.0.2.99, which is no node",
+                       "its own address", "VNI 77"):
+            self.assertIn(needle, msgs)
+        # eth-n03 holds no member of t1: letting t1 in from it is stray too
+        n1, n2 = self.clean()
+        n2["allowed"].append({"peer": "192.0.2.13", "vni": self.v1})
+        self.assertEqual(self.kinds(self.report(n1, n2)), ["stray_peer"])
+
+    def test_a_member_attached_nowhere_is_missing_and_an_unknown_one_extra(self):
+        n1, n2 = self.clean()
+        n2["tenants"][0]["members"] = [self.member("a-00000000000000ff", 0, "10.0.1.2")]
+        rep = self.report(n1, n2)
+        self.assertEqual(self.kinds(rep), ["extra", "missing"], repr(rep))
 
 
 if __name__ == "__main__":
