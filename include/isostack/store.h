@@ -249,4 +249,24 @@ static inline void iso_store_closep(struct iso_store **s)
 /* Frees arrays returned by the list functions. */
 void iso_allocations_free(struct iso_allocation *a, int n);
 
+/* Fault injection for tests (src/store/faultsim.c): a store over `inner`
+ * (borrowed; closing the wrapper leaves it open) that counts the ops of the
+ * armed kinds and fails the nth of them (1-based; 0: none, only counting)
+ * with -error, and every later one too when `persistent`. Rollback and close
+ * never fail. Arming resets the counts. */
+enum {
+	ISO_FAULTSIM_BEGIN = 1,
+	ISO_FAULTSIM_COMMIT = 2,
+	ISO_FAULTSIM_WRITE = 4,
+	ISO_FAULTSIM_READ = 8,
+	ISO_FAULTSIM_ALL = 15,
+};
+int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out,
+                            struct iso_error *err);
+void iso_store_faultsim_arm(struct iso_store *s, unsigned kinds, int64_t nth, int error,
+                            bool persistent);
+int64_t iso_store_faultsim_ops(const struct iso_store *s);      /* counted since armed */
+int64_t iso_store_faultsim_injected(const struct iso_store *s); /* failed since armed */
+const char *iso_store_faultsim_last(const struct iso_store *s); /* the op failed last */
+
 #endif

@@ -28,13 +28,16 @@ struct fixture {
 	struct iso_principal admin;
 	struct iso_store_ops ops;         /* the counted copy the store uses */
 	const struct iso_store_ops *real; /* the store's own */
+	struct iso_store *outer;          /* what the controller uses: store, or a wrapper of it */
 };
 
 /* Opens the fixture; `count` (may be NULL) replaces the ops it counts in
  * fx->ops before the controller opens (given the real ones to call on); `rates` raises the request
- * rates. */
-static struct fixture *
-fixture_open(void (*count)(struct iso_store_ops *ops, const struct iso_store_ops *real), bool rates)
+ * rates; `wrap` (may be NULL) puts a store around fx->store for the controller to use (fx->outer,
+ * e.g. iso_store_faultsim_open). */
+static struct fixture *fixture_open_over(
+    void (*count)(struct iso_store_ops *ops, const struct iso_store_ops *real), bool rates,
+    int (*wrap)(struct iso_store *inner, struct iso_store **out, struct iso_error *err))
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct iso_error err = {0};
@@ -55,9 +58,12 @@ fixture_open(void (*count)(struct iso_store_ops *ops, const struct iso_store_ops
 	if (count)
 		count(&fx->ops, fx->real);
 	fx->store->ops = &fx->ops;
+	fx->outer = fx->store;
+	if (wrap)
+		assert_int_equal(wrap(fx->store, &fx->outer, &err), 0);
 	struct iso_controller_params params = {
 	    .inv = fx->inv,
-	    .store = fx->store,
+	    .store = fx->outer,
 	    .placer = iso_placer_find("isostack"),
 	    .state_dir = fx->dir,
 	};
@@ -70,6 +76,12 @@ fixture_open(void (*count)(struct iso_store_ops *ops, const struct iso_store_ops
 	return fx;
 }
 
+static _unused_ struct fixture *
+fixture_open(void (*count)(struct iso_store_ops *ops, const struct iso_store_ops *real), bool rates)
+{
+	return fixture_open_over(count, rates, NULL);
+}
+
 static int fixture_close(void **state)
 {
 	struct fixture *fx = *state;
@@ -77,6 +89,8 @@ static int fixture_close(void **state)
 
 	iso_controller_shutdown(fx->ctl);
 	iso_controller_free(fx->ctl);
+	if (fx->outer != fx->store)
+		iso_store_close(fx->outer);
 	fx->store->ops = fx->real;
 	iso_store_close(fx->store);
 	iso_inventory_free(fx->inv);
