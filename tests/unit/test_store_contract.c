@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "isostack/store.h"
 
 enum backend { B_SQLITE, B_POSTGRES };
@@ -1174,6 +1176,112 @@ static void test_reopen_migrated(void **state)
 	assert_true(add_tenant(f, "beta") > id);
 }
 
+/* A database a newer isostackd migrated is refused, not guessed at. */
+static void test_newer_schema_refused(void **state)
+{
+	struct fx *f = *state;
+	struct iso_store *s = NULL;
+	struct iso_error err = {0};
+
+	iso_store_close(f->s);
+	f->s = NULL;
+	if (f->b == B_SQLITE) {
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db,
+		                              "INSERT INTO schema_version(version, applied_ms)"
+		                              " VALUES (999, 0)",
+		                              NULL, NULL, NULL),
+		                 SQLITE_OK);
+		sqlite3_close(db);
+		assert_int_equal(iso_store_open_sqlite(f->path, &s, &err), -EIO);
+	} else {
+		pg_raw(f->conninfo,
+		       "INSERT INTO schema_version(version, applied_ms) VALUES (999, 0)");
+		assert_int_equal(iso_store_open_postgres(f->conninfo, &s, &err), -EIO);
+	}
+	assert_null(s);
+	assert_non_null(strstr(err.message, "newer than this isostackd"));
+}
+
+/* After the server ended the store's session (a restart, a failover, an
+ * administrator), the op that meets it fails and the next one runs on a new
+ * connection; inside a transaction the transaction is lost, and says so. */
+static void test_pg_reconnect(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_tenant got, t = tenant("also-lost");
+	static const char kill_store[] = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+	                                 " WHERE application_name = 'isostackd'";
+
+	if (f->b != B_POSTGRES)
+		skip();
+	add_tenant(f, "before");
+	pg_raw(f->conninfo, kill_store);
+	assert_int_equal(o->tenant_get_by_name(f->s, "before", &got, &f->err), -EIO);
+	assert_int_equal(o->tenant_get_by_name(f->s, "before", &got, &f->err), 0);
+	add_tenant(f, "after");
+
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	add_tenant(f, "lost");
+	pg_raw(f->conninfo, kill_store);
+	assert_int_equal(o->tenant_insert(f->s, &t, &f->err), -EIO);
+	assert_int_equal(o->commit(f->s, &f->err), -EIO);
+	o->rollback(f->s);
+	assert_int_equal(o->tenant_get_by_name(f->s, "lost", &got, &f->err), -ENOENT);
+	assert_int_equal(o->tenant_get_by_name(f->s, "after", &got, &f->err), 0);
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	add_tenant(f, "kept");
+	assert_int_equal(o->commit(f->s, &f->err), 0);
+	assert_int_equal(o->tenant_get_by_name(f->s, "kept", &got, &f->err), 0);
+}
+
+/* --store: what isostackd accepts, and errors that name the flag and never
+ * echo the conninfo (it may hold a password). No server needed. */
+static void test_store_selection(void **state)
+{
+	struct fx *f = *state;
+	struct iso_store *s = NULL;
+	struct iso_error err = {0};
+
+	if (f->b != B_SQLITE)
+		skip();
+	assert_true(iso_store_spec_is_postgres("postgres://u@h/db"));
+	assert_true(iso_store_spec_is_postgres("postgresql://h/db"));
+	assert_true(iso_store_spec_is_postgres("host=/tmp dbname=x"));
+	assert_false(iso_store_spec_is_postgres("sqlite"));
+	assert_false(iso_store_spec_is_postgres("mysql:foo"));
+	assert_false(iso_store_spec_is_postgres(NULL));
+
+	/* sqlite (and the default) is STATE_DIR/state.db */
+	assert_int_equal(iso_store_open("sqlite", f->dir, &s, &err), 0);
+	assert_string_equal(s->ops->name, "sqlite");
+	iso_store_close(s);
+	s = NULL;
+	assert_int_equal(iso_store_open(NULL, f->dir, &s, &err), 0);
+	iso_store_close(s);
+	s = NULL;
+
+	assert_int_equal(iso_store_open("mysql://h/db", f->dir, &s, &err), -EINVAL);
+	assert_string_equal(err.field, "store");
+	assert_non_null(strstr(err.message, "--store"));
+	assert_int_equal(iso_store_open("host='unterminated password=sekrit", f->dir, &s, &err),
+	                 -EINVAL);
+	assert_non_null(strstr(err.message, "--store postgres"));
+	assert_non_null(strstr(err.message, "not a valid PostgreSQL conninfo"));
+	assert_null(strstr(err.message, "sekrit"));
+	assert_int_equal(iso_store_open("host=/nonexistent/socket/dir dbname=x password=sekrit "
+	                                "connect_timeout=2",
+	                                f->dir, &s, &err),
+	                 -EAGAIN);
+	assert_int_equal(err.code, ISO_E_UNAVAILABLE);
+	assert_string_equal(err.field, "store");
+	assert_non_null(strstr(err.message, "--store postgres: cannot connect to PostgreSQL"));
+	assert_null(strstr(err.message, "sekrit"));
+	assert_null(s);
+}
+
 #define TESTS(b)                                                                                   \
 	cmocka_unit_test_prestate_setup_teardown(test_meta, fx_setup, fx_teardown, b),             \
 	    cmocka_unit_test_prestate_setup_teardown(test_tenants, fx_setup, fx_teardown, b),      \
@@ -1195,6 +1303,11 @@ static void test_reopen_migrated(void **state)
 	    cmocka_unit_test_prestate_setup_teardown(test_alloc_in_transaction, fx_setup,          \
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_reopen_migrated, fx_setup, fx_teardown,  \
+	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_newer_schema_refused, fx_setup,          \
+	                                             fx_teardown, b),                              \
+	    cmocka_unit_test_prestate_setup_teardown(test_pg_reconnect, fx_setup, fx_teardown, b), \
+	    cmocka_unit_test_prestate_setup_teardown(test_store_selection, fx_setup, fx_teardown,  \
 	                                             b)
 
 int main(void)
