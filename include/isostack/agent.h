@@ -216,6 +216,40 @@ void iso_agent_config_clear(struct iso_agent_config *cfg);
  * *cfg->stop. Returns 0, or -errno when a node could not start. */
 int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err);
 
+/* ---- overlay (src/agent/overlay.c; docs/agents.md "overlay") ---- */
+
+/* Where the node's overlay lives. */
+struct iso_agent_overlay_env {
+	const char *host_netns;   /* NULL: the agent's own namespace */
+	const char *underlay_ip;  /* this node's underlay IPv4; NULL or "": none */
+	const char *underlay_dev; /* the interface holding it (iso_overlay_underlay_dev) */
+};
+/* One desired member, with what the agent knows of its sandbox. */
+struct iso_agent_overlay_member_in {
+	const struct iso_agent_member_want *want;
+	const char *netns; /* its sandbox's /proc/HOLDER/ns/net; NULL while none */
+	bool ready;        /* out: true without an overlay, or with its veth and address */
+	char reason[ISO_AGENT_REASON_MAX]; /* out: why not ready, "" when ready */
+};
+/* Brings the node's overlay to the members in[0..n), level-triggered:
+ * tenants, members' veths and the guard made or fixed, what no member
+ * explains removed (the guard too when no overlay member is left). Per
+ * member, ready/reason. Fills *out (read back, iso_agent_overlay_read) when
+ * any member has an overlay, else leaves it empty. -errno only when the
+ * kernel's state could not be read; a member's own failure is its reason. */
+int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
+                                struct iso_agent_overlay_member_in *in, size_t n,
+                                struct iso_agent_overlay *out, struct iso_error *err);
+/* The status `overlay` read back from the kernel (nft and netlink): the
+ * guard, its drops and pairs, the tenants' devices and their members, each
+ * member's address from its own namespace when in[] names it. */
+int iso_agent_overlay_read(const struct iso_agent_overlay_env *env,
+                           struct iso_agent_overlay_member_in *in, size_t n,
+                           struct iso_agent_overlay *out, struct iso_error *err);
+void iso_agent_overlay_clear(struct iso_agent_overlay *ov);
+
+/* ---- end overlay ---- */
+
 ISO_PUBLIC_END
 
 #endif

@@ -257,6 +257,11 @@ int iso_overlay_member_remove(const char *netns, const char *name, struct iso_er
 int iso_overlay_member_address(const char *member_netns, char out[ISO_IPV4_MAX],
                                struct iso_error *err);
 
+/* The interface holding IPv4 address ip in netns (the node's underlay
+ * device, found from its underlay address); -ENODEV when none holds it. */
+int iso_overlay_underlay_dev(const char *netns, const char *ip, char out[ISO_OVERLAY_IFNAME],
+                             struct iso_error *err);
+
 /* What the kernel holds, read back (never copied from a spec). */
 struct iso_overlay_member_state {
 	char ifname[ISO_OVERLAY_IFNAME]; /* isov... on the host */

@@ -162,6 +162,13 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
                               const struct iso_agent_desired *d, json_t *status,
                               struct agent_sandbox_tick *tick, struct iso_error *err);
 
+/* The tenant overlay of the tick's members (overlay.c): made from the
+ * ready entries' namespaces, an entry with an overlay that is not in place
+ * made not ready with the reason, status["overlay"] set when any member
+ * has an overlay (read back from the kernel). */
+void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
+                        struct agent_table_entry *entries, json_t *status);
+
 /* The socket's answer for (allocation, member): 0 with *out, or a refusal
  * written to reason: "not on this node", "released", "not ready yet (...)". */
 int agent_sandboxes_lookup(struct agent_sandboxes *s, const char *allocation, unsigned member,

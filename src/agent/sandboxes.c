@@ -649,12 +649,13 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 					taken.w[k] |= m.w[k];
 		}
 	}
-	for (size_t i = 0; i < d->n_members; i++) {
+	for (size_t i = 0; i < d->n_members; i++)
 		one_member(s, g, node, d, status, &d->members[i], recs, n_recs, &taken, &entries[i],
 		           tick);
-		if (s->real)
-			entry_status(arr, &entries[i]);
-	}
+	if (s->real)
+		agent_overlay_tick(node, d, entries, status);
+	for (size_t i = 0; s->real && i < d->n_members; i++)
+		entry_status(arr, &entries[i]);
 	if (publish(s, node, entries, d->n_members) < 0)
 		r = iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 out:

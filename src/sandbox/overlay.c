@@ -803,6 +803,34 @@ int iso_overlay_member_address(const char *member_netns, char out[ISO_IPV4_MAX],
 	return 0;
 }
 
+int iso_overlay_underlay_dev(const char *netns, const char *ip, char out[ISO_OVERLAY_IFNAME],
+                             struct iso_error *err)
+{
+	out[0] = '\0';
+	uint32_t want_be = 0;
+	int r = parse_ip(ip, "underlay_ip", &want_be, err);
+	if (r < 0)
+		return r;
+	_cleanup_nl_ struct nl_sock *sk = NULL;
+	if ((r = ovl_nl_open(netns, &sk, err)) < 0)
+		return r;
+	_cleanup_cache_ struct nl_cache *addrs = NULL, *links = NULL;
+	if ((r = rtnl_addr_alloc_cache(sk, &addrs)) < 0 ||
+	    (r = rtnl_link_alloc_cache(sk, AF_UNSPEC, &links)) < 0)
+		return nl_fail(err, r, "netns", "dump", "addresses");
+	for (struct nl_object *o = nl_cache_get_first(addrs); o; o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+		struct nl_addr *l = rtnl_addr_get_local(a);
+		if (rtnl_addr_get_family(a) != AF_INET || !l || nl_addr_get_len(l) != 4 ||
+		    memcmp(nl_addr_get_binary_addr(l), &want_be, 4) != 0)
+			continue;
+		if (rtnl_link_i2name(links, rtnl_addr_get_ifindex(a), out, ISO_OVERLAY_IFNAME))
+			return 0;
+	}
+	iso_error_set(err, ISO_E_NOT_FOUND, "underlay_ip", "no interface holds %s", ip);
+	return -ENODEV;
+}
+
 /* ---- read back ---- */
 
 void iso_overlay_state_clear(struct iso_overlay_state *st)

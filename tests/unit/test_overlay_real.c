@@ -31,14 +31,15 @@
 
 #include "isostack/sandbox.h"
 #include "isostack/util.h"
+#include "netns_hosts.h"
+
+#define pfx nh_pfx
 
 #define VNI_A 10001
 #define VNI_B 10002
 
-static char pfx[32]; /* s3-PID- */
-
-static const char *hosts[] = {"h1", "h2", "h3"};
-static const char *ips[] = {"192.0.2.11", "192.0.2.12", "192.0.2.13"};
+static const char *const hosts[] = {"h1", "h2", "h3"};
+static const char *const ips[] = {"192.0.2.11", "192.0.2.12", "192.0.2.13"};
 
 /* A member: its host (index), tenant, slot and namespace suffix. */
 static const struct {
@@ -52,40 +53,9 @@ static const struct {
     {"m3b", 2, VNI_B},
 };
 
-static int sh(const char *fmt, ...) _printf_(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void ns_path(const char *name, char *buf, size_t size)
-{
-	snprintf(buf, size, "/run/netns/%s%s", pfx, name);
-}
-
 static void sandbox_name(const char *m, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s%s", pfx, m);
-}
-
-static int count_netns(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "ip netns list | grep -c '^%s'", pfx);
-	FILE *p = popen(cmd, "r");
-	int n = -1;
-	if (p) {
-		if (fscanf(p, "%d", &n) != 1)
-			n = -1;
-		pclose(p);
-	}
-	return n;
 }
 
 /* The value of `ip -n NS -s -j link show DEV`'s stats64.rx.packets, -1 when absent. */
@@ -106,51 +76,6 @@ static long long rx_packets(const char *host, const char *dev)
 		v = json_integer_value(n);
 	json_decref(doc);
 	return v;
-}
-
-/* A socket made in netns `name` (it stays there). */
-static int socket_in(const char *name, int type)
-{
-	char path[128];
-	ns_path(name, path, sizeof(path));
-	int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(self >= 0 && fd >= 0);
-	assert_int_equal(setns(fd, CLONE_NEWNET), 0);
-	int s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-	assert_int_equal(setns(self, CLONE_NEWNET), 0);
-	close(fd);
-	close(self);
-	assert_true(s >= 0);
-	return s;
-}
-
-/* True when a TCP connect from namespace `from` to a listener in `to` at
- * ip:port completes within 3 s. */
-static bool reaches(const char *from, const char *to, const char *ip)
-{
-	int l = socket_in(to, SOCK_STREAM);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(5001)};
-	inet_pton(AF_INET, ip, &a.sin_addr);
-	int one = 1;
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	int c = socket_in(from, SOCK_STREAM | SOCK_NONBLOCK);
-	bool ok = false;
-	if (connect(c, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		ok = true;
-	} else if (errno == EINPROGRESS) {
-		struct pollfd pf = {.fd = c, .events = POLLOUT};
-		int e = 0;
-		socklen_t el = sizeof(e);
-		if (poll(&pf, 1, 3000) == 1 && getsockopt(c, SOL_SOCKET, SO_ERROR, &e, &el) == 0 &&
-		    e == 0)
-			ok = true;
-	}
-	close(c);
-	close(l);
-	return ok;
 }
 
 /* The spec of tenant vni on host h: the other hosts holding a member. */
@@ -175,7 +100,7 @@ static void ensure_host(int h)
 {
 	struct iso_error err = {0};
 	char hp[128];
-	ns_path(hosts[h], hp, sizeof(hp));
+	nh_path(hosts[h], hp, sizeof(hp));
 	const uint32_t vnis[] = {VNI_A, VNI_B};
 	struct iso_overlay_allow allow[8];
 	size_t n_allow = 0;
@@ -202,7 +127,7 @@ static void ensure_host(int h)
 			continue;
 		char name[64], mp[128];
 		sandbox_name(members[i].ns, name, sizeof(name));
-		ns_path(members[i].ns, mp, sizeof(mp));
+		nh_path(members[i].ns, mp, sizeof(mp));
 		struct iso_overlay_member m = {.name = name,
 		                               .vni = members[i].vni,
 		                               .member_netns = mp,
@@ -219,11 +144,11 @@ static int teardown_all(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(members); i++)
-		sh("ip netns del %s%s 2>/dev/null", pfx, members[i].ns);
+		nh_del(members[i].ns);
 	for (size_t h = 0; h < 3; h++)
-		sh("ip netns del %s%s 2>/dev/null", pfx, hosts[h]);
-	sh("ip netns del %sul 2>/dev/null", pfx);
-	if (count_netns() != 0) {
+		nh_del(hosts[h]);
+	nh_del("ul");
+	if (nh_count() != 0) {
 		fprintf(stderr, "test_overlay_real: namespaces left behind\n");
 		return -1;
 	}
@@ -232,35 +157,22 @@ static int teardown_all(void **state)
 
 static int setup_all(void **state)
 {
-	snprintf(pfx, sizeof(pfx), "s3-%d-", (int)getpid());
+	nh_init("s3");
 	if (geteuid() != 0) {
 		fprintf(stderr, "SKIP: test_overlay_real needs root (CI runs as root)\n");
 		*state = NULL;
 		return 0;
 	}
-	if (sh("ip -V >/dev/null 2>&1") != 0) {
+	if (nh_sh("ip -V >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "SKIP: test_overlay_real needs iproute2 to build its hosts\n");
 		*state = NULL;
 		return 0;
 	}
-	/* The underlay: a bridge in ul, one veth per host. */
-	int bad = sh("ip netns add %sul && ip -n %sul link add ulbr type bridge && "
-	             "ip -n %sul link set ulbr up",
-	             pfx, pfx, pfx);
-	for (size_t h = 0; h < 3 && !bad; h++)
-		bad = sh("ip netns add %s%s && ip -n %sul link add u%zu type veth peer name ul0 "
-		         "netns %s%s && ip -n %sul link set u%zu master ulbr up && "
-		         "ip -n %s%s addr add %s/24 dev ul0 && ip -n %s%s link set ul0 up && "
-		         "ip -n %s%s link set lo up",
-		         pfx, hosts[h], pfx, h, pfx, hosts[h], pfx, h, pfx, hosts[h], ips[h], pfx,
-		         hosts[h], pfx, hosts[h]);
-	/* Members: their own namespaces, IPv6 off (no stray neighbour
-	 * discovery to count), lo up. */
+	/* The underlay: a bridge in ul, one veth per host; members in
+	 * namespaces of their own. */
+	int bad = nh_underlay(hosts, ips, 3);
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(members) && !bad; i++)
-		bad = sh("ip netns add %s%s && ip netns exec %s%s sh -c 'echo 1 > "
-		         "/proc/sys/net/ipv6/conf/default/disable_ipv6; echo 1 > "
-		         "/proc/sys/net/ipv6/conf/all/disable_ipv6' && ip -n %s%s link set lo up",
-		         pfx, members[i].ns, pfx, members[i].ns, pfx, members[i].ns);
+		bad = nh_member(members[i].ns);
 	if (bad) {
 		teardown_all(state);
 		fprintf(stderr, "test_overlay_real: building the hosts failed\n");
@@ -282,10 +194,10 @@ static void test_same_tenant_reaches(void **state)
 	for (int h = 0; h < 3; h++)
 		ensure_host(h);
 	/* A: h1's member (10.0.0.2) to h2's (10.0.1.2) and back. */
-	assert_true(reaches("m1a", "m2a", "10.0.1.2"));
-	assert_true(reaches("m2a", "m1a", "10.0.0.2"));
+	assert_true(nh_reaches("m1a", "m2a", "10.0.1.2"));
+	assert_true(nh_reaches("m2a", "m1a", "10.0.0.2"));
 	/* B: h1's member to h3's (10.0.2.2). */
-	assert_true(reaches("m1b", "m3b", "10.0.2.2"));
+	assert_true(nh_reaches("m1b", "m3b", "10.0.2.2"));
 }
 
 /* eth0's MAC address in member namespace m. */
@@ -310,19 +222,20 @@ static void test_other_tenant_does_not(void **state)
 	 * neighbour entry. */
 	char mac[18];
 	mac_of("m1b", mac);
-	assert_false(reaches("m1b", "m2a", "10.0.1.2"));
-	assert_int_not_equal(sh("bridge -n %sh2 fdb show br isobr10001 | grep -q %s", pfx, mac), 0);
-	assert_int_not_equal(sh("ip -n %sm2a neigh show | grep -q %s", pfx, mac), 0);
+	assert_false(nh_reaches("m1b", "m2a", "10.0.1.2"));
+	assert_int_not_equal(nh_sh("bridge -n %sh2 fdb show br isobr10001 | grep -q %s", pfx, mac),
+	                     0);
+	assert_int_not_equal(nh_sh("ip -n %sm2a neigh show | grep -q %s", pfx, mac), 0);
 	/* ... which is what happens to a frame of A's own (the check can fail). */
 	mac_of("m1a", mac);
-	assert_int_equal(sh("bridge -n %sh2 fdb show br isobr10001 | grep -q %s", pfx, mac), 0);
+	assert_int_equal(nh_sh("bridge -n %sh2 fdb show br isobr10001 | grep -q %s", pfx, mac), 0);
 }
 
 static void test_readback(void **state)
 {
 	NEED_ROOT(state);
 	char hp[128], name[64];
-	ns_path("h1", hp, sizeof(hp));
+	nh_path("h1", hp, sizeof(hp));
 	struct iso_overlay_state st;
 	struct iso_error err = {0};
 	assert_int_equal(iso_overlay_read(hp, &st, &err), 0);
@@ -351,7 +264,7 @@ static void test_readback(void **state)
 	}
 	iso_overlay_state_clear(&st);
 	char mp[128], addr[ISO_IPV4_MAX];
-	ns_path("m1b", mp, sizeof(mp));
+	nh_path("m1b", mp, sizeof(mp));
 	assert_int_equal(iso_overlay_member_address(mp, addr, &err), 0);
 	assert_string_equal(addr, "10.0.0.2");
 	struct iso_overlay_guard_state g;
@@ -370,7 +283,7 @@ static void test_readback(void **state)
  * address on h1. */
 static void forge_send(int n)
 {
-	int s = socket_in("h3", SOCK_DGRAM);
+	int s = nh_socket_in("h3", SOCK_DGRAM);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9)};
 	inet_pton(AF_INET, "10.0.0.2", &a.sin_addr);
 	for (int i = 0; i < n; i++)
@@ -384,15 +297,15 @@ static void test_forged_vni_is_dropped(void **state)
 	NEED_ROOT(state);
 	/* h3 holds B, not A: a VXLAN device with A's VNI aimed at h1, with a
 	 * static neighbour so every datagram is one VXLAN packet. */
-	assert_int_equal(sh("ip -n %sh3 link add forge type vxlan id %d remote 192.0.2.11 local "
-	                    "192.0.2.13 dstport 4789 dev ul0 nolearning && "
-	                    "ip -n %sh3 addr add 10.0.9.9/8 dev forge && "
-	                    "ip -n %sh3 link set forge up && "
-	                    "ip -n %sh3 neigh add 10.0.0.2 lladdr 02:00:00:00:00:01 dev forge",
-	                    pfx, VNI_A, pfx, pfx, pfx),
+	assert_int_equal(nh_sh("ip -n %sh3 link add forge type vxlan id %d remote 192.0.2.11 local "
+	                       "192.0.2.13 dstport 4789 dev ul0 nolearning && "
+	                       "ip -n %sh3 addr add 10.0.9.9/8 dev forge && "
+	                       "ip -n %sh3 link set forge up && "
+	                       "ip -n %sh3 neigh add 10.0.0.2 lladdr 02:00:00:00:00:01 dev forge",
+	                       pfx, VNI_A, pfx, pfx, pfx),
 	                 0);
 	char hp[128];
-	ns_path("h1", hp, sizeof(hp));
+	nh_path("h1", hp, sizeof(hp));
 	struct iso_error err = {0};
 	struct iso_overlay_guard_state g;
 
@@ -415,8 +328,8 @@ static void test_forged_vni_is_dropped(void **state)
 	assert_true(g.drops >= d0 + 5);
 	iso_overlay_guard_state_clear(&g);
 	/* A's own traffic still flows. */
-	assert_true(reaches("m2a", "m1a", "10.0.0.2"));
-	assert_int_equal(sh("ip -n %sh3 link del forge", pfx), 0);
+	assert_true(nh_reaches("m2a", "m1a", "10.0.0.2"));
+	assert_int_equal(nh_sh("ip -n %sh3 link del forge", pfx), 0);
 }
 
 /* `ip -o link` (ifindexes, flags, MTUs, masters, aliases) and the guard's nft
@@ -457,7 +370,7 @@ static void test_peers_follow_the_spec(void **state)
 {
 	NEED_ROOT(state);
 	char hp[128];
-	ns_path("h1", hp, sizeof(hp));
+	nh_path("h1", hp, sizeof(hp));
 	struct iso_error err = {0};
 	const char *peers[] = {"192.0.2.13", "192.0.2.12"};
 	struct iso_overlay_tenant t = {.vni = VNI_A,
@@ -485,8 +398,8 @@ static void test_bad_input_and_busy(void **state)
 {
 	NEED_ROOT(state);
 	char hp[128], mp[128];
-	ns_path("h1", hp, sizeof(hp));
-	ns_path("m1a", mp, sizeof(mp));
+	nh_path("h1", hp, sizeof(hp));
+	nh_path("m1a", mp, sizeof(mp));
 	struct iso_error err = {0};
 	struct iso_overlay_tenant t = {
 	    .vni = VNI_A, .underlay_dev = "nosuch0", .local_ip = "192.0.2.11"};
@@ -509,7 +422,7 @@ static void test_removal_leaves_nothing(void **state)
 	struct iso_error err = {0};
 	for (int h = 0; h < 3; h++) {
 		char hp[128];
-		ns_path(hosts[h], hp, sizeof(hp));
+		nh_path(hosts[h], hp, sizeof(hp));
 		for (size_t i = 0; i < ISO_ARRAY_SIZE(members); i++) {
 			if (members[i].host != h)
 				continue;
@@ -524,10 +437,10 @@ static void test_removal_leaves_nothing(void **state)
 		assert_int_equal(iso_overlay_guard_remove(hp, &err), 0);
 		/* Only lo and the underlay remain; no table. */
 		assert_int_equal(
-		    sh("test \"$(ip -n %s%s -o link show | grep -c .)\" = 2", pfx, hosts[h]), 0);
+		    nh_sh("test \"$(ip -n %s%s -o link show | grep -c .)\" = 2", pfx, hosts[h]), 0);
 		assert_int_not_equal(
-		    sh("ip netns exec %s%s nft list table inet isostack >/dev/null 2>&1", pfx,
-		       hosts[h]),
+		    nh_sh("ip netns exec %s%s nft list table inet isostack >/dev/null 2>&1", pfx,
+		          hosts[h]),
 		    0);
 		struct iso_overlay_state st;
 		assert_int_equal(iso_overlay_read(hp, &st, &err), 0);
@@ -535,9 +448,9 @@ static void test_removal_leaves_nothing(void **state)
 		iso_overlay_state_clear(&st);
 	}
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(members); i++)
-		assert_int_equal(
-		    sh("test \"$(ip -n %s%s -o link show | grep -c .)\" = 1", pfx, members[i].ns),
-		    0);
+		assert_int_equal(nh_sh("test \"$(ip -n %s%s -o link show | grep -c .)\" = 1", pfx,
+		                       members[i].ns),
+		                 0);
 }
 
 int main(void)

@@ -1,0 +1,466 @@
+/* overlay.c: the node agent's side of the tenant overlay (issue 14). From the
+ * desired document's members (their `overlay`: VNI, this node's index, the
+ * peers) and the network namespaces of their sandboxes, it brings the
+ * node's kernel to what they need, level-triggered, through the sandbox
+ * library (src/sandbox/overlay*.c): one bridge and VXLAN device per tenant
+ * with a member here, one veth per member, the nft guard allowing exactly
+ * the (peer, VNI) pairs of those tenants; and it removes what no wanted
+ * member explains (a released member's veth, a tenant with no member left,
+ * the guard when no overlay member is left). A member's slot (its
+ * address's last octet less 2) is read back from its eth0, so an agent that
+ * restarts keeps every address. What it reports in the status `overlay` is
+ * read back from the kernel afterwards, never copied from the document:
+ * the Ethernet verifier relies on that (docs/agents.md, "overlay"). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "isostack/agent.h"
+#include "isostack/codec.h"
+#include "isostack/sandbox.h"
+#include "isostack/util.h"
+
+/* "iso-<allocation>-<member>": the sandbox's (and the veth alias's) name. */
+static void member_name(const struct iso_agent_member_want *w, char out[ISO_NAME_MAX])
+{
+	snprintf(out, ISO_NAME_MAX, "iso-%s-%u", w->allocation, w->member);
+}
+
+/* The inverse, for what the kernel holds; -EINVAL when not ours. */
+static int parse_member_name(const char *name, char *alloc, size_t size, int *member)
+{
+	if (strncmp(name, "iso-", 4) != 0)
+		return -EINVAL;
+	const char *dash = strrchr(name, '-');
+	if (!dash || dash <= name + 4 || !dash[1])
+		return -EINVAL;
+	char *end;
+	long m = strtol(dash + 1, &end, 10);
+	if (*end || m < 0 || m > 65535 || (size_t)(dash - (name + 4)) >= size)
+		return -EINVAL;
+	memcpy(alloc, name + 4, (size_t)(dash - (name + 4)));
+	alloc[dash - (name + 4)] = '\0';
+	*member = (int)m;
+	return 0;
+}
+
+/* The slot of an address 10.a.b.(slot+2) on node_index, or -1. */
+static int slot_of(const char *ip, unsigned node_index)
+{
+	unsigned a, b, c, d;
+	char tail;
+	if (sscanf(ip, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a != 10 ||
+	    b != node_index / 256 || c != node_index % 256 || d < 2 || d > ISO_OVERLAY_SLOT_MAX + 2)
+		return -1;
+	return (int)d - 2;
+}
+
+struct vni_set {
+	size_t n;
+	uint32_t vni[ISO_AGENT_MAX_OVERLAY_TENANTS];
+};
+
+static bool vni_has(const struct vni_set *s, uint32_t v)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->vni[i] == v)
+			return true;
+	return false;
+}
+
+/* The wanted tenants (members with an overlay and a namespace), and the
+ * guard's pairs: every peer of every wanted tenant. */
+static int wanted(const struct iso_agent_overlay_member_in *in, size_t n, struct vni_set *vs,
+                  struct iso_overlay_allow **allow, size_t *n_allow, struct iso_error *err)
+{
+	vs->n = 0;
+	*allow = NULL;
+	*n_allow = 0;
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct iso_agent_member_want *w = in[i].want;
+		if (!w->has_overlay || !in[i].netns)
+			continue;
+		if (!vni_has(vs, w->vni)) {
+			if (vs->n == ISO_AGENT_MAX_OVERLAY_TENANTS)
+				return iso_error_set(err, ISO_E_INVALID, "members",
+				                     "more than %d overlay tenants on one node",
+				                     ISO_AGENT_MAX_OVERLAY_TENANTS);
+			vs->vni[vs->n++] = w->vni;
+		}
+		for (size_t p = 0; p < w->n_peers; p++) {
+			bool dup = false;
+			for (size_t k = 0; k < *n_allow && !dup; k++)
+				dup = (*allow)[k].vni == w->vni &&
+				      strcmp((*allow)[k].peer, w->peers[p]) == 0;
+			if (dup)
+				continue;
+			if (*n_allow == cap) {
+				cap = cap ? 2 * cap : 16;
+				void *q = realloc(*allow, cap * sizeof(**allow));
+				if (!q)
+					return iso_error_set(err, ISO_E_INTERNAL, "members",
+					                     "out of memory");
+				*allow = q;
+			}
+			struct iso_overlay_allow *a = &(*allow)[(*n_allow)++];
+			iso_strlcpy(a->peer, w->peers[p], sizeof(a->peer));
+			a->vni = w->vni;
+		}
+	}
+	return 0;
+}
+
+/* The union of the peers the members of tenant vni list. */
+static size_t tenant_peers(const struct iso_agent_overlay_member_in *in, size_t n, uint32_t vni,
+                           const char **out, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct iso_agent_member_want *w = in[i].want;
+		if (!w->has_overlay || w->vni != vni || !in[i].netns)
+			continue;
+		for (size_t p = 0; p < w->n_peers; p++) {
+			bool dup = false;
+			for (size_t j = 0; j < k && !dup; j++)
+				dup = strcmp(out[j], w->peers[p]) == 0;
+			if (!dup && k < cap)
+				out[k++] = w->peers[p];
+		}
+	}
+	return k;
+}
+
+static void reason(struct iso_agent_overlay_member_in *m, const char *fmt, ...) _printf_(2, 3);
+static void reason(struct iso_agent_overlay_member_in *m, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->reason, sizeof(m->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Removes every member veth and tenant the wanted set does not explain. */
+static int remove_stale(const struct iso_agent_overlay_env *env,
+                        const struct iso_agent_overlay_member_in *in, size_t n,
+                        const struct vni_set *vs, struct iso_error *err)
+{
+	struct iso_overlay_state st;
+	int r = iso_overlay_read(env->host_netns, &st, err);
+	if (r < 0)
+		return r;
+	for (size_t t = 0; t < st.n_tenants && r == 0; t++) {
+		const struct iso_overlay_tenant_state *ts = &st.tenants[t];
+		size_t left = ts->n_members;
+		for (size_t k = 0; k < ts->n_members && r == 0; k++) {
+			bool keep = false;
+			for (size_t i = 0; i < n && !keep; i++) {
+				char name[ISO_NAME_MAX];
+				member_name(in[i].want, name);
+				keep = in[i].want->has_overlay && in[i].netns &&
+				       in[i].want->vni == ts->vni &&
+				       strcmp(name, ts->members[k].name) == 0;
+			}
+			if (keep)
+				continue;
+			r = iso_overlay_member_remove(env->host_netns, ts->members[k].name, err);
+			left--;
+		}
+		if (r == 0 && left == 0 && !vni_has(vs, ts->vni))
+			r = iso_overlay_tenant_remove(env->host_netns, ts->vni, err);
+	}
+	iso_overlay_state_clear(&st);
+	return r;
+}
+
+/* The slots in use on this node for tenant vni, read back from the members'
+ * eth0 addresses. */
+static void slots_in_use(const struct iso_agent_overlay_member_in *in, size_t n, uint32_t vni,
+                         unsigned node_index, bool used[ISO_OVERLAY_SLOT_MAX + 1])
+{
+	memset(used, 0, (ISO_OVERLAY_SLOT_MAX + 1) * sizeof(bool));
+	for (size_t i = 0; i < n; i++) {
+		if (!in[i].want->has_overlay || in[i].want->vni != vni || !in[i].netns)
+			continue;
+		char ip[ISO_IPV4_MAX];
+		if (iso_overlay_member_address(in[i].netns, ip, NULL) == 0) {
+			int s = slot_of(ip, node_index);
+			if (s >= 0)
+				used[s] = true;
+		}
+	}
+}
+
+int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
+                                struct iso_agent_overlay_member_in *in, size_t n,
+                                struct iso_agent_overlay *out, struct iso_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		in[i].ready = !in[i].want->has_overlay;
+		in[i].reason[0] = '\0';
+	}
+	bool any = false;
+	for (size_t i = 0; i < n; i++)
+		any = any || in[i].want->has_overlay;
+	bool have_underlay =
+	    env->underlay_ip && *env->underlay_ip && env->underlay_dev && *env->underlay_dev;
+	struct vni_set vs;
+	_cleanup_free_ struct iso_overlay_allow *allow = NULL;
+	size_t n_allow = 0;
+	int r = wanted(in, n, &vs, &allow, &n_allow, err);
+	if (r < 0)
+		return r;
+	if (!have_underlay)
+		vs.n = 0; /* nothing can be built: everything here is stale */
+	if ((r = remove_stale(env, in, n, &vs, err)) < 0)
+		return r;
+
+	for (size_t v = 0; v < vs.n && have_underlay; v++) {
+		const char *peers[ISO_AGENT_PEERS_MAX];
+		struct iso_overlay_tenant t = {
+		    .vni = vs.vni[v],
+		    .underlay_dev = env->underlay_dev,
+		    .local_ip = env->underlay_ip,
+		    .peers = peers,
+		    .n_peers = tenant_peers(in, n, vs.vni[v], peers, ISO_AGENT_PEERS_MAX),
+		};
+		struct iso_error terr = {0};
+		bool tenant_ok = iso_overlay_tenant_ensure(env->host_netns, &t, &terr) == 0;
+		bool used[ISO_OVERLAY_SLOT_MAX + 1];
+		unsigned node_index = 0;
+		for (size_t i = 0; i < n; i++)
+			if (in[i].want->has_overlay && in[i].want->vni == vs.vni[v])
+				node_index = in[i].want->node_index;
+		slots_in_use(in, n, vs.vni[v], node_index, used);
+		for (size_t i = 0; i < n; i++) {
+			const struct iso_agent_member_want *w = in[i].want;
+			if (!w->has_overlay || w->vni != vs.vni[v] || !in[i].netns)
+				continue;
+			if (!tenant_ok) {
+				reason(&in[i], "overlay: %s", terr.message);
+				continue;
+			}
+			char ip[ISO_IPV4_MAX];
+			int slot = -1;
+			if (iso_overlay_member_address(in[i].netns, ip, NULL) == 0)
+				slot = slot_of(ip, w->node_index);
+			for (int s = 0; slot < 0 && s <= ISO_OVERLAY_SLOT_MAX; s++)
+				if (!used[s]) {
+					slot = s;
+					used[s] = true;
+				}
+			if (slot < 0) {
+				reason(&in[i], "overlay: no free address for VNI %" PRIu32, w->vni);
+				continue;
+			}
+			char name[ISO_NAME_MAX];
+			member_name(w, name);
+			struct iso_overlay_member m = {.name = name,
+			                               .vni = w->vni,
+			                               .member_netns = in[i].netns,
+			                               .node_index = w->node_index,
+			                               .slot = (unsigned)slot};
+			struct iso_error merr = {0};
+			if (iso_overlay_member_ensure(env->host_netns, &m, &merr) < 0)
+				reason(&in[i], "overlay: %s (%s)", merr.message, merr.field);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!in[i].want->has_overlay || in[i].reason[0])
+			continue;
+		if (!have_underlay)
+			reason(&in[i], "overlay: this node has no underlay address");
+		else if (!in[i].netns)
+			reason(&in[i], "overlay: the member has no network namespace yet");
+	}
+
+	struct iso_error gerr = {0};
+	if (vs.n)
+		r = iso_overlay_guard_apply(env->host_netns, env->underlay_dev, allow, n_allow,
+		                            &gerr);
+	else
+		r = iso_overlay_guard_remove(env->host_netns, &gerr);
+	if (r < 0)
+		for (size_t i = 0; i < n; i++)
+			if (in[i].want->has_overlay && !in[i].reason[0])
+				reason(&in[i], "overlay guard: %s", gerr.message);
+
+	if (!any)
+		return 0; /* the status has no `overlay` */
+	return iso_agent_overlay_read(env, in, n, out, err);
+}
+
+int iso_agent_overlay_read(const struct iso_agent_overlay_env *env,
+                           struct iso_agent_overlay_member_in *in, size_t n,
+                           struct iso_agent_overlay *out, struct iso_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct iso_overlay_guard_state g;
+	int r = iso_overlay_guard_read(env->host_netns, &g, err);
+	if (r < 0)
+		return r;
+	out->guard = g.present;
+	out->drops = g.drops;
+	if (g.n_allowed) {
+		out->allowed = calloc(g.n_allowed, sizeof(*out->allowed));
+		if (!out->allowed) {
+			iso_overlay_guard_state_clear(&g);
+			return iso_error_set(err, ISO_E_INTERNAL, "overlay", "out of memory");
+		}
+		for (size_t i = 0; i < g.n_allowed && i < ISO_AGENT_MAX_OVERLAY_ALLOWED; i++) {
+			iso_strlcpy(out->allowed[i].peer, g.allowed[i].peer,
+			            sizeof(out->allowed[i].peer));
+			out->allowed[i].vni = g.allowed[i].vni;
+			out->n_allowed++;
+		}
+	}
+	iso_overlay_guard_state_clear(&g);
+
+	struct iso_overlay_state st;
+	if ((r = iso_overlay_read(env->host_netns, &st, err)) < 0)
+		goto fail;
+	if (st.n_tenants) {
+		out->tenants = calloc(st.n_tenants, sizeof(*out->tenants));
+		if (!out->tenants) {
+			iso_overlay_state_clear(&st);
+			r = iso_error_set(err, ISO_E_INTERNAL, "overlay", "out of memory");
+			goto fail;
+		}
+	}
+	for (size_t t = 0; t < st.n_tenants && t < ISO_AGENT_MAX_OVERLAY_TENANTS; t++) {
+		const struct iso_overlay_tenant_state *ts = &st.tenants[t];
+		struct iso_agent_overlay_tenant *ot = &out->tenants[out->n_tenants++];
+		ot->vni = ts->vni;
+		iso_strlcpy(ot->bridge, ts->bridge, sizeof(ot->bridge));
+		iso_strlcpy(ot->vxlan, ts->vxlan, sizeof(ot->vxlan));
+		if (!ts->n_members)
+			continue;
+		ot->members = calloc(ts->n_members, sizeof(*ot->members));
+		if (!ot->members) {
+			iso_overlay_state_clear(&st);
+			r = iso_error_set(err, ISO_E_INTERNAL, "overlay", "out of memory");
+			goto fail;
+		}
+		for (size_t k = 0; k < ts->n_members && k < ISO_AGENT_MAX_OVERLAY_MEMBERS; k++) {
+			struct iso_agent_overlay_member *om = &ot->members[ot->n_members];
+			if (parse_member_name(ts->members[k].name, om->allocation,
+			                      sizeof(om->allocation), &om->member) < 0)
+				continue; /* a veth of ours whose alias is not a member's */
+			/* The address from the member's own namespace, when the
+			 * agent knows it; the veth's peer is eth0 by construction. */
+			iso_strlcpy(om->ifname, "eth0", sizeof(om->ifname));
+			for (size_t i = 0; i < n; i++) {
+				char name[ISO_NAME_MAX];
+				member_name(in[i].want, name);
+				if (in[i].netns && strcmp(name, ts->members[k].name) == 0) {
+					if (iso_overlay_member_address(in[i].netns, om->address,
+					                               NULL) == 0 &&
+					    om->address[0] && in[i].reason[0] == '\0')
+						in[i].ready = true;
+					break;
+				}
+			}
+			ot->n_members++;
+		}
+	}
+	iso_overlay_state_clear(&st);
+	return 0;
+fail:
+	iso_agent_overlay_clear(out);
+	return r;
+}
+
+void iso_agent_overlay_clear(struct iso_agent_overlay *ov)
+{
+	if (!ov)
+		return;
+	for (int i = 0; ov->tenants && i < ov->n_tenants; i++)
+		free(ov->tenants[i].members);
+	free(ov->tenants);
+	free(ov->allowed);
+	memset(ov, 0, sizeof(*ov));
+}
+
+/* ---- the agent's tick ---- */
+
+/* The address the kernel would send from to reach `peer` (a UDP connect
+ * sends nothing): this node's underlay address, with no flag to keep in
+ * step with the inventory. -errno when no route leads there. */
+static int source_for(const char *peer, char out[ISO_IPV4_MAX])
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(ISO_OVERLAY_PORT)};
+	if (inet_pton(AF_INET, peer, &a.sin_addr) != 1)
+		return -EINVAL;
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -errno;
+	struct sockaddr_in l;
+	socklen_t len = sizeof(l);
+	if (getsockname(s, (struct sockaddr *)&l, &len) < 0)
+		return -errno;
+	if (!inet_ntop(AF_INET, &l.sin_addr, out, ISO_IPV4_MAX))
+		return -EINVAL;
+	return 0;
+}
+
+void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
+                        struct agent_table_entry *entries, json_t *status)
+{
+	bool any = false;
+	for (size_t i = 0; i < d->n_members; i++)
+		any = any || d->members[i].has_overlay;
+	_cleanup_free_ struct iso_agent_overlay_member_in *in =
+	    calloc(d->n_members ? d->n_members : 1, sizeof(*in));
+	_cleanup_free_ char(*paths)[64] = calloc(d->n_members ? d->n_members : 1, sizeof(*paths));
+	if (!in || !paths) {
+		iso_log(ISO_LOG_ERR, "agent.overlay_failed", "node=%s msg=\"out of memory\"", node);
+		return;
+	}
+	char local[ISO_IPV4_MAX] = "", dev[ISO_OVERLAY_IFNAME] = "";
+	for (size_t i = 0; i < d->n_members && !local[0]; i++)
+		for (size_t p = 0; p < d->members[i].n_peers && !local[0]; p++)
+			if (source_for(d->members[i].peers[p], local) < 0)
+				local[0] = '\0';
+	if (local[0] && iso_overlay_underlay_dev(NULL, local, dev, NULL) < 0)
+		local[0] = '\0';
+	for (size_t i = 0; i < d->n_members; i++) {
+		in[i].want = &d->members[i];
+		if (entries[i].ready && entries[i].sb.holder_pid > 0) {
+			snprintf(paths[i], sizeof(paths[i]), "/proc/%d/ns/net",
+			         entries[i].sb.holder_pid);
+			in[i].netns = paths[i];
+		}
+	}
+	struct iso_agent_overlay_env env = {
+	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev};
+	struct iso_agent_overlay ov;
+	struct iso_error err = {0};
+	int r = iso_agent_overlay_reconcile(&env, in, d->n_members, &ov, &err);
+	if (r < 0)
+		iso_log(ISO_LOG_WARN, "agent.overlay_failed", "node=%s field=%s msg=\"%s\"", node,
+		        err.field, err.message);
+	for (size_t i = 0; i < d->n_members; i++) {
+		if (!d->members[i].has_overlay || !entries[i].ready)
+			continue;
+		if (r < 0 || !in[i].ready) {
+			/* the member is not ready without its network */
+			entries[i].ready = false;
+			iso_codec_reason_copy(entries[i].reason,
+			                      r < 0 ? err.message
+			                            : (in[i].reason[0] ? in[i].reason : "overlay"));
+		}
+	}
+	if (any && r == 0)
+		json_object_set_new(status, "overlay", iso_codec_status_overlay_encode(&ov));
+	iso_agent_overlay_clear(&ov);
+}
