@@ -137,11 +137,14 @@ void api_worker_collect(struct iso_api *api);
 /* Every tick: sends the held 429s that are due, closes connections whose
  * request head is late (conn_limits.c). */
 void api_tick(struct iso_api *api);
-/* Group commit, at the end of each turn: makes every commit so far durable
- * with one flush and resumes the replies that waited for it; when the flush
- * fails each of them becomes a 500 and the error is returned (the daemon
- * then stops: docs/store.md, "Group commit"). */
+/* Group commit, once a turn before libmicrohttpd's pass: makes every
+ * commit so far durable with one flush and resumes the replies that waited
+ * for it; when the flush fails each of them becomes a 500 and the error is
+ * returned (the daemon then stops: docs/store.md, "Group commit"). */
 int api_sync(struct iso_api *api, struct iso_error *err);
+/* Is a reply waiting for a flush, or a commit not yet flushed? Then the loop
+ * does not sleep before its next api_sync. */
+bool api_sync_pending(const struct iso_api *api);
 /* The stop: accept no more, answer held refusals and parked long polls. */
 void api_close_begin(struct iso_api *api);
 /* No request in flight and no deferred job. */

@@ -61,7 +61,9 @@ static int turn(struct loop *l, int cap_ms)
 	struct iso_controller *ctl = api_controller(l->api);
 	struct MHD_Daemon *mhd = api_mhd(l->api);
 	bool tick = false, worker = false;
-	int n = epoll_wait(l->ep, evs, (int)ISO_ARRAY_SIZE(evs), wait_ms(mhd, cap_ms));
+	/* Replies that wait for a flush (group commit) do not wait for an event. */
+	int n = epoll_wait(l->ep, evs, (int)ISO_ARRAY_SIZE(evs),
+	                   api_sync_pending(l->api) ? 0 : wait_ms(mhd, cap_ms));
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -91,10 +93,10 @@ static int turn(struct loop *l, int cap_ms)
 	}
 	if (worker)
 		api_worker_collect(l->api);
-	MHD_run(mhd);
-	iso_controller_settle(ctl);
-	/* Group commit: one flush for every commit of this turn, then the
-	 * replies that waited for it go (the next MHD_run sends them). */
+	/* Group commit: one flush for every commit since the last one (the
+	 * previous turn's requests, this turn's tick), then the replies that
+	 * waited for it are resumed, and MHD_run below sends them while it
+	 * reads the next batch. */
 	struct iso_error err = {0};
 	int r = api_sync(l->api, &err);
 	if (r < 0 && !l->failed) {
@@ -102,6 +104,8 @@ static int turn(struct loop *l, int cap_ms)
 		l->sync_err = err;
 		iso_log(ISO_LOG_ERR, "store_sync_failed", "error=\"%s\"", err.message);
 	}
+	MHD_run(mhd);
+	iso_controller_settle(ctl);
 	return 0;
 }
 

@@ -632,11 +632,12 @@ static void release_held(struct iso_api *api, bool all)
 
 /* Group commit: a reply decided while a commit is not yet durable (its own,
  * or any other the reply may reflect) is not sent: its connection sleeps
- * until the loop's sync at the end of this turn, one flush for every request
- * of the turn (api_sync). A reply decided with nothing unsynced goes at
- * once, so reads and a lone client wait for nothing. The batch is what one
- * pass of libmicrohttpd handled, bounded by the connection limit (one
- * request in flight per connection); nothing waits for more to come. */
+ * until the loop's sync at the start of the next turn, which comes without
+ * waiting for an event: one flush for every request of this turn
+ * (api_sync). A reply decided with nothing unsynced goes at once, so reads
+ * on a quiet daemon wait for nothing. The batch is what one pass of
+ * libmicrohttpd handled, bounded by the connection limit (one request in
+ * flight per connection); nothing waits for more to come. */
 static bool hold_for_sync(struct iso_api *api, struct api_request *r)
 {
 	if (r->sync_done || !r->conn || !iso_controller_unsynced(api->ctl))
@@ -648,6 +649,11 @@ static bool hold_for_sync(struct iso_api *api, struct api_request *r)
 		api->sync_head = r;
 	api->sync_tail = r;
 	return true;
+}
+
+bool api_sync_pending(const struct iso_api *api)
+{
+	return api->sync_head || iso_controller_unsynced(api->ctl);
 }
 
 int api_sync(struct iso_api *api, struct iso_error *err)

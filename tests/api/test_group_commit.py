@@ -262,7 +262,7 @@ class TestGroupCommit(ApiTestCase):
                             "--group-commit", "maybe"], capture_output=True, text=True,
                            timeout=T(30))
         self.assertNotEqual(p.returncode, 0)
-        self.assertIn("--group-commit", p.stderr)
+        self.assertIn("--group-commit: \"maybe\" is neither on nor off", p.stderr)
 
 
 if __name__ == "__main__":
