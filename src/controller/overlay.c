@@ -25,7 +25,6 @@
  * once, with the tenants' node lists and a sorted table of underlay
  * addresses for the lookups. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,20 +48,21 @@ struct unowned {
 	int ni;
 };
 
-_printf_(6, 7) static void add(struct findings *f, enum iso_violation_kind kind, uint32_t vni,
-                               const char *const nodes[2], const char *const tenants[2],
-                               const char *fmt, ...)
+/* A new finding, its message left to the caller (FINDING() below); NULL when
+ * out of memory. */
+static struct iso_violation *new_finding(struct findings *f, enum iso_violation_kind kind,
+                                         uint32_t vni, const char *const nodes[2],
+                                         const char *const tenants[2])
 {
 	struct iso_fabric_report *r = f->rep;
 	struct iso_violation *v;
-	va_list ap;
 
 	if (r->n_violations == f->cap) {
 		int cap = f->cap ? 2 * f->cap : 16;
 		struct iso_violation *nv = realloc(r->violations, (size_t)cap * sizeof(*nv));
 		if (!nv) {
 			f->oom = true;
-			return;
+			return NULL;
 		}
 		r->violations = nv;
 		f->cap = cap;
@@ -79,10 +79,15 @@ _printf_(6, 7) static void add(struct findings *f, enum iso_violation_kind kind,
 		if (tenants && tenants[k])
 			iso_strlcpy(v->tenants[k], tenants[k], sizeof(v->tenants[k]));
 	}
-	va_start(ap, fmt);
-	vsnprintf(v->message, sizeof(v->message), fmt, ap);
-	va_end(ap);
+	return v;
 }
+
+#define FINDING(f, kind, vni, nodes, tenants, ...)                                                 \
+	do {                                                                                       \
+		struct iso_violation *v_ = new_finding((f), (kind), (vni), (nodes), (tenants));    \
+		if (v_)                                                                            \
+			snprintf(v_->message, sizeof(v_->message), __VA_ARGS__);                   \
+	} while (0)
 
 static int ip_cmp(const void *x, const void *y)
 {
@@ -149,24 +154,24 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 		tenants[0] = owner ? owner_name : NULL;
 		snprintf(bridge, sizeof(bridge), "isobr%u", t->vni);
 		if (!owner && t->n_members > 0)
-			add(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
-			    "node %s: VNI %u carries %d member(s) but no tenant holds it", node,
-			    t->vni, t->n_members);
+			FINDING(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
+			        "node %s: VNI %u carries %d member(s) but no tenant holds it", node,
+			        t->vni, t->n_members);
 		else if (!owner)
-			add(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
-			    "node %s: bridge %s carries VNI %u, which no tenant holds", node,
-			    t->bridge, t->vni);
+			FINDING(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
+			        "node %s: bridge %s carries VNI %u, which no tenant holds", node,
+			        t->bridge, t->vni);
 		/* The bridge is the L2 domain: a VNI on another VNI's bridge, or one
 		 * bridge under two VNIs, joins two tenants. */
 		if (strcmp(t->bridge, bridge) != 0)
-			add(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
-			    "node %s: VNI %u is on bridge %s, not its own %s", node, t->vni,
-			    t->bridge, bridge);
+			FINDING(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
+			        "node %s: VNI %u is on bridge %s, not its own %s", node, t->vni,
+			        t->bridge, bridge);
 		for (int j = 0; j < i; j++)
 			if (strcmp(ov->tenants[j].bridge, t->bridge) == 0)
-				add(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
-				    "node %s: bridge %s joins VNIs %u and %u", node, t->bridge,
-				    ov->tenants[j].vni, t->vni);
+				FINDING(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
+				        "node %s: bridge %s joins VNIs %u and %u", node, t->bridge,
+				        ov->tenants[j].vni, t->vni);
 		for (int j = 0; j < t->n_members; j++) {
 			const struct iso_agent_overlay_member *m = &t->members[j];
 			int64_t holder =
@@ -174,7 +179,8 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 			char holder_name[ISO_NAME_MAX] = "";
 
 			if (!holder) {
-				add(f, ISO_VIOL_EXTRA, t->vni, nodes, tenants,
+				FINDING(
+				    f, ISO_VIOL_EXTRA, t->vni, nodes, tenants,
 				    "node %s: %s member %d is attached to VNI %u but is no live "
 				    "member "
 				    "of this node",
@@ -184,7 +190,8 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 			iso_controller_tenant_name(c, holder, holder_name, sizeof(holder_name));
 			if (owner && holder != owner) {
 				const char *both[2] = {holder_name, owner_name};
-				add(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, both,
+				FINDING(
+				    f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, both,
 				    "node %s: %s member %d of tenant %s is attached to VNI %u of "
 				    "tenant %s",
 				    node, m->allocation, m->member, holder_name, t->vni,
@@ -214,7 +221,8 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 				                           sizeof(first));
 				const char *both[2] = {first, holder_name};
 				const char *where[2] = {c->inv->nodes[(*un)[k].ni].name, node};
-				add(f, ISO_VIOL_SHARED_VNI, t->vni, where, both,
+				FINDING(
+				    f, ISO_VIOL_SHARED_VNI, t->vni, where, both,
 				    "VNI %u carries members of tenants %s (node %s) and %s (node "
 				    "%s)",
 				    t->vni, first, where[0], holder_name, node);
@@ -243,28 +251,29 @@ static void judge_allowed(struct iso_controller *c, struct findings *f, int ni,
 			tenants[0] = owner_name;
 		}
 		if (!owner)
-			add(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, NULL,
-			    "node %s lets VNI %u in from %s, a VNI no tenant holds", node, a->vni,
-			    a->peer);
+			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, NULL,
+			        "node %s lets VNI %u in from %s, a VNI no tenant holds", node,
+			        a->vni, a->peer);
 		else if (peer < 0)
-			add(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
-			    "node %s lets VNI %u (tenant %s) in from %s, which is no node's "
-			    "underlay_ip",
-			    node, a->vni, owner_name, a->peer);
+			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			        "node %s lets VNI %u (tenant %s) in from %s, which is no node's "
+			        "underlay_ip",
+			        node, a->vni, owner_name, a->peer);
 		else if (peer == ni)
-			add(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
-			    "node %s lets VNI %u (tenant %s) in from its own address %s", node,
-			    a->vni, owner_name, a->peer);
+			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			        "node %s lets VNI %u (tenant %s) in from its own address %s", node,
+			        a->vni, owner_name, a->peer);
 		else if (!ctl_agents_tenant_on_node(c, owner, peer))
-			add(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			FINDING(
+			    f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
 			    "node %s lets VNI %u in from %s (node %s), which holds no member of "
 			    "tenant "
 			    "%s",
 			    node, a->vni, a->peer, nodes[1], owner_name);
 		else if (!ctl_agents_tenant_on_node(c, owner, ni))
-			add(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
-			    "node %s lets VNI %u in from %s but holds no member of tenant %s", node,
-			    a->vni, a->peer, owner_name);
+			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			        "node %s lets VNI %u in from %s but holds no member of tenant %s",
+			        node, a->vni, a->peer, owner_name);
 	}
 }
 
@@ -297,7 +306,8 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 			holds = holds || view.overlay->tenants[i].n_members > 0;
 		if (!view.seen) {
 			if (view.n_members > 0)
-				add(&f, ISO_VIOL_UNREACHABLE, 0, nodes, NULL,
+				FINDING(
+				    &f, ISO_VIOL_UNREACHABLE, 0, nodes, NULL,
 				    "node %s holds %d member(s) but its agent has not reported its "
 				    "overlay",
 				    node, view.n_members);
@@ -305,10 +315,10 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 		}
 		out->ports_checked++;
 		if ((holds || view.n_members > 0) && (!view.overlay || !view.overlay->guard))
-			add(&f, ISO_VIOL_NO_GUARD, 0, nodes, NULL,
-			    "node %s holds overlay members but %s", node,
-			    view.overlay ? "its VXLAN guard is off"
-			                 : "reports no overlay (no guard)");
+			FINDING(&f, ISO_VIOL_NO_GUARD, 0, nodes, NULL,
+			        "node %s holds overlay members but %s", node,
+			        view.overlay ? "its VXLAN guard is off"
+			                     : "reports no overlay (no guard)");
 		if (view.overlay) {
 			judge_tenants(c, &f, ni, &view, &un, &n_un, &cap_un);
 			judge_allowed(c, &f, ni, view.overlay, ips, n_ips);
@@ -325,9 +335,9 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 			if (attached(view.overlay, alloc, k))
 				continue;
 			iso_controller_tenant_name(c, tenant, name, sizeof(name));
-			add(&f, ISO_VIOL_MISSING, ctl_vni_of(c, tenant), nodes, tenants,
-			    "node %s: %s member %d of tenant %s is on no overlay", node, alloc, k,
-			    name);
+			FINDING(&f, ISO_VIOL_MISSING, ctl_vni_of(c, tenant), nodes, tenants,
+			        "node %s: %s member %d of tenant %s is on no overlay", node, alloc,
+			        k, name);
 		}
 	}
 	if (f.oom) {

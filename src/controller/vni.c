@@ -176,10 +176,10 @@ static int meta_read(struct iso_controller *c, int64_t tenant_id, uint32_t *out,
 static int load(struct iso_controller *c, struct iso_error *err)
 {
 	struct ctl_vnis *p = c->vnis;
-	_cleanup_free_ int64_t *missing = NULL;
-	int n_missing = 0, cap_missing = 0, r = 0;
+	int n_missing = 0, r = 0;
 	char after[ISO_NAME_MAX] = "";
 
+	/* first the VNIs the store holds, so that the free ones are known */
 	for (;;) {
 		_cleanup_free_ struct iso_tenant *page = NULL;
 		int n = 0;
@@ -212,16 +212,7 @@ static int load(struct iso_controller *c, struct iso_error *err)
 					                     "out of memory");
 				continue;
 			}
-			if (n_missing == cap_missing) {
-				int cap = cap_missing ? 2 * cap_missing : 16;
-				int64_t *m = realloc(missing, (size_t)cap * sizeof(*m));
-				if (!m)
-					return iso_error_set(err, ISO_E_INTERNAL, NULL,
-					                     "out of memory");
-				missing = m;
-				cap_missing = cap;
-			}
-			missing[n_missing++] = page[i].id;
+			n_missing++;
 		}
 		if (n < LIST_PAGE)
 			break;
@@ -229,21 +220,33 @@ static int load(struct iso_controller *c, struct iso_error *err)
 	}
 	if (n_missing == 0)
 		return 0;
+	/* then one each for the tenants without one, in one transaction; a
+	 * failure stops the start, so nothing in memory needs undoing */
 	r = ctl_tx_begin(c, err);
-	for (int i = 0; r == 0 && i < n_missing; i++) {
-		uint32_t vni = 0;
-		r = pool_free_vni(p, &vni, err);
-		if (r == 0)
-			r = meta_put(c, missing[i], vni, err);
-		if (r == 0 && pool_add(p, missing[i], vni) < 0)
-			r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	after[0] = '\0';
+	while (r == 0) {
+		_cleanup_free_ struct iso_tenant *page = NULL;
+		int n = 0;
+
+		r = c->store->ops->tenant_list(c->store, after[0] ? after : NULL, LIST_PAGE, &page,
+		                               &n, err);
+		for (int i = 0; r == 0 && i < n; i++) {
+			uint32_t vni = 0;
+			if (find_tenant(p, page[i].id) >= 0)
+				continue;
+			r = pool_free_vni(p, &vni, err);
+			if (r == 0)
+				r = meta_put(c, page[i].id, vni, err);
+			if (r == 0 && pool_add(p, page[i].id, vni) < 0)
+				r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		}
+		if (r < 0 || n < LIST_PAGE)
+			break;
+		iso_strlcpy(after, page[n - 1].name, sizeof(after));
 	}
 	r = ctl_tx_end(c, r, err);
-	if (r < 0) {
-		for (int i = 0; i < n_missing; i++)
-			pool_remove(p, missing[i]);
+	if (r < 0)
 		return r;
-	}
 	iso_log(ISO_LOG_INFO, "fabric_vnis_assigned", "tenants=%d", n_missing);
 	return 0;
 }
