@@ -217,7 +217,9 @@ int iso_sandbox_run(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
 
 /* One tenant on this node: bridge isobr<vni> and VXLAN device isovx<vni>
  * (dstport 4789, local underlay address, over underlay_dev, no learning),
- * with one all-zeros FDB entry per peer (head-end replication). */
+ * with one all-zeros FDB entry per peer (head-end replication). With no
+ * peer and no local_ip (NULL or ""), the bridge alone: a tenant whose
+ * members are all on this node needs no tunnel. */
 struct iso_overlay_tenant {
 	uint32_t vni;             /* 1 .. 2^24-1 */
 	const char *underlay_dev; /* the host's underlay interface */

@@ -218,12 +218,10 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	int r = wanted(in, n, &vs, &allow, &n_allow, err);
 	if (r < 0)
 		return r;
-	if (!have_underlay)
-		vs.n = 0; /* nothing can be built: everything here is stale */
 	if ((r = remove_stale(env, in, n, &vs, err)) < 0)
 		return r;
 
-	for (size_t v = 0; v < vs.n && have_underlay; v++) {
+	for (size_t v = 0; v < vs.n; v++) {
 		const char *peers[ISO_AGENT_PEERS_MAX];
 		struct iso_overlay_tenant t = {
 		    .vni = vs.vni[v],
@@ -233,7 +231,22 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 		    .n_peers = tenant_peers(in, n, vs.vni[v], peers, ISO_AGENT_PEERS_MAX),
 		};
 		struct iso_error terr = {0};
+		size_t n_peers = t.n_peers;
+		if (!have_underlay) {
+			/* The bridge alone (a VXLAN device left from before goes:
+			 * no tunnel stays up without its guard). Enough when the
+			 * tenant's members are all here; else a tunnel needs this
+			 * node's underlay address. */
+			t.local_ip = NULL;
+			t.underlay_dev = NULL;
+			t.n_peers = 0;
+		}
 		bool tenant_ok = iso_overlay_tenant_ensure(env->host_netns, &t, &terr) == 0;
+		if (tenant_ok && !have_underlay && n_peers) {
+			tenant_ok = false;
+			iso_strlcpy(terr.message, "this node has no underlay address",
+			            sizeof(terr.message));
+		}
 		bool used[ISO_OVERLAY_SLOT_MAX + 1];
 		unsigned node_index = 0;
 		for (size_t i = 0; i < n; i++)
@@ -276,14 +289,12 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	for (size_t i = 0; i < n; i++) {
 		if (!in[i].want->has_overlay || in[i].reason[0])
 			continue;
-		if (!have_underlay)
-			reason(&in[i], "overlay: this node has no underlay address");
-		else if (!in[i].netns)
+		if (!in[i].netns)
 			reason(&in[i], "overlay: the member has no network namespace yet");
 	}
 
 	struct iso_error gerr = {0};
-	if (vs.n)
+	if (vs.n && have_underlay)
 		r = iso_overlay_guard_apply(env->host_netns, env->underlay_dev, allow, n_allow,
 		                            &gerr);
 	else

@@ -435,11 +435,13 @@ int iso_overlay_tenant_ensure(const char *netns, const struct iso_overlay_tenant
 {
 	if (!t || t->vni == 0 || t->vni > VNI_MAX)
 		return iso_error_set(err, ISO_E_INVALID, "vni", "must be 1..16777215");
-	int r = check_ifname(t->underlay_dev, "underlay_dev", err);
-	if (r < 0)
-		return r;
-	uint32_t local;
-	if ((r = parse_ip(t->local_ip, "local_ip", &local, err)) < 0)
+	/* A tenant with no peer needs no tunnel: with no underlay given, only
+	 * its bridge (a VXLAN device left from before goes). */
+	bool local_only = (!t->local_ip || !*t->local_ip) && t->n_peers == 0;
+	int r = 0;
+	uint32_t local = 0;
+	if (!local_only && ((r = check_ifname(t->underlay_dev, "underlay_dev", err)) < 0 ||
+	                    (r = parse_ip(t->local_ip, "local_ip", &local, err)) < 0))
 		return r;
 	if (t->n_peers > 1024)
 		return iso_error_set(err, ISO_E_INVALID, "peers", "more than 1024 peers");
@@ -459,14 +461,14 @@ int iso_overlay_tenant_ensure(const char *netns, const struct iso_overlay_tenant
 	if ((r = ovl_nl_open(netns, &sk, err)) < 0)
 		return r;
 	_cleanup_link_ struct rtnl_link *under = NULL;
-	if ((r = get_link(sk, t->underlay_dev, &under, err)) < 0)
+	if (!local_only && (r = get_link(sk, t->underlay_dev, &under, err)) < 0)
 		return r;
-	if (!under) {
+	if (!local_only && !under) {
 		iso_error_set(err, ISO_E_NOT_FOUND, "underlay_dev", "no interface %s",
 		              t->underlay_dev);
 		return -ENODEV;
 	}
-	int under_idx = rtnl_link_get_ifindex(under);
+	int under_idx = under ? rtnl_link_get_ifindex(under) : 0;
 
 	char brname[ISO_OVERLAY_IFNAME], vxname[ISO_OVERLAY_IFNAME];
 	tenant_names(t->vni, brname, vxname);
@@ -497,6 +499,8 @@ int iso_overlay_tenant_ensure(const char *netns, const struct iso_overlay_tenant
 	if ((r = tune_link(sk, br, 0, NULL, 0, err)) < 0)
 		return r;
 	int br_idx = rtnl_link_get_ifindex(br);
+	if (local_only)
+		return delete_link(sk, vxname, err);
 
 	_cleanup_link_ struct rtnl_link *vx = NULL;
 	if ((r = get_link(sk, vxname, &vx, err)) < 0)

@@ -193,6 +193,21 @@ static void test_not_ready_says_why(void **state)
 	assert_int_equal(iso_agent_overlay_reconcile(&env, &one, 1, &o, &err), 0);
 	assert_false(one.ready);
 	assert_non_null(strstr(one.reason, "underlay"));
+	/* ... and no tunnel stays up without its guard. */
+	assert_int_equal(o.n_tenants, 1);
+	assert_string_equal(o.tenants[0].vxlan, "");
+	assert_false(o.guard);
+	iso_agent_overlay_clear(&o);
+	/* A tenant whose members are all on this node needs no underlay: its
+	 * bridge alone, and the member is ready. */
+	w[0].n_peers = 0;
+	one = (struct iso_agent_overlay_member_in){.want = &w[0], .netns = p1};
+	assert_int_equal(iso_agent_overlay_reconcile(&env, &one, 1, &o, &err), 0);
+	assert_true(one.ready);
+	assert_string_equal(o.tenants[0].bridge, "isobr30001");
+	assert_string_equal(o.tenants[0].vxlan, "");
+	assert_int_equal(o.tenants[0].n_members, 1);
+	w[0].n_peers = 1;
 	iso_agent_overlay_clear(&o);
 }
 
