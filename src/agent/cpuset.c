@@ -98,8 +98,9 @@ static int read_line(const char *path, char *buf, size_t size)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 
+	buf[0] = '\0';
 	if (!f)
-		return -errno;
+		return errno ? -errno : -EIO;
 	if (!fgets(buf, (int)size, f))
 		return -EIO;
 	buf[strcspn(buf, "\n")] = '\0';

@@ -29,13 +29,13 @@ static const char exec_usage[] =
 static int fail(const char *fmt, ...) _printf_(1, 2);
 static int fail(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "isostack-agent exec: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "isostack-agent exec: %s\n", msg);
 	return EXIT_REFUSED;
 }
 

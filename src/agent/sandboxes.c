@@ -112,6 +112,7 @@ int agent_record_load(const char *dir, const char *name, struct agent_sandbox_re
 	size_t n;
 	int r;
 
+	memset(out, 0, sizeof(*out));
 	if ((r = record_path(dir, name, path, sizeof(path), err)) < 0)
 		return r;
 	if (!(f = fopen(path, "re")))
@@ -119,7 +120,7 @@ int agent_record_load(const char *dir, const char *name, struct agent_sandbox_re
 		                       : iso_error_set(err, ISO_E_INTERNAL, "state_dir", "%s: %s",
 		                                       path, strerror(errno));
 	n = fread(buf, 1, sizeof(buf), f);
-	if ((r = agent_record_decode(buf, n, out, err)) < 0) {
+	if (agent_record_decode(buf, n, out, err) < 0) {
 		char msg[ISO_ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err ? err->message : "");
 		return iso_error_set(err, ISO_E_INVALID, err ? err->field : "", "%s: %s", path,
@@ -187,7 +188,8 @@ static int records_list(const char *dir, struct agent_sandbox_record **out, size
 		char name[ISO_NAME_MAX];
 		struct iso_error e = {0};
 
-		if (len <= 5 || len - 5 >= sizeof(name) || strcmp(de->d_name + len - 5, ".json"))
+		if (len <= 5 || len - 5 >= sizeof(name) ||
+		    strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		memcpy(name, de->d_name, len - 5);
 		name[len - 5] = '\0';

@@ -88,8 +88,8 @@ static char *answer_error(enum iso_errcode code, const char *message)
 
 char *agent_socket_answer(struct agent_sandboxes *s, unsigned uid, const char *req, size_t len)
 {
-	char alloc[ISO_AGENT_ALLOC_MAX], reason[ISO_AGENT_REASON_MAX + 32];
-	struct agent_table_entry e;
+	char alloc[ISO_AGENT_ALLOC_MAX] = "", reason[ISO_AGENT_REASON_MAX + 32] = "";
+	struct agent_table_entry e = {0};
 	struct iso_error err = {0};
 	unsigned member;
 	json_t *o;
@@ -313,12 +313,13 @@ int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsi
                              struct iso_agent_sandbox_handle *h, struct iso_error *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct timeval tv = {IO_TIMEOUT_S * 5, 0};
+	struct timeval tv = {(time_t)IO_TIMEOUT_S * 5, 0};
 	_cleanup_close_ int fd = -1;
 	char req[160], buf[AGENT_ANSWER_MAX + 1];
 	size_t len = 0, off = 0;
 	int n, r;
 
+	memset(h, 0, sizeof(*h));
 	if ((r = socket_path(state_dir, sa.sun_path, sizeof(sa.sun_path), err)) < 0)
 		return r;
 	if (!alloc_id_valid(allocation))
@@ -368,7 +369,7 @@ int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsi
 int iso_agent_sandbox_join(const char *state_dir, const char *allocation, unsigned member,
                            const struct iso_sandbox_identity *id, struct iso_error *err)
 {
-	struct iso_agent_sandbox_handle h;
+	struct iso_agent_sandbox_handle h = {0};
 	struct iso_seccomp_policy pol = {0};
 	struct iso_cgroup cg;
 	int r;
