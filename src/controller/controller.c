@@ -26,8 +26,12 @@ const char *iso_controller_store_name(const struct iso_controller *c)
 
 int ctl_tx_begin(struct iso_controller *c, struct iso_error *err)
 {
-	/* Events queued just before belong to this transaction. */
-	int r = c->store->ops->begin(c->store, err);
+	/* Events queued just before belong to this transaction. After a failed
+	 * flush nothing more is committed: the daemon is stopping (group commit,
+	 * iso_controller_sync). */
+	int r = c->sync_failed ? iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+	                                       "store: a flush failed; the daemon is stopping")
+	                       : c->store->ops->begin(c->store, err);
 
 	if (r < 0)
 		ctl_audit_drop_queue(c);

@@ -13,6 +13,9 @@ group commit changes nothing that a client can see but the speed
 - kill -9 while 16 clients create and release: every answered create is there
   after the restart, every answered release too, and the audit log verifies
   offline (isoctl audit verify) and at the start.
+- A flush that fails (tests/fakes/fail_fsync.c, LD_PRELOAD): every member
+  waiting for it is answered 500, none 2xx, the daemon stops with status 1,
+  and what was answered before is there at the next start.
 - --group-commit off: every commit has its own flush.
 
 Run: python3 tests/api/test_group_commit.py PATH/TO/isostackd PATH/TO/isoctl
@@ -241,6 +244,53 @@ class TestGroupCommit(ApiTestCase):
             p = subprocess.run([harness.Binaries.isoctl] + argv, capture_output=True, text=True,
                                timeout=T(120))
             self.assertEqual(p.returncode, 0, "isoctl %s: %s%s" % (argv[:2], p.stdout, p.stderr))
+
+    def test_failed_flush_answers_every_member_5xx_and_stops(self):
+        shim = os.environ.get("ISO_FAIL_FSYNC") or os.path.join(
+            os.path.dirname(harness.Binaries.isostackd), "tests", "fakes",
+            "libiso_fail_fsync.so")
+        if not os.path.exists(shim):
+            self.skipTest("no %s (tests/fakes/fail_fsync.c)" % shim)
+        trigger = os.path.join(self.d.tmp, "fail-fsync")
+        self.d.stop()
+        self.d.env["LD_PRELOAD"] = shim
+        self.d.env["ISO_FAIL_FSYNC_TRIGGER"] = trigger
+        # an ASan build wants its runtime first; the shim only wraps two calls
+        self.d.env["ASAN_OPTIONS"] = (self.d.env.get("ASAN_OPTIONS", "") +
+                                      ":verify_asan_link_order=0").lstrip(":")
+        self.d.start()
+        self.admin = self.d.client()
+        tok = self.d.admin_token
+        self.assertStatus(self.admin.post("/v1/tenants", {"name": "ff"}), 201)
+        before = burst(self.d.port, [("POST", "/v1/allocations", dict(CPU, tenant="ff"), tok)] * 8)
+        for r in before:
+            self.assertStatus(r, 201)
+        with open(trigger, "w"):
+            pass
+        after = burst(self.d.port, [("POST", "/v1/allocations", dict(CPU, tenant="ff"), tok)] * 16)
+        failed = 0
+        for r in after:
+            if isinstance(r, harness.Response):
+                # the flush failed under it (500), or it came after and nothing
+                # more was committed (503); never a success
+                self.assertIn(r.status, (500, 503), "%r" % r)
+                if r.status == 500:
+                    self.assertIn("could not make the change durable", r.body["error"]["message"])
+                    failed += 1
+            else:
+                self.assertIsInstance(r, TRANSPORT_ERRORS)  # refused: the daemon stopped
+        self.assertGreater(failed, 0, after)
+        self.d.proc.wait(T(30))
+        rc = self.d.proc.returncode
+        self.d.proc = None
+        self.assertEqual(rc, 1, self.d.stderr_tail())
+        self.assertIn("store_sync_failed", self.d.stderr_text())
+        # what was answered before is there after a start on the same disk
+        os.unlink(trigger)
+        self.d.start()
+        self.admin = self.d.client()
+        for r in before:
+            self.assertStatus(self.admin.get("/v1/allocations/" + r.body["id"]), 200)
 
     def test_off_flushes_every_commit(self):
         self.d.stop()
