@@ -1282,6 +1282,40 @@ static void test_store_selection(void **state)
 	assert_null(s);
 }
 
+/* Group commit's two ops (store.h), where a backend has them: switched only
+ * outside a transaction; with it on, commits are seen at once and sync makes
+ * them durable; off again restores per-commit durability. A backend whose
+ * every commit is durable on its own leaves both NULL. */
+static void test_group_commit_ops(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_tenant got;
+
+	if (!o->set_group_commit || !o->sync) {
+		assert_null(o->set_group_commit); /* both or neither */
+		assert_null(o->sync);
+		skip();
+	}
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	assert_true(o->set_group_commit(f->s, true, &f->err) < 0);
+	o->rollback(f->s);
+	assert_int_equal(o->set_group_commit(f->s, true, &f->err), 0);
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "gc-%d", i);
+		assert_int_equal(o->begin(f->s, &f->err), 0);
+		add_tenant(f, name);
+		assert_int_equal(o->commit(f->s, &f->err), 0);
+		assert_int_equal(o->tenant_get_by_name(f->s, name, &got, &f->err), 0);
+	}
+	assert_int_equal(o->sync(f->s, &f->err), 0);
+	assert_int_equal(o->sync(f->s, &f->err), 0); /* nothing new: still fine */
+	assert_int_equal(o->set_group_commit(f->s, false, &f->err), 0);
+	fx_reopen(f);
+	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "gc-2", &got, &f->err), 0);
+}
+
 #define TESTS(b)                                                                                   \
 	cmocka_unit_test_prestate_setup_teardown(test_meta, fx_setup, fx_teardown, b),             \
 	    cmocka_unit_test_prestate_setup_teardown(test_tenants, fx_setup, fx_teardown, b),      \
@@ -1308,6 +1342,8 @@ static void test_store_selection(void **state)
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_pg_reconnect, fx_setup, fx_teardown, b), \
 	    cmocka_unit_test_prestate_setup_teardown(test_store_selection, fx_setup, fx_teardown,  \
+	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_group_commit_ops, fx_setup, fx_teardown, \
 	                                             b)
 
 int main(void)
