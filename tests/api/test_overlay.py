@@ -375,6 +375,17 @@ class TestVerifyEthernet(DaemonCase):
         n2["allowed"].append({"peer": "192.0.2.13", "vni": self.v1})
         self.assertEqual(self.kinds(self.report(n1, n2)), ["stray_peer"])
 
+    def test_a_node_with_members_whose_agent_never_reported_is_unreachable(self):
+        c = create_alloc(self, self.admin, {"tenant": self.t1["name"], "members": 3, "spread": "node",
+                                            "gpus": {"count": 1, "profile": "1g.10gb"}})
+        self.assertIn(N3, [m["node"] for m in c["nodes"]])
+        n1, n2 = self.clean()
+        n1["tenants"][0]["members"].append(self.member(c["id"], 0, "10.0.0.4"))
+        n2["tenants"][0]["members"].append(self.member(c["id"], 1, "10.0.1.4"))
+        rep = self.report(n1, n2)
+        self.assertEqual(self.kinds(rep), ["unreachable"], repr(rep))
+        self.assertEqual(rep["violations"][0]["nodes"], [N3])
+
     def test_a_member_attached_nowhere_is_missing_and_an_unknown_one_extra(self):
         n1, n2 = self.clean()
         n2["tenants"][0]["members"] = [self.member("a-00000000000000ff", 0, "10.0.1.2")]
