@@ -813,6 +813,7 @@ void ctl_place_pending(struct iso_controller *c)
 
 		if (c->store->ops->alloc_get(c->store, plan.item[i].id, &a, NULL) < 0) {
 			iso_log(ISO_LOG_ERR, "queue_item_unreadable", "id=%s", plan.item[i].id);
+			c->queue_more = true; /* the tick tries it again */
 			continue;
 		}
 		if (a.state != ISO_ALLOC_PENDING) {
@@ -852,6 +853,14 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
 	}
 	if (r == 0)
 		r = admit_placed(c, a, 0, &charge, &err);
+	if (r == -EIO) {
+		/* Not a wait but a failure (the store could not be read): no
+		 * reason to record, and the tick's pass tries it again. */
+		iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
+		        err.message);
+		c->queue_more = true;
+		return r;
+	}
 	if (r < 0) {
 		/* Still waiting: say why, where it is seen (GET /v1/queue). */
 		char why[ISO_DESC_MAX];
@@ -872,6 +881,9 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
 		iso_cluster_state_give(&c->cs, a);
 		iso_log(ISO_LOG_ERR, "pending_place_failed", "id=%s error=\"%s\"", a->id,
 		        err.message);
+		/* It fits, but the store failed: nothing else may free capacity
+		 * on a quiet cluster, so the tick's pass tries it again. */
+		c->queue_more = true;
 		return r;
 	}
 	ctl_queue_remove(c, a);

@@ -463,6 +463,27 @@ static int run_drain(struct fixture *fx, struct ctx *x, struct iso_error *err)
 	return iso_controller_node_set_sched(fx->ctl, &fx->admin, "tq-n01", ISO_NODE_DRAINING, err);
 }
 
+/* Every node cordoned, t1 waiting for a GPU. */
+static void prep_cordoned(struct fixture *fx, struct ctx *x)
+{
+	struct iso_error err = {0};
+
+	tenant(fx, "t1");
+	for (int i = 0; i < fx->inv->n_nodes; i++)
+		assert_int_equal(iso_controller_node_set_sched(fx->ctl, &fx->admin,
+		                                               fx->inv->nodes[i].name,
+		                                               ISO_NODE_CORDONED, &err),
+		                 0);
+	must_create(fx, "t1", 1, 0, false, x->id[0]);
+}
+
+static int run_uncordon(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	(void)x;
+	return iso_controller_node_set_sched(fx->ctl, &fx->admin, "tq-n02", ISO_NODE_SCHEDULABLE,
+	                                     err);
+}
+
 static int run_alloc_create(struct fixture *fx, struct ctx *x, struct iso_error *err)
 {
 	return create(fx, "t1", 1, 0, false, x->id[3], err);
@@ -548,6 +569,20 @@ static int run_gpu_fault(struct fixture *fx, struct ctx *x, struct iso_error *er
 	return gpu_fault(fx, "tq-n01", 0, 79, err);
 }
 
+static void prep_faulted(struct fixture *fx, struct ctx *x)
+{
+	struct iso_error err = {0};
+
+	prep_full(fx, x);
+	assert_int_equal(gpu_fault(fx, "tq-n01", 0, 79, &err), 0);
+}
+
+static int run_gpu_restore(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	(void)x;
+	return iso_controller_gpu_restore(fx->ctl, &fx->admin, "tq-n01", 0, err);
+}
+
 static int run_node_down(struct fixture *fx, struct ctx *x, struct iso_error *err)
 {
 	json_t *evicted = NULL;
@@ -556,6 +591,20 @@ static int run_node_down(struct fixture *fx, struct ctx *x, struct iso_error *er
 	(void)x;
 	json_decref(evicted);
 	return r;
+}
+
+static void prep_down(struct fixture *fx, struct ctx *x)
+{
+	struct iso_error err = {0};
+
+	prep_full(fx, x);
+	assert_int_equal(run_node_down(fx, x, &err), 0);
+}
+
+static int run_node_up(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	(void)x;
+	return iso_controller_node_up(fx->ctl, &fx->admin, "tq-n01", err);
 }
 
 static int run_pool_drain(struct fixture *fx, struct ctx *x, struct iso_error *err)
@@ -633,15 +682,19 @@ static const struct fault_case cases[] = {
     {"token.create", true, prep_tenant, run_token_issue},
     {"token.revoke", true, prep_tenant_token, run_token_revoke},
     {"node.drain", true, prep_one, run_drain},
+    {"node.uncordon", false, prep_cordoned, run_uncordon},
     {"allocation.create", true, prep_tenant, run_alloc_create},
     {"allocation.create.pending", true, prep_full, run_alloc_create_pending},
     {"allocation.release", true, prep_one, run_release},
     {"allocation.release.pending", true, prep_full, run_release_pending},
+    {"allocation.release.frees", false, prep_full, run_release},
     {"allocation.grow", true, prep_one, run_grow},
     {"allocation.shrink", true, prep_two, run_shrink},
     {"allocation.preempt", false, prep_low, run_preempt},
     {"gpu.fault", false, prep_full, run_gpu_fault},
+    {"gpu.restore", false, prep_faulted, run_gpu_restore},
     {"node.down", false, prep_full, run_node_down},
+    {"node.up", true, prep_down, run_node_up},
     {"pool.cordon", false, prep_one, run_pool_drain},
     {"org.create", true, prep_nothing, run_org_create},
     {"org.delete", true, prep_org, run_org_delete},
