@@ -54,10 +54,11 @@ int sb_creds_drop(const struct iso_sandbox_identity *id, struct iso_error *err)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return iso_error_set(err, ISO_E_INTERNAL, "capabilities",
 			                     "PR_CAPBSET_DROP %d: %s", c, strerror(errno));
+	/* No supplementary group, also for a caller that keeps its uid and
+	 * gid: groups are privileges too (disk, video, docker). */
+	if (setgroups(0, NULL) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, "gid", "setgroups: %s", strerror(errno));
 	if (id && id->set) {
-		if (setgroups(0, NULL) < 0)
-			return iso_error_set(err, ISO_E_INTERNAL, "gid", "setgroups: %s",
-			                     strerror(errno));
 		if (setresgid(id->gid, id->gid, id->gid) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, "gid", "setgid %u: %s", id->gid,
 			                     strerror(errno));

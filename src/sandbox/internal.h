@@ -48,7 +48,7 @@ int sb_holder_spawn(const struct iso_cgroup *cg, const char *name, const struct 
 int sb_proc_stat(int pid, char *state, unsigned long long *start);
 
 /* The identity step of iso_sandbox_enter: bounding set emptied (every cap
- * up to /proc/sys/kernel/cap_last_cap), supplementary groups cleared and
+ * up to /proc/sys/kernel/cap_last_cap), supplementary groups cleared,
  * gid/uid set when id->set, ambient, inheritable, permitted and effective
  * capabilities cleared, no_new_privs. Irreversible. */
 int sb_creds_drop(const struct iso_sandbox_identity *id, struct iso_error *err);

@@ -23,6 +23,8 @@
 
 /* How long destroy waits for the cgroup to empty once the holder is dead. */
 #define DESTROY_WAIT_MS 5000
+/* How long a process left in the cgroup may take to exit by itself first. */
+#define DESTROY_GRACE_MS 200
 
 /* Always in the sandbox's /dev (and allowed by its cgroup): the nodes every
  * program expects. */
@@ -191,8 +193,12 @@ int iso_sandbox_destroy(const struct iso_cgroup *cg, const struct iso_sandbox *s
 		waitpid(sb->holder_pid, NULL, 0);
 	}
 	/* Then whatever joined the cgroup from outside the pid namespace (a
-	 * launcher's middle process), until the group is empty. */
-	uint64_t deadline = iso_mono_ns() + (uint64_t)DESTROY_WAIT_MS * 1000000u;
+	 * launcher's middle process), until the group is empty. A middle
+	 * process whose job just died gets a grace period to report its
+	 * status (128+9) before it is killed too. */
+	uint64_t start_ns = iso_mono_ns();
+	uint64_t grace = start_ns + (uint64_t)DESTROY_GRACE_MS * 1000000u;
+	uint64_t deadline = start_ns + (uint64_t)DESTROY_WAIT_MS * 1000000u;
 	for (;;) {
 		struct iso_error e2 = {0};
 		int r = iso_cgroup_destroy(cg, sb->name, &e2);
@@ -207,7 +213,8 @@ int iso_sandbox_destroy(const struct iso_cgroup *cg, const struct iso_sandbox *s
 			return iso_error_set(err, ISO_E_CONFLICT, "name",
 			                     "cgroup %s still holds processes after %d ms",
 			                     sb->name, DESTROY_WAIT_MS);
-		kill_group(cg, sb->name);
+		if (iso_mono_ns() > grace)
+			kill_group(cg, sb->name);
 		if (sb->holder_pid > 0)
 			waitpid(sb->holder_pid, NULL, WNOHANG);
 		usleep(2000);
