@@ -693,7 +693,7 @@ ALLOC_KEYS = {"id", "tenant", "name", "state", "reason", "members", "gpus", "cpu
               "project", "priority", "isolation", "spread", "on_preempt", "duration_s"}
 ALLOC_GPUS_KEYS = {"count", "whole", "profile", "model"}
 PLACEMENT_KEYS = {"member", "node", "gpu", "whole", "profile", "start", "width"}
-VERSION_KEYS = {"version", "api", "store", "placement", "fabric"}
+VERSION_KEYS = {"version", "api", "store", "placement", "fabric", "commits"}
 WHOAMI_KEYS = {"token_id", "role", "tenant", "user"}
 
 # H100-80GB MIG profiles (docs/reference-mig.md): name -> (compute, width, starts).

@@ -142,6 +142,11 @@ class TestIdentity(DaemonCase):
         self.assertEqual(r.body["store"], "sqlite")
         self.assertEqual(r.body["placement"], "first-fit")
         self.assertEqual(r.body["fabric"], SMALL_FABRIC)
+        c = r.body["commits"]  # group commit is on by default (docs/store.md)
+        self.assertEqual(set(c), {"group", "commits", "syncs"}, repr(r))
+        self.assertIs(c["group"], True)
+        self.assertGreater(c["commits"], 0)  # at least the start's own
+        self.assertLessEqual(c["syncs"], c["commits"])
 
     def test_whoami_admin(self):
         r = self.admin.get("/v1/whoami")
