@@ -42,25 +42,32 @@ void iso_pg_p_text(struct pg_params *p, const char *s, size_t max)
 	p->fmt[i] = 0;
 }
 
-static void number(struct pg_params *p, const char *fmt, ...) _printf_(2, 3);
-static void number(struct pg_params *p, const char *fmt, ...)
+/* The next parameter, as a number written into its own buffer; NULL when
+ * there is no room left (p->bad is set). */
+static char *number_slot(struct pg_params *p)
 {
 	int i = slot(p);
-	va_list ap;
 
 	if (i < 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(p->num[i], sizeof(p->num[i]), fmt, ap);
-	va_end(ap);
+		return NULL;
 	p->val[i] = p->num[i];
-	p->len[i] = (int)strlen(p->num[i]);
 	p->fmt[i] = 0;
+	return p->num[i];
+}
+
+static void number_done(struct pg_params *p)
+{
+	p->len[p->n - 1] = (int)strlen(p->num[p->n - 1]);
 }
 
 void iso_pg_p_i64(struct pg_params *p, int64_t v)
 {
-	number(p, "%" PRId64, v);
+	char *buf = number_slot(p);
+
+	if (!buf)
+		return;
+	snprintf(buf, sizeof(p->num[0]), "%" PRId64, v);
+	number_done(p);
 }
 
 void iso_pg_p_i64_or_null(struct pg_params *p, int64_t v)
@@ -77,7 +84,12 @@ void iso_pg_p_double(struct pg_params *p, double v)
 		p->bad = true;
 		v = 0;
 	}
-	number(p, "%.17g", v);
+	char *buf = number_slot(p);
+
+	if (!buf)
+		return;
+	snprintf(buf, sizeof(p->num[0]), "%.17g", v);
+	number_done(p);
 }
 
 void iso_pg_p_null(struct pg_params *p)
