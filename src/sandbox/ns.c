@@ -27,7 +27,7 @@
 
 #include "internal.h"
 
-#define HOLDER_STACK  (256 * 1024)
+#define HOLDER_STACK  ((size_t)256 * 1024)
 #define READY_WAIT_MS 10000
 
 /* The steps the holder reports a failure at (its message names one). */
@@ -300,6 +300,12 @@ static void unmap_stack(void **stack)
 		munmap(*stack, HOLDER_STACK);
 }
 
+static void close_now(int *fd)
+{
+	close(*fd);
+	*fd = -1;
+}
+
 static void kill_and_reap(int pid)
 {
 	kill(pid, SIGKILL);
@@ -338,10 +344,8 @@ int sb_holder_spawn(const struct iso_cgroup *cg, const char *name, const struct 
 		              "clone of the holder: %s", strerror(e));
 		return -e;
 	}
-	close(go_r);
-	go_r = -1;
-	close(rep_w);
-	rep_w = -1;
+	close_now(&go_r); /* the holder's ends */
+	close_now(&rep_w);
 
 	int r = iso_cgroup_attach(cg, name, pid, err);
 	if (r < 0) {

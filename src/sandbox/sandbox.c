@@ -224,16 +224,16 @@ int iso_sandbox_destroy(const struct iso_cgroup *cg, const struct iso_sandbox *s
 int iso_sandbox_create(const struct iso_cgroup *cg, const struct iso_sandbox_spec *spec,
                        struct iso_sandbox *out, struct iso_error *err)
 {
-	_cleanup_free_ struct sb_plan *plan = calloc(1, sizeof(*plan));
 	struct iso_cgroup_device rules[N_BASE_RULES + ISO_SANDBOX_DEVICES_MAX];
 	size_t n_rules = 0;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (!plan)
-		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	if (!spec)
 		return iso_error_set(err, ISO_E_INVALID, "spec", "no spec");
+	_cleanup_free_ struct sb_plan *plan = calloc(1, sizeof(*plan));
+	if (!plan)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	if ((r = build_plan(spec, plan, rules, &n_rules, err)) < 0)
 		return r;
 
