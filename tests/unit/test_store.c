@@ -949,6 +949,50 @@ static void test_commit_survives_reopen(void **state)
 	iso_allocation_clear(&a);
 }
 
+/* Group commit (docs/store.md): `on` switches the connection to
+ * synchronous=NORMAL, so commits wait for `sync`; `off` is FULL again; the
+ * switch is refused inside a transaction; sync flushes whatever was
+ * committed, and is harmless with nothing to flush. */
+static int64_t synchronous_of(struct iso_store *s)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	assert_int_equal(
+	    sqlite3_prepare_v2(sqlite_store_of(s)->db, "PRAGMA synchronous", -1, &st, NULL),
+	    SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void test_group_commit_sync(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_tenant t = tenant("acme"), got;
+
+	assert_non_null(o->set_group_commit);
+	assert_non_null(o->sync);
+	assert_int_equal(synchronous_of(f->s), 2);
+	assert_int_equal(o->sync(f->s, &f->err), 0); /* nothing to flush */
+	assert_int_equal(o->set_group_commit(f->s, true, &f->err), 0);
+	assert_int_equal(synchronous_of(f->s), 1);
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	assert_int_equal(o->tenant_insert(f->s, &t, &f->err), 0);
+	assert_int_equal(o->set_group_commit(f->s, false, &f->err), -EIO);
+	assert_string_equal(f->err.message, "store: group commit: a transaction is open");
+	assert_int_equal(o->commit(f->s, &f->err), 0);
+	assert_int_equal(o->sync(f->s, &f->err), 0);
+	assert_int_equal(o->sync(f->s, &f->err), 0);
+	assert_int_equal(o->set_group_commit(f->s, false, &f->err), 0);
+	assert_int_equal(synchronous_of(f->s), 2);
+	fx_reopen(f);
+	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "acme", &got, &f->err), 0);
+	assert_int_equal(got.id, t.id);
+}
+
 /* ---- node state, meta ---- */
 
 static void test_node_state(void **state)
@@ -1184,6 +1228,7 @@ int main(void)
 	    T(test_alloc_recent),
 	    T(test_rollback_discards),
 	    T(test_commit_survives_reopen),
+	    T(test_group_commit_sync),
 	    T(test_node_state),
 	    T(test_meta),
 	    T(test_corrupt_rows),
