@@ -681,6 +681,13 @@ NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "
              "state", "gpus", "gpu_model", "members", "port", "agent", "conditions"}
 # What an allocation's member shows before any node agent reported it (docs/agents.md).
 NO_AGENT_REPORT = {"ready": None, "devices": [], "cuda_visible_devices": None, "vf": None}
+
+
+def tenant_view(a):
+    """An allocation as its tenant reads it: a cluster role's answer less
+    each member's `sandbox`, which only cluster roles see (docs/api.md)."""
+    a = dict(a, nodes=[{k: v for k, v in m.items() if k != "sandbox"} for m in a["nodes"]])
+    return a
 PORT_KEYS = {"device", "port", "guid", "pkey_capacity", "vfs"}
 GPU_KEYS = {"node", "index", "model", "mig_enabled", "whole_used", "free_slices", "memory_slices",
             "compute_used", "compute_slices", "free_mask", "instances", "fault"}

@@ -120,7 +120,7 @@ class TestWalkthrough(IsoctlCase):
         self.assertEqual([x["id"] for x in lst["items"]], [a["id"]])
 
         got = self.ok("alloc", "get", a["id"], "-o", "json", token=alice).json()
-        self.assertEqual(got, self.admin.get("/v1/allocations/" + a["id"]).body)
+        self.assertEqual(got, harness.tenant_view(self.admin.get("/v1/allocations/" + a["id"]).body))
         table = self.ok("alloc", "get", a["id"], token=alice).out
         for s in ("PLACEMENT", "sm-n01", "3g.40gb", a["id"], "active"):
             self.assertIn(s, table)
