@@ -50,6 +50,20 @@ static int node_target(const char *host, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* The holder's own entries of /dev: a member's node may not land on or
+ * under one of them. */
+static bool target_reserved(const char *t)
+{
+	static const char *const own[] = {"/dev/pts",   "/dev/shm",    "/dev/fd",    "/dev/ptmx",
+	                                  "/dev/stdin", "/dev/stdout", "/dev/stderr"};
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(own); i++) {
+		size_t n = strlen(own[i]);
+		if (strncmp(t, own[i], n) == 0 && (t[n] == '\0' || t[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 static bool path_clean(const char *p)
 {
 	if (p[0] != '/')
@@ -102,6 +116,9 @@ static int build_plan(const struct iso_sandbox_spec *spec, struct sb_plan *plan,
 		if (iso_strlcpy(nd->host, p, SB_PATH_MAX) < 0 ||
 		    node_target(p, nd->target, SB_PATH_MAX) < 0)
 			return iso_error_set(err, ISO_E_INVALID, field, "path too long: %s", p);
+		if (target_reserved(nd->target))
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s would cover the sandbox's own %s", p, nd->target);
 		if (stat(p, &st) < 0) {
 			int e = errno;
 			iso_error_set(err, e == ENOENT ? ISO_E_NOT_FOUND : ISO_E_INVALID, field,

@@ -758,6 +758,11 @@ static void test_bad_device_leaves_nothing(void **state)
 	const char *devs3[] = {"/dev/../dev/null"};
 	spec.device_paths = devs3;
 	assert_int_equal(iso_sandbox_create(&f->cg, &spec, &sb, &err), -EINVAL);
+	/* a node where the sandbox has its own /dev entries */
+	const char *devs4[] = {"/dev/pts/ptmx"};
+	spec.device_paths = devs4;
+	assert_int_equal(iso_sandbox_create(&f->cg, &spec, &sb, &err), -EINVAL);
+	assert_string_equal(err.field, "device_paths[0]");
 	spec.n_device_paths = 0;
 	spec.name = "Bad/Name";
 	assert_int_equal(iso_sandbox_create(&f->cg, &spec, &sb, &err), -EINVAL);
@@ -765,6 +770,31 @@ static void test_bad_device_leaves_nothing(void **state)
 	assert_int_equal(count_groups(f), f->groups);
 	assert_int_equal(count_holders(), f->holders);
 	assert_int_equal(count_mounts(), f->mounts);
+}
+
+/* A holder that dies before it is ready (here: OOM-killed in a group of
+ * 8 KiB) leaves neither a group nor a process: the cgroup made for it is
+ * removed again. */
+static void test_failed_holder_leaves_nothing(void **state)
+{
+	struct fixture *f = *state;
+	SKIP_UNLESS_READY(f);
+	char name[ISO_NAME_MAX];
+	struct iso_error err = {0};
+	struct iso_sandbox sb;
+	snprintf(name, sizeof(name), "%sa", f->prefix);
+	struct iso_sandbox_spec spec = {.name = name, .limits = {.memory_max = 8192}};
+	int r = iso_sandbox_create(&f->cg, &spec, &sb, &err);
+	assert_true(r < 0);
+	assert_string_equal(err.field, "holder");
+	assert_int_equal(sb.holder_pid, 0);
+	assert_false(iso_cgroup_exists(&f->cg, name));
+	assert_int_equal(count_groups(f), f->groups);
+	assert_int_equal(count_holders(), f->holders);
+	assert_int_equal(count_mounts(), f->mounts);
+	/* and the name works with a sane limit */
+	make(f, 0, "a", NULL, 0);
+	assert_int_equal(run_probe(f, 0, NULL, "pids", NULL), 0);
 }
 
 int main(int argc, char **argv)
@@ -787,6 +817,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_destroy_kills_a_running_job, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_check_sees_dead_holder, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_device_leaves_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_holder_leaves_nothing, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
