@@ -217,6 +217,8 @@ static int records_list(const char *dir, struct agent_sandbox_record **out, size
 
 /* ---- the table ---- */
 
+static int preload(struct agent_sandboxes *s, struct iso_error *err);
+
 int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool real,
                          const char *cgroup_root, const struct agent_host_roots *roots,
                          struct iso_error *err)
@@ -238,7 +240,7 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 		                     strerror(errno));
 	if (real && (r = iso_cgroup_open(cgroup_root, &s->cg, err)) < 0)
 		return r;
-	return 0;
+	return preload(s, err);
 }
 
 void agent_sandboxes_free(struct agent_sandboxes *s)
@@ -299,6 +301,35 @@ static int publish(struct agent_sandboxes *s, const char *node, const struct age
 	if (n)
 		memcpy(s->entries + s->n, v, n * sizeof(*v));
 	s->n += n;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* The records found at start, as "not ready yet (the agent is starting)"
+ * until their node's first tick says whether the member is still desired
+ * (its sandbox is not handed out before that, nor called unknown). */
+static int preload(struct agent_sandboxes *s, struct iso_error *err)
+{
+	_cleanup_free_ struct agent_sandbox_record *recs = NULL;
+	_cleanup_free_ struct agent_table_entry *v = NULL;
+	size_t n = 0;
+	int r;
+
+	if ((r = records_list(s->dir, &recs, &n, err)) < 0)
+		return r;
+	if (n == 0)
+		return 0;
+	if (!(v = calloc(n, sizeof(*v))))
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		iso_strlcpy(v[i].node, recs[i].node, sizeof(v[i].node));
+		iso_strlcpy(v[i].allocation, recs[i].allocation, sizeof(v[i].allocation));
+		v[i].member = recs[i].member;
+		iso_strlcpy(v[i].reason, "the agent is starting", sizeof(v[i].reason));
+	}
+	pthread_mutex_lock(&s->lock);
+	s->entries = ISO_TAKE(v);
+	s->n = s->cap = n;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

@@ -464,6 +464,40 @@ static void test_record_round_trip_and_bad_input(void **state)
 	assert_int_equal(agent_record_load(sdir, "iso-" A2 "-0", &back, &e), -ENOENT);
 }
 
+/* An agent that starts finds a record: until its node's first tick the
+ * member is "not ready yet (the agent is starting)", neither handed out nor
+ * unknown; a tick that no longer holds it makes it "released". */
+static void test_records_found_at_start(void **state)
+{
+	struct agent_host_roots roots = {"/dev", "/proc", "/"};
+	struct agent_sandbox_record r = {0};
+	struct agent_sandboxes s;
+	struct agent_table_entry out;
+	struct iso_agent_desired none = {0};
+	struct agent_sandbox_tick tick;
+	struct iso_error e = {0};
+	char sdir[PATH_MAX + 16], reason[300];
+	json_t *st = json_object();
+
+	snprintf(sdir, sizeof(sdir), "%s/sandboxes", dir);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	iso_strlcpy(r.node, "n1", sizeof(r.node));
+	iso_strlcpy(r.allocation, A1, sizeof(r.allocation));
+	snprintf(r.sb.name, sizeof(r.sb.name), "iso-%s-0", A1);
+	r.sb.holder_pid = 1;
+	iso_strlcpy(r.cpus, "0", sizeof(r.cpus));
+	assert_int_equal(agent_record_store(sdir, &r, &e), 0);
+	assert_int_equal(agent_sandboxes_init(&s, dir, false, NULL, &roots, &e), 0);
+	assert_int_equal(agent_sandboxes_lookup(&s, A1, 0, &out, reason, sizeof(reason)), -EAGAIN);
+	assert_string_equal(reason, "not ready yet (the agent is starting)");
+	iso_strlcpy(none.node, "n1", sizeof(none.node));
+	assert_int_equal(agent_sandboxes_reconcile(&s, NULL, "n1", &none, st, &tick, &e), 0);
+	assert_int_equal(agent_sandboxes_lookup(&s, A1, 0, &out, reason, sizeof(reason)), -ENOENT);
+	assert_string_equal(reason, "released");
+	agent_sandboxes_free(&s);
+	json_decref(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +510,7 @@ int main(void)
 	    cmocka_unit_test(test_request_parser_bad_input),
 	    cmocka_unit_test_setup_teardown(test_socket_answers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_round_trip_and_bad_input, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_records_found_at_start, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
