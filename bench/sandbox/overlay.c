@@ -4,7 +4,7 @@
  * in tests/unit/test_overlay_real.c); members m1 and m2 are namespaces of
  * their own on the tenant's overlay (src/sandbox/overlay.c). Each round runs
  * three variants in a rotating order:
- *   bare     h1 -> h2 over the underlay veths and bridge, no overlay;
+ *   bare     h1 -> h2 over the underlay veths and bridge, no overlay, no guard;
  *   overlay  m1 -> m2 over VXLAN, no guard (nft table removed on both);
  *   guarded  m1 -> m2 over VXLAN with the guard on both hosts.
  * Each variant times N ping-pongs of a 64-byte message over one TCP
@@ -335,6 +335,7 @@ int main(int argc, char **argv)
 			enum variant v = (enum variant)((r + k) % N_VARIANTS);
 			struct sample s;
 			if (v == BARE) {
+				guard(false); /* bare: no overlay, no guard */
 				s = measure("h1", "h2", "192.0.2.2", pings, seconds);
 			} else {
 				guard(v == GUARDED);

@@ -104,6 +104,21 @@ struct doc {
 	struct iso_agent_member_want m[8];
 };
 
+/* The leak test's overlay members: tenant VNI 40001 with one peer on the
+ * underlay the test makes in its own network namespace (a veth ul0 with
+ * 192.0.2.1/24; this kernel has no dummy), so the agent's overlay pass builds the bridge, the VXLAN
+ * device, the member's veth and the nft guard (src/agent/overlay.c). */
+static char overlay_peer[1][16] = {"192.0.2.2"};
+
+static void with_overlay(struct iso_agent_member_want *m)
+{
+	m->has_overlay = true;
+	m->vni = 40001;
+	m->node_index = 0;
+	m->n_peers = 1;
+	m->peers = overlay_peer;
+}
+
 static void doc_of(struct doc *doc, const unsigned *allocs, const unsigned *cpus, size_t n)
 {
 	memset(doc, 0, sizeof(*doc));
@@ -376,8 +391,22 @@ static void test_run_through_the_socket(void **state)
 /* ---- the leak test ---- */
 
 struct counts {
-	long cgroups, mounts, namespaces, interfaces, processes;
+	long cgroups, mounts, namespaces, interfaces, processes, nft;
 };
+
+/* nft objects (tables, chains, sets, rules: each has a handle) in the
+ * test's network namespace. */
+static long count_nft(void)
+{
+	FILE *p = popen("nft -a list ruleset 2>/dev/null | grep -c '# handle'", "r");
+	long n = -1;
+
+	assert_non_null(p);
+	if (fscanf(p, "%ld", &n) != 1)
+		n = -1;
+	pclose(p);
+	return n;
+}
 
 static bool descendant(pid_t pid, pid_t me)
 {
@@ -453,6 +482,7 @@ static void count(struct counts *c)
 	}
 	c->mounts = count_lines("/proc/self/mountinfo");
 	c->interfaces = count_lines("/proc/self/net/dev") - 2; /* two header lines */
+	c->nft = count_nft();
 	/* processes below this one (a subreaper: orphans come back to it),
 	 * and the distinct namespaces they hold */
 	assert_non_null(d = opendir("/proc"));
@@ -488,15 +518,26 @@ static void test_thousand_cycles_leak_nothing(void **state)
 	unsigned a[1], c[] = {1};
 	uint64_t t0 = iso_mono_ns();
 
+	/* every other member is on the Ethernet overlay (the even ones) */
+	assert_int_equal(system("ip link add ul0 type veth peer name ul1 && "
+	                        "ip addr add 192.0.2.1/24 dev ul0 && ip link set ul1 up && "
+	                        "ip link set ul0 up"),
+	                 0);
 	count(&before);
 	for (unsigned i = 0; i < CYCLES; i++) {
 		a[0] = 1000 + i;
 		doc_of(&doc, a, c, 1);
-		json_decref(tick(&doc, &t));
+		if (i % 2 == 0)
+			with_overlay(&doc.m[0]);
+		json_t *st = tick(&doc, &t);
 		if (t.created != 1)
 			fail_msg("cycle %u: created %u failed %u", i, t.created, t.failed);
+		if (i % 2 == 0 && !json_is_true(json_object_get(entry_of(st, a[0]), "ready")))
+			fail_msg("cycle %u: overlay member not ready: %s", i,
+			         json_string_value(json_object_get(entry_of(st, a[0]), "reason")));
+		json_decref(st);
 		if (i == 0)
-			count(&during); /* the counts see a live sandbox */
+			count(&during); /* the counts see a live sandbox and its overlay */
 		doc_of(&doc, a, c, 0);
 		json_decref(tick(&doc, &t));
 		if (t.destroyed != 1)
@@ -506,15 +547,19 @@ static void test_thousand_cycles_leak_nothing(void **state)
 	fprintf(stderr,
 	        "%d cycles in %.1f s; before/with one/after: cgroups %ld/%ld/%ld mounts "
 	        "%ld/%ld/%ld namespaces %ld/%ld/%ld interfaces %ld/%ld/%ld processes "
-	        "%ld/%ld/%ld\n",
+	        "%ld/%ld/%ld nft objects %ld/%ld/%ld\n",
 	        CYCLES, (double)(iso_mono_ns() - t0) / 1e9, before.cgroups, during.cgroups,
 	        after.cgroups, before.mounts, during.mounts, after.mounts, before.namespaces,
 	        during.namespaces, after.namespaces, before.interfaces, during.interfaces,
-	        after.interfaces, before.processes, during.processes, after.processes);
+	        after.interfaces, before.processes, during.processes, after.processes, before.nft,
+	        during.nft, after.nft);
 	/* the counting sees a sandbox when there is one */
 	assert_true(during.cgroups > before.cgroups);
 	assert_true(during.processes > before.processes);
 	assert_true(during.namespaces > before.namespaces);
+	assert_true(during.interfaces >= before.interfaces + 3); /* isobr, isovx, isov */
+	assert_true(during.nft > before.nft);                    /* the guard */
+	assert_int_equal(after.nft, before.nft);
 	assert_int_equal(after.cgroups, before.cgroups);
 	assert_int_equal(after.mounts, before.mounts);
 	assert_int_equal(after.namespaces, before.namespaces);
