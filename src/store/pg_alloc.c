@@ -16,12 +16,13 @@
 	"isolation, spread, fail_on_preempt, duration_ms, started_ms"
 #define LIVE "state NOT IN ('released', 'failed')" /* as in the partial indexes */
 /* $1, $2: cursor (created_ms, id); $3 owner or NULL; $4 state or NULL;
- * $5 tenant_id (0: any); $6 limit (NULL: none). */
+ * $5 limit (NULL: none); $6 tenant_id in the tenant variants. As in SQLite,
+ * one statement per index that serves it (all or live, every tenant or
+ * one), so that a generic plan never scans history it does not need. */
 #define ALLOC_LIST(extra)                                                                          \
 	"SELECT " ALLOC_COLS " FROM allocations WHERE (created_ms, id) > ($1::bigint, $2::text)"   \
-	" AND ($3::text IS NULL OR owner = $3::text) AND ($4::text IS NULL OR state = $4::text)"   \
-	" AND ($5::bigint = 0 OR tenant_id = $5::bigint)" extra                                    \
-	" ORDER BY created_ms, id LIMIT $6::bigint"
+	" AND ($3::text IS NULL OR owner = $3::text) AND ($4::text IS NULL OR state = "            \
+	"$4::text)" extra " ORDER BY created_ms, id LIMIT $5::bigint"
 
 #define MAX_MEMBERS 65536
 #define MAX_SLOTS   (1 << 22)
@@ -213,92 +214,181 @@ int iso_pg_alloc_update(struct iso_store *is, const struct iso_allocation *a, st
 
 /* ---- reading ---- */
 
-static int read_members(struct pg_store *s, struct iso_allocation *a, struct iso_error *err)
+/* A text[] literal of the allocations' ids: {"a-1","a-2"}, each element
+ * quoted with " and \ escaped. NULL when out of memory. */
+static char *id_array(const struct iso_allocation *items, int n)
 {
-	_cleanup_pgres_ PGresult *res = NULL;
-	struct pg_params p = {0};
-	int rows, r;
+	size_t cap = 3, k = 0;
+	char *lit;
 
-	P_FIELD(&p, a->id);
-	r = iso_pg_query(s,
-	                 "SELECT idx, node FROM alloc_members WHERE alloc_id = $1::text"
-	                 " ORDER BY idx",
-	                 &p, "allocation members", NULL, NULL, &res, err);
-	if (r < 0)
-		return r;
-	rows = PQntuples(res);
-	if (rows > MAX_MEMBERS)
+	for (int i = 0; i < n; i++)
+		cap += 2 * strnlen(items[i].id, sizeof(items[i].id)) + 3;
+	lit = malloc(cap);
+	if (!lit)
+		return NULL;
+	lit[k++] = '{';
+	for (int i = 0; i < n; i++) {
+		const char *id = items[i].id;
+
+		if (i > 0)
+			lit[k++] = ',';
+		lit[k++] = '"';
+		for (size_t c = 0; c < sizeof(items[i].id) && id[c]; c++) {
+			if (id[c] == '"' || id[c] == '\\')
+				lit[k++] = '\\';
+			lit[k++] = id[c];
+		}
+		lit[k++] = '"';
+	}
+	lit[k++] = '}';
+	lit[k] = '\0';
+	return lit;
+}
+
+static int cmp_order(const void *a, const void *b, void *arg)
+{
+	const struct iso_allocation *items = arg;
+
+	return strcmp(items[*(const int *)a].id, items[*(const int *)b].id);
+}
+
+/* The allocation of `items` whose id is `id`, through `order` (indexes of
+ * items sorted by id); NULL when none. */
+static struct iso_allocation *find_alloc(struct iso_allocation *items, const int *order, int n,
+                                         const char *id)
+{
+	int lo = 0, hi = n - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		int c = strcmp(items[order[mid]].id, id);
+
+		if (c == 0)
+			return &items[order[mid]];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+/* Rows [from, to) of `res` all belong to allocation a (column 0 is its id):
+ * its members (idx, node) or its slots (idx, member, gpu, whole, profile,
+ * start, width). */
+static int read_group(const PGresult *res, int from, int to, bool slots, struct iso_allocation *a,
+                      struct iso_error *err)
+{
+	int rows = to - from, r;
+
+	if (rows > (slots ? MAX_SLOTS : MAX_MEMBERS))
 		return iso_error_set(err, ISO_E_INTERNAL, NULL,
-		                     "store: corrupt rows in alloc_members (id %s): more than %d "
-		                     "members",
-		                     a->id, MAX_MEMBERS);
-	if (rows == 0)
-		return 0;
-	a->placed = calloc((size_t)rows, sizeof(*a->placed));
-	if (!a->placed)
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
+		                     "store: corrupt rows in %s (id %s): more than %d",
+		                     slots ? "alloc_slots" : "alloc_members", a->id,
+		                     slots ? MAX_SLOTS : MAX_MEMBERS);
+	if (slots) {
+		a->slots = calloc((size_t)rows, sizeof(*a->slots));
+		if (!a->slots)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
+	} else {
+		a->placed = calloc((size_t)rows, sizeof(*a->placed));
+		if (!a->placed)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
+	}
 	for (int i = 0; i < rows; i++) {
-		struct iso_member *m = &a->placed[i];
 		struct pg_row row;
 
-		iso_pg_row_init(&row, res, i);
-		m->index = iso_pg_rd_int(&row, i, i); /* dense: the i-th row is member i */
-		PRD_FIELD(&row, m->node);
-		r = iso_pg_row_check(&row, "alloc_members", a->id, err);
+		iso_pg_row_init(&row, res, from + i);
+		row.col = 2; /* past alloc_id and idx (idx orders the rows) */
+		if (slots) {
+			struct iso_slot *sl = &a->slots[i];
+
+			sl->member = iso_pg_rd_int(&row, 0, a->n_members - 1);
+			sl->gpu = iso_pg_rd_int(&row, 0, INT_MAX);
+			sl->whole = iso_pg_rd_bool(&row);
+			PRD_FIELD(&row, sl->profile);
+			sl->start = iso_pg_rd_int(&row, 0, INT_MAX);
+			sl->width = iso_pg_rd_int(&row, 0, INT_MAX);
+		} else {
+			struct iso_member *m = &a->placed[i];
+
+			row.col = 1; /* dense: the i-th member's idx is i */
+			m->index = iso_pg_rd_int(&row, i, i);
+			PRD_FIELD(&row, m->node);
+		}
+		r = iso_pg_row_check(&row, slots ? "alloc_slots" : "alloc_members", a->id, err);
 		if (r < 0)
 			return r;
-		a->n_members++;
+		if (slots)
+			a->n_slots++;
+		else
+			a->n_members++;
 	}
 	return 0;
 }
 
-static int read_slots(struct pg_store *s, struct iso_allocation *a, struct iso_error *err)
+/* Reads the members, then the slots, of every allocation in items[0..n) in
+ * two queries (not two per allocation: a restart reads them all). */
+static int read_children(struct pg_store *s, struct iso_allocation *items, int n,
+                         struct iso_error *err)
 {
-	_cleanup_pgres_ PGresult *res = NULL;
-	struct pg_params p = {0};
-	int rows, r;
+	/* One id (alloc_get) is an equality, so that the plan is an index
+	 * lookup whatever the planner guesses of an array's length. */
+	static const char *const sql[2][2] = {
+	    {"SELECT alloc_id, idx, node FROM alloc_members WHERE alloc_id = ANY($1::text[])"
+	     " ORDER BY alloc_id, idx",
+	     "SELECT alloc_id, idx, member, gpu, whole, profile, start, width FROM alloc_slots"
+	     " WHERE alloc_id = ANY($1::text[]) ORDER BY alloc_id, idx"},
+	    {"SELECT alloc_id, idx, node FROM alloc_members WHERE alloc_id = $1::text"
+	     " ORDER BY idx",
+	     "SELECT alloc_id, idx, member, gpu, whole, profile, start, width FROM alloc_slots"
+	     " WHERE alloc_id = $1::text ORDER BY idx"},
+	};
+	_cleanup_free_ char *ids = n == 1 ? strdup(items[0].id) : id_array(items, n);
+	_cleanup_free_ int *order = calloc((size_t)n, sizeof(int));
+	int r;
 
-	P_FIELD(&p, a->id);
-	r = iso_pg_query(s,
-	                 "SELECT member, gpu, whole, profile, start, width FROM alloc_slots"
-	                 " WHERE alloc_id = $1::text ORDER BY idx",
-	                 &p, "allocation slots", NULL, NULL, &res, err);
-	if (r < 0)
-		return r;
-	rows = PQntuples(res);
-	if (rows > MAX_SLOTS)
-		return iso_error_set(
-		    err, ISO_E_INTERNAL, NULL,
-		    "store: corrupt rows in alloc_slots (id %s): more than %d slots", a->id,
-		    MAX_SLOTS);
-	if (rows == 0)
-		return 0;
-	a->slots = calloc((size_t)rows, sizeof(*a->slots));
-	if (!a->slots)
+	if (!ids || !order)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
-	for (int i = 0; i < rows; i++) {
-		struct iso_slot *sl = &a->slots[i];
-		struct pg_row row;
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, (size_t)n, sizeof(int), cmp_order, items);
+	for (int k = 0; k < 2; k++) {
+		_cleanup_pgres_ PGresult *res = NULL;
+		struct pg_params p = {0};
+		int rows, from = 0;
 
-		iso_pg_row_init(&row, res, i);
-		sl->member = iso_pg_rd_int(&row, 0, a->n_members - 1);
-		sl->gpu = iso_pg_rd_int(&row, 0, INT_MAX);
-		sl->whole = iso_pg_rd_bool(&row);
-		PRD_FIELD(&row, sl->profile);
-		sl->start = iso_pg_rd_int(&row, 0, INT_MAX);
-		sl->width = iso_pg_rd_int(&row, 0, INT_MAX);
-		r = iso_pg_row_check(&row, "alloc_slots", a->id, err);
+		P_STR(&p, ids);
+		r = iso_pg_query(s, sql[n == 1][k], &p,
+		                 k ? "allocation slots" : "allocation members", NULL, NULL, &res,
+		                 err);
 		if (r < 0)
 			return r;
-		a->n_slots++;
+		rows = PQntuples(res);
+		while (from < rows) {
+			const char *id = PQgetvalue(res, from, 0);
+			struct iso_allocation *a = find_alloc(items, order, n, id);
+			int to = from + 1;
+
+			while (to < rows && strcmp(PQgetvalue(res, to, 0), id) == 0)
+				to++;
+			if (!a)
+				return iso_error_set(
+				    err, ISO_E_INTERNAL, NULL,
+				    "store: %s: a row of an allocation not asked for",
+				    k ? "allocation slots" : "allocation members");
+			r = read_group(res, from, to, k == 1, a, err);
+			if (r < 0)
+				return r;
+			from = to;
+		}
 	}
 	return 0;
 }
 
-/* Reads row i of an allocation select into a zeroed *a, and its children
- * when `children`; on error *a is cleared. */
-static int read_alloc(struct pg_store *s, const PGresult *res, int i, bool children,
-                      struct iso_allocation *a, struct iso_error *err)
+/* Reads row i of an allocation select into a zeroed *a (not its children:
+ * read_children); on error *a is cleared. */
+static int read_alloc(const PGresult *res, int i, struct iso_allocation *a, struct iso_error *err)
 {
 	struct iso_shape *sh = &a->shape;
 	struct pg_row row;
@@ -331,10 +421,6 @@ static int read_alloc(struct pg_store *s, const PGresult *res, int i, bool child
 	a->duration_ms = iso_pg_rd_i64(&row);
 	a->started_ms = iso_pg_rd_i64(&row);
 	r = iso_pg_row_check(&row, "allocations", a->id, err);
-	if (r == 0 && children)
-		r = read_members(s, a, err);
-	if (r == 0 && children)
-		r = read_slots(s, a, err);
 	if (r < 0)
 		iso_allocation_clear(a);
 	return r;
@@ -357,10 +443,16 @@ int iso_pg_alloc_get(struct iso_store *is, const char *id, struct iso_allocation
 	if (PQntuples(res) == 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "allocation \"%.*s\" not found",
 		                     ISO_ID_MAX, id);
-	return read_alloc(s, res, 0, true, out, err);
+	r = read_alloc(res, 0, out, err);
+	if (r == 0)
+		r = read_children(s, out, 1, err);
+	if (r < 0)
+		iso_allocation_clear(out);
+	return r;
 }
 
-/* Runs an allocation select and reads every row (read_alloc). */
+/* Runs an allocation select and reads every row (read_alloc), and their
+ * children when `children`. */
 static int read_allocs(struct pg_store *s, const char *sql, struct pg_params *p, bool children,
                        struct iso_allocation **out, int *n, struct iso_error *err)
 {
@@ -378,9 +470,16 @@ static int read_allocs(struct pg_store *s, const char *sql, struct pg_params *p,
 	if (!items)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
 	for (int i = 0; i < rows; i++) {
-		r = read_alloc(s, res, i, children, &items[i], err);
+		r = read_alloc(res, i, &items[i], err);
 		if (r < 0) {
 			iso_allocations_free(items, i);
+			return r;
+		}
+	}
+	if (children) {
+		r = read_children(s, items, rows, err);
+		if (r < 0) {
+			iso_allocations_free(items, rows);
 			return r;
 		}
 	}
@@ -475,13 +574,18 @@ int iso_pg_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f,
 		P_STR(&p, state);
 	else
 		iso_pg_p_null(&p);
-	iso_pg_p_i64(&p, f->tenant_id);
 	if (f->limit > 0)
 		iso_pg_p_i64(&p, f->limit);
 	else
 		iso_pg_p_null(&p);
-	return read_allocs(s, live ? ALLOC_LIST(" AND " LIVE) : ALLOC_LIST(""), &p, true, out, n,
-	                   err);
+	if (f->tenant_id > 0)
+		iso_pg_p_i64(&p, f->tenant_id);
+	static const char *const sql[2][2] = {
+	    {ALLOC_LIST(""), ALLOC_LIST(" AND " LIVE)},
+	    {ALLOC_LIST(" AND tenant_id = $6::bigint"),
+	     ALLOC_LIST(" AND tenant_id = $6::bigint AND " LIVE)},
+	};
+	return read_allocs(s, sql[f->tenant_id > 0][live], &p, true, out, n, err);
 }
 
 int iso_pg_alloc_count_live(struct iso_store *is, int64_t tenant_id, int *n, struct iso_error *err)

@@ -1316,6 +1316,52 @@ static void test_group_commit_ops(void **state)
 	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "gc-2", &got, &f->err), 0);
 }
 
+/* PostgreSQL rows that do not fit their model field are reported as corrupt
+ * (table, id, column), never cut or guessed, as SQLite's are (test_store.c,
+ * test_corrupt_rows). */
+static void test_pg_corrupt_rows(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_allocation a = alloc("a-1", 1, "acme", 10, ISO_ALLOC_ACTIVE, 2), got = {0};
+	struct iso_alloc_filter all = {.state = -1};
+	struct iso_allocation *list = NULL;
+	struct iso_tenant t, *tl = NULL;
+	int n = -1;
+
+	if (f->b != B_POSTGRES)
+		skip();
+	add_tenant(f, "acme");
+	assert_int_equal(o->alloc_insert(f->s, &a, &f->err), 0);
+	iso_allocation_clear(&a);
+
+	pg_raw(f->conninfo, "UPDATE alloc_members SET idx = 5 WHERE idx = 1");
+	assert_int_equal(o->alloc_get(f->s, "a-1", &got, &f->err), -EIO);
+	assert_non_null(strstr(f->err.message, "corrupt row in alloc_members (id a-1)"));
+	assert_null(got.placed);
+	assert_int_equal(o->alloc_list(f->s, &all, &list, &n, &f->err), -EIO);
+	assert_null(list);
+	pg_raw(f->conninfo, "UPDATE alloc_members SET idx = 1 WHERE idx = 5");
+	pg_raw(f->conninfo, "UPDATE alloc_slots SET member = 7 WHERE idx = 0");
+	assert_int_equal(o->alloc_get(f->s, "a-1", &got, &f->err), -EIO);
+	assert_non_null(strstr(f->err.message, "column member"));
+	pg_raw(f->conninfo, "UPDATE alloc_slots SET member = 0 WHERE idx = 0");
+	pg_raw(f->conninfo, "UPDATE allocations SET state = 'bogus'");
+	assert_int_equal(o->alloc_get(f->s, "a-1", &got, &f->err), -EIO);
+	assert_non_null(strstr(f->err.message, "column state"));
+	pg_raw(f->conninfo, "UPDATE allocations SET state = 'active'");
+	assert_int_equal(o->alloc_get(f->s, "a-1", &got, &f->err), 0);
+	iso_allocation_clear(&got);
+
+	pg_raw(f->conninfo, "UPDATE tenants SET name = repeat('x', 300)");
+	assert_int_equal(o->tenant_list(f->s, NULL, 0, &tl, &n, &f->err), -EIO);
+	assert_null(tl);
+	assert_non_null(strstr(f->err.message, "column name"));
+	pg_raw(f->conninfo, "UPDATE tenants SET name = 'acme', shares = 'NaN'");
+	assert_int_equal(o->tenant_get_by_name(f->s, "acme", &t, &f->err), -EIO);
+	assert_non_null(strstr(f->err.message, "column shares"));
+}
+
 #define TESTS(b)                                                                                   \
 	cmocka_unit_test_prestate_setup_teardown(test_meta, fx_setup, fx_teardown, b),             \
 	    cmocka_unit_test_prestate_setup_teardown(test_tenants, fx_setup, fx_teardown, b),      \
@@ -1344,6 +1390,8 @@ static void test_group_commit_ops(void **state)
 	    cmocka_unit_test_prestate_setup_teardown(test_store_selection, fx_setup, fx_teardown,  \
 	                                             b),                                           \
 	    cmocka_unit_test_prestate_setup_teardown(test_group_commit_ops, fx_setup, fx_teardown, \
+	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_pg_corrupt_rows, fx_setup, fx_teardown,  \
 	                                             b)
 
 int main(void)
