@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,13 +137,9 @@ static size_t tenant_peers(const struct iso_agent_overlay_member_in *in, size_t 
 	return k;
 }
 
-static void reason(struct iso_agent_overlay_member_in *m, const char *fmt, ...) _printf_(2, 3);
-static void reason(struct iso_agent_overlay_member_in *m, const char *fmt, ...)
+static void reason(struct iso_agent_overlay_member_in *m, const char *what, const char *why)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m->reason, sizeof(m->reason), fmt, ap);
-	va_end(ap);
+	snprintf(m->reason, sizeof(m->reason), "%s: %.200s", what, why);
 }
 
 /* Removes every member veth and tenant the wanted set does not explain. */
@@ -258,7 +253,7 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			if (!w->has_overlay || w->vni != vs.vni[v] || !in[i].netns)
 				continue;
 			if (!tenant_ok) {
-				reason(&in[i], "overlay: %s", terr.message);
+				reason(&in[i], "overlay", terr.message);
 				continue;
 			}
 			char ip[ISO_IPV4_MAX];
@@ -271,7 +266,8 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 					used[s] = true;
 				}
 			if (slot < 0) {
-				reason(&in[i], "overlay: no free address for VNI %" PRIu32, w->vni);
+				reason(&in[i], "overlay",
+				       "no free address for the tenant on this node");
 				continue;
 			}
 			char name[ISO_NAME_MAX];
@@ -283,14 +279,14 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			                               .slot = (unsigned)slot};
 			struct iso_error merr = {0};
 			if (iso_overlay_member_ensure(env->host_netns, &m, &merr) < 0)
-				reason(&in[i], "overlay: %s (%s)", merr.message, merr.field);
+				reason(&in[i], "overlay", merr.message);
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!in[i].want->has_overlay || in[i].reason[0])
 			continue;
 		if (!in[i].netns)
-			reason(&in[i], "overlay: the member has no network namespace yet");
+			reason(&in[i], "overlay", "the member has no network namespace yet");
 	}
 
 	struct iso_error gerr = {0};
@@ -302,7 +298,7 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	if (r < 0)
 		for (size_t i = 0; i < n; i++)
 			if (in[i].want->has_overlay && !in[i].reason[0])
-				reason(&in[i], "overlay guard: %s", gerr.message);
+				reason(&in[i], "overlay guard", gerr.message);
 
 	if (!any)
 		return 0; /* the status has no `overlay` */
@@ -430,10 +426,12 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	bool any = false;
 	for (size_t i = 0; i < d->n_members; i++)
 		any = any || d->members[i].has_overlay;
-	_cleanup_free_ struct iso_agent_overlay_member_in *in =
+	struct iso_agent_overlay_member_in *in =
 	    calloc(d->n_members ? d->n_members : 1, sizeof(*in));
-	_cleanup_free_ char(*paths)[64] = calloc(d->n_members ? d->n_members : 1, sizeof(*paths));
+	char(*paths)[64] = calloc(d->n_members ? d->n_members : 1, sizeof(*paths));
 	if (!in || !paths) {
+		free(in);
+		free(paths);
 		iso_log(ISO_LOG_ERR, "agent.overlay_failed", "node=%s msg=\"out of memory\"", node);
 		return;
 	}
@@ -474,4 +472,6 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	if (any && r == 0)
 		json_object_set_new(status, "overlay", iso_codec_status_overlay_encode(&ov));
 	iso_agent_overlay_clear(&ov);
+	free(in);
+	free(paths);
 }

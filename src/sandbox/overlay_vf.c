@@ -129,12 +129,12 @@ int iso_overlay_vf_set(const char *netns, const char *pf, const struct iso_overl
 	int idx = pf_index(sk, netns, pf, err);
 	if (idx < 0)
 		return idx;
-	struct iso_overlay_vf have;
+	struct iso_overlay_vf have = {0};
 	if (iso_overlay_vf_read(netns, pf, want->vf, &have, NULL) == 0 && have.vlan == want->vlan &&
 	    have.qos == want->qos && have.spoofchk == want->spoofchk)
 		return 0; /* level-triggered */
-	struct nl_msg *m;
-	if ((r = ovl_vf_msg_build(idx, want, &m)) < 0)
+	struct nl_msg *m = NULL;
+	if (ovl_vf_msg_build(idx, want, &m) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, "vf", "out of memory");
 	r = nl_send_sync(sk, m); /* frees m */
 	if (r < 0) {
