@@ -64,14 +64,14 @@ struct api_request {
 	api_deferred_fn defer_fn;   /* set by api_defer: the work, on the worker */
 	api_deferred_fn defer_done; /* ...and its end, back on the loop thread */
 	void *defer_arg;
+	/* group commit: a reply decided while a commit was not yet durable
+	 * waits, suspended, in this list for the loop's flush (api_sync) */
+	struct api_request *sync_next;
 	bool deferred_done;
 	bool parked;           /* suspended until the controller answers (api_park) */
 	int64_t hold_until_ns; /* a held 429 (server.c, hold_refusal) goes out then */
 	bool held_done;        /* ...and it has been resumed to go */
-	/* group commit: a reply decided while a commit was not yet durable
-	 * waits, suspended, for the loop's sync (server.c, api_sync) */
-	struct api_request *sync_next;
-	bool sync_done;
+	bool sync_done;        /* resumed by the group commit's flush (sync_next) */
 
 	/* reply: a handler sets status and reply (owned) or fails with err */
 	int status;
