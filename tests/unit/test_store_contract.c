@@ -1323,7 +1323,7 @@ static void test_pg_corrupt_rows(void **state)
 {
 	struct fx *f = *state;
 	const struct iso_store_ops *o = f->s->ops;
-	struct iso_allocation a = alloc("a-1", 1, "acme", 10, ISO_ALLOC_ACTIVE, 2), got = {0};
+	struct iso_allocation a, got = {0};
 	struct iso_alloc_filter all = {.state = -1};
 	struct iso_allocation *list = NULL;
 	struct iso_tenant t, *tl = NULL;
@@ -1331,6 +1331,7 @@ static void test_pg_corrupt_rows(void **state)
 
 	if (f->b != B_POSTGRES)
 		skip();
+	a = alloc("a-1", 1, "acme", 10, ISO_ALLOC_ACTIVE, 2);
 	add_tenant(f, "acme");
 	assert_int_equal(o->alloc_insert(f->s, &a, &f->err), 0);
 	iso_allocation_clear(&a);
