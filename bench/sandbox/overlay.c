@@ -6,6 +6,9 @@
  * three variants in a rotating order:
  *   bare     h1 -> h2 over the underlay veths and bridge, no overlay, no guard;
  *   overlay  m1 -> m2 over VXLAN, no guard (nft table removed on both);
+ *   empty    m1 -> m2 over VXLAN with only an empty nft base chain at the
+ *            guard's hook and priority on both hosts: the floor, what any
+ *            input chain costs there;
  *   guarded  m1 -> m2 over VXLAN with the guard on both hosts.
  * Each variant times N ping-pongs of a 64-byte message over one TCP
  * connection (TCP_NODELAY; p50 and p99 of the round trips), then sends in
@@ -289,8 +292,28 @@ static void setup(void)
 	}
 }
 
-enum variant { BARE, OVERLAY, GUARDED, N_VARIANTS };
-static const char *const vname[] = {"bare", "overlay", "guarded"};
+enum variant { BARE, OVERLAY, EMPTY, GUARDED, N_VARIANTS };
+static const char *const vname[] = {"bare", "overlay", "empty-chain", "guarded"};
+
+/* The floor: a table with one empty base chain at the guard's hook and
+ * priority on both hosts (what any nft chain there costs), or none. */
+static const char *floor_rules = ""; /* --floor-rules: rules for that chain (experiments) */
+
+static void empty_chain(bool on)
+{
+	const char *h[] = {"h1", "h2"};
+	for (int i = 0; i < 2; i++)
+		if ((on ? sh("ip netns exec %s%s nft 'add table inet isobench; add chain inet "
+		             "isobench c { type filter hook input priority -100; policy accept; %s "
+		             "}'",
+		             pfx, h[i], floor_rules)
+		        : sh("ip netns exec %s%s nft delete table inet isobench 2>/dev/null; true",
+		             pfx, h[i])) != 0) {
+			fprintf(stderr, "overlay bench: empty chain\n");
+			teardown();
+			exit(1);
+		}
+}
 
 int main(int argc, char **argv)
 {
@@ -306,6 +329,8 @@ int main(int argc, char **argv)
 			rounds = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "--pings") == 0 && i + 1 < argc) {
 			pings = atol(argv[++i]);
+		} else if (strcmp(argv[i], "--floor-rules") == 0 && i + 1 < argc) {
+			floor_rules = argv[++i];
 		} else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
 			seconds = atof(argv[++i]);
 		} else {
@@ -339,9 +364,13 @@ int main(int argc, char **argv)
 				s = measure("h1", "h2", "192.0.2.2", pings, seconds);
 			} else {
 				guard(v == GUARDED);
+				if (v == EMPTY)
+					empty_chain(true);
 				s = measure("m1", "m2", "10.0.1.2", pings, seconds);
 				if (v == GUARDED)
 					drops += guard_drops();
+				if (v == EMPTY)
+					empty_chain(false);
 			}
 			p50[v][r] = s.p50_us;
 			p99[v][r] = s.p99_us;
@@ -369,6 +398,9 @@ int main(int argc, char **argv)
 		       mg[v]);
 	printf("guarded/overlay: p50 %.4f, p99 %.4f, throughput %.4f\n",
 	       m50[GUARDED] / m50[OVERLAY], m99[GUARDED] / m99[OVERLAY], mg[GUARDED] / mg[OVERLAY]);
+	printf("empty-chain/overlay: p50 %.4f, p99 %.4f, throughput %.4f\n",
+	       m50[EMPTY] / m50[OVERLAY], m99[EMPTY] / m99[OVERLAY], mg[EMPTY] / mg[OVERLAY]);
+	printf("guarded/empty-chain: p50 %.4f\n", m50[GUARDED] / m50[EMPTY]);
 	printf("overlay/bare: p50 %.4f, p99 %.4f, throughput %.4f\n", m50[OVERLAY] / m50[BARE],
 	       m99[OVERLAY] / m99[BARE], mg[OVERLAY] / mg[BARE]);
 	printf("guard drops during the guarded runs: %llu\n", (unsigned long long)drops);
