@@ -8,8 +8,9 @@
  * the config names. A refusal must name what is wrong. An accepted
  * configuration must be complete and consistent (controller, 1..256
  * distinct valid nodes, a GPU driver, a state dir, a heartbeat of 1..25,
- * --ibsim-net exactly with --vf-driver ibsim, the token read), and written
- * back as a config file it must parse to the same configuration. */
+ * --ibsim-net exactly with --vf-driver ibsim, a cgroup root, a sandbox mode,
+ * the token read), and written back as a config file it must parse to the
+ * same configuration. */
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
@@ -75,6 +76,10 @@ static void check_accepted(const struct iso_agent_config *c)
 	            "vf driver %s with ibsim net %s", iso_vf_driver_name(c->vf.driver),
 	            c->vf.ibsim_net ? c->vf.ibsim_net : "(none)");
 	FUZZ_ASSERT(c->vf.sysfs_root && c->vf.sysfs_root[0], "no sysfs root");
+	FUZZ_ASSERT(c->cgroup_root && c->cgroup_root[0], "no cgroup root");
+	FUZZ_ASSERT(c->sandbox == ISO_AGENT_SANDBOX_AUTO || c->sandbox == ISO_AGENT_SANDBOX_REAL ||
+	                c->sandbox == ISO_AGENT_SANDBOX_OFF,
+	            "sandbox mode %d", (int)c->sandbox);
 }
 
 /* The configuration as a file of its own. */
@@ -88,6 +93,9 @@ static size_t render(const struct iso_agent_config *c, char *buf, size_t size)
 	PUT("vf-driver %s\nsysfs-root %s\n", iso_vf_driver_name(c->vf.driver), c->vf.sysfs_root);
 	if (c->vf.ibsim_net)
 		PUT("ibsim-net %s\n", c->vf.ibsim_net);
+	PUT("cgroup-root %s\n", c->cgroup_root);
+	if (c->sandbox != ISO_AGENT_SANDBOX_AUTO)
+		PUT("sandbox %s\n", c->sandbox == ISO_AGENT_SANDBOX_REAL ? "real" : "off");
 	for (size_t i = 0; i < c->n_nodes; i++)
 		PUT("node %s\n", c->nodes[i]);
 #undef PUT
@@ -137,7 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                cfg.heartbeat_s == again.heartbeat_s && cfg.vf.driver == again.vf.driver &&
 	                same_str(cfg.vf.sysfs_root, again.vf.sysfs_root) &&
 	                same_str(cfg.vf.ibsim_net, again.vf.ibsim_net) &&
-	                cfg.n_nodes == again.n_nodes,
+	                same_str(cfg.cgroup_root, again.cgroup_root) &&
+	                cfg.sandbox == again.sandbox && cfg.n_nodes == again.n_nodes,
 	            "the rendered configuration reads otherwise:\n%s", text);
 	for (size_t i = 0; i < cfg.n_nodes; i++)
 		FUZZ_ASSERT(strcmp(cfg.nodes[i], again.nodes[i]) == 0, "node %zu: %s, then %s", i,

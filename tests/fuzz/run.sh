@@ -16,7 +16,7 @@ seconds=$2
 shift 2
 src=$(dirname "$0")
 [ $# -gt 0 ] || set -- inventory partitions opafm discover trace audit audit_event api gpu_sim \
-	agent_desired agent_outbox agent_vf agent_config
+	agent_desired agent_outbox agent_vf agent_config agent_socket
 
 # The largest input each harness is given: about twice its largest seed, so
 # that the fuzzer spends its time on structure rather than on length.
@@ -26,6 +26,7 @@ max_len() {
 	discover) echo 24576 ;;
 	audit) echo 16384 ;;
 	api) echo 4096 ;;
+	agent_socket) echo 2048 ;; # a request is at most 1024 bytes, a record 4096
 	*) echo 8192 ;;
 	esac
 }
