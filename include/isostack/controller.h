@@ -178,6 +178,8 @@ struct iso_tenant_policy {
 		bool set;
 		int value;
 	} limit[ISO_TENANT_LIMITS];
+	bool io_uring_set; /* io_uring: given (set by cluster-admins only) */
+	bool io_uring;
 };
 /* The limits in force for tenant `t` (its own, or the daemon's defaults). */
 void iso_controller_tenant_limits(const struct iso_controller *c, const struct iso_tenant *t,

@@ -46,6 +46,9 @@ struct iso_tenant {
 	int max_user_priority;   /* highest priority its tenant-users may ask for */
 	int writes_per_s;        /* its request rates; 0 = the daemon's defaults */
 	int reads_per_s;
+	/* io_uring allowed by its members' seccomp filter (docs/sandbox.md);
+	 * false by default, set by cluster-admins only */
+	bool io_uring;
 };
 
 /* The per-tenant limits above as one table (docs/tenancy.md, "Limits"), so

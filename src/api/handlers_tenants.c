@@ -1,10 +1,10 @@
 /* handlers_tenants.c: /v1/tenants. */
 #include "api/internal.h"
 
-static const char *const tenant_create_keys[] = {"name",      "description", "org",    "shares",
-                                                 "isolation", "tags",        "limits", NULL};
-static const char *const tenant_update_keys[] = {"description", "org",    "shares", "isolation",
-                                                 "tags",        "limits", NULL};
+static const char *const tenant_create_keys[] = {
+    "name", "description", "org", "shares", "isolation", "tags", "limits", "io_uring", NULL};
+static const char *const tenant_update_keys[] = {"description", "org",    "shares",   "isolation",
+                                                 "tags",        "limits", "io_uring", NULL};
 /* "limits": {"max_pending", "max_live", ...}, each optional (the keys and
  * ranges of iso_tenant_limit_def). */
 static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
@@ -34,10 +34,22 @@ static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_er
 	return 0;
 }
 
+/* "io_uring": a boolean, when given (who may give it: the controller). */
+static int get_io_uring(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
+{
+	if (!json_object_get(body, "io_uring"))
+		return 0;
+	if (iso_json_get_bool(body, "io_uring", NULL, true, &pol->io_uring, err) < 0)
+		return -1;
+	pol->io_uring_set = true;
+	return 0;
+}
+
 /* The tenancy policy fields of a create or update body. */
 static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
 {
-	return iso_json_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
+	return get_io_uring(body, pol, err) < 0 ||
+	               iso_json_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
 	               iso_json_get_number(body, "shares", NULL, 1e-6, 1e6, &pol->shares, err) <
 	                   0 ||
 	               iso_json_get_string(body, "isolation", NULL, false, &pol->isolation, err) <

@@ -43,14 +43,14 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 	iso_controller_tenant_limits(ctl, t, &lim);
 	snprintf(hex, sizeof(hex), "0x%04x", pkey > 0 ? pkey : 0);
 	json_t *o = json_pack(
-	    "{s:s, s:s, s:o, s:o, s:o, s:o, s:f, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i}}", "name",
-	    t->name, "description", t->description, "pkey",
+	    "{s:s, s:s, s:o, s:o, s:o, s:o, s:f, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i}, s:b}",
+	    "name", t->name, "description", t->description, "pkey",
 	    pkey > 0 ? json_string(hex) : json_null(), "created", api_time(t->created_ms),
 	    "updated", api_time(t->updated_ms), "org", str_or_null(t->org), "shares",
 	    t->shares > 0 ? t->shares : 1.0, "isolation", t->isolation[0] ? t->isolation : "shared",
 	    "tags", t->tags, "limits", "max_pending", lim.max_pending, "max_live", lim.max_live,
 	    "max_user_priority", t->max_user_priority, "writes_per_s", lim.writes_per_s,
-	    "reads_per_s", lim.reads_per_s);
+	    "reads_per_s", lim.reads_per_s, "io_uring", t->io_uring);
 	uint32_t vni = iso_controller_tenant_vni(ctl, t->id);
 
 	/* issue 14: the tenant's VXLAN VNI, on an ethernet fabric only */

@@ -494,8 +494,8 @@ static int build_members(const struct iso_controller *c, int ni, struct iso_agen
 		iso_strlcpy(m->tenant, e->tenant, sizeof(m->tenant));
 		m->cpus = e->cpus > 0 ? (unsigned)e->cpus : 0;
 		m->memory_mib = e->memory_mib > 0 ? (uint64_t)e->memory_mib : 0;
-		/* no tenant-level io_uring switch exists yet: the strict filter */
-		m->io_uring = false;
+		/* the tenant's switch (uring.c); off: the strict filter */
+		m->io_uring = ctl_uring_allowed(c, e->tenant_id);
 		if (vni) {
 			m->has_overlay = true;
 			m->vni = vni;
@@ -587,6 +587,15 @@ static void settle_node(struct iso_controller *c, int ni)
 	n->members = members;
 	n->gen++;
 	answer_waiters(c, ni, true);
+}
+
+void ctl_agents_tenant_changed(struct iso_controller *c, int64_t tenant_id)
+{
+	struct ctl_agents *ag = c->agents;
+
+	for (int i = 0; ag && i < ag->n; i++)
+		if (node_has_tenant(&ag->nodes[i], tenant_id))
+			mark_dirty(ag, i);
 }
 
 void ctl_agents_settle(struct iso_controller *c)

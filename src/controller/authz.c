@@ -44,6 +44,10 @@ static const struct right rights[] = {
     {"tenant.update", {A, D, L, L, D}, NULL},
     /* the one field a tenant-admin may set on its own tenant */
     {"tenant.update.max_user_priority", {A, D, T, D, D}, NULL},
+    /* io_uring in its members' seccomp filter: a kernel attack surface */
+    {"tenant.update.io_uring",
+     {A, D, D, D, D},
+     "io_uring opens a large kernel attack surface; only a cluster-admin may allow it"},
     {"tenant.delete", {A, D, L, L, D}, NULL},
 
     {"org.create", {A, D, D, D, D}, NULL},

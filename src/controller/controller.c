@@ -288,6 +288,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 		c->limits.max_live = ISO_DEFAULT_MAX_LIVE;
 	r = ctl_auth_cache_open(c, err);
 	if (r == 0)
+		r = ctl_uring_open(c, err);
+	if (r == 0)
 		r = ctl_agents_open(c, params, err);
 	if (r == 0)
 		r = rebuild_state(c, err);
@@ -402,6 +404,7 @@ void iso_controller_free(struct iso_controller *c)
 	ctl_auth_cache_close(c);
 	ctl_costs_free(c);
 	ctl_agents_close(c);
+	ctl_uring_close(c);
 	ctl_audit_close(c);
 	iso_cluster_state_free(&c->cs);
 	free(c);

@@ -9,6 +9,7 @@
 #include "isostack/fabric.h"
 
 struct ctl_agents;
+struct ctl_uring;
 struct ctl_costs;
 struct ctl_fabric;
 struct ctl_preempt;
@@ -45,6 +46,7 @@ struct iso_controller {
 	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
 	uint64_t auth_epoch;               /* bumped at every transaction's end */
 	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
+	struct ctl_uring *uring;     /* uring.c: tenants whose io_uring switch is on */
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
 	int64_t queue_pass_ms;           /* when the last pass ran */
@@ -163,6 +165,16 @@ void ctl_agents_node_member(const struct iso_controller *c, int ni, int i, const
                             int *member, int64_t *tenant_id);
 /* Does node ni hold a member of the tenant? (O(the tenant's nodes)) */
 bool ctl_agents_tenant_on_node(const struct iso_controller *c, int64_t tenant_id, int ni);
+/* The tenant's members changed (its io_uring switch): the documents of the
+ * nodes holding them are rebuilt at the next settle, no other node's. */
+void ctl_agents_tenant_changed(struct iso_controller *c, int64_t tenant_id);
+
+/* ---- uring.c: the tenants whose members may use io_uring (docs/sandbox.md) ---- */
+int ctl_uring_open(struct iso_controller *c, struct iso_error *err);
+void ctl_uring_close(struct iso_controller *c);
+bool ctl_uring_allowed(const struct iso_controller *c, int64_t tenant_id);
+/* After the commit that changed tenant_id's switch (or deleted it: off). */
+void ctl_uring_set(struct iso_controller *c, int64_t tenant_id, bool on);
 /* The Ethernet mode of the verifier (overlay.c): proves from the overlays
  * the agents read back that no cross-tenant path exists. */
 int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,

@@ -26,9 +26,10 @@ static json_t *policy_json(const struct iso_tenant *t)
 	char shares[32];
 
 	snprintf(shares, sizeof(shares), "%g", t->shares > 0 ? t->shares : 1.0);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "description", t->description, "org", t->org,
-	                 "shares", shares, "isolation", t->isolation[0] ? t->isolation : "shared",
-	                 "tags", t->tags);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "description", t->description, "org",
+	                 t->org, "shares", shares, "isolation",
+	                 t->isolation[0] ? t->isolation : "shared", "tags", t->tags, "io_uring",
+	                 t->io_uring);
 }
 
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
@@ -58,6 +59,8 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 	r = ctl_tenant_policy_apply(c, pol, &t, err);
 	if (r < 0)
 		return r;
+	if (pol && pol->io_uring_set) /* tenant.create is the cluster-admin's alone */
+		t.io_uring = pol->io_uring;
 	if (ctl_org_exists(c, name))
 		return iso_error_set(err, ISO_E_CONFLICT, "name",
 		                     "name: an organisation is named \"%s\"; organisations and "
@@ -93,6 +96,7 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 			                     "tenant \"%s\" already exists", name);
 		return r;
 	}
+	ctl_uring_set(c, t.id, t.io_uring);
 	if (ctl_tenancy_tenant_added(c, &t, err) < 0 ||
 	    ctl_tenancy_put_account(c, t.name, ISO_ACCT_TENANT, t.org, t.shares, err) < 0 ||
 	    ctl_tenancy_move_tenant(c, t.name, t.org, false, err) < 0)
@@ -149,10 +153,22 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	r = iso_controller_tenant_get(c, p, name, &t, err);
 	if (r < 0)
 		return r;
+	/* io_uring is refused by name to anyone but a cluster-admin, whatever
+	 * else the request holds (a hostile tenant must not widen its own
+	 * seccomp filter). */
+	if (pol && pol->io_uring_set) {
+		r = ctl_authorize(p, "tenant.update.io_uring", NULL, err);
+		if (r < 0) {
+			if (err)
+				iso_strlcpy(err->field, "io_uring", sizeof(err->field));
+			return r;
+		}
+	}
 	/* A tenant-admin may set one thing on its own tenant: the ceiling on
 	 * its users' priority. Everything else is the cluster admin's. */
 	bool only_ceiling = pol && pol->limit[ISO_LIMIT_MAX_USER_PRIORITY].set && !description &&
-	                    !pol->org && pol->shares == 0 && !pol->isolation && !pol->tags;
+	                    !pol->org && pol->shares == 0 && !pol->isolation && !pol->tags &&
+	                    !pol->io_uring_set;
 	for (int l = 0; only_ceiling && l < ISO_TENANT_LIMITS; l++)
 		only_ceiling = l == ISO_LIMIT_MAX_USER_PRIORITY || !pol->limit[l].set;
 	enum ctl_scope scope;
@@ -172,6 +188,8 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	r = ctl_tenant_policy_apply(c, pol, &t, err);
 	if (r < 0)
 		return r;
+	if (pol && pol->io_uring_set)
+		t.io_uring = pol->io_uring;
 	/* Moving between organisations: only while it holds nothing, and its
 	 * guarantees must nest under the new one (checked on the tree, undone). */
 	r = ctl_tenancy_move_tenant(c, t.name, t.org, true, err);
@@ -193,6 +211,7 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 	if (r < 0)
 		return r;
 	ctl_rates_forget(c, t.id);
+	ctl_uring_set(c, t.id, t.io_uring);
 	if (ctl_tenancy_put_account(c, t.name, ISO_ACCT_TENANT, t.org, t.shares, err) < 0 ||
 	    ctl_tenancy_move_tenant(c, t.name, t.org, false, err) < 0)
 		iso_log(ISO_LOG_ERR, "tenancy_update_failed", "tenant=%s error=\"%s\"", t.name,
@@ -243,6 +262,7 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 	if (r < 0)
 		return r;
 	ctl_fabric_tenant_deleted(c, t.id, now);
+	ctl_uring_set(c, t.id, false);
 	ctl_tenancy_tenant_deleted(c, &t);
 	iso_log(ISO_LOG_INFO, "tenant_deleted", "request_id=%s by=%s tenant=%s", p->request_id,
 	        p->token_id, name);

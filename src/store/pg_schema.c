@@ -160,6 +160,10 @@ static const char *const migrations[] = {
     "  xid INTEGER NOT NULL,"
     "  at_ms BIGINT NOT NULL,"
     "  PRIMARY KEY (node, gpu));",
+    /* 2: the tenant's io_uring switch (0/1, as SQLite's; docs/sandbox.md);
+     * existing tenants keep io_uring denied. */
+    "ALTER TABLE tenants ADD COLUMN io_uring BIGINT NOT NULL DEFAULT 0"
+    "  CHECK (io_uring IN (0, 1));",
 };
 
 /* Serialises migrations between processes opening one database. */

@@ -12,7 +12,7 @@
 
 #define TENANT_COLS                                                                        \
 	"id, name, description, created_ms, updated_ms, org, shares, isolation, tags, "        \
-	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s"
+	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s, io_uring"
 #define TOKEN_COLS                                                                                 \
 	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms, node"
 #define ALLOC_COLS                                                                                 \
@@ -39,12 +39,12 @@ static const char *const stmt_sql[ST__COUNT] = {
                     " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms, org,"
                          " shares, isolation, tags, max_pending, max_live, max_user_priority,"
-                         " writes_per_s, reads_per_s)"
-                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                         " writes_per_s, reads_per_s, io_uring)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4,"
                          " org = ?5, shares = ?6, isolation = ?7, tags = ?8, max_pending = ?9,"
                          " max_live = ?10, max_user_priority = ?11, writes_per_s = ?12,"
-                         " reads_per_s = ?13 WHERE id = ?1",
+                         " reads_per_s = ?13, io_uring = ?14 WHERE id = ?1",
     [ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
     [ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
     [ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",

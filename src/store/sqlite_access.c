@@ -70,12 +70,13 @@ static int read_tenant(sqlite3_stmt *st, struct iso_tenant *t, struct iso_error 
 	t->max_user_priority = (int)iso_sqlite_rd_i64(&row);
 	t->writes_per_s = (int)iso_sqlite_rd_i64(&row);
 	t->reads_per_s = (int)iso_sqlite_rd_i64(&row);
+	t->io_uring = iso_sqlite_rd_bool(&row);
 	snprintf(id, sizeof(id), "%" PRId64, t->id);
 	return iso_sqlite_row_check(&row, "tenants", id, err);
 }
 
-/* org, shares, isolation, tags and the limits at ?first.. (defaults for a
- * zeroed struct). */
+/* org, shares, isolation, tags, the limits and io_uring at ?first..
+ * (defaults for a zeroed struct). */
 static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tenant *t)
 {
 	return BIND_FIELD(st, first, t->org) ||
@@ -86,7 +87,8 @@ static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tena
 	       sqlite3_bind_int(st, first + 5, t->max_live) ||
 	       sqlite3_bind_int(st, first + 6, t->max_user_priority) ||
 	       sqlite3_bind_int(st, first + 7, t->writes_per_s) ||
-	       sqlite3_bind_int(st, first + 8, t->reads_per_s);
+	       sqlite3_bind_int(st, first + 8, t->reads_per_s) ||
+	       sqlite3_bind_int(st, first + 9, t->io_uring);
 }
 
 /* Steps a single-row lookup; `what` names the object for not-found. */

@@ -675,7 +675,7 @@ def check_error_shape(tc, r):
 # ---------------------------------------------------------------- objects
 
 TENANT_KEYS = {"name", "description", "pkey", "created", "updated", "org", "shares", "isolation",
-               "tags", "limits"}
+               "tags", "limits", "io_uring"}
 TOKEN_KEYS = {"id", "role", "tenant", "user", "description", "created", "expires", "revoked"}
 NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "memory_mib_used",
              "state", "gpus", "gpu_model", "members", "port", "agent", "conditions"}

@@ -284,6 +284,7 @@ static void test_tenants(void **state)
 	t.max_user_priority = 3;
 	t.writes_per_s = 11;
 	t.reads_per_s = 13;
+	t.io_uring = true;
 	assert_int_equal(o->tenant_insert(f->s, &t, &f->err), 0);
 	id = t.id;
 	assert_true(id > 0);
@@ -303,6 +304,7 @@ static void test_tenants(void **state)
 	assert_int_equal(got.max_user_priority, 3);
 	assert_int_equal(got.writes_per_s, 11);
 	assert_int_equal(got.reads_per_s, 13);
+	assert_true(got.io_uring);
 	assert_int_equal(got.created_ms, 1000);
 	assert_int_equal(o->tenant_get_by_id(f->s, id, &got, &f->err), 0);
 	assert_string_equal(got.name, "acme");
@@ -316,14 +318,17 @@ static void test_tenants(void **state)
 	assert_int_equal(o->tenant_get_by_id(f->s, other.id, &got, &f->err), 0);
 	assert_true(got.shares == 1.0);
 	assert_string_equal(got.isolation, "shared");
+	assert_false(got.io_uring);
 
 	/* update: every column; a rename onto another's name clashes */
 	t.updated_ms = 2000;
 	snprintf(t.name, sizeof(t.name), "acme2");
 	snprintf(t.description, sizeof(t.description), "renamed");
 	t.max_live = 99;
+	t.io_uring = false;
 	assert_int_equal(o->tenant_update(f->s, &t, &f->err), 0);
 	assert_int_equal(o->tenant_get_by_id(f->s, id, &got, &f->err), 0);
+	assert_false(got.io_uring);
 	assert_string_equal(got.name, "acme2");
 	assert_string_equal(got.description, "renamed");
 	assert_int_equal(got.updated_ms, 2000);
@@ -1176,6 +1181,42 @@ static void test_reopen_migrated(void **state)
 	assert_true(add_tenant(f, "beta") > id);
 }
 
+/* A database from before the tenants' io_uring switch (docs/sandbox.md):
+ * the migration adds the column with false for every existing tenant, even
+ * one whose io_uring was true before the column was dropped here. The switch
+ * is the newest migration of both backends: undone by dropping its column
+ * and the highest schema_version row. */
+static void test_io_uring_migrated(void **state)
+{
+	struct fx *f = *state;
+	struct iso_tenant t = tenant("old"), got;
+	static const char undo[] = "ALTER TABLE tenants DROP COLUMN io_uring;"
+	                           " DELETE FROM schema_version WHERE version ="
+	                           " (SELECT max(version) FROM schema_version)";
+
+	t.io_uring = true;
+	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
+	iso_store_close(f->s);
+	f->s = NULL;
+	if (f->b == B_SQLITE) {
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, undo, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	} else {
+		pg_raw(f->conninfo, undo);
+	}
+	fx_open(f);
+	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "old", &got, &f->err), 0);
+	assert_false(got.io_uring);
+	assert_string_equal(got.description, "the old tenant");
+	got.io_uring = true;
+	assert_int_equal(f->s->ops->tenant_update(f->s, &got, &f->err), 0);
+	fx_reopen(f);
+	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "old", &got, &f->err), 0);
+	assert_true(got.io_uring);
+}
+
 /* A database a newer isostackd migrated is refused, not guessed at. */
 static void test_newer_schema_refused(void **state)
 {
@@ -1385,6 +1426,8 @@ static void test_pg_corrupt_rows(void **state)
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_reopen_migrated, fx_setup, fx_teardown,  \
 	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_io_uring_migrated, fx_setup,             \
+	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_newer_schema_refused, fx_setup,          \
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_pg_reconnect, fx_setup, fx_teardown, b), \
