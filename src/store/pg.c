@@ -45,6 +45,28 @@ static int result_fail(struct pg_store *s, const PGresult *res, const char *op, 
 	return iso_pg_fail(s, op, err);
 }
 
+/* Group commit's session setting: synchronous_commit off (a commit returns
+ * once it is in the WAL buffers, before the flush) or back on, read back. */
+static int group_setting(struct pg_store *s, bool on, struct iso_error *err)
+{
+	_cleanup_pgres_ PGresult *set =
+	    PQexec(s->conn, on ? "SET synchronous_commit = off" : "SET synchronous_commit = on");
+	_cleanup_pgres_ PGresult *res = NULL;
+	const char *want = on ? "off" : "on";
+
+	if (PQresultStatus(set) != PGRES_COMMAND_OK)
+		return result_fail(s, set, "group commit", NULL, NULL, err);
+	res = PQexec(s->conn, "SHOW synchronous_commit");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		return result_fail(s, res, "reading synchronous_commit", NULL, NULL, err);
+	if (strcmp(PQgetvalue(res, 0, 0), want) != 0)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: group commit: synchronous_commit=%s did not take "
+		                     "(got \"%s\")",
+		                     want, PQgetvalue(res, 0, 0));
+	return 0;
+}
+
 /* Settings every session of the store runs with. synchronous_commit=on is
  * read back: a server or role configured otherwise (off, local) would
  * acknowledge commits that a crash or a failover can lose, so it is refused. */
@@ -78,8 +100,14 @@ static int session_setup(struct pg_store *s, struct iso_error *err)
 		return iso_error_set(
 		    err, ISO_E_INTERNAL, NULL,
 		    "store: postgres: synchronous_commit=on did not take (got \"%s\")", got);
+	if (s->idle_tx_timeout_ms > 0) { /* the leader lease's bound (pg_lease.c) */
+		char sql[96];
+		snprintf(sql, sizeof(sql), "SET idle_in_transaction_session_timeout = %lld",
+		         (long long)s->idle_tx_timeout_ms);
+		PQclear(PQexec(s->conn, sql));
+	}
 	s->n_prepared = 0;
-	return 0;
+	return s->group ? group_setting(s, true, err) : 0;
 }
 
 /* A connection that dropped while no transaction was open is made again
@@ -93,6 +121,11 @@ static int ensure_connected(struct pg_store *s, struct iso_error *err)
 	if (s->in_tx)
 		return iso_pg_fail(s, "connection lost inside a transaction", err);
 	iso_log(ISO_LOG_WARN, "store_reconnect", "msg=\"connection to PostgreSQL lost\"");
+	/* Commits made with synchronous_commit=off and not yet flushed by a sync
+	 * may have died with the server; a flush on the new session cannot
+	 * bring them back, so the next sync fails instead of vouching for them. */
+	if (s->group && s->unsynced)
+		s->sync_lost = true;
 	PQreset(s->conn);
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return iso_pg_fail(s, "reconnecting", err);
@@ -147,6 +180,8 @@ int iso_pg_query(struct pg_store *s, const char *sql, struct pg_params *p, const
 	r = prepared_name(s, sql, name, sizeof(name), op, err);
 	if (r < 0)
 		return r;
+	if (s->group && !s->in_tx)
+		s->unsynced = true; /* an autocommit statement may write */
 	res = PQexecPrepared(s->conn, name, p ? p->n : 0, p ? p->val : NULL, p ? p->len : NULL,
 	                     p ? p->fmt : NULL, 0);
 	st = PQresultStatus(res);
@@ -186,6 +221,52 @@ static int simple(struct pg_store *s, const char *sql, const char *op, struct is
 
 /* ---- transactions ---- */
 
+/* The fence (docs/store.md, "High availability"), as Temporal checks its
+ * shard's range_id: with a leader lease, the first statement of every write
+ * transaction checks, in that transaction, that this process still holds
+ * the lease with its term. FOR SHARE keeps a takeover's update of the row
+ * waiting until the transaction ends, so a term cannot move under a
+ * transaction that passed the check. A moved term (or no lease held) fails
+ * the transaction and deposes the lease: the daemon steps down. */
+static int pg_fence(struct pg_store *s, struct iso_error *err)
+{
+	static const char sql[] = "SELECT 1 FROM leader WHERE id = 1 AND holder = $1 AND term = $2"
+	                          " AND expires_at > clock_timestamp() FOR SHARE";
+	struct iso_lease *l = s->lease;
+	_cleanup_pgres_ PGresult *res = NULL;
+	struct pg_params p = {0};
+	int r;
+
+	if (!l)
+		return 0;
+	if (l->role != ISO_LEASE_LEADER)
+		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+		                     "not the leader: this isostackd does not hold the lease");
+	P_STR(&p, l->holder);
+	iso_pg_p_i64(&p, l->term);
+	r = iso_pg_query(s, sql, &p, "fence", NULL, NULL, &res, err);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		l->fence_lost = true;
+		iso_lease_depose(l, "a write found the term moved");
+		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+		                     "not the leader: term %lld is no longer this isostackd's; "
+		                     "stepping down",
+		                     (long long)l->term);
+	}
+	return 0;
+}
+
+int iso_pg_set_idle_timeout(struct pg_store *s, int64_t ms, struct iso_error *err)
+{
+	char sql[96];
+
+	s->idle_tx_timeout_ms = ms;
+	snprintf(sql, sizeof(sql), "SET idle_in_transaction_session_timeout = %lld", (long long)ms);
+	return simple(s, sql, "idle_in_transaction_session_timeout", err);
+}
+
 static int pg_begin(struct iso_store *is, struct iso_error *err)
 {
 	struct pg_store *s = pg_store_of(is);
@@ -204,6 +285,8 @@ static int pg_begin(struct iso_store *is, struct iso_error *err)
 	if (r == 0)
 		r = simple(s, "BEGIN; SELECT pg_advisory_xact_lock(7261535432105367602)", "begin",
 		           err);
+	if (r == 0)
+		r = pg_fence(s, err);
 	if (r < 0) {
 		if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
 			PQclear(PQexec(s->conn, "ROLLBACK"));
@@ -248,6 +331,8 @@ static int pg_commit(struct iso_store *is, struct iso_error *err)
 		                     "store: commit: a statement of the transaction failed; "
 		                     "rolled back");
 	}
+	if (s->group)
+		s->unsynced = true; /* also when the answer is lost: it may have committed */
 	res = PQexec(s->conn, "COMMIT");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		r = result_fail(s, res, "commit", NULL, NULL, err);
@@ -268,13 +353,24 @@ int iso_pg_atomic_begin(struct pg_store *s, const char *op, struct iso_error *er
 
 	if (r < 0)
 		return r;
-	return simple(s, s->in_tx ? "SAVEPOINT iso_write" : "BEGIN", op, err);
+	if (s->in_tx)
+		return simple(s, "SAVEPOINT iso_write", op, err);
+	r = simple(s, "BEGIN", op, err);
+	if (r == 0)
+		r = pg_fence(s, err); /* a write of its own is fenced too */
+	if (r < 0 && PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+		PQclear(PQexec(s->conn, "ROLLBACK"));
+	return r;
 }
 
 int iso_pg_atomic_end(struct pg_store *s, const char *op, struct iso_error *err)
 {
-	PGresult *res = PQexec(s->conn, s->in_tx ? "RELEASE iso_write" : "COMMIT");
+	PGresult *res;
 	int r = 0;
+
+	if (s->group && !s->in_tx)
+		s->unsynced = true;
+	res = PQexec(s->conn, s->in_tx ? "RELEASE iso_write" : "COMMIT");
 
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		r = result_fail(s, res, op, NULL, NULL, err);
@@ -302,6 +398,90 @@ void iso_pg_atomic_abort(struct pg_store *s)
 	} else {
 		PQclear(PQexec(s->conn, "ROLLBACK"));
 	}
+}
+
+/* ---- group commit (docs/store.md, "Group commit") ----
+ *
+ * With group commit on, the session runs synchronous_commit=off: COMMIT
+ * returns once the commit record is in the WAL buffers, and the WAL writer
+ * flushes it later. sync then runs one tiny transaction with
+ * synchronous_commit=on. PostgreSQL's documentation, "Asynchronous Commit"
+ * (https://www.postgresql.org/docs/15/wal-async-commit.html): a synchronous
+ * commit waits for "the transaction's WAL records to be flushed to permanent
+ * storage" before it returns, the commit mode "depends on the value of
+ * synchronous_commit when transaction commit begins" (so SET LOCAL inside
+ * the transaction decides it), and after a crash the WAL is replayed "up to
+ * the last record that was flushed", in commit order: "it is not possible
+ * for A's effects to be lost while B's effects are preserved". The WAL is
+ * one sequence, so flushing up to the sync transaction's commit record
+ * flushes every commit before it. (With a synchronous standby, that commit
+ * also waits for the standby to have the WAL up to it: same reasoning.)
+ *
+ * The sync transaction must write a commit record to wait for: one without a
+ * transaction id has none and returns without a flush, so it calls
+ * pg_current_xact_id(), which "will assign a new one if the current
+ * transaction does not have one already"
+ * (https://www.postgresql.org/docs/15/functions-info.html). */
+
+static int pg_set_group_commit(struct iso_store *is, bool on, struct iso_error *err)
+{
+	struct pg_store *s = pg_store_of(is);
+	int r;
+
+	if (s->in_tx)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: group commit: a transaction is open");
+	r = ensure_connected(s, err);
+	if (r < 0)
+		return r;
+	r = group_setting(s, on, err);
+	if (r < 0)
+		return r;
+	s->group = on;
+	return 0;
+}
+
+static int pg_sync(struct iso_store *is, struct iso_error *err)
+{
+	struct pg_store *s = pg_store_of(is);
+	PGresult *res;
+	int r = 0;
+
+	if (s->in_tx)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: sync: a transaction is open");
+	if (s->sync_lost)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: sync: the PostgreSQL session ended before commits "
+		                     "made without a flush were flushed; they may be lost");
+	if (!s->unsynced)
+		return 0;
+	r = ensure_connected(s, err);
+	if (r < 0)
+		return r;
+	if (s->sync_lost) /* the reconnect above found the session gone */
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: sync: the PostgreSQL session ended before commits "
+		                     "made without a flush were flushed; they may be lost");
+	res = PQexec(s->conn, "BEGIN; SET LOCAL synchronous_commit = on; "
+	                      "SELECT pg_current_xact_id(); COMMIT");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		r = result_fail(s, res, "sync", NULL, NULL, err);
+	else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                  "store: sync: the server rolled the flush back (%s)",
+		                  PQcmdStatus(res));
+	PQclear(res);
+	if (r < 0) {
+		PGTransactionStatusType ts = PQtransactionStatus(s->conn);
+		if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR)
+			PQclear(PQexec(s->conn, "ROLLBACK"));
+		/* Whether the WAL reached the disk is unknown: no later sync may
+		 * report success for it (docs/store.md, "A failed flush"). */
+		s->sync_lost = true;
+		return r;
+	}
+	s->unsynced = false;
+	return 0;
 }
 
 /* ---- open and close ---- */
@@ -379,6 +559,8 @@ static const struct iso_store_ops pg_ops = {
     .audit_head_put = iso_pg_audit_head_put,
     .audit_head_latest = iso_pg_audit_head_latest,
     .audit_head_scan = iso_pg_audit_head_scan,
+    .set_group_commit = pg_set_group_commit,
+    .sync = pg_sync,
 };
 
 int iso_store_open_postgres(const char *conninfo, struct iso_store **out, struct iso_error *err)

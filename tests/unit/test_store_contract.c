@@ -1333,6 +1333,10 @@ static void test_group_commit_ops(void **state)
 	const struct iso_store_ops *o = f->s->ops;
 	struct iso_tenant got;
 
+	if (f->b == B_POSTGRES) { /* both backends have group commit */
+		assert_non_null(o->set_group_commit);
+		assert_non_null(o->sync);
+	}
 	if (!o->set_group_commit || !o->sync) {
 		assert_null(o->set_group_commit); /* both or neither */
 		assert_null(o->sync);
@@ -1355,6 +1359,48 @@ static void test_group_commit_ops(void **state)
 	assert_int_equal(o->set_group_commit(f->s, false, &f->err), 0);
 	fx_reopen(f);
 	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "gc-2", &got, &f->err), 0);
+}
+
+/* PostgreSQL's group commit (pg.c): commits made with synchronous_commit=off
+ * that no sync flushed yet may die with the server. When the session ends
+ * before the sync, the next sync fails (the flush on a new session cannot
+ * vouch for them) and keeps failing; a session that ends with everything
+ * flushed costs nothing. After a reconnect the new session runs group commit
+ * too (what it commits needs a sync). */
+static void test_pg_group_commit_session_lost(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_tenant got;
+	static const char kill_store[] = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+	                                 " WHERE application_name = 'isostackd'";
+
+	if (f->b != B_POSTGRES)
+		skip();
+	assert_non_null(o->set_group_commit);
+	assert_non_null(o->sync);
+	assert_int_equal(o->set_group_commit(f->s, true, &f->err), 0);
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	add_tenant(f, "flushed");
+	assert_int_equal(o->commit(f->s, &f->err), 0);
+	assert_int_equal(o->sync(f->s, &f->err), 0);
+	/* everything flushed: a lost session is harmless */
+	pg_raw(f->conninfo, kill_store);
+	assert_int_equal(o->tenant_get_by_name(f->s, "flushed", &got, &f->err), -EIO);
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	add_tenant(f, "unflushed");
+	assert_int_equal(o->commit(f->s, &f->err), 0);
+	assert_int_equal(o->sync(f->s, &f->err), 0);
+	/* a commit not yet flushed, then the session ends */
+	assert_int_equal(o->begin(f->s, &f->err), 0);
+	add_tenant(f, "maybe-lost");
+	assert_int_equal(o->commit(f->s, &f->err), 0);
+	pg_raw(f->conninfo, kill_store);
+	assert_int_equal(o->tenant_get_by_name(f->s, "flushed", &got, &f->err), -EIO);
+	assert_int_equal(o->tenant_get_by_name(f->s, "flushed", &got, &f->err), 0);
+	assert_int_equal(o->sync(f->s, &f->err), -EIO);
+	assert_non_null(strstr(f->err.message, "may be lost"));
+	assert_int_equal(o->sync(f->s, &f->err), -EIO); /* and it stays failed */
 }
 
 /* PostgreSQL rows that do not fit their model field are reported as corrupt
@@ -1436,7 +1482,9 @@ static void test_pg_corrupt_rows(void **state)
 	    cmocka_unit_test_prestate_setup_teardown(test_group_commit_ops, fx_setup, fx_teardown, \
 	                                             b),                                           \
 	    cmocka_unit_test_prestate_setup_teardown(test_pg_corrupt_rows, fx_setup, fx_teardown,  \
-	                                             b)
+	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_pg_group_commit_session_lost, fx_setup,  \
+	                                             fx_teardown, b)
 
 int main(void)
 {
