@@ -201,11 +201,20 @@ void ctl_audit_undo(struct iso_controller *c, uint64_t size, const struct iso_au
 
 int ctl_audit_sign_now(struct iso_controller *c, struct iso_error *err)
 {
+	/* The flush runs before ctl_tx_end, which remembers the tree and head
+	 * only as it finds them: a failed commit must take the tree and head
+	 * back to what they were before this flush. */
+	uint64_t size = iso_merkle_size(c->tree);
+	struct iso_audit_head head = c->head;
+	bool have_head = c->have_head;
 	int r = ctl_tx_begin(c, err);
 
 	if (r == 0)
 		r = ctl_audit_flush(c, true, err);
-	return ctl_tx_end(c, r, err);
+	r = ctl_tx_end(c, r, err);
+	if (r < 0)
+		ctl_audit_undo(c, size, &head, have_head);
+	return r;
 }
 
 void ctl_record(struct iso_controller *c, const struct iso_principal *p, const struct ctl_event *ev,

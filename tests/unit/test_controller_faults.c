@@ -732,6 +732,17 @@ static int run_alloc_create_project(struct fixture *fx, struct ctx *x, struct is
 	return r;
 }
 
+/* Events since the last head: reading the head signs a new one. */
+static int run_audit_head(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	struct iso_principal auditor = {.role = ISO_ROLE_AUDITOR};
+	struct iso_audit_head h;
+
+	(void)x;
+	iso_strlcpy(auditor.token_id, "auditor", sizeof(auditor.token_id));
+	return iso_controller_audit_head(fx->ctl, &auditor, &h, err);
+}
+
 static const struct fault_case cases[] = {
     {"tenant.create", true, prep_nothing, run_tenant_create},
     {"tenant.update", true, prep_tenant, run_tenant_update},
@@ -762,6 +773,7 @@ static const struct fault_case cases[] = {
     {"tenant.move", true, prep_org_tenant, run_tenant_move},
     {"token.bootstrap", true, prep_nothing, run_bootstrap},
     {"allocation.create.project", true, prep_project, run_alloc_create_project},
+    {"audit.head", false, prep_tenant, run_audit_head},
 };
 
 /* ---- the loop ---- */
