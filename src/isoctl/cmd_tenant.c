@@ -1,6 +1,7 @@
 /* cmd_tenant.c: `isoctl tenant ...`: create, list, show, describe and delete
  * tenants (/v1/tenants). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "isoctl/isoctl.h"
 #include "isostack/model.h"
@@ -12,6 +13,7 @@ enum {
 	OPT_SHARES,
 	OPT_ISOLATION,
 	OPT_TAGS,
+	OPT_IO_URING,
 	OPT_MAX_PENDING, /* the limits: last, in enum iso_tenant_limit's order */
 	OPT_MAX_LIVE,
 	OPT_MAX_USER_PRIORITY,
@@ -25,6 +27,7 @@ enum {
 	    ISOCTL_FLAG("shares", required_argument, OPT_SHARES),                                  \
 	    ISOCTL_FLAG("isolation", required_argument, OPT_ISOLATION),                            \
 	    ISOCTL_FLAG("tags", required_argument, OPT_TAGS),                                      \
+	    ISOCTL_FLAG("io-uring", required_argument, OPT_IO_URING),                              \
 	    ISOCTL_FLAG("max-pending", required_argument, OPT_MAX_PENDING),                        \
 	    ISOCTL_FLAG("max-live", required_argument, OPT_MAX_LIVE),                              \
 	    ISOCTL_FLAG("max-user-priority", required_argument, OPT_MAX_USER_PRIORITY),            \
@@ -35,11 +38,13 @@ enum {
 	"  --org O        its organisation (\"\" for none; move only while it holds nothing)\n"    \
 	"  --shares S     fair-share weight among its siblings (default 1)\n"                      \
 	"  --isolation C  shared, exclusive-gpu, exclusive-node or exclusive-rack\n"               \
-	"  --tags T       comma-separated labels of [a-z0-9-] for admission policies\n"    \
-	"  --max-pending N, --max-live N  allocations pending / holding resources at\n"     \
-	"                 once (0: the daemon's default; docs/tenancy.md \"Limits\")\n"     \
-	"  --max-user-priority N  the highest priority its tenant-users may ask for\n"     \
-	"                 (-1000..1000; its tenant-admin may set this one alone)\n"      \
+	"  --tags T       comma-separated labels of [a-z0-9-] for admission policies\n"            \
+	"  --io-uring on|off  io_uring in its members' seccomp filter (default off;\n"             \
+	"                 cluster-admin only; docs/sandbox.md \"seccomp\")\n"                      \
+	"  --max-pending N, --max-live N  allocations pending / holding resources at\n"            \
+	"                 once (0: the daemon's default; docs/tenancy.md \"Limits\")\n"            \
+	"  --max-user-priority N  the highest priority its tenant-users may ask for\n"             \
+	"                 (-1000..1000; its tenant-admin may set this one alone)\n"                \
 	"  --writes-per-s N, --reads-per-s N  its request rates (0: the defaults)\n"
 
 /* The tenancy policy flags into the body. Returns 0 or an exit code. */
@@ -61,6 +66,13 @@ static int policy_body(struct isoctl *ctx, const char *const *flag, json_t *body
 		r = isoctl_set_string(ctx, body, "isolation", "--isolation", flag[OPT_ISOLATION]);
 	if (!r && flag[OPT_TAGS])
 		r = isoctl_set_string(ctx, body, "tags", "--tags", flag[OPT_TAGS]);
+	if (!r && flag[OPT_IO_URING]) {
+		bool on = strcmp(flag[OPT_IO_URING], "on") == 0;
+		if (!on && strcmp(flag[OPT_IO_URING], "off") != 0)
+			return isoctl_usage_error(ctx, "--io-uring: \"%s\" is not on or off",
+			                          flag[OPT_IO_URING]);
+		r = json_object_set_new(body, "io_uring", json_boolean(on)) < 0 ? isoctl_oom() : 0;
+	}
 	for (int i = 0; !r && i < ISO_TENANT_LIMITS; i++) {
 		const struct iso_tenant_limit_def *d = iso_tenant_limit_def(i);
 		const char *v = flag[OPT_MAX_PENDING + i];

@@ -182,7 +182,7 @@ static const char *const migrations[] = {
     "ALTER TABLE tenants ADD COLUMN reads_per_s INTEGER NOT NULL DEFAULT 0;",
     /* 3: a node-agent token names the node it acts for ('' for other roles). */
     "ALTER TABLE tokens ADD COLUMN node TEXT NOT NULL DEFAULT '';",
-    /* 4: the tenant's io_uring switch for its members' seccomp filter
+    /* 7: the tenant's io_uring switch for its members' seccomp filter
      * (docs/sandbox.md); existing tenants keep io_uring denied. */
     "ALTER TABLE tenants ADD COLUMN io_uring INTEGER NOT NULL DEFAULT 0;",
 };

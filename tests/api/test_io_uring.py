@@ -11,7 +11,9 @@ moves the documents of the tenant's nodes, not the others'.
 Run: python3 tests/api/test_io_uring.py PATH/TO/isostackd PATH/TO/isoctl
 """
 
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -115,6 +117,35 @@ class TestTenantField(IoUringCase):
         made = [it["event"]["details"]["io_uring"] for it in items
                 if it["event"]["action"] == "tenant.create" and it["event"]["object"]["id"] == t]
         self.assertEqual(made, [False])
+
+
+class TestCli(IoUringCase):
+    def cli(self, *argv, token=None, status=0):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("ISOSTACK_")}
+        e.update(ISOSTACK_URL=self.d.url(), ISOSTACK_TOKEN=token or self.d.admin_token)
+        p = subprocess.run([harness.Binaries.isoctl] + list(argv), env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=harness.T(60))
+        self.assertEqual(p.returncode, status, "isoctl %s: %s%s" % (" ".join(argv), p.stdout, p.stderr))
+        for m in harness.SANITIZER_MARKERS:
+            self.assertNotIn(m, p.stderr)
+        return p
+
+    def test_isoctl_io_uring_flag(self):
+        if not harness.Binaries.isoctl:
+            self.skipTest("no isoctl")
+        t = json.loads(self.cli("-o", "json", "tenant", "create", harness.uniq("c"),
+                                "--io-uring", "on").stdout)
+        self.assertIs(t["io_uring"], True)
+        t = json.loads(self.cli("-o", "json", "tenant", "update", t["name"],
+                                "--io-uring", "off").stdout)
+        self.assertIs(t["io_uring"], False)
+        for bad in ("yes", "true", "ON", ""):
+            p = self.cli("tenant", "update", t["name"], "--io-uring", bad, status=2)
+            self.assertIn("--io-uring", p.stderr)
+        _, tadm = issue_token(self, self.admin, "tenant-admin", tenant=t["name"])
+        p = self.cli("tenant", "update", t["name"], "--io-uring", "on", token=tadm, status=4)
+        self.assertIn("io_uring", p.stderr)
+        self.assertIs(self.admin.get("/v1/tenants/" + t["name"]).body["io_uring"], False)
 
 
 class TestDesired(IoUringCase):
