@@ -15,7 +15,8 @@ raised so that only the disk limits), creates four tenants, then C
 asyncio clients on their own keep-alive connections send POST /v1/allocations
 (1g.10gb, each answered 201 active: durable) back to back until TOTAL creates
 are answered. Prints creates/s (answered creates over the wall time of the
-burst) and p50/p99 latency per request, and the ratios on/off.
+burst), p50/p99 latency per request, the daemon's CPU time (user + system,
+/proc) per create during the burst, and the ratios on/off.
 
 usage: python3 bench/api/group_commit.py [BUILD_DIR] [--total N] [--nodes N]
        [--clients 1,16,64] [--rounds R]
@@ -85,6 +86,12 @@ class Daemon:
         c.close()
         return r.status, json.loads(data) if data else None
 
+    def cpu_s(self):
+        """The daemon's CPU time so far (user + system), in seconds."""
+        with open("/proc/%d/stat" % self.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(30)
@@ -144,9 +151,11 @@ def run_one(build, config, mode, n_clients, total, tmp):
                 raise SystemExit("tenant: %d %r" % (st, body))
             names.append(name)
         tenants = [names[i % TENANTS] for i in range(n_clients)]
+        cpu0 = d.cpu_s()
         rate, lat = asyncio.run(burst(d, tenants, total))
+        cpu_us = (d.cpu_s() - cpu0) / len(lat) * 1e6
         st, ver = d.request("GET", "/v1/version")
-        return rate, pct(lat, 50) * 1000, pct(lat, 99) * 1000, ver["commits"]
+        return rate, pct(lat, 50) * 1000, pct(lat, 99) * 1000, ver["commits"], cpu_us
     finally:
         d.stop()
 
@@ -170,8 +179,9 @@ def main():
             f.write(inventory.inventory(a.nodes))
         print("isostackd group commit: %d durable creates per burst, %d nodes, SQLite in %s"
               % (a.total, a.nodes, tmp))
-        print("%8s %5s %10s %9s %9s %8s %8s" % ("clients", "group", "creates/s", "p50 ms",
-                                                "p99 ms", "commits", "syncs"))
+        print("%8s %5s %10s %9s %9s %8s %8s %12s" % ("clients", "group", "creates/s", "p50 ms",
+                                                     "p99 ms", "commits", "syncs",
+                                                     "cpu us/create"))
         results = {}
         for n in levels:
             for mode in ("off", "on"):
@@ -181,9 +191,10 @@ def main():
                     if best is None or r[0] > best[0]:
                         best = r
                 results[(n, mode)] = best
-                rate, p50, p99, c = best
-                print("%8d %5s %10.0f %9.2f %9.2f %8d %8d" % (n, mode, rate, p50, p99,
-                                                              c["commits"], c["syncs"]))
+                rate, p50, p99, c, cpu_us = best
+                print("%8d %5s %10.0f %9.2f %9.2f %8d %8d %12.0f" % (n, mode, rate, p50, p99,
+                                                                     c["commits"], c["syncs"],
+                                                                     cpu_us))
                 sys.stdout.flush()
         print("ratios on/off:")
         for n in levels:
