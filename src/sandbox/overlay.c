@@ -365,9 +365,7 @@ static int cmp_u32(const void *a, const void *b)
 static int fdb_sync(struct nl_sock *sk, int ifindex, const uint32_t *want, size_t n_want,
                     struct iso_error *err)
 {
-	_cleanup_free_ struct fdb_dump *have = malloc(sizeof(*have));
-	if (!have)
-		return iso_error_set(err, ISO_E_INTERNAL, "peers", "out of memory");
+	struct fdb_dump dump, *have = &dump; /* 4 KiB */
 	int r = fdb_read(sk, ifindex, have, err);
 	if (r < 0)
 		return r;
@@ -395,6 +393,7 @@ static int fdb_sync(struct nl_sock *sk, int ifindex, const uint32_t *want, size_
 static int parse_ip(const char *s, const char *field, uint32_t *be, struct iso_error *err)
 {
 	uint32_t h;
+	*be = 0;
 	if (!s || iso_parse_ipv4(s, &h) < 0)
 		return iso_error_set(err, ISO_E_INVALID, field, "not an IPv4 address: \"%s\"",
 		                     s ? s : "(null)");
@@ -445,9 +444,7 @@ int iso_overlay_tenant_ensure(const char *netns, const struct iso_overlay_tenant
 		return r;
 	if (t->n_peers > 1024)
 		return iso_error_set(err, ISO_E_INVALID, "peers", "more than 1024 peers");
-	_cleanup_free_ uint32_t *peers = calloc(t->n_peers ? t->n_peers : 1, sizeof(*peers));
-	if (!peers)
-		return iso_error_set(err, ISO_E_INTERNAL, "peers", "out of memory");
+	uint32_t peers[1024];
 	for (size_t i = 0; i < t->n_peers; i++) {
 		char field[32];
 		snprintf(field, sizeof(field), "peers[%zu]", i);
@@ -890,10 +887,7 @@ static int read_tenant(struct nl_sock *sk, struct nl_cache *links, struct rtnl_l
 			    nl_addr_get_len(loc) == 4)
 				inet_ntop(AF_INET, nl_addr_get_binary_addr(loc), t->local_ip,
 				          sizeof(t->local_ip));
-			_cleanup_free_ struct fdb_dump *d = malloc(sizeof(*d));
-			if (!d)
-				return iso_error_set(err, ISO_E_INTERNAL, "overlay",
-				                     "out of memory");
+			struct fdb_dump dump, *d = &dump; /* 4 KiB */
 			int r = fdb_read(sk, rtnl_link_get_ifindex(l), d, err);
 			if (r < 0)
 				return r;

@@ -219,51 +219,15 @@ int iso_overlay_guard_read(const char *netns, struct iso_overlay_guard_state *ou
 	return 0;
 }
 
-int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
-                            const struct iso_overlay_allow *allow, size_t n, struct iso_error *err)
+/* The nft buffer for want[0..u) (sorted, unique) on dev, applied. */
+static int guard_write(const char *netns, const char *dev, const struct iso_overlay_allow *want,
+                       size_t u, struct iso_error *err)
 {
-	if (!underlay_dev || !*underlay_dev || strlen(underlay_dev) >= ISO_OVERLAY_IFNAME ||
-	    strpbrk(underlay_dev, "\"\\ \n/"))
-		return iso_error_set(err, ISO_E_INVALID, "underlay_dev", "not an interface name");
-	if (n > 65536)
-		return iso_error_set(err, ISO_E_INVALID, "allowed", "more than 65536 pairs");
-	_cleanup_free_ struct iso_overlay_allow *want = calloc(n ? n : 1, sizeof(*want));
-	if (!want)
-		return iso_error_set(err, ISO_E_INTERNAL, "allowed", "out of memory");
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t h;
-		if (iso_parse_ipv4(allow[i].peer, &h) < 0)
-			return iso_error_set(err, ISO_E_INVALID, "allowed.peer",
-			                     "allowed[%zu].peer: not an IPv4 address", i);
-		if (allow[i].vni == 0 || allow[i].vni > 0xffffff)
-			return iso_error_set(err, ISO_E_INVALID, "allowed.vni",
-			                     "allowed[%zu].vni: must be 1..16777215", i);
-		want[m++] = allow[i];
-	}
-	qsort(want, m, sizeof(*want), cmp_allow);
-	size_t u = 0; /* unique */
-	for (size_t i = 0; i < m; i++)
-		if (u == 0 || cmp_allow(&want[u - 1], &want[i]) != 0)
-			want[u++] = want[i];
-
-	struct iso_overlay_guard_state have;
-	int r = iso_overlay_guard_read(netns, &have, err);
-	if (r < 0)
-		return r;
-	bool same =
-	    have.present && strcmp(have.underlay_dev, underlay_dev) == 0 && have.n_allowed == u;
-	for (size_t i = 0; same && i < u; i++)
-		same = cmp_allow(&have.allowed[i], &want[i]) == 0;
-	iso_overlay_guard_state_clear(&have);
-	if (same)
-		return 0; /* level-triggered: nothing to write */
-
 	/* One buffer is one transaction: the table and its objects made when
 	 * missing (the named counter keeps its count), the chain and the set
 	 * flushed and filled again; nft applies all of it or none. */
 	size_t cap = 1024 + u * 40;
-	_cleanup_free_ char *cmd = malloc(cap);
+	char *cmd = malloc(cap);
 	if (!cmd)
 		return iso_error_set(err, ISO_E_INTERNAL, "allowed", "out of memory");
 	int len = snprintf(cmd, cap,
@@ -279,7 +243,7 @@ int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
 	                   "ip saddr . @th,96,24 @allowed accept\n"
 	                   "add rule " TABLE " vxlan_guard iifname \"%s\" udp dport %d "
 	                   "counter name drops drop\n",
-	                   underlay_dev, ISO_OVERLAY_PORT, underlay_dev, ISO_OVERLAY_PORT);
+	                   dev, ISO_OVERLAY_PORT, dev, ISO_OVERLAY_PORT);
 	if (u) {
 		len += snprintf(cmd + len, cap - (size_t)len, "add element " TABLE " allowed { ");
 		for (size_t i = 0; i < u; i++)
@@ -287,9 +251,60 @@ int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
 			                i ? ", " : "", want[i].peer, want[i].vni);
 		len += snprintf(cmd + len, cap - (size_t)len, " }\n");
 	}
-	if ((size_t)len >= cap)
-		return iso_error_set(err, ISO_E_INTERNAL, "allowed", "command too long");
-	return nft_run(netns, cmd, false, NULL, err);
+	int r = (size_t)len >= cap
+	            ? iso_error_set(err, ISO_E_INTERNAL, "allowed", "command too long")
+	            : nft_run(netns, cmd, false, NULL, err);
+	free(cmd);
+	return r;
+}
+
+/* Applies want[0..u) (sorted, unique) unless the kernel holds exactly it. */
+static int guard_apply_sorted(const char *netns, const char *dev,
+                              const struct iso_overlay_allow *want, size_t u, struct iso_error *err)
+{
+	struct iso_overlay_guard_state have;
+	int r = iso_overlay_guard_read(netns, &have, err);
+	if (r < 0)
+		return r;
+	bool same = have.present && strcmp(have.underlay_dev, dev) == 0 && have.n_allowed == u;
+	for (size_t i = 0; same && i < u; i++)
+		same = cmp_allow(&have.allowed[i], &want[i]) == 0;
+	iso_overlay_guard_state_clear(&have);
+	if (same)
+		return 0; /* level-triggered: nothing to write */
+	return guard_write(netns, dev, want, u, err);
+}
+
+int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
+                            const struct iso_overlay_allow *allow, size_t n, struct iso_error *err)
+{
+	if (!underlay_dev || !*underlay_dev || strlen(underlay_dev) >= ISO_OVERLAY_IFNAME ||
+	    strpbrk(underlay_dev, "\"\\ \n/"))
+		return iso_error_set(err, ISO_E_INVALID, "underlay_dev", "not an interface name");
+	if (n > 65536)
+		return iso_error_set(err, ISO_E_INVALID, "allowed", "more than 65536 pairs");
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h;
+		if (iso_parse_ipv4(allow[i].peer, &h) < 0)
+			return iso_error_set(err, ISO_E_INVALID, "allowed.peer",
+			                     "allowed[%zu].peer: not an IPv4 address", i);
+		if (allow[i].vni == 0 || allow[i].vni > 0xffffff)
+			return iso_error_set(err, ISO_E_INVALID, "allowed.vni",
+			                     "allowed[%zu].vni: must be 1..16777215", i);
+	}
+	struct iso_overlay_allow *want = calloc(n ? n : 1, sizeof(*want));
+	if (!want)
+		return iso_error_set(err, ISO_E_INTERNAL, "allowed", "out of memory");
+	if (n)
+		memcpy(want, allow, n * sizeof(*want));
+	qsort(want, n, sizeof(*want), cmp_allow);
+	size_t u = 0; /* unique */
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || cmp_allow(&want[u - 1], &want[i]) != 0)
+			want[u++] = want[i];
+	int r = guard_apply_sorted(netns, underlay_dev, want, u, err);
+	free(want);
+	return r;
 }
 
 int iso_overlay_guard_remove(const char *netns, struct iso_error *err)
