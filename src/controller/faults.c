@@ -208,6 +208,20 @@ static int fault_seq_set(struct iso_controller *c, const char *node, uint64_t se
 	return c->store->ops->meta_set(c->store, key, buf, err);
 }
 
+/* Is a fault of GPU `gpu` of `node` stored? */
+static int fault_stored(struct iso_controller *c, const char *node, int gpu, bool *stored,
+                        struct iso_error *err)
+{
+	struct iso_gpu_fault *faults = NULL;
+	int n = 0, r = c->store->ops->gpu_fault_list(c->store, &faults, &n, err);
+
+	*stored = false;
+	for (int i = 0; r == 0 && i < n; i++)
+		*stored = *stored || (faults[i].gpu == gpu && strcmp(faults[i].node, node) == 0);
+	free(faults);
+	return r;
+}
+
 int iso_controller_gpu_fault(struct iso_controller *c, const struct iso_principal *p,
                              const char *node, int gpu, int xid, json_t **out,
                              struct iso_error *err)
@@ -237,12 +251,33 @@ int iso_controller_gpu_fault_report(struct iso_controller *c, const struct iso_p
 		return r;
 	already = iso_cluster_state_gpu_quarantined(&c->cs, ni, pos);
 	if (fr->seq && fr->seq <= applied) {
-		/* Sent again (its answer was lost): applied once already. */
+		/* Sent again (its answer was lost): applied once already. If
+		 * its quarantine stopped half-way (the fault is stored, the GPU
+		 * still in service here), it is finished now, as a restart
+		 * would; a fault restored since is not stored, and stays so. */
+		json_t *evicted = NULL;
+		bool stored = false;
+		if (takes && !already) {
+			r = fault_stored(c, node, gpu, &stored, err);
+			if (r < 0)
+				return r;
+		}
+		if (stored) {
+			evicted = json_array();
+			r = quarantine(c, ni, pos, xid, evicted, err);
+			if (r < 0) {
+				json_decref(evicted);
+				return r;
+			}
+			already = true;
+			ctl_place_pending(c);
+		}
 		iso_log(ISO_LOG_INFO, "gpu_fault_duplicate",
-		        "request_id=%s by=%s node=%s gpu=%d xid=%d seq=%llu applied=%llu",
+		        "request_id=%s by=%s node=%s gpu=%d xid=%d seq=%llu applied=%llu "
+		        "finished=%s",
 		        p->request_id, p->token_id, node, gpu, xid, (unsigned long long)fr->seq,
-		        (unsigned long long)applied);
-		*out = fault_answer(node, fr, already, "duplicate", NULL);
+		        (unsigned long long)applied, stored ? "yes" : "no");
+		*out = fault_answer(node, fr, already, "duplicate", evicted);
 		return 0;
 	}
 	if (already && !fr->seq) {
@@ -297,20 +332,16 @@ int iso_controller_gpu_fault_report(struct iso_controller *c, const struct iso_p
 int iso_controller_gpu_restore(struct iso_controller *c, const struct iso_principal *p,
                                const char *node, int gpu, struct iso_error *err)
 {
-	struct iso_gpu_fault *faults = NULL;
 	bool stored = false;
 	char id[ISO_NAME_MAX + 16];
-	int ni, pos, n = 0, r;
+	int ni, pos, r;
 
 	r = resolve_gpu(c, p, "gpu.restore", node, gpu, &ni, &pos, err);
 	if (r < 0)
 		return r;
-	r = c->store->ops->gpu_fault_list(c->store, &faults, &n, err);
+	r = fault_stored(c, node, gpu, &stored, err);
 	if (r < 0)
 		return r;
-	for (int i = 0; i < n; i++)
-		stored = stored || (faults[i].gpu == gpu && strcmp(faults[i].node, node) == 0);
-	free(faults);
 	if (!stored && !iso_cluster_state_gpu_quarantined(&c->cs, ni, pos))
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "GPU %s/%d has no fault recorded",
 		                     node, gpu);

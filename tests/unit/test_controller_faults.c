@@ -719,6 +719,20 @@ static int run_bootstrap(struct fixture *fx, struct ctx *x, struct iso_error *er
 	return iso_controller_bootstrap_admin(fx->ctl, fx->dir, false, &created, err);
 }
 
+/* A node agent's report, numbered: its sequence number is stored with the
+ * fault in one transaction. */
+static int run_gpu_fault_seq(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	struct iso_fault_report f = {
+	    .gpu = 0, .xid = 79, .gi = -1, .ci = -1, .member = -1, .seq = 1};
+	json_t *out = NULL;
+	int r = iso_controller_gpu_fault_report(fx->ctl, &fx->admin, "tq-n01", &f, &out, err);
+
+	(void)x;
+	json_decref(out);
+	return r;
+}
+
 static int run_alloc_create_project(struct fixture *fx, struct ctx *x, struct iso_error *err)
 {
 	struct iso_alloc_request req = {.tenant = "t1", .members = 2, .project = "p1"};
@@ -772,6 +786,7 @@ static const struct fault_case cases[] = {
     {"tenant.recreate", true, prep_deleted, run_tenant_recreate},
     {"tenant.move", true, prep_org_tenant, run_tenant_move},
     {"token.bootstrap", true, prep_nothing, run_bootstrap},
+    {"gpu.fault.seq", false, prep_full, run_gpu_fault_seq},
     {"allocation.create.project", true, prep_project, run_alloc_create_project},
     {"audit.head", false, prep_tenant, run_audit_head},
 };
