@@ -41,9 +41,12 @@
 #include "../../src/agent/internal.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
-#define PREFIX  "a-7e57" /* this test's allocation ids */
-#define NODE    "n-real"
-#define CYCLES  1000
+/* This run's allocation ids: "a-7e57", this process's pid in 6 hex digits,
+ * then the member's number, so that two runs at once (two build dirs on
+ * one host) never name the same sandbox or count each other's groups. */
+static char run_prefix[16];
+#define NODE   "n-real"
+#define CYCLES 1000
 
 static char dir[PATH_MAX];
 static struct agent_sandboxes S;
@@ -51,7 +54,7 @@ static const char *skip_why;
 
 static void alloc_id(char *buf, size_t size, unsigned i)
 {
-	snprintf(buf, size, PREFIX "%012x", i);
+	snprintf(buf, size, "%s%06x", run_prefix, i);
 }
 
 static int setup(void **state)
@@ -217,8 +220,10 @@ static void test_create_keep_release(void **state)
 	it = entry_of(st, 1);
 	assert_non_null(it);
 	assert_true(json_is_true(json_object_get(it, "ready")));
-	assert_string_equal(json_string_value(json_object_get(it, "cgroup")),
-	                    "iso-" PREFIX "000000000001-0");
+	char name[64], id[32];
+	alloc_id(id, sizeof(id), 1);
+	snprintf(name, sizeof(name), "iso-%s-0", id);
+	assert_string_equal(json_string_value(json_object_get(it, "cgroup")), name);
 	assert_true(lookup(1, &e, reason, sizeof(reason)));
 	holder = e.sb.holder_pid;
 	assert_true(alive(holder));
@@ -382,8 +387,11 @@ static void test_run_through_the_socket(void **state)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	buf[n] = '\0';
 	fclose(f);
-	assert_non_null(strstr(buf, "iso-" PREFIX "000000000006-0\n"));
-	assert_non_null(strstr(buf, "/iso-" PREFIX "000000000006-0"));
+	char want[64];
+	snprintf(want, sizeof(want), "iso-%s-0\n", alloc);
+	assert_non_null(strstr(buf, want)); /* the hostname */
+	snprintf(want, sizeof(want), "/iso-%s-0", alloc);
+	assert_non_null(strstr(buf, want)); /* the cgroup */
 	atomic_store(&stop, true);
 	agent_socket_stop(sk);
 }
@@ -467,17 +475,19 @@ static void count(struct counts *c)
 	pid_t me = getpid();
 	DIR *d;
 	struct dirent *de;
-	char path[PATH_MAX];
+	char path[PATH_MAX], group_prefix[32];
+
+	snprintf(group_prefix, sizeof(group_prefix), "iso-%s", run_prefix);
 
 	memset(c, 0, sizeof(*c));
 	/* cgroups of this test's members, in every hierarchy */
 	if (S.cg.version == ISO_CGROUP_V2) {
-		c->cgroups = count_dir(S.cg.root, "iso-" PREFIX);
+		c->cgroups = count_dir(S.cg.root, group_prefix);
 	} else {
 		static const char *const ctl[] = {"cpuset", "memory", "pids", "devices", "rdma"};
 		for (size_t i = 0; i < ISO_ARRAY_SIZE(ctl); i++) {
 			snprintf(path, sizeof(path), "%s/%s", S.cg.root, ctl[i]);
-			c->cgroups += count_dir(path, "iso-" PREFIX);
+			c->cgroups += count_dir(path, group_prefix);
 		}
 	}
 	c->mounts = count_lines("/proc/self/mountinfo");
@@ -587,6 +597,7 @@ int main(void)
 		skip_why = "not root (sandboxes need root)";
 	else if (iso_cgroup_open(CG_ROOT, &cg, &e) < 0)
 		skip_why = "no cgroup controllers under " CG_ROOT;
+	snprintf(run_prefix, sizeof(run_prefix), "a-7e57%06x", (unsigned)getpid() & 0xffffffu);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (!skip_why && (unshare(CLONE_NEWNS | CLONE_NEWNET) < 0 ||
 	                  mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0))
