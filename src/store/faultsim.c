@@ -16,14 +16,15 @@
 
 struct faultsim {
 	struct iso_store base;
-	struct iso_store *inner; /* borrowed */
-	unsigned kinds;          /* which ops count (ISO_FAULTSIM_*) */
-	int64_t nth;             /* the counted op that fails, 1-based; 0: none */
-	int error;               /* the positive errno it fails with */
-	bool persistent;         /* every counted op from the nth on fails too */
-	int64_t ops;             /* counted ops since the last arm */
-	int64_t injected;        /* faults injected since the last arm */
-	char last[32];           /* the op that failed last */
+	struct iso_store_ops vtable; /* faultsim_ops, less the optional ops `inner` lacks */
+	struct iso_store *inner;     /* borrowed */
+	unsigned kinds;              /* which ops count (ISO_FAULTSIM_*) */
+	int64_t nth;                 /* the counted op that fails, 1-based; 0: none */
+	int error;                   /* the positive errno it fails with */
+	bool persistent;             /* every counted op from the nth on fails too */
+	int64_t ops;                 /* counted ops since the last arm */
+	int64_t injected;            /* faults injected since the last arm */
+	char last[32];               /* the op that failed last */
 };
 
 static struct faultsim *fs_of(const struct iso_store *s)
@@ -212,6 +213,10 @@ FS_OP(R, audit_head_latest,
 FS_OP(R, audit_head_scan,
       (struct iso_store * s, iso_audit_head_fn fn, void *arg, struct iso_error *err),
       (INNER(s), fn, arg, err))
+/* Group commit: a sync is where commits become durable, so it counts as one. */
+FS_OP(W, set_group_commit, (struct iso_store * s, bool on, struct iso_error *err),
+      (INNER(s), on, err))
+FS_OP(ISO_FAULTSIM_COMMIT, sync, (struct iso_store * s, struct iso_error *err), (INNER(s), err))
 
 static const struct iso_store_ops faultsim_ops = {
     .name = "faultsim",
@@ -268,7 +273,14 @@ static const struct iso_store_ops faultsim_ops = {
     .audit_head_put = fs_audit_head_put,
     .audit_head_latest = fs_audit_head_latest,
     .audit_head_scan = fs_audit_head_scan,
+    .set_group_commit = fs_set_group_commit,
+    .sync = fs_sync,
 };
+
+/* An op added to the vtable must be forwarded above: left NULL here, a
+ * caller would crash on the wrapper only. */
+_Static_assert(sizeof(struct iso_store_ops) == sizeof(const char *) + 55 * sizeof(void (*)(void)),
+               "struct iso_store_ops changed: forward the new op in src/store/faultsim.c");
 
 int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out, struct iso_error *err)
 {
@@ -280,7 +292,13 @@ int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out, str
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "faultsim: out of memory");
-	fs->base.ops = &faultsim_ops;
+	fs->vtable = faultsim_ops;
+	/* Optional ops stay absent when the wrapped store has none. */
+	if (!inner->ops->set_group_commit || !inner->ops->sync) {
+		fs->vtable.set_group_commit = NULL;
+		fs->vtable.sync = NULL;
+	}
+	fs->base.ops = &fs->vtable;
 	fs->inner = inner;
 	*out = &fs->base;
 	return 0;

@@ -305,10 +305,11 @@ static void expect_audit_consistent(struct fixture *fx, const char *name, int64_
 		         (long long)count);
 	if (fx->store->ops->audit_head_latest(fx->store, &head, &err) == 0 &&
 	    memcmp(&head, &c->head, sizeof(head)) != 0)
-		fail_msg("%s: after a failure at op %lld (%s), the head in memory (size %llu) is not "
-		         "the stored one (size %llu)",
-		         name, (long long)n, fault, (unsigned long long)c->head.size,
-		         (unsigned long long)head.size);
+		fail_msg(
+		    "%s: after a failure at op %lld (%s), the head in memory (size %llu) is not "
+		    "the stored one (size %llu)",
+		    name, (long long)n, fault, (unsigned long long)c->head.size,
+		    (unsigned long long)head.size);
 }
 
 /* ...and memory is what the store says. */
@@ -910,6 +911,11 @@ static void test_faultsim_store(void **state)
 	s->ops->rollback(s);
 	assert_int_equal(s->ops->begin(s, &err), -EEXIST); /* persistent */
 	assert_int_equal(iso_store_faultsim_injected(s), 2);
+	/* Group commit is forwarded: a sync counts as a commit. */
+	assert_non_null(s->ops->sync);
+	iso_store_faultsim_arm(s, ISO_FAULTSIM_COMMIT, 1, EIO, false);
+	assert_int_equal(s->ops->sync(s, &err), -EIO);
+	assert_int_equal(s->ops->sync(s, &err), 0);
 	iso_store_faultsim_arm(s, ISO_FAULTSIM_ALL, 0, 0, false); /* counting only */
 	assert_int_equal(s->ops->begin(s, &err), 0);
 	s->ops->rollback(s);
