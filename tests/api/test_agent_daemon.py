@@ -34,8 +34,12 @@ class Agent:
     """One isostack-agent process serving `nodes`."""
 
     def __init__(self, url, token_file, state_dir, nodes):
+        # --sandbox off: these tests kill agents, and a real-mode agent's
+        # members' sandboxes outlive it by design (test_agent_sandbox.py
+        # tests them, and releases before it stops its agent)
         self.argv = [agent_binary(), "--controller", url, "--token-file", token_file,
-                     "--gpu-driver", "sim", "--state-dir", state_dir, "--heartbeat-s", "1"]
+                     "--gpu-driver", "sim", "--state-dir", state_dir, "--heartbeat-s", "1",
+                     "--sandbox", "off"]
         for n in nodes:
             self.argv += ["--node", n]
         self.log = tempfile.TemporaryFile()
@@ -244,7 +248,7 @@ class TestAgentDaemon(ApiTestCase):
             f.write("# isostack-agent\n\ncontroller %s\ntoken-file   %s\nnode %s\n"
                     "gpu-driver sim\nstate-dir %s\nheartbeat-s 1\n"
                     % (self.d.url(), self.token_file, WHOLE_NODE, os.path.join(self.tmp, "state")))
-        self.agent.argv = [agent_binary(), "--config", conf, "--node", MIG_NODE]
+        self.agent.argv = [agent_binary(), "--config", conf, "--node", MIG_NODE, "--sandbox", "off"]
         self.agent.start()
         a = create_alloc(self, self.admin, {"tenant": self.tenant, "gpus": {"count": 1, "profile": "1g.10gb"},
                                             "pool": "mig"})

@@ -108,7 +108,8 @@ class Agent:
     def __init__(self, url, token_file, state_dir):
         self.argv = [os.path.join(build_dir(), "isostack-agent"), "--controller", url,
                      "--token-file", token_file, "--gpu-driver", "nvml", "--state-dir", state_dir,
-                     "--heartbeat-s", "1", "--node", NODE]
+                     "--heartbeat-s", "1", "--node", NODE,
+                     "--sandbox", "off"]  # killed agents would leave their members' sandboxes
         self.env = dict(os.environ, ISOSTACK_NVML_LIBRARY=fake_library(),
                         ISOSTACK_FAKE_NVML_CONFIG=FakeNvml.config,
                         ISOSTACK_FAKE_NVML_STATE=FakeNvml.state)

@@ -69,7 +69,8 @@ class TestAgentSandbox(ApiTestCase):
         with open(token_file, "w") as f:
             f.write(self.d.admin_token + "\n")
         self.agent = Agent(self.d.url(), token_file, self.state, [MIG_NODE])
-        self.agent.argv += ["--sandbox", "real"]
+        i = self.agent.argv.index("--sandbox")
+        self.agent.argv[i + 1] = "real"
 
     def tearDown(self):
         try:

@@ -70,7 +70,8 @@ class NodeE2E(harness.ApiTestCase):
             [os.path.join(build_dir(), "isostack-agent"), "--controller", self.daemon.url(),
              "--token-file", token_file, "--node", NODE, "--gpu-driver", "nvml",
              "--vf-driver", "ibsim", "--ibsim-net", self.fab.net,
-             "--state-dir", os.path.join(self.tmp, "state"), "--heartbeat-s", "1"],
+             "--state-dir", os.path.join(self.tmp, "state"), "--heartbeat-s", "1",
+             "--sandbox", "off"],  # sandboxes: tests/api/test_agent_sandbox.py
             stdout=self.log, stderr=self.log, env=env)
         self.addCleanup(self.stop_agent)
 
