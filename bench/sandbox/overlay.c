@@ -298,17 +298,20 @@ static const char *const vname[] = {"bare", "overlay", "empty-chain", "guarded"}
 /* The floor: a table with one empty base chain at the guard's hook and
  * priority on both hosts (what any nft chain there costs), or none. */
 static const char *floor_rules = ""; /* --floor-rules: rules for that chain (experiments) */
+static bool floor_netdev;            /* --floor-netdev: the chain at ul0's netdev ingress */
 
 static void empty_chain(bool on)
 {
 	const char *h[] = {"h1", "h2"};
+	const char *fam = floor_netdev ? "netdev" : "inet";
+	const char *hook = floor_netdev ? "ingress device ul0" : "input";
 	for (int i = 0; i < 2; i++)
-		if ((on ? sh("ip netns exec %s%s nft 'add table inet isobench; add chain inet "
-		             "isobench c { type filter hook input priority -100; policy accept; %s "
-		             "}'",
-		             pfx, h[i], floor_rules)
-		        : sh("ip netns exec %s%s nft delete table inet isobench 2>/dev/null; true",
-		             pfx, h[i])) != 0) {
+		if ((on ? sh("ip netns exec %s%s nft 'add table %s isobench; add chain %s isobench "
+		             "c { "
+		             "type filter hook %s priority -100; policy accept; %s }'",
+		             pfx, h[i], fam, fam, hook, floor_rules)
+		        : sh("ip netns exec %s%s nft delete table %s isobench 2>/dev/null; true",
+		             pfx, h[i], fam)) != 0) {
 			fprintf(stderr, "overlay bench: empty chain\n");
 			teardown();
 			exit(1);
@@ -331,6 +334,8 @@ int main(int argc, char **argv)
 			pings = atol(argv[++i]);
 		} else if (strcmp(argv[i], "--floor-rules") == 0 && i + 1 < argc) {
 			floor_rules = argv[++i];
+		} else if (strcmp(argv[i], "--floor-netdev") == 0) {
+			floor_netdev = true;
 		} else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
 			seconds = atof(argv[++i]);
 		} else {
