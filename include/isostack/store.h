@@ -236,6 +236,29 @@ int iso_store_open(const char *spec, const char *state_dir, struct iso_store **o
                    struct iso_error *err);
 bool iso_store_spec_is_postgres(const char *spec);
 
+/* `isoctl store migrate` (src/store/migrate.c, docs/store.md): copies every
+ * table of the SQLite store at `sqlite_path` into the empty PostgreSQL
+ * database `conninfo` in one transaction (refused, ISO_E_CONFLICT, when the
+ * target holds a row), compares row counts per table, then reads the audit
+ * log back from PostgreSQL and verifies it against the newest signed head,
+ * which must be the source's (its signature too when `pubkey` is given).
+ * Errors name the flag: "from" or "to". The caller keeps the daemon away
+ * (its state dir's lock). */
+#define ISO_STORE_MIGRATE_TABLES 16
+struct iso_store_migrate_report {
+	int n_tables;
+	const char *table[ISO_STORE_MIGRATE_TABLES];
+	int64_t rows[ISO_STORE_MIGRATE_TABLES];
+	int64_t audit_events;
+	bool head; /* a signed head was there and verified */
+	bool head_signature_checked;
+	uint64_t head_size;
+	uint8_t head_root[ISO_AUDIT_HASH_LEN];
+};
+int iso_store_migrate_to_postgres(const char *sqlite_path, const char *conninfo,
+                                  const uint8_t *pubkey, struct iso_store_migrate_report *rep,
+                                  struct iso_error *err);
+
 static inline void iso_store_close(struct iso_store *s)
 {
 	if (s)

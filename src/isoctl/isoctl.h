@@ -83,6 +83,7 @@ int isoctl_cmd_sim(struct isoctl *ctx, int argc, char **argv); /* offline */
 int isoctl_cmd_mig(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_audit(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_fabric(struct isoctl *ctx, int argc, char **argv); /* offline */
+int isoctl_cmd_store(struct isoctl *ctx, int argc, char **argv);  /* offline */
 int isoctl_cmd_org(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_project(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_quota(struct isoctl *ctx, int argc, char **argv);

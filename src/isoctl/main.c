@@ -31,6 +31,7 @@ static const char usage[] =
     "  audit events|head|pubkey|export|verify\n"
     "  sim                          offline MIG placement benchmark on trace CSVs (no server)\n"
     "  fabric ibsim-net|discover    offline fabric tools: ibsim net file, ibnetdiscover to YAML\n"
+    "  store migrate                offline: copy a SQLite state dir into PostgreSQL\n"
     "  help                         this text\n"
     "Run 'isoctl COMMAND --help' for a command's arguments and flags.\n"
     "\n"
@@ -82,6 +83,7 @@ static const struct isoctl_cmd commands[] = {
     {"usage", .simple = &isoctl_cmd_usage},   {"alloc", .run = isoctl_cmd_alloc},
     {"audit", .run = isoctl_cmd_audit},       {"sim", .run = isoctl_cmd_sim},
     {"fabric", .run = isoctl_cmd_fabric},     {"help", .run = cmd_help},
+    {"store", .run = isoctl_cmd_store},
 };
 
 int main(int argc, char **argv)
