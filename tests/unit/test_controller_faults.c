@@ -758,6 +758,34 @@ static int run_audit_head(struct fixture *fx, struct ctx *x, struct iso_error *e
 	return iso_controller_audit_head(fx->ctl, &auditor, &h, err);
 }
 
+/* A refused attempt by an authenticated caller: one event in a
+ * transaction of its own (a failure to record it is logged, not returned). */
+static int run_audit_failure(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	struct iso_principal p = fx->admin;
+
+	(void)x;
+	(void)err;
+	iso_strlcpy(p.token_id, "t-refused", sizeof(p.token_id));
+	iso_controller_audit_failure(fx->ctl, &p, "tenant.delete", "tenant", "t1", ISO_AUDIT_DENIED,
+	                             "refused for the test");
+	return 0;
+}
+
+/* A tenant's own limits and request rates. */
+static int run_tenant_limits(struct fixture *fx, struct ctx *x, struct iso_error *err)
+{
+	struct iso_tenant_policy pol = {0};
+	struct iso_tenant t;
+
+	(void)x;
+	pol.limit[ISO_LIMIT_MAX_PENDING].set = true;
+	pol.limit[ISO_LIMIT_MAX_PENDING].value = 5;
+	pol.limit[ISO_LIMIT_WRITES_PER_S].set = true;
+	pol.limit[ISO_LIMIT_WRITES_PER_S].value = 7;
+	return iso_controller_tenant_update(fx->ctl, &fx->admin, "t1", NULL, &pol, &t, err);
+}
+
 static const struct fault_case cases[] = {
     {"tenant.create", true, prep_nothing, run_tenant_create},
     {"tenant.update", true, prep_tenant, run_tenant_update},
@@ -790,6 +818,8 @@ static const struct fault_case cases[] = {
     {"gpu.fault.seq", false, prep_full, run_gpu_fault_seq},
     {"allocation.create.project", true, prep_project, run_alloc_create_project},
     {"audit.head", false, prep_tenant, run_audit_head},
+    {"audit.failure", true, prep_tenant, run_audit_failure},
+    {"tenant.limits", true, prep_tenant, run_tenant_limits},
 };
 
 /* ---- the loop ---- */
