@@ -24,11 +24,14 @@ ISO_PUBLIC_BEGIN
 #define ISO_CLIENT_DEFAULT_TIMEOUT_MS 30000L
 #define ISO_CLIENT_MAX_RESPONSE       ((size_t)16 * 1024 * 1024) /* default response body limit */
 #define ISO_CLIENT_REQUEST_ID_MAX     65                         /* 64 chars + NUL, as in the API */
+#define ISO_CLIENT_MAX_URLS           8  /* in a comma-separated list of controllers */
 
 struct iso_client;
 
 struct iso_client_options {
-	const char *url;        /* base URL "http[s]://host[:port][/prefix]"; NULL: default */
+	const char *url;        /* base URL "http[s]://host[:port][/prefix]", or several
+	                         * separated by commas (controllers on one store: the
+	                         * client finds the leader and sticks to it); NULL: default */
 	const char *token;      /* bearer token; NULL or "" sends no Authorization header */
 	const char *ca_file;    /* PEM bundle that verifies the server; NULL: system store */
 	long timeout_ms;        /* limit for a whole request; 0: ISO_CLIENT_DEFAULT_TIMEOUT_MS */
@@ -60,7 +63,8 @@ static inline void iso_client_freep(struct iso_client **c)
 }
 #define _cleanup_client_ _cleanup_(iso_client_freep)
 
-/* The base URL the client talks to, without trailing '/'. */
+/* The base URL the client talks to now (of a list: the one it stuck to), without
+ * trailing '/'. */
 const char *iso_client_url(const struct iso_client *c);
 
 /* Performs one request: `method` ("GET", "POST", "PUT", "PATCH", "DELETE"),

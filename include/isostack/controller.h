@@ -79,6 +79,9 @@ struct iso_controller_params {
 	/* group commit (docs/store.md): commits are made durable in batches by
 	 * iso_controller_sync; false, or a store without it: each commit alone */
 	bool group_commit;
+	/* the agents' fencing term: 0 takes one more than the stored one; with
+	 * a leader lease (several isostackd on PostgreSQL) the lease's term */
+	int64_t agent_term;
 };
 
 /* May `p` send one more request now (a change when `write`)? ISO_E_LIMIT

@@ -269,6 +269,37 @@ static inline void iso_store_closep(struct iso_store **s)
 	iso_store_close(*s);
 }
 
+/* One leader among several isostackd on one PostgreSQL (src/store/pg_lease.c,
+ * docs/store.md "High availability"): a lease row renewed on the database
+ * clock by its own connection, with a term bumped at every takeover. While
+ * this process leads, every write transaction of `store` checks the term in
+ * the same transaction and fails (ISO_E_UNAVAILABLE) when it moved; the
+ * lease is then deposed. */
+struct iso_lease;
+enum iso_lease_role { ISO_LEASE_FOLLOWER, ISO_LEASE_LEADER, ISO_LEASE_DEPOSED };
+struct iso_lease_config {
+	const char *url;  /* this daemon's advertised URL, shown to clients by followers */
+	int64_t lease_ms; /* default 5000 */
+	int64_t renew_ms; /* default 1000; 0 < renew <= lease / 2 */
+};
+/* `store` must be the PostgreSQL store opened with `conninfo`; the lease is
+ * tied to it until iso_lease_close. Starts as a follower. */
+int iso_lease_open(struct iso_store *store, const char *conninfo,
+                   const struct iso_lease_config *cfg, struct iso_lease **out,
+                   struct iso_error *err);
+void iso_lease_close(struct iso_lease *l);
+/* Called every tick of the loop: renews (leader) or reads and, when nobody
+ * leads, tries to acquire (follower) once per renew interval. Returns the
+ * role; DEPOSED is final for this process. */
+int iso_lease_tick(struct iso_lease *l);
+void iso_lease_depose(struct iso_lease *l, const char *why);
+/* Ends the lease now, keeping its term (graceful handoff; the next taker
+ * bumps the term). */
+void iso_lease_release(struct iso_lease *l);
+enum iso_lease_role iso_lease_role(const struct iso_lease *l);
+int64_t iso_lease_term(const struct iso_lease *l);           /* ours, or the leader's last read */
+const char *iso_lease_leader_url(const struct iso_lease *l); /* "" when unknown */
+
 /* Frees arrays returned by the list functions. */
 void iso_allocations_free(struct iso_allocation *a, int n);
 

@@ -1,11 +1,25 @@
 /* handlers_system.c: health, version, identity and aggregate capacity. */
 #include "api/internal.h"
 
+/* Every daemon answers it, leader or follower (docs/store.md, "High
+ * availability"): its role, the term, and the leader's URL. Without a
+ * lease (SQLite, or one isostackd) it leads, with the agents' term. */
 int api_healthz(struct api_request *r)
 {
+	struct iso_lease *l = r->api ? api_lease(r->api) : NULL;
+	const char *role = "leader", *leader = r->api ? api_url(r->api) : "";
+	json_int_t term = r->ctl ? (json_int_t)iso_controller_agent_term(r->ctl) : 0;
+
 	if (api_check_query(r, NULL) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
+	if (l) {
+		role = r->ctl && iso_lease_role(l) == ISO_LEASE_LEADER ? "leader" : "follower";
+		term = (json_int_t)iso_lease_term(l);
+		leader = iso_lease_leader_url(l);
+	}
+	api_reply(r, MHD_HTTP_OK,
+	          json_pack("{s:s, s:s, s:I, s:o}", "status", "ok", "role", role, "term", term,
+	                    "leader", leader[0] ? json_string(leader) : json_null()));
 	return 0;
 }
 

@@ -80,6 +80,7 @@ struct api_request {
 	/* a protocol error whose status has no iso_errcode (414, 431) */
 	int err_status;
 	const char *err_code;
+	char leader[256]; /* a follower's not_leader: X-Isostack-Leader */
 };
 
 /* A handler returns 0 with r->status/r->reply set, or a negative errno with r->err set. */
@@ -130,6 +131,9 @@ void api_unpark(struct api_request *r, int status, json_t *body);
 /* ---- what the daemon's loop (loop.c) drives in server.c ---- */
 struct MHD_Daemon *api_mhd(struct iso_api *api);
 struct iso_controller *api_controller(struct iso_api *api);
+/* The leader lease (NULL: none) and this daemon's advertised URL. */
+struct iso_lease *api_lease(struct iso_api *api);
+const char *api_url(const struct iso_api *api);
 /* The worker's eventfd, and what to do when it is readable: finish the
  * deferred request it posted back and resume its connection. */
 int api_worker_fd(const struct iso_api *api);

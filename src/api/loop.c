@@ -26,6 +26,7 @@ struct loop {
 	struct iso_api *api;
 	int ep, sfd, tfd;
 	int sig;    /* the stopping signal, once one came */
+	int role;   /* ISO_API_ELECTED or ISO_API_DEPOSED once the lease says so */
 	int failed; /* -errno of a failed sync: the loop stops */
 	struct iso_error sync_err;
 };
@@ -88,7 +89,13 @@ static int turn(struct loop *l, int cap_ms)
 		}
 	}
 	if (tick) {
-		iso_controller_tick(ctl);
+		/* The lease first (docs/store.md, "High availability"): a leader
+		 * that lost it does not tick the controller again. */
+		struct iso_lease *lease = api_lease(l->api);
+		if (lease && iso_lease_tick(lease) == ISO_LEASE_LEADER && !ctl && !l->role)
+			l->role = ISO_API_ELECTED;
+		if (ctl && (!lease || iso_lease_role(lease) == ISO_LEASE_LEADER))
+			iso_controller_tick(ctl);
 		api_tick(l->api);
 	}
 	if (worker)
@@ -105,7 +112,12 @@ static int turn(struct loop *l, int cap_ms)
 		iso_log(ISO_LOG_ERR, "store_sync_failed", "error=\"%s\"", err.message);
 	}
 	MHD_run(mhd);
-	iso_controller_settle(ctl);
+	if (ctl)
+		iso_controller_settle(ctl);
+	/* A write that found the term moved deposes the lease at once. */
+	if (ctl && api_lease(l->api) && iso_lease_role(api_lease(l->api)) == ISO_LEASE_DEPOSED &&
+	    !l->role)
+		l->role = ISO_API_DEPOSED;
 	return 0;
 }
 
@@ -149,8 +161,14 @@ int iso_api_run(struct iso_api *api, struct iso_error *err)
 		r = watch(l.ep, l.tfd, EV_TICK);
 	if (r == 0)
 		r = watch(l.ep, api_worker_fd(api), EV_WORKER);
-	while (r == 0 && !l.sig && !l.failed)
+	while (r == 0 && !l.sig && !l.failed && !l.role)
 		r = turn(&l, -1);
+	if (r == 0 && l.role == ISO_API_ELECTED && !l.sig && !l.failed) {
+		/* A follower has nothing in flight that needs its state: the
+		 * caller attaches a controller and runs the loop again. */
+		loop_close(&l);
+		return ISO_API_ELECTED;
+	}
 	if (r < 0) {
 		loop_close(&l);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "event loop: %s", strerror(-r));
@@ -168,5 +186,5 @@ int iso_api_run(struct iso_api *api, struct iso_error *err)
 			*err = l.sync_err;
 		return l.failed;
 	}
-	return l.sig;
+	return l.role == ISO_API_DEPOSED && !l.sig ? ISO_API_DEPOSED : l.sig;
 }

@@ -25,7 +25,9 @@
 
 struct iso_api {
 	struct MHD_Daemon *mhd;
-	struct iso_controller *ctl;
+	struct iso_controller *ctl; /* NULL while a follower (lease) */
+	struct iso_lease *lease;    /* NULL: the only isostackd on its store */
+	char url[256];              /* advertised URL */
 	bool tls;
 	int port;
 	char *tls_cert_pem;
@@ -261,7 +263,7 @@ static void record_failure(struct api_request *r, const struct route *route)
 		return;
 	/* A rate refusal is counted by the limiter (one log line per tenant per
 	 * 10 s): a durable event each would be the very load it refuses. */
-	if (r->retry_after_s > 0)
+	if (r->retry_after_s > 0 || !r->ctl)
 		return;
 	iso_controller_audit_failure(r->ctl, &r->who, route->action, route->kind,
 	                             r->n_seg > 2 ? r->seg[2] : "",
@@ -318,6 +320,23 @@ static bool request_head(struct api_request *r)
 	if (!match || api_request_parse_query(r) < 0)
 		goto fail;
 	r->route = match;
+	if (!r->ctl && match->handler != api_healthz) {
+		/* A follower (docs/store.md, "High availability"): only the
+		 * leader has the state; the client is told where it is. */
+		const char *leader =
+		    r->api && r->api->lease ? iso_lease_leader_url(r->api->lease) : "";
+		r->err_status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		r->err_code = "not_leader";
+		iso_error_set(&r->err, ISO_E_UNAVAILABLE, NULL,
+		              leader[0] ? "this isostackd is a follower; the leader is %s"
+		                        : "this isostackd is a follower; no leader is known yet%s",
+		              leader);
+		error_reply(r);
+		json_object_set_new(r->reply, "leader",
+		                    leader[0] ? json_string(leader) : json_null());
+		iso_strlcpy(r->leader, leader, sizeof(r->leader));
+		return true;
+	}
 	/* A body over the limit is read and discarded so that the client, still
 	 * sending, gets its 413 rather than a reset; one announced beyond what is
 	 * worth draining is refused before it is read. */
@@ -480,6 +499,8 @@ static enum MHD_Result send_reply(struct api_request *r)
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	if (r->leader[0])
+		MHD_add_response_header(resp, "X-Isostack-Leader", r->leader);
 	if (r->allow[0])
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
 	if (r->retry_after_s > 0) {
@@ -640,7 +661,7 @@ static void release_held(struct iso_api *api, bool all)
  * flight per connection); nothing waits for more to come. */
 static bool hold_for_sync(struct iso_api *api, struct api_request *r)
 {
-	if (r->sync_done || !r->conn || !iso_controller_unsynced(api->ctl))
+	if (r->sync_done || !r->conn || !api->ctl || !iso_controller_unsynced(api->ctl))
 		return false;
 	MHD_suspend_connection(r->conn);
 	if (api->sync_tail)
@@ -653,13 +674,13 @@ static bool hold_for_sync(struct iso_api *api, struct api_request *r)
 
 bool api_sync_pending(const struct iso_api *api)
 {
-	return api->sync_head || iso_controller_unsynced(api->ctl);
+	return api->sync_head || (api->ctl && iso_controller_unsynced(api->ctl));
 }
 
 int api_sync(struct iso_api *api, struct iso_error *err)
 {
 	struct api_request *w = api->sync_head, *next;
-	int r = iso_controller_sync(api->ctl, err);
+	int r = api->ctl ? iso_controller_sync(api->ctl, err) : 0;
 
 	api->sync_head = api->sync_tail = NULL;
 	for (; w; w = next) {
@@ -702,7 +723,8 @@ void api_close_begin(struct iso_api *api)
 	if (s != MHD_INVALID_SOCKET)
 		close(s);
 	release_held(api, true);
-	iso_controller_agents_release_waiters(api->ctl);
+	if (api->ctl)
+		iso_controller_agents_release_waiters(api->ctl);
 }
 
 bool api_idle(const struct iso_api *api)
@@ -924,7 +946,8 @@ static void api_free(struct iso_api *api)
 		if (api->sync_head && api_sync(api, &serr) < 0)
 			iso_log(ISO_LOG_ERR, "store_sync_failed", "error=\"%s\"", serr.message);
 		release_held(api, true);
-		iso_controller_agents_release_waiters(api->ctl);
+		if (api->ctl)
+			iso_controller_agents_release_waiters(api->ctl);
 		MHD_stop_daemon(api->mhd);
 	}
 	if (api->done_fd >= 0)
@@ -974,6 +997,11 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	api->ctl = ctl;
 	pthread_mutex_init(&api->job_mu, NULL);
+	if (cfg->advertise_url)
+		iso_strlcpy(api->url, cfg->advertise_url, sizeof(api->url));
+	else
+		snprintf(api->url, sizeof(api->url), "%s://%s", cfg->tls_cert ? "https" : "http",
+		         cfg->listen);
 	pthread_cond_init(&api->job_cv, NULL);
 	api->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (api->done_fd < 0)
@@ -1028,6 +1056,26 @@ int iso_api_start(const struct iso_api_config *cfg, struct iso_controller *ctl,
 	api->port = info ? info->port : 0;
 	*out = ISO_TAKE(api);
 	return 0;
+}
+
+void iso_api_set_lease(struct iso_api *api, struct iso_lease *lease)
+{
+	api->lease = lease;
+}
+
+void iso_api_attach(struct iso_api *api, struct iso_controller *ctl)
+{
+	api->ctl = ctl;
+}
+
+struct iso_lease *api_lease(struct iso_api *api)
+{
+	return api->lease;
+}
+
+const char *api_url(const struct iso_api *api)
+{
+	return api->url;
 }
 
 void iso_api_stop(struct iso_api *api)

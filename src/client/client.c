@@ -13,7 +13,12 @@
 
 struct iso_client {
 	CURL *curl;
-	char *url;     /* base URL, no trailing '/' */
+	char *url; /* the base URL in use (one of urls[]), no trailing '/' */
+	/* Several controllers on one store (docs/cli.md, "Several
+	 * controllers"): the comma-separated list, plus a leader named by a
+	 * follower that the list did not hold; the client sticks to cur. */
+	char *urls[ISO_CLIENT_MAX_URLS + 1];
+	int n_urls, cur;
 	char *auth;    /* "Authorization: Bearer ..." or NULL; secret */
 	char *ca_file; /* NULL: system store */
 	char *user_agent;
@@ -52,7 +57,8 @@ void iso_client_free(struct iso_client *c)
 		return;
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
-	free(c->url);
+	for (int i = 0; i < c->n_urls; i++)
+		free(c->urls[i]);
 	free_secret(c->auth);
 	free(c->ca_file);
 	free(c->user_agent);
@@ -95,6 +101,38 @@ static int check_ca_file(const char *path, struct iso_error *err)
 	return 0;
 }
 
+/* "URL[,URL...]": each checked as a base URL; at most ISO_CLIENT_MAX_URLS. */
+static int split_urls(struct iso_client *c, const char *list, struct iso_error *err)
+{
+	const char *p = list;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		char one[1024];
+		int r;
+
+		if (c->n_urls == ISO_CLIENT_MAX_URLS)
+			return iso_error_set(err, ISO_E_INVALID, "url", "at most %d URLs in a list",
+			                     ISO_CLIENT_MAX_URLS);
+		if (n == 0 || n >= sizeof(one))
+			return iso_error_set(err, ISO_E_INVALID, "url",
+			                     "URL list: an empty or over-long entry (%zu of %d)",
+			                     (size_t)c->n_urls + 1, ISO_CLIENT_MAX_URLS);
+		memcpy(one, p, n);
+		one[n] = '\0';
+		r = iso_client_base_url(one, &c->urls[c->n_urls], err);
+		if (r < 0)
+			return r;
+		c->n_urls++;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	c->cur = 0;
+	c->url = c->urls[0];
+	return 0;
+}
+
 int iso_client_new(const struct iso_client_options *opts, struct iso_client **out,
                    struct iso_error *err)
 {
@@ -108,7 +146,7 @@ int iso_client_new(const struct iso_client_options *opts, struct iso_client **ou
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	r = iso_client_base_url(opts->url ? opts->url : ISO_CLIENT_DEFAULT_URL, &c->url, err);
+	r = split_urls(c, opts->url ? opts->url : ISO_CLIENT_DEFAULT_URL, err);
 	if (r < 0)
 		goto fail;
 	if (opts->token && opts->token[0]) {
@@ -365,8 +403,9 @@ static int set_options(struct iso_client *c, const char *method, struct request_
 	return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
-int iso_client_request(struct iso_client *c, const char *method, const char *path,
-                       const json_t *body, struct iso_response *out, struct iso_error *err)
+static int request_once(struct iso_client *c, const char *method, const char *path,
+                        const json_t *body, struct iso_response *out, bool *not_sent,
+                        struct iso_error *err)
 {
 	_cleanup_(request_ctx_clear) struct request_ctx r = {0};
 	struct header_state hs = {{0}};
@@ -412,6 +451,7 @@ int iso_client_request(struct iso_client *c, const char *method, const char *pat
 	/* Drop libcurl's pointers into this frame (error buffer, body, headers
 	 * with the token); the connection cache survives the reset. */
 	curl_easy_reset(c->curl);
+	*not_sent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
 	if (rc != CURLE_OK)
 		return transport_error(c, rc, os_errno, &r.body, method, path, errbuf, err);
 	ret = parse_body(c, &r.body, status, method, path, out, err);
@@ -421,4 +461,64 @@ int iso_client_request(struct iso_client *c, const char *method, const char *pat
 	iso_strlcpy(out->request_id, hs.request_id[0] ? hs.request_id : sent_id,
 	            sizeof(out->request_id));
 	return 0;
+}
+
+/* The leader a follower's not_leader answer names, as an index of urls[]
+ * (added when the list did not hold it); -1 when it names none usable. */
+static int leader_of(struct iso_client *c, const struct iso_response *resp)
+{
+	const json_t *e = json_object_get(resp->body, "error");
+	const char *code = json_string_value(json_object_get(e, "code"));
+	const char *leader = json_string_value(json_object_get(resp->body, "leader"));
+	char *url = NULL;
+
+	if (resp->status != 503 || !code || strcmp(code, "not_leader") != 0 || !leader)
+		return -1;
+	if (iso_client_base_url(leader, &url, NULL) < 0)
+		return -1;
+	for (int i = 0; i < c->n_urls; i++)
+		if (strcmp(c->urls[i], url) == 0) {
+			free(url);
+			return i;
+		}
+	if (c->n_urls > ISO_CLIENT_MAX_URLS) { /* the one extra slot is taken */
+		free(c->urls[c->n_urls - 1]);
+		c->n_urls--;
+	}
+	c->urls[c->n_urls] = url;
+	return c->n_urls++;
+}
+
+/* With several URLs: a server that cannot be connected to (nothing was
+ * sent) or a follower's 503 not_leader moves the client on, to the leader it
+ * names or else to the next URL, a bounded number of times; the client then
+ * sticks to the one that answered. Any other answer, and any failure after
+ * the request may have been sent, is the caller's, as with one URL. */
+int iso_client_request(struct iso_client *c, const char *method, const char *path,
+                       const json_t *body, struct iso_response *out, struct iso_error *err)
+{
+	int tries = 2 * (c->n_urls + 1);
+
+	for (int t = 0;; t++) {
+		bool not_sent = false;
+		int r = request_once(c, method, path, body, out, &not_sent, err);
+		int next = -1;
+
+		if (c->n_urls < 2 || t + 1 >= tries)
+			return r;
+		if (r < 0 && not_sent)
+			next = (c->cur + 1) % c->n_urls;
+		else if (r == 0 && (next = leader_of(c, out)) < 0 && out->status == 503 &&
+		         json_is_object(json_object_get(out->body, "error")) &&
+		         json_object_get(out->body, "leader"))
+			next = (c->cur + 1) % c->n_urls; /* a follower that knows no leader yet */
+		if (next < 0)
+			return r;
+		if (r == 0)
+			iso_response_clear(out);
+		if (next == c->cur) /* named itself (a stale view): try the next */
+			next = (c->cur + 1) % c->n_urls;
+		c->cur = next;
+		c->url = c->urls[next];
+	}
 }

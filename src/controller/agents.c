@@ -608,8 +608,10 @@ void ctl_agents_settle(struct iso_controller *c)
 		settle_node(c, ag->dirty[--ag->n_dirty]);
 }
 
-/* The term: one more than the stored one, stored before anything is served. */
-static int bump_term(struct iso_controller *c, struct iso_error *err)
+/* The term: one more than the stored one, stored before anything is served.
+ * A leader lease's term (docs/store.md, "High availability") is used as it
+ * is: it went up at the takeover, and started above the stored one. */
+static int bump_term(struct iso_controller *c, int64_t lease_term, struct iso_error *err)
 {
 	char buf[32] = "", *end = NULL;
 	long long t = 0;
@@ -621,6 +623,14 @@ static int bump_term(struct iso_controller *c, struct iso_error *err)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL,
 			                     "store: meta %s is \"%s\", not a term", TERM_META,
 			                     buf);
+	}
+	if (lease_term > 0) {
+		if (lease_term <= t || lease_term >= (1LL << 31))
+			return iso_error_set(
+			    err, ISO_E_INTERNAL, NULL,
+			    "the lease's term %lld is not above the agents' term %lld",
+			    (long long)lease_term, t);
+		t = lease_term - 1;
 	}
 	snprintf(buf, sizeof(buf), "%lld", t + 1);
 	r = ctl_tx_begin(c, err);
@@ -664,7 +674,7 @@ int ctl_agents_open(struct iso_controller *c, const struct iso_controller_params
 		mark_dirty(ag, i);
 	c->cs.on_member = on_member;
 	c->cs.on_member_arg = ag;
-	return bump_term(c, err);
+	return bump_term(c, params->agent_term, err);
 }
 
 void ctl_agents_close(struct iso_controller *c)

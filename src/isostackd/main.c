@@ -46,6 +46,9 @@ struct options {
 	unsigned agent_lease_s, agent_grace_s, agent_max_waiters, provisioning_timeout_s;
 	bool agents_required, no_agents;
 	bool no_group_commit; /* --group-commit off */
+	/* several isostackd on one PostgreSQL (docs/store.md, "High availability") */
+	const char *advertise_url;
+	unsigned lease_ms, renew_ms; /* 0: the defaults */
 };
 
 static void usage(FILE *out)
@@ -63,13 +66,19 @@ static void usage(FILE *out)
 	             "                 [--agent-lease-s N] [--agent-grace-s N] [--agents-required]\n"
 	             "                 [--agent-max-waiters N] [--no-agents]\n"
 	             "                 [--provisioning-timeout-s N] [--group-commit on|off]\n"
-	             "                 [--store sqlite|CONNINFO]\n"
+	             "                 [--store sqlite|CONNINFO] [--advertise-url URL]\n"
+	             "                 [--lease-ms N] [--renew-ms N]\n"
 	             "\n"
 	             "  --config FILE        cluster inventory (YAML, see docs/inventory.md)\n"
 	             "  --state-dir DIR      store, lock and admin.token (default ./var)\n"
 	             "  --store STORE        sqlite (default: DIR/state.db) or a PostgreSQL\n"
 	             "                       conninfo: postgres://... or \"host=... dbname=...\"\n"
 	             "                       (docs/store.md)\n"
+	             "  --advertise-url URL  how clients reach this daemon, named by followers\n"
+	             "                       (default http(s)://LISTEN)\n"
+	             "  --lease-ms N         PostgreSQL: the leader's lease (default 5000)\n"
+	             "  --renew-ms N         PostgreSQL: renew or seek it this often (default\n"
+	             "                       1000; at most half the lease)\n"
 	             "  --listen HOST:PORT   overrides controller.listen (default 127.0.0.1:8470)\n"
 	             "  --tls-cert/--tls-key serve HTTPS (overrides controller.tls)\n"
 	             "  --allow-remote-http  allow plain HTTP on a non-loopback address\n"
@@ -169,11 +178,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_PROVISION_TIMEOUT,
 		O_GROUP_COMMIT,
 		O_STORE,
+		O_ADVERTISE,
+		O_LEASE_MS,
+		O_RENEW_MS,
 	};
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"state-dir", required_argument, NULL, 's'},
 	    {"store", required_argument, NULL, O_STORE},
+	    {"advertise-url", required_argument, NULL, O_ADVERTISE},
+	    {"lease-ms", required_argument, NULL, O_LEASE_MS},
+	    {"renew-ms", required_argument, NULL, O_RENEW_MS},
 	    {"listen", required_argument, NULL, 'l'},
 	    {"tls-cert", required_argument, NULL, O_TLS_CERT},
 	    {"tls-key", required_argument, NULL, O_TLS_KEY},
@@ -229,6 +244,23 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			o->store = optarg;
+			break;
+		case O_ADVERTISE:
+			if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) {
+				fprintf(stderr, "isostackd: --advertise-url: \"%s\" is not an http:// "
+				                "or https:// URL\n",
+				        optarg);
+				return -1;
+			}
+			o->advertise_url = optarg;
+			break;
+		case O_LEASE_MS:
+			if (parse_count(optarg, "--lease-ms", 200, 600000, &o->lease_ms) < 0)
+				return -1;
+			break;
+		case O_RENEW_MS:
+			if (parse_count(optarg, "--renew-ms", 50, 300000, &o->renew_ms) < 0)
+				return -1;
 			break;
 		case O_TLS_CERT:
 			o->tls_cert = optarg;
@@ -362,6 +394,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "isostackd: unexpected argument \"%s\"\n", argv[optind]);
+		return -1;
+	}
+	if ((o->lease_ms ? o->lease_ms : 5000) < 2 * (o->renew_ms ? o->renew_ms : 1000)) {
+		fprintf(stderr, "isostackd: --renew-ms must be at most half of --lease-ms\n");
 		return -1;
 	}
 	if (!o->config) {
@@ -520,6 +556,7 @@ int main(int argc, char **argv)
 	_cleanup_(iso_store_closep) struct iso_store *store = NULL;
 	_cleanup_(iso_controller_freep) struct iso_controller *ctl = NULL;
 	struct iso_api *api = NULL;
+	struct iso_lease *lease = NULL;
 	struct options o = {0};
 	struct iso_error err = {0};
 	const struct iso_placer *placer;
@@ -605,33 +642,97 @@ int main(int argc, char **argv)
 	    .provisioning_timeout_s = (int)o.provisioning_timeout_s,
 	    .group_commit = !o.no_group_commit,
 	};
-	if (iso_controller_open(&params, &ctl, &err) < 0)
-		return fail(&err);
-	if (iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created, &err) < 0)
-		return fail(&err);
+	/* Several isostackd on one PostgreSQL (docs/store.md, "High
+	 * availability"): only the holder of the lease opens a controller;
+	 * the others follow until the lease is free. */
+	char url[300];
+	if (o.advertise_url)
+		iso_strlcpy(url, o.advertise_url, sizeof(url));
+	else
+		snprintf(url, sizeof(url), "%s://%s", api_cfg.tls_cert ? "https" : "http",
+		         api_cfg.listen);
+	api_cfg.advertise_url = url;
+	if (iso_store_spec_is_postgres(o.store)) {
+		struct iso_lease_config lc = {
+		    .url = url,
+		    .lease_ms = o.lease_ms ? o.lease_ms : 5000,
+		    .renew_ms = o.renew_ms ? o.renew_ms : 1000,
+		};
+		if (iso_lease_open(store, o.store, &lc, &lease, &err) < 0)
+			return fail(&err);
+		iso_lease_tick(lease); /* leads at once when nobody does */
+	}
+	if (!lease || iso_lease_role(lease) == ISO_LEASE_LEADER) {
+		params.agent_term = lease ? iso_lease_term(lease) : 0;
+		if (iso_controller_open(&params, &ctl, &err) < 0)
+			return fail(&err);
+		if (iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created,
+		                                   &err) < 0)
+			return fail(&err);
+	}
 
 	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0) {
-		iso_controller_shutdown(ctl);
+		if (ctl)
+			iso_controller_shutdown(ctl);
 		return fail(&err);
 	}
+	iso_api_set_lease(api, lease);
 	iso_log(ISO_LOG_INFO, "daemon_start",
-	        "version=%s cluster=%s nodes=%d store=%s placement=%s listen=%s port=%d tls=%s",
+	        "version=%s cluster=%s nodes=%d store=%s placement=%s listen=%s port=%d tls=%s "
+	        "role=%s",
 	        ISO_VERSION, inv->cluster_name, inv->n_nodes, db_path, placer->name, api_cfg.listen,
-	        iso_api_port(api), iso_api_tls(api) ? "yes" : "no");
+	        iso_api_port(api), iso_api_tls(api) ? "yes" : "no", ctl ? "leader" : "follower");
 	printf("isostackd %s serving %s://%s/v1 (port %d)\n", ISO_VERSION,
 	       iso_api_tls(api) ? "https" : "http", api_cfg.listen, iso_api_port(api));
 	printf("admin token: %s/admin.token%s\n", o.state_dir, created ? " (new)" : "");
 	fflush(stdout);
 
 	/* Requests, the controller's tick every 50 ms and deferred work, on
-	 * this thread, until SIGINT or SIGTERM. */
-	sig = iso_api_run(api, &err);
+	 * this thread, until SIGINT or SIGTERM (or, with a lease, until this
+	 * follower is elected: it then rebuilds its state from the store as a
+	 * start does, and serves). */
+	for (;;) {
+		sig = iso_api_run(api, &err);
+		if (sig != ISO_API_ELECTED)
+			break;
+		params.agent_term = iso_lease_term(lease);
+		if (iso_controller_open(&params, &ctl, &err) < 0 ||
+		    iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created,
+		                                   &err) < 0) {
+			iso_log(ISO_LOG_ERR, "leader_start_failed", "error=\"%s\"", err.message);
+			iso_lease_depose(lease, "the controller did not open");
+			sig = ISO_API_DEPOSED;
+			break;
+		}
+		iso_api_attach(api, ctl);
+		iso_log(ISO_LOG_INFO, "leader_serving", "term=%lld",
+		        (long long)iso_lease_term(lease));
+	}
 	if (sig < 0)
 		iso_log(ISO_LOG_ERR, "daemon_loop_failed", "error=\"%s\"", err.message);
+	else if (sig == ISO_API_DEPOSED)
+		iso_log(ISO_LOG_WARN, "daemon_step_down",
+		        "msg=\"the lease was lost: state dropped, starting again as a follower\"");
 	else
 		iso_log(ISO_LOG_INFO, "daemon_stop", "signal=%d", sig);
 	iso_api_stop(api);
-	iso_controller_shutdown(ctl);
+	if (ctl)
+		iso_controller_shutdown(ctl); /* with the lease still held: its last writes */
+	iso_controller_free(ctl);
+	ctl = NULL;
+	if (lease && sig != ISO_API_DEPOSED)
+		iso_lease_release(lease); /* graceful handoff: a follower takes it at once */
+	iso_lease_close(lease);
+	iso_store_close(store);
+	store = NULL;
 	close(lock_fd);
+	if (sig == ISO_API_DEPOSED) {
+		/* Nothing of the deposed leader's memory survives: the same
+		 * binary starts again with the same flags, as a follower. */
+		execv("/proc/self/exe", argv);
+		fprintf(stderr, "isostackd: cannot start again after stepping down: %s\n",
+		        strerror(errno));
+		return 1;
+	}
 	return sig < 0 ? 1 : 0;
 }

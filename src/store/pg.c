@@ -100,6 +100,12 @@ static int session_setup(struct pg_store *s, struct iso_error *err)
 		return iso_error_set(
 		    err, ISO_E_INTERNAL, NULL,
 		    "store: postgres: synchronous_commit=on did not take (got \"%s\")", got);
+	if (s->idle_tx_timeout_ms > 0) { /* the leader lease's bound (pg_lease.c) */
+		char sql[96];
+		snprintf(sql, sizeof(sql), "SET idle_in_transaction_session_timeout = %lld",
+		         (long long)s->idle_tx_timeout_ms);
+		PQclear(PQexec(s->conn, sql));
+	}
 	s->n_prepared = 0;
 	return s->group ? group_setting(s, true, err) : 0;
 }
@@ -215,6 +221,52 @@ static int simple(struct pg_store *s, const char *sql, const char *op, struct is
 
 /* ---- transactions ---- */
 
+/* The fence (docs/store.md, "High availability"), as Temporal checks its
+ * shard's range_id: with a leader lease, the first statement of every write
+ * transaction checks, in that transaction, that this process still holds
+ * the lease with its term. FOR SHARE keeps a takeover's update of the row
+ * waiting until the transaction ends, so a term cannot move under a
+ * transaction that passed the check. A moved term (or no lease held) fails
+ * the transaction and deposes the lease: the daemon steps down. */
+static int pg_fence(struct pg_store *s, struct iso_error *err)
+{
+	static const char sql[] = "SELECT 1 FROM leader WHERE id = 1 AND holder = $1 AND term = $2"
+	                          " AND expires_at > clock_timestamp() FOR SHARE";
+	struct iso_lease *l = s->lease;
+	_cleanup_pgres_ PGresult *res = NULL;
+	struct pg_params p = {0};
+	int r;
+
+	if (!l)
+		return 0;
+	if (l->role != ISO_LEASE_LEADER)
+		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+		                     "not the leader: this isostackd does not hold the lease");
+	P_STR(&p, l->holder);
+	iso_pg_p_i64(&p, l->term);
+	r = iso_pg_query(s, sql, &p, "fence", NULL, NULL, &res, err);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		l->fence_lost = true;
+		iso_lease_depose(l, "a write found the term moved");
+		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+		                     "not the leader: term %lld is no longer this isostackd's; "
+		                     "stepping down",
+		                     (long long)l->term);
+	}
+	return 0;
+}
+
+int iso_pg_set_idle_timeout(struct pg_store *s, int64_t ms, struct iso_error *err)
+{
+	char sql[96];
+
+	s->idle_tx_timeout_ms = ms;
+	snprintf(sql, sizeof(sql), "SET idle_in_transaction_session_timeout = %lld", (long long)ms);
+	return simple(s, sql, "idle_in_transaction_session_timeout", err);
+}
+
 static int pg_begin(struct iso_store *is, struct iso_error *err)
 {
 	struct pg_store *s = pg_store_of(is);
@@ -233,6 +285,8 @@ static int pg_begin(struct iso_store *is, struct iso_error *err)
 	if (r == 0)
 		r = simple(s, "BEGIN; SELECT pg_advisory_xact_lock(7261535432105367602)", "begin",
 		           err);
+	if (r == 0)
+		r = pg_fence(s, err);
 	if (r < 0) {
 		if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
 			PQclear(PQexec(s->conn, "ROLLBACK"));
@@ -299,7 +353,14 @@ int iso_pg_atomic_begin(struct pg_store *s, const char *op, struct iso_error *er
 
 	if (r < 0)
 		return r;
-	return simple(s, s->in_tx ? "SAVEPOINT iso_write" : "BEGIN", op, err);
+	if (s->in_tx)
+		return simple(s, "SAVEPOINT iso_write", op, err);
+	r = simple(s, "BEGIN", op, err);
+	if (r == 0)
+		r = pg_fence(s, err); /* a write of its own is fenced too */
+	if (r < 0 && PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+		PQclear(PQexec(s->conn, "ROLLBACK"));
+	return r;
 }
 
 int iso_pg_atomic_end(struct pg_store *s, const char *op, struct iso_error *err)

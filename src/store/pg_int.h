@@ -27,7 +27,33 @@ struct pg_store {
 	bool sync_lost; /* group: the session ended with unsynced commits (pg.c) */
 	int n_prepared; /* slots of prepared[] in use */
 	const char *prepared[PG_STMT_MAX];
+	/* the leader lease (pg_lease.c) when several isostackd share the
+	 * database: every write transaction is fenced by its term (pg_fence) */
+	struct iso_lease *lease;
+	int64_t idle_tx_timeout_ms; /* idle_in_transaction_session_timeout; 0: none */
 };
+
+/* The leader lease (pg_lease.c): its own connection, the holder id of this
+ * process, the term while it leads, what a follower last read. */
+struct iso_lease {
+	PGconn *conn;
+	struct pg_store *store;
+	char holder[25]; /* 12 random bytes in hex, new at every start */
+	char url[256];   /* this daemon's advertised URL */
+	char session_sql[160];
+	int64_t lease_ms, renew_ms;
+	enum iso_lease_role role;
+	int64_t term;         /* the term held while leader */
+	uint64_t renewed_ns;  /* last successful renew (monotonic) */
+	uint64_t next_ns;     /* next attempt (monotonic) */
+	bool fence_lost;      /* a write transaction found the term moved */
+	char leader_url[256]; /* who leads ("" when nobody, as far as we know) */
+	int64_t leader_term;
+};
+
+/* pg.c: sets the server's idle_in_transaction_session_timeout on the store's
+ * session (now and at every reconnect). */
+int iso_pg_set_idle_timeout(struct pg_store *s, int64_t ms, struct iso_error *err);
 
 static inline struct pg_store *pg_store_of(struct iso_store *s)
 {

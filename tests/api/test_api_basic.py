@@ -83,7 +83,11 @@ class TestHealthAuth(DaemonCase):
     def test_healthz_needs_no_auth(self):
         r = self.d.request("GET", "/v1/healthz")
         self.assertStatus(r, 200)
-        self.assertEqual(r.body, {"status": "ok"})
+        # The only isostackd on its store (SQLite) leads, at the agents' term.
+        self.assertEqual(r.body, {"status": "ok", "role": "leader", "term": r.body.get("term"),
+                                  "leader": "http://127.0.0.1:%d" % self.d.port})
+        self.assertIsInstance(r.body["term"], int)
+        self.assertGreaterEqual(r.body["term"], 1)
         self.assertTrue((r.header("Content-Type") or "").startswith("application/json"))
 
     def _unauthorized_variants(self):

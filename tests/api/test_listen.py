@@ -92,7 +92,8 @@ class ListenTest(unittest.TestCase):
         p = self.start(["--listen", "127.0.0.1:%d" % port, "--tls-cert", cert, "--tls-key", key])
         ctx = ssl.create_default_context(cafile=cert)
         status, body = wait_url("https://127.0.0.1:%d/v1/healthz" % port, context=ctx)
-        self.assertEqual((status, body), (200, {"status": "ok"}))
+        self.assertEqual((status, body["status"], body["role"], body["leader"]),
+                         (200, "ok", "leader", "https://127.0.0.1:%d" % port))
         token = read(os.path.join(self.state, "admin.token"))
         status, who = get_json("https://127.0.0.1:%d/v1/whoami" % port, token, context=ctx)
         self.assertEqual(who["role"], "cluster-admin")

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""test_leader.py: several isostackd on one PostgreSQL, one leader, fenced
+(issue 16, "One leader, fenced"; docs/store.md, "High availability").
+
+Three isostackd with their own --state-dir and --listen on one throwaway
+PostgreSQL (scripts/pg-test-cluster.sh): exactly one leads and the others
+follow, naming it in GET /v1/healthz and refusing everything else with 503
+not_leader. kill -9 of the leader: another leads within 10 s with a higher
+term and every acknowledged write is there, for several rounds. SIGTERM
+hands the lease over (with a 30 s lease, only the release lets another take
+it within 10 s). A leader frozen past its lease (SIGSTOP) and then thawed
+cannot land a write and steps down; a term moved under a leader fails its
+next write transaction (the fence), and nothing of it is stored. isoctl given
+the three URLs finds the leader.
+
+All daemons share one audit signing key (copied from the first leader's state
+dir): one log across leaders needs it until heads name their signer's key.
+
+Run: python3 tests/api/test_leader.py PATH/TO/isostackd PATH/TO/isoctl
+Skips (exit 77, saying why) only when the PostgreSQL binaries are missing.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import T, free_port, http_request  # noqa: E402
+
+ROOT = harness.SOURCE_ROOT
+SCRIPT = os.path.join(ROOT, "scripts", "pg-test-cluster.sh")
+PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
+CONFIG = harness.data_path("small.yaml")
+MIG_1G = {"count": 1, "profile": "1g.10gb"}
+FAILOVER_BOUND_S = 10.0  # the issue's goal for a crash failover
+
+
+def psql(conninfo, sql):
+    out = subprocess.run(["psql", conninfo, "-XtAq", "-c", sql], capture_output=True,
+                         text=True, timeout=T(30))
+    if out.returncode != 0:
+        raise AssertionError("psql %r: %s" % (sql, out.stderr))
+    return out.stdout.strip()
+
+
+class Node:
+    """One isostackd of the group: its own state dir and port, kept across
+    restarts (a restart of a node is a new process and a new lease holder)."""
+
+    def __init__(self, tmp, i, conninfo, extra):
+        self.state = os.path.join(tmp, "node%d" % i)
+        os.makedirs(self.state, mode=0o700)
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.conninfo = conninfo
+        self.extra = list(extra)
+        self.proc = None
+        self.log = os.path.join(tmp, "node%d.log" % i)
+        self.stopped = False
+
+    def start(self):
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [harness.Binaries.isostackd, "--config", CONFIG, "--state-dir", self.state,
+                 "--listen", "127.0.0.1:%d" % self.port, "--store", self.conninfo,
+                 "--no-agents", "--tenant-writes-per-s", "100000", "--tenant-reads-per-s",
+                 "100000"] + self.extra,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+
+    def health(self):
+        try:
+            r = http_request(self.port, "GET", "/v1/healthz", timeout=T(2))
+        except OSError:
+            return None
+        return r.body if r.status == 200 else None
+
+    def signal(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            if self.stopped:
+                self.signal(signal.SIGCONT)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.stopped = False
+
+    def log_text(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+
+@unittest.skipUnless(os.access(os.path.join(PG_BIN, "initdb"), os.X_OK),
+                     "no PostgreSQL server binaries in %s (apt-get install postgresql-15)" % PG_BIN)
+class TestLeader(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="iso-leader-")
+        out = subprocess.run([SCRIPT, "start", cls.dir], capture_output=True, text=True,
+                             timeout=T(60))
+        if out.returncode != 0:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise AssertionError("pg-test-cluster.sh start: %s" % out.stderr)
+        cls.base = out.stdout.strip().splitlines()[-1]
+        cls.n = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([SCRIPT, "stop", cls.dir], capture_output=True, timeout=T(60))
+        if not os.environ.get("ISO_TEST_KEEP"):
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    # -- a group of three
+
+    def group(self, extra=()):
+        """Three nodes on a fresh database; the first leads, and the others
+        start with its audit key. Returns (nodes, leader, admin token)."""
+        type(self).n += 1
+        name = "iso_leader_%d" % self.n
+        psql(self.base, "CREATE DATABASE %s" % name)
+        self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
+        tmp = tempfile.mkdtemp(prefix="nodes-", dir=self.dir)
+        nodes = [Node(tmp, i, self.conninfo, extra) for i in range(3)]
+        self.nodes = nodes
+        self.addCleanup(self.dump_logs_on_failure)
+        for node in nodes:
+            self.addCleanup(node.kill)
+        nodes[0].start()
+        first = self.wait_leader(nodes[:1], T(20))
+        self.assertIs(first, nodes[0])
+        with open(os.path.join(nodes[0].state, "admin.token")) as f:
+            token = f.read().strip()
+        for node in nodes[1:]:
+            shutil.copy(os.path.join(nodes[0].state, "audit.key"),
+                        os.path.join(node.state, "audit.key"))
+            os.chmod(os.path.join(node.state, "audit.key"), 0o600)
+            node.start()
+        for node in nodes[1:]:
+            self.wait_role(node, "follower", T(20))
+        return nodes, nodes[0], token
+
+    def dump_logs_on_failure(self):
+        if hasattr(self, "_outcome") and any(
+                e for _, e in getattr(self._outcome, "errors", []) if e):
+            for node in self.nodes:
+                sys.stderr.write("--- %s ---\n%s\n" % (node.log, node.log_text()[-3000:]))
+
+    def wait_leader(self, nodes, timeout, exclude=None):
+        """The one node that reports role leader (polling healthz)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for node in nodes:
+                if node is exclude:
+                    continue
+                h = node.health()
+                if h and h.get("role") == "leader":
+                    return node
+            time.sleep(0.05)
+        self.fail("no leader among %s within %.1f s"
+                  % ([n.url for n in nodes if n is not exclude], timeout))
+
+    def wait_role(self, node, role, timeout):
+        deadline = time.monotonic() + timeout
+        h = None
+        while time.monotonic() < deadline:
+            h = node.health()
+            if h and h.get("role") == role:
+                return h
+            time.sleep(0.05)
+        self.fail("%s is not %s within %.1f s (last healthz %r)" % (node.url, role, timeout, h))
+
+    def check_one_leader(self, nodes, leader):
+        """Exactly one leader; every other node follows and names it."""
+        lh = leader.health()
+        self.assertEqual(lh["role"], "leader")
+        self.assertEqual(lh["leader"], leader.url)
+        for node in nodes:
+            if node is leader:
+                continue
+            h = self.wait_follower_naming(node, leader)
+            self.assertEqual(h["term"], lh["term"], "a follower reports the leader's term")
+        return lh["term"]
+
+    def wait_follower_naming(self, node, leader):
+        deadline = time.monotonic() + T(10)
+        h = None
+        while time.monotonic() < deadline:
+            h = node.health()
+            if h and h["role"] == "follower" and h["leader"] == leader.url:
+                return h
+            time.sleep(0.05)
+        self.fail("%s does not follow %s (healthz %r)" % (node.url, leader.url, h))
+
+    def post(self, node, path, body, token):
+        return http_request(node.port, "POST", path, body=body, token=token)
+
+    def get(self, node, path, token):
+        return http_request(node.port, "GET", path, token=token)
+
+    # -- the tests
+
+    def test_one_leader_followers_name_it(self):
+        nodes, leader, token = self.group()
+        term = self.check_one_leader(nodes, leader)
+        self.assertGreaterEqual(term, 1)
+        r = self.post(leader, "/v1/tenants", {"name": "acme"}, token)
+        self.assertEqual(r.status, 201, r)
+        for node in nodes[1:]:
+            for method, path in (("POST", "/v1/tenants"), ("GET", "/v1/tenants"),
+                                 ("GET", "/v1/version"), ("DELETE", "/v1/tenants/acme")):
+                r = http_request(node.port, method, path,
+                                 body={"name": "x"} if method == "POST" else None, token=token)
+                self.assertEqual(r.status, 503, r)
+                self.assertEqual(r.body["error"]["code"], "not_leader", r)
+                self.assertEqual(r.body["leader"], leader.url, r)
+                self.assertEqual(r.header("X-Isostack-Leader"), leader.url, r)
+        # The followers wrote nothing: one tenant, and the term is the agents' term.
+        self.assertEqual(psql(self.conninfo, "SELECT count(*) FROM tenants"), "1")
+        self.assertEqual(psql(self.conninfo, "SELECT value FROM meta WHERE key = 'agent_term'"),
+                         str(term))
+        self.assertEqual(psql(self.conninfo, "SELECT url FROM leader"), leader.url)
+
+    def test_kill9_rounds(self):
+        nodes, leader, token = self.group()
+        term = self.check_one_leader(nodes, leader)
+        tenants, allocs = [], []
+        for rnd in range(5):
+            # Acknowledged writes on the current leader...
+            name = "round%d" % rnd
+            r = self.post(leader, "/v1/tenants", {"name": name}, token)
+            self.assertEqual(r.status, 201, r)
+            tenants.append(name)
+            r = self.post(leader, "/v1/allocations",
+                          {"tenant": name, "gpus": MIG_1G, "cpus": 1}, token)
+            self.assertEqual(r.status, 201, r)
+            allocs.append((r.body["id"], r.body["state"]))
+            # ...then a crash at once.
+            t0 = time.monotonic()
+            leader.kill()
+            new = self.wait_leader(nodes, T(FAILOVER_BOUND_S) + 5, exclude=leader)
+            took = time.monotonic() - t0
+            self.assertLess(took, T(FAILOVER_BOUND_S) + 5, "crash failover bound")
+            sys.stderr.write("round %d: crash failover %.2f s\n" % (rnd, took))
+            new_term = new.health()["term"]
+            self.assertGreater(new_term, term)
+            term = new_term
+            for t in tenants:
+                self.assertEqual(self.get(new, "/v1/tenants/" + t, token).status, 200, t)
+            for a, state in allocs:  # as acknowledged (the small cluster fills up)
+                r = self.get(new, "/v1/allocations/" + a, token)
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(r.body["state"], state, r)
+            # The killed node comes back as a follower of the new leader.
+            leader.start()
+            self.wait_follower_naming(leader, new)
+            leader = new
+        self.check_one_leader(nodes, leader)
+        # Nothing placed twice: every live allocation's slots are distinct.
+        self.assertEqual(psql(self.conninfo,
+                              "SELECT count(*) FROM (SELECT m.node, s.gpu, s.start "
+                              "FROM alloc_slots s JOIN alloc_members m ON m.alloc_id = s.alloc_id"
+                              " AND m.idx = s.member JOIN allocations a ON a.id = s.alloc_id"
+                              " WHERE a.state NOT IN ('released', 'failed') GROUP BY 1, 2, 3"
+                              " HAVING count(*) > 1) d"), "0")
+
+    def test_sigterm_hands_over(self):
+        # A 30 s lease: only a release lets another node lead within 10 s.
+        nodes, leader, token = self.group(["--lease-ms", "30000", "--renew-ms", "500"])
+        term = self.check_one_leader(nodes, leader)
+        t0 = time.monotonic()
+        leader.signal(signal.SIGTERM)
+        new = self.wait_leader(nodes, T(FAILOVER_BOUND_S), exclude=leader)
+        sys.stderr.write("graceful handoff %.2f s\n" % (time.monotonic() - t0))
+        self.assertEqual(leader.proc.wait(timeout=T(15)), 0)
+        self.assertGreater(new.health()["term"], term, "the next taker bumps the term")
+        self.assertIn("leader_released", leader.log_text())
+        r = self.post(new, "/v1/tenants", {"name": "after-handoff"}, token)
+        self.assertEqual(r.status, 201, r)
+
+    def test_paused_leader_is_fenced(self):
+        nodes, leader, token = self.group(["--lease-ms", "2000", "--renew-ms", "500"])
+        term = self.check_one_leader(nodes, leader)
+        leader.signal(signal.SIGSTOP)
+        leader.stopped = True
+        new = self.wait_leader(nodes, T(FAILOVER_BOUND_S) + 5, exclude=leader)
+        self.assertGreater(new.health()["term"], term)
+        # Thawed: its first write must not land, and it steps down.
+        leader.signal(signal.SIGCONT)
+        leader.stopped = False
+        try:
+            r = self.post(leader, "/v1/tenants", {"name": "stale-write"}, token)
+            self.assertNotIn(r.status, (200, 201), r)
+        except OSError:
+            pass  # already stepping down: the connection was refused or closed
+        h = self.wait_role(leader, "follower", T(20))
+        self.assertEqual(h["leader"], new.url)
+        self.assertIn("leader_deposed", leader.log_text())
+        self.assertEqual(psql(self.conninfo,
+                              "SELECT count(*) FROM tenants WHERE name = 'stale-write'"), "0")
+        self.assertEqual(self.get(new, "/v1/tenants/stale-write", token).status, 404)
+        self.check_one_leader(nodes, new)
+
+    def test_moved_term_fails_the_write(self):
+        # Renewed only every 30 s: the fence in the write transaction, not
+        # the renew, is what finds the term moved.
+        nodes, leader, token = self.group(["--lease-ms", "60000", "--renew-ms", "30000"])
+        term = self.check_one_leader(nodes, leader)
+        psql(self.conninfo, "UPDATE leader SET term = term + 1")
+        r = self.post(leader, "/v1/tenants", {"name": "fenced"}, token)
+        self.assertEqual(r.status, 503, r)
+        self.assertIn("not the leader", r.body["error"]["message"], r)
+        self.assertEqual(psql(self.conninfo,
+                              "SELECT count(*) FROM tenants WHERE name = 'fenced'"), "0")
+        self.assertIn("leader_deposed", leader.log_text())
+        # It starts again as a follower of the lease it no longer holds.
+        h = self.wait_role(leader, "follower", T(20))
+        self.assertEqual(h["term"], term + 1)
+
+    def test_isoctl_finds_the_leader(self):
+        nodes, leader, token = self.group()
+        self.check_one_leader(nodes, leader)
+        dead = "http://127.0.0.1:%d" % free_port()
+        urls = ",".join([dead] + [n.url for n in reversed(nodes)])
+        env = dict(os.environ, ISOSTACK_URL=urls, ISOSTACK_TOKEN=token)
+        out = subprocess.run([harness.Binaries.isoctl, "tenant", "create", "via-list"],
+                             capture_output=True, text=True, timeout=T(30), env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        out = subprocess.run([harness.Binaries.isoctl, "-o", "json", "tenant", "list"],
+                             capture_output=True, text=True, timeout=T(30), env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("via-list", out.stdout)
+        # A bad entry in the list is refused naming the flag's field.
+        env["ISOSTACK_URL"] = leader.url + ",ftp://x"
+        out = subprocess.run([harness.Binaries.isoctl, "tenant", "list"],
+                             capture_output=True, text=True, timeout=T(30), env=env)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("ftp://x", out.stderr)
+
+
+if __name__ == "__main__":
+    harness.main()
