@@ -18,8 +18,12 @@ are answered. Prints creates/s (answered creates over the wall time of the
 burst), p50/p99 latency per request, the daemon's CPU time (user + system,
 /proc) per create during the burst, and the ratios on/off.
 
+--stores sqlite,postgres runs every cell on both backends in the same run:
+PostgreSQL is a throwaway cluster (scripts/pg-test-cluster.sh, fsync on, in
+the temp directory), a fresh database per cell, isostackd --store CONNINFO.
+
 usage: python3 bench/api/group_commit.py [BUILD_DIR] [--total N] [--nodes N]
-       [--clients 1,16,64] [--rounds R]
+       [--clients 1,16,64] [--rounds R] [--stores sqlite,postgres]
 """
 
 import argparse
@@ -51,15 +55,16 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, build, config, group_commit, tmp):
+    def __init__(self, build, config, group_commit, tmp, store=None):
         self.port = free_port()
         self.state = tempfile.mkdtemp(prefix="state-", dir=tmp)
+        extra = ["--store", store] if store else []
         self.proc = subprocess.Popen(
             [os.path.join(build, "isostackd"), "--config", config, "--state-dir", self.state,
              "--listen", "127.0.0.1:%d" % self.port, "--no-agents", "--placement", "first-fit",
              "--group-commit", group_commit, "--tenant-writes-per-s", "1000000",
              "--tenant-reads-per-s", "1000000", "--tenant-max-live", "1000000",
-             "--max-connections-per-address", "256"],
+             "--max-connections-per-address", "256"] + extra,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while True:
@@ -140,8 +145,34 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
-def run_one(build, config, mode, n_clients, total, tmp):
-    d = Daemon(build, config, mode, tmp)
+class Postgres:
+    """A throwaway PostgreSQL (scripts/pg-test-cluster.sh) and a fresh
+    database per cell."""
+
+    def __init__(self, tmp):
+        self.dir = os.path.join(tmp, "pg")
+        os.makedirs(self.dir)
+        out = subprocess.run([os.path.join(ROOT, "scripts", "pg-test-cluster.sh"), "start",
+                              self.dir], capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise SystemExit("pg-test-cluster.sh start: %s" % out.stderr)
+        self.base = out.stdout.strip().splitlines()[-1]
+        self.n = 0
+
+    def fresh(self):
+        self.n += 1
+        name = "bench_%d" % self.n
+        subprocess.run(["psql", self.base, "-XtAq", "-c", "CREATE DATABASE " + name],
+                       check=True, capture_output=True, timeout=60)
+        return self.base.replace("dbname=postgres", "dbname=" + name)
+
+    def stop(self):
+        subprocess.run([os.path.join(ROOT, "scripts", "pg-test-cluster.sh"), "stop", self.dir],
+                       capture_output=True, timeout=120)
+
+
+def run_one(build, config, mode, n_clients, total, tmp, store=None):
+    d = Daemon(build, config, mode, tmp, store)
     try:
         names = []
         for i in range(TENANTS):
@@ -167,40 +198,53 @@ def main():
     ap.add_argument("--nodes", type=int, default=128, help="inventory nodes (default 128)")
     ap.add_argument("--clients", default="1,16,64")
     ap.add_argument("--rounds", type=int, default=1, help="bursts per cell, best kept")
+    ap.add_argument("--stores", default="sqlite", help="sqlite, postgres or both (sqlite,postgres)")
     a = ap.parse_args()
+    stores = a.stores.split(",")
+    if not stores or any(x not in ("sqlite", "postgres") for x in stores):
+        raise SystemExit("--stores: %r is not a list of sqlite and postgres" % a.stores)
     levels = [int(x) for x in a.clients.split(",")]
     if a.total > a.nodes * 8 * 7:
         raise SystemExit("--total %d does not fit %d nodes (%d 1g.10gb slices)"
                          % (a.total, a.nodes, a.nodes * 56))
     tmp = tempfile.mkdtemp(prefix="isobench-gc-")
+    os.chmod(tmp, 0o755)  # pg-test-cluster.sh may run the server as another user
+    pg = None
     try:
+        if "postgres" in stores:
+            pg = Postgres(tmp)
         config = os.path.join(tmp, "cluster.yaml")
         with open(config, "w") as f:
             f.write(inventory.inventory(a.nodes))
-        print("isostackd group commit: %d durable creates per burst, %d nodes, SQLite in %s"
-              % (a.total, a.nodes, tmp))
-        print("%8s %5s %10s %9s %9s %8s %8s %12s" % ("clients", "group", "creates/s", "p50 ms",
-                                                     "p99 ms", "commits", "syncs",
-                                                     "cpu us/create"))
+        print("isostackd group commit: %d durable creates per burst, %d nodes, stores %s in %s"
+              % (a.total, a.nodes, ",".join(stores), tmp))
+        print("%8s %8s %5s %10s %9s %9s %8s %8s %12s" % ("store", "clients", "group",
+                                                         "creates/s", "p50 ms", "p99 ms",
+                                                         "commits", "syncs", "cpu us/create"))
         results = {}
         for n in levels:
-            for mode in ("off", "on"):
-                best = None
-                for _ in range(a.rounds):
-                    r = run_one(a.build, config, mode, n, a.total, tmp)
-                    if best is None or r[0] > best[0]:
-                        best = r
-                results[(n, mode)] = best
-                rate, p50, p99, c, cpu_us = best
-                print("%8d %5s %10.0f %9.2f %9.2f %8d %8d %12.0f" % (n, mode, rate, p50, p99,
-                                                                     c["commits"], c["syncs"],
-                                                                     cpu_us))
-                sys.stdout.flush()
+            for store in stores:
+                for mode in ("off", "on"):
+                    best = None
+                    for _ in range(a.rounds):
+                        conninfo = pg.fresh() if store == "postgres" else None
+                        r = run_one(a.build, config, mode, n, a.total, tmp, conninfo)
+                        if best is None or r[0] > best[0]:
+                            best = r
+                    results[(store, n, mode)] = best
+                    rate, p50, p99, c, cpu_us = best
+                    print("%8s %8d %5s %10.0f %9.2f %9.2f %8d %8d %12.0f"
+                          % (store, n, mode, rate, p50, p99, c["commits"], c["syncs"], cpu_us))
+                    sys.stdout.flush()
         print("ratios on/off:")
-        for n in levels:
-            on, off = results[(n, "on")], results[(n, "off")]
-            print("%8d clients: creates/s x%.2f, p99 x%.2f" % (n, on[0] / off[0], on[2] / off[2]))
+        for store in stores:
+            for n in levels:
+                on, off = results[(store, n, "on")], results[(store, n, "off")]
+                print("%8s %8d clients: creates/s x%.2f, p99 x%.2f"
+                      % (store, n, on[0] / off[0], on[2] / off[2]))
     finally:
+        if pg:
+            pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
