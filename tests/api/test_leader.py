@@ -129,6 +129,7 @@ class TestLeader(unittest.TestCase):
         nodes = [Node(tmp, i, self.conninfo, extra) for i in range(3)]
         self.nodes = nodes
         self.addCleanup(self.dump_logs_on_failure)
+        self.addCleanup(self.check_sanitizers)
         for node in nodes:
             self.addCleanup(node.kill)
         nodes[0].start()
@@ -144,6 +145,14 @@ class TestLeader(unittest.TestCase):
         for node in nodes[1:]:
             self.wait_role(node, "follower", T(20))
         return nodes, nodes[0], token
+
+    def check_sanitizers(self):
+        """No AddressSanitizer, LeakSanitizer or UBSan report in any node's
+        log (the ASan build; stopped and re-executed processes report)."""
+        for node in self.nodes:
+            text = node.log_text()
+            for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+                self.assertNotIn(mark, text, "%s:\n%s" % (node.log, text[-4000:]))
 
     def dump_logs_on_failure(self):
         if hasattr(self, "_outcome") and any(
