@@ -6,7 +6,8 @@
  * "released"), an agent restart keeps a live member's sandbox and removes a
  * released one's, a dead holder is made again on the same cores, too few
  * free cores is "not ready" with the reason, and a command run through
- * the socket's handle is in the member's cgroup with the sandbox's
+ * the socket's handle, like a child that joins through
+ * iso_agent_sandbox_join, is in the member's cgroup with the sandbox's
  * hostname. Then the leak test: 1,000 create/release cycles, counting
  * cgroups, mounts, namespaces, network interfaces and processes before and
  * after. Root only (suite sandbox): skips saying why otherwise.
@@ -392,6 +393,59 @@ static void test_run_through_the_socket(void **state)
 	assert_non_null(strstr(buf, want)); /* the hostname */
 	snprintf(want, sizeof(want), "/iso-%s-0", alloc);
 	assert_non_null(strstr(buf, want)); /* the cgroup */
+
+	/* the plugins' way in: iso_agent_sandbox_join moves a child into the
+	 * sandbox (its cgroup, its uts namespace), as uid 1000 */
+	{
+		struct iso_sandbox_identity as = {.set = true, .uid = 1000, .gid = 1000};
+		int fds[2], st;
+		pid_t pid;
+
+		assert_int_equal(pipe(fds), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct iso_error je = {0};
+			char host[128] = "", line[4096];
+			FILE *cgf;
+			size_t len = 0;
+
+			close(fds[0]);
+			if (iso_agent_sandbox_join(dir, alloc, 0, &as, &je) < 0) {
+				dprintf(fds[1], "join: %s\n", je.message);
+				_exit(1);
+			}
+			gethostname(host, sizeof(host) - 1);
+			len += (size_t)snprintf(line, sizeof(line), "host=%s uid=%u\n", host,
+			                        (unsigned)getuid());
+			/* setns puts the children in the sandbox's pid namespace,
+			 * where its /proc shows them: a child reads its cgroup */
+			pid_t kid = fork();
+			if (kid == 0) {
+				if ((cgf = fopen("/proc/self/cgroup", "r"))) {
+					len += fread(line + len, 1, sizeof(line) - 1 - len, cgf);
+					fclose(cgf);
+				}
+				_exit(write(fds[1], line, len) < 0 ? 2 : 0);
+			}
+			_exit(kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st)
+			          ? WEXITSTATUS(st)
+			          : 3);
+		}
+		close(fds[1]);
+		n = 0;
+		for (ssize_t got; (got = read(fds[0], buf + n, sizeof(buf) - 1 - n)) > 0;)
+			n += (size_t)got;
+		buf[n] = '\0';
+		close(fds[0]);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail_msg("join: %s", buf);
+		snprintf(want, sizeof(want), "host=iso-%s-0 uid=1000\n", alloc);
+		assert_non_null(strstr(buf, want));
+		snprintf(want, sizeof(want), "/iso-%s-0", alloc);
+		assert_non_null(strstr(buf, want));
+	}
 	atomic_store(&stop, true);
 	agent_socket_stop(sk);
 }
