@@ -138,7 +138,7 @@ static int store_migrate(struct isoctl *ctx, int argc, char **argv)
 	if (rep.head) {
 		char hex[2 * ISO_AUDIT_HASH_LEN + 1];
 		for (int i = 0; i < ISO_AUDIT_HASH_LEN; i++)
-			snprintf(hex + 2 * i, 3, "%02x", rep.head_root[i]);
+			snprintf(hex + (size_t)2 * (size_t)i, 3, "%02x", rep.head_root[i]);
 		printf("audit log: %lld events verified; head size %llu root %s (%s)\n",
 		       (long long)rep.audit_events, (unsigned long long)rep.head_size, hex,
 		       rep.head_signature_checked ? "signature verified" : "signature not checked");
