@@ -325,6 +325,40 @@ out:
 	return r < 0 ? r : 0;
 }
 
+/* Every table of the source must be one this file copies: a table added to
+ * the schema and not to tables[] would otherwise be left behind silently. */
+static int check_source_tables(sqlite3 *db, struct iso_error *err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(
+	        db,
+	        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+	        "('schema_version', 'sqlite_sequence') AND name NOT LIKE 'sqlite\\_%' "
+	        "ESCAPE '\\' ORDER BY name",
+	        -1, &st, NULL) != SQLITE_OK)
+		return iso_error_set(err, ISO_E_INTERNAL, "from",
+		                     "store migrate: listing tables: %s", sqlite3_errmsg(db));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		bool known = false;
+
+		for (int i = 0; i < ISO_STORE_MIGRATE_TABLES && !known; i++)
+			known = name && strcmp(name, tables[i]) == 0;
+		if (!known)
+			return iso_error_set(
+			    err, ISO_E_INTERNAL, "from",
+			    "store migrate: SQLite table %s is not one this isoctl "
+			    "copies; nothing was copied",
+			    name ? name : "?");
+	}
+	if (rc != SQLITE_DONE)
+		return iso_error_set(err, ISO_E_INTERNAL, "from",
+		                     "store migrate: listing tables: %s", sqlite3_errmsg(db));
+	return 0;
+}
+
 int iso_store_migrate_to_postgres(const char *sqlite_path, const char *conninfo,
                                   const uint8_t *pubkey, struct iso_store_migrate_report *rep,
                                   struct iso_error *err)
@@ -347,6 +381,9 @@ int iso_store_migrate_to_postgres(const char *sqlite_path, const char *conninfo,
 	if (sqlite3_open_v2(sqlite_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 		return iso_error_set(err, ISO_E_INTERNAL, "from", "store migrate: %s: %s",
 		                     sqlite_path, db ? sqlite3_errmsg(db) : "out of memory");
+	r = check_source_tables(db, err);
+	if (r < 0)
+		return r;
 	r = iso_store_open_postgres(conninfo, &dst, err);
 	if (r < 0) {
 		if (err)

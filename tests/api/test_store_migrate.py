@@ -181,6 +181,31 @@ class TestStoreMigrate(ApiTestCase):
         self.assertEqual(psql(conninfo, "SELECT count(*) FROM audit_events"), n)
         self.assertEqual(psql(conninfo, "SELECT count(*) FROM tenants"), "1")
 
+    def test_refuses_a_table_it_does_not_copy_and_an_unreachable_target(self):
+        d = Daemon("small.yaml")
+        self.addCleanup(d.cleanup)
+        d.start()
+        d.stop()
+        # every table of the source is copied: one the copy does not know is
+        # refused before anything is made (a schema change must extend the copy)
+        with sqlite3.connect(os.path.join(d.state_dir, "state.db")) as c:
+            c.execute("CREATE TABLE extra (x INTEGER)")
+        conninfo = self.fresh_db()
+        p = self.migrate(d, conninfo)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("--from: store migrate: SQLite table extra is not one this isoctl copies",
+                      p.stderr)
+        self.assertEqual(psql(conninfo, "SELECT count(*) FROM pg_tables WHERE tablename = "
+                                        "'tenants'"), "0")
+        with sqlite3.connect(os.path.join(d.state_dir, "state.db")) as c:
+            c.execute("DROP TABLE extra")
+        p = self.migrate(d, "host=%s/nosuch dbname=x password=sekrit connect_timeout=3"
+                         % self.dir)
+        self.assertEqual(p.returncode, 7, p.stdout + p.stderr)
+        self.assertIn("--to: ", p.stderr)
+        self.assertIn("cannot connect to PostgreSQL", p.stderr)
+        self.assertNotIn("sekrit", p.stderr)
+
     def test_refuses_while_isostackd_runs(self):
         d = Daemon("small.yaml")
         self.addCleanup(d.cleanup)
