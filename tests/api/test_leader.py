@@ -331,6 +331,41 @@ class TestLeader(unittest.TestCase):
         h = self.wait_role(leader, "follower", T(20))
         self.assertEqual(h["term"], term + 1)
 
+    def test_same_holder_after_expiry_bumps_the_term(self):
+        # One node, nobody to take over: frozen past its lease and thawed, it
+        # takes the lease back with a new term (SkyPilot #10347), and since
+        # someone could have led in between, it drops its state and starts
+        # again (a new holder: a takeover, another term).
+        type(self).n += 1
+        name = "iso_leader_%d" % self.n
+        psql(self.base, "CREATE DATABASE %s" % name)
+        self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
+        node = Node(tempfile.mkdtemp(prefix="nodes-", dir=self.dir), 0, self.conninfo,
+                    ["--lease-ms", "1000", "--renew-ms", "500"])
+        self.nodes = [node]
+        self.addCleanup(self.dump_logs_on_failure)
+        self.addCleanup(self.check_sanitizers)
+        self.addCleanup(node.kill)
+        node.start()
+        term = self.wait_role(node, "leader", T(20))["term"]
+        holder = psql(self.conninfo, "SELECT holder FROM leader")
+        node.signal(signal.SIGSTOP)
+        node.stopped = True
+        deadline = time.monotonic() + T(10)
+        while psql(self.conninfo, "SELECT expires_at < clock_timestamp() FROM leader") != "t":
+            self.assertLess(time.monotonic(), deadline, "the lease never expired")
+            time.sleep(0.1)
+        time.sleep(0.2)
+        node.signal(signal.SIGCONT)
+        node.stopped = False
+        deadline = time.monotonic() + T(20)
+        while "the lease expired before it was renewed" not in node.log_text():
+            self.assertLess(time.monotonic(), deadline, node.log_text()[-2000:])
+            time.sleep(0.1)
+        h = self.wait_role(node, "leader", T(20))
+        self.assertGreaterEqual(h["term"], term + 2, "re-acquired after expiry, then a takeover")
+        self.assertNotEqual(psql(self.conninfo, "SELECT holder FROM leader"), holder)
+
     def test_isoctl_finds_the_leader(self):
         nodes, leader, token = self.group()
         self.check_one_leader(nodes, leader)
