@@ -13,8 +13,8 @@ the bound.
 One throwaway PostgreSQL (scripts/pg-test-cluster.sh, fsync on), three
 isostackd (tests/api/data/small.yaml, lease and renew as given, defaults
 5000/1000 ms), each with its own state dir and the first leader's audit key.
-Each round: a bounded write load (one client creating tenants on the leader)
-runs for a random 0.2-1.0 s, then the leader is killed (crash) or sent
+Each round: a bounded write load (one client creating at most --writes
+tenants, default 20, on the leader) runs for a random 0.2-1.0 s, then the leader is killed (crash) or sent
 SIGTERM (graceful); the time from the signal to the first healthz that
 reports role leader on another node is the failover time. The writes
 acknowledged so far must all be on the new leader (checked every round). The
@@ -23,6 +23,7 @@ per kind.
 
 usage: python3 bench/failover/failover.py [BUILD_DIR] [--rounds N]
        [--lease-ms N] [--renew-ms N] [--kinds crash,graceful] [--seed S]
+       [--writes N]
 """
 
 import argparse
@@ -90,10 +91,11 @@ def wait_leader(nodes, exclude, timeout):
     raise SystemExit("no leader within %.0f s" % timeout)
 
 
-def writer(node, token, prefix, stop, acked):
-    """Creates tenants on `node` until told to stop; records each 201."""
+def writer(node, token, prefix, stop, acked, limit):
+    """Creates tenants on `node` until told to stop (at most `limit`, 0: no
+    limit); records each 201."""
     i = 0
-    while not stop.is_set():
+    while not stop.is_set() and (limit == 0 or i < limit):
         name = "%s-%d" % (prefix, i)
         i += 1
         try:
@@ -120,6 +122,9 @@ def main():
     ap.add_argument("--renew-ms", type=int, default=1000)
     ap.add_argument("--kinds", default="crash,graceful")
     ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--writes", type=int, default=20,
+                    help="creates per round at most (0: until the signal): the state, "
+                         "which a new leader rebuilds, stays small")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     print("seed %d, lease %d ms, renew %d ms, %d rounds each of %s"
@@ -148,7 +153,8 @@ def main():
             for rnd in range(a.rounds):
                 stop = threading.Event()
                 t = threading.Thread(target=writer,
-                                     args=(leader, token, "%s%d" % (kind, rnd), stop, acked))
+                                     args=(leader, token, "%s%d" % (kind, rnd), stop, acked,
+                                           a.writes))
                 t.start()
                 time.sleep(rng.uniform(0.2, 1.0))
                 t0 = time.monotonic()

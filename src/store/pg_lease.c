@@ -46,9 +46,12 @@ static const char SQL_READ[] =
     "SELECT url, term, expires_at > clock_timestamp() FROM leader WHERE id = 1";
 
 /* The graceful handoff: the lease ends now and keeps its term, so that
- * whoever takes it next bumps the term. */
-static const char SQL_RELEASE[] = "UPDATE leader SET expires_at = clock_timestamp()"
-                                  " WHERE id = 1 AND holder = $1 AND term = $2";
+ * whoever takes it next bumps the term; followers LISTEN on the channel and
+ * are told at the commit (resign plus notify, as River does), so one takes
+ * it at its next tick instead of its next look. */
+static const char SQL_RELEASE[] = "WITH r AS (UPDATE leader SET expires_at = clock_timestamp()"
+                                  "  WHERE id = 1 AND holder = $1 AND term = $2 RETURNING 1)"
+                                  " SELECT pg_notify('isostack_leader', 'released') FROM r";
 
 static int lease_fail(struct iso_lease *l, const PGresult *res, const char *op,
                       struct iso_error *err)
@@ -140,6 +143,22 @@ static void become_leader(struct iso_lease *l, int64_t term, uint64_t now)
 	        l->holder, l->url);
 }
 
+/* Did a leader announce its release (NOTIFY isostack_leader) since the last
+ * look? Reads what already arrived on the socket; never waits. */
+static bool released(struct iso_lease *l)
+{
+	PGnotify *n;
+	bool any = false;
+
+	if (PQstatus(l->conn) != CONNECTION_OK || !PQconsumeInput(l->conn))
+		return false;
+	while ((n = PQnotifies(l->conn)) != NULL) {
+		any = true;
+		PQfreemem(n);
+	}
+	return any;
+}
+
 void iso_lease_depose(struct iso_lease *l, const char *why)
 {
 	if (l->role != ISO_LEASE_LEADER)
@@ -187,7 +206,7 @@ int iso_lease_open(struct iso_store *store, const char *conninfo,
 	 * frozen leader's transaction cannot hold this loop past a renew. */
 	snprintf(l->session_sql, sizeof(l->session_sql),
 	         "SET statement_timeout = %lld; SET lock_timeout = %lld;"
-	         " SET synchronous_commit = on",
+	         " SET synchronous_commit = on; LISTEN isostack_leader",
 	         (long long)cfg->renew_ms, (long long)cfg->renew_ms);
 	l->conn = PQconnectdbParams(keys, vals, 1);
 	if (!l->conn || PQstatus(l->conn) != CONNECTION_OK) {
@@ -250,6 +269,10 @@ int iso_lease_tick(struct iso_lease *l)
 		iso_lease_depose(l, "a write found the term moved");
 		return l->role;
 	}
+	/* Drained in every role (a leader's list would only grow); acted on
+	 * by a follower: the leader resigned, look now. */
+	if (released(l) && l->role == ISO_LEASE_FOLLOWER)
+		l->next_ns = 0;
 	if (l->next_ns && now < l->next_ns)
 		return l->role;
 	l->next_ns = now + (uint64_t)l->renew_ms * 1000000u;

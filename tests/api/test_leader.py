@@ -7,8 +7,8 @@ PostgreSQL (scripts/pg-test-cluster.sh): exactly one leads and the others
 follow, naming it in GET /v1/healthz and refusing everything else with 503
 not_leader. kill -9 of the leader: another leads within 10 s with a higher
 term and every acknowledged write is there, for several rounds. SIGTERM
-hands the lease over (with a 30 s lease, only the release lets another take
-it within 10 s). A leader frozen past its lease (SIGSTOP) and then thawed
+hands the lease over (with a 60 s lease looked at every 30 s, only the
+release and its NOTIFY let another take it within 10 s). A leader frozen past its lease (SIGSTOP) and then thawed
 cannot land a write and steps down; a term moved under a leader fails its
 next write transaction (the fence), and nothing of it is stored. isoctl given
 the three URLs finds the leader.
@@ -38,7 +38,10 @@ SCRIPT = os.path.join(ROOT, "scripts", "pg-test-cluster.sh")
 PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 CONFIG = harness.data_path("small.yaml")
 MIG_1G = {"count": 1, "profile": "1g.10gb"}
-FAILOVER_BOUND_S = 10.0  # the goal for a crash failover
+# The goal for a crash failover, not scaled for slow builds: it is
+# the lease (5 s) plus a renew interval plus the new leader's start, measured
+# at 5.0-5.2 s here also under ASan.
+FAILOVER_BOUND_S = 10.0
 
 
 def psql(conninfo, sql):
@@ -252,9 +255,9 @@ class TestLeader(unittest.TestCase):
             # ...then a crash at once.
             t0 = time.monotonic()
             leader.kill()
-            new = self.wait_leader(nodes, T(FAILOVER_BOUND_S) + 5, exclude=leader)
+            new = self.wait_leader(nodes, FAILOVER_BOUND_S, exclude=leader)
             took = time.monotonic() - t0
-            self.assertLess(took, T(FAILOVER_BOUND_S) + 5, "crash failover bound")
+            self.assertLess(took, FAILOVER_BOUND_S, "crash failover bound")
             sys.stderr.write("round %d: crash failover %.2f s\n" % (rnd, took))
             new_term = new.health()["term"]
             self.assertGreater(new_term, term)
@@ -279,12 +282,13 @@ class TestLeader(unittest.TestCase):
                               " HAVING count(*) > 1) d"), "0")
 
     def test_sigterm_hands_over(self):
-        # A 30 s lease: only a release lets another node lead within 10 s.
-        nodes, leader, token = self.group(["--lease-ms", "30000", "--renew-ms", "500"])
+        # A 60 s lease that followers look at every 30 s: only a release and
+        # its notification let another node lead within 10 s.
+        nodes, leader, token = self.group(["--lease-ms", "60000", "--renew-ms", "30000"])
         term = self.check_one_leader(nodes, leader)
         t0 = time.monotonic()
         leader.signal(signal.SIGTERM)
-        new = self.wait_leader(nodes, T(FAILOVER_BOUND_S), exclude=leader)
+        new = self.wait_leader(nodes, FAILOVER_BOUND_S, exclude=leader)
         sys.stderr.write("graceful handoff %.2f s\n" % (time.monotonic() - t0))
         self.assertEqual(leader.proc.wait(timeout=T(15)), 0)
         self.assertGreater(new.health()["term"], term, "the next taker bumps the term")
