@@ -664,11 +664,17 @@ int main(int argc, char **argv)
 	}
 	if (!lease || iso_lease_role(lease) == ISO_LEASE_LEADER) {
 		params.agent_term = lease ? iso_lease_term(lease) : 0;
-		if (iso_controller_open(&params, &ctl, &err) < 0)
+		if (iso_controller_open(&params, &ctl, &err) < 0 ||
+		    iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created,
+		                                   &err) < 0) {
+			if (lease) { /* handed back, so that another node can lead */
+				iso_log(ISO_LOG_ERR, "leader_start_failed", "error=\"%s\"",
+				        err.message);
+				iso_lease_release(lease);
+				iso_lease_close(lease);
+			}
 			return fail(&err);
-		if (iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created,
-		                                   &err) < 0)
-			return fail(&err);
+		}
 	}
 
 	if (iso_api_start(&api_cfg, ctl, &api, &err) < 0) {
@@ -699,9 +705,14 @@ int main(int argc, char **argv)
 		if (iso_controller_open(&params, &ctl, &err) < 0 ||
 		    iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created,
 		                                   &err) < 0) {
+			/* As at a start, a controller that cannot open stops the
+			 * daemon (exit 1), but the lease is handed back first so
+			 * that another node can lead at once. */
 			iso_log(ISO_LOG_ERR, "leader_start_failed", "error=\"%s\"", err.message);
-			iso_lease_depose(lease, "the controller did not open");
-			sig = ISO_API_DEPOSED;
+			iso_controller_free(ctl);
+			ctl = NULL;
+			iso_lease_release(lease);
+			sig = -EIO;
 			break;
 		}
 		iso_api_attach(api, ctl);

@@ -370,6 +370,31 @@ class TestLeader(unittest.TestCase):
         self.assertGreaterEqual(h["term"], term + 2, "re-acquired after expiry, then a takeover")
         self.assertNotEqual(psql(self.conninfo, "SELECT holder FROM leader"), holder)
 
+    def test_a_node_that_cannot_lead_hands_the_lease_on(self):
+        # node2 has an audit key of its own, so the log's heads do not verify
+        # under it and its controller refuses to open: elected, it stops (exit
+        # 1, as a start over a log that fails its check does), handing the
+        # lease back first rather than leaving it held for a lease.
+        nodes, leader, token = self.group()
+        nodes[2].kill()
+        os.unlink(os.path.join(nodes[2].state, "audit.key"))
+        nodes[2].start()
+        self.wait_follower_naming(nodes[2], leader)
+        nodes[1].kill()
+        leader.kill()  # node2 alone: it takes the lease after expiry and fails
+        deadline = time.monotonic() + T(20)
+        while "leader_start_failed" not in nodes[2].log_text():
+            self.assertLess(time.monotonic(), deadline, nodes[2].log_text()[-2000:])
+            time.sleep(0.1)
+        self.assertIn("leader_released", nodes[2].log_text())
+        self.assertEqual(nodes[2].proc.wait(timeout=T(15)), 1)
+        self.assertEqual(psql(self.conninfo, "SELECT expires_at <= clock_timestamp() FROM leader"),
+                         "t", "the lease was handed back")
+        nodes[0].start()  # a node that can lead finds the lease free
+        new = self.wait_leader(nodes[:1], FAILOVER_BOUND_S)
+        r = self.post(new, "/v1/tenants", {"name": "after-refusal"}, token)
+        self.assertEqual(r.status, 201, r)
+
     def test_isoctl_finds_the_leader(self):
         nodes, leader, token = self.group()
         self.check_one_leader(nodes, leader)
