@@ -252,6 +252,9 @@ struct fixture {
 	int groups, holders, mounts;
 	struct iso_sandbox sb[2];
 	char tmpdir[64]; /* not under /tmp: the sandbox has its own */
+	/* this binary, copied into tmpdir: the probes run from the copy, since
+	 * a build tree under /tmp (a CI clone) is hidden by the sandbox's own */
+	char probe[96];
 };
 
 static const char *hierarchies[] = {"cpuset", "memory", "pids", "devices"};
@@ -318,6 +321,26 @@ static int count_mounts(void)
 	return n;
 }
 
+static void rm_tree(const char *dir);
+
+/* Copies an executable (0755); -1 with errno on failure. */
+static int copy_executable(const char *from, const char *to)
+{
+	char buf[65536];
+	ssize_t n = 0;
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = in < 0 ? -1 : open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	if (in >= 0)
+		close(in);
+	if (out < 0 || close(out) < 0 || n < 0)
+		return -1;
+	return 0;
+}
+
 static int setup(void **state)
 {
 	if (geteuid() != 0) {
@@ -338,6 +361,13 @@ static int setup(void **state)
 	}
 	snprintf(f->tmpdir, sizeof(f->tmpdir), "/var/tmp/iso-sb-XXXXXX");
 	if (!mkdtemp(f->tmpdir) || chmod(f->tmpdir, 0755) < 0) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->probe, sizeof(f->probe), "%s/probe", f->tmpdir);
+	if (copy_executable(self_exe, f->probe) < 0) {
+		fprintf(stderr, "cannot copy %s to %s: %s\n", self_exe, f->probe, strerror(errno));
+		rm_tree(f->tmpdir);
 		free(f);
 		return -1;
 	}
@@ -408,7 +438,7 @@ static void make(struct fixture *f, int i, const char *suffix, const char *const
  * as id (NULL: root without capabilities); returns its status. */
 static int run_probe(struct fixture *f, int i, const struct iso_sandbox_identity *id, ...)
 {
-	char *argv[32] = {self_exe, "--probe"};
+	char *argv[32] = {f->probe, "--probe"};
 	int n = 2;
 	va_list ap;
 	va_start(ap, id);
