@@ -143,6 +143,11 @@ struct agent_sandboxes {
 	struct agent_table_entry *entries;
 	struct agent_tombstone *tombs; /* a ring of AGENT_TOMBSTONES */
 	size_t n_tombs, tomb_next;
+	/* The last overlay pass wanted nothing and found nothing of ours in the
+	 * kernel: until a member wants an overlay again, the pass (a netlink
+	 * dump and nft calls) is skipped. Starts false, so an agent's first
+	 * tick always looks and removes what a previous run left. */
+	bool overlay_clean;
 };
 
 /* dir: the agent's state dir; cgroup_root NULL when mode is off. */
@@ -165,9 +170,10 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 /* The tenant overlay of the tick's members (overlay.c): made from the
  * ready entries' namespaces, an entry with an overlay that is not in place
  * made not ready with the reason, status["overlay"] set when any member
- * has an overlay (read back from the kernel). */
+ * has an overlay (read back from the kernel). *clean as in
+ * agent_sandboxes.overlay_clean. */
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
-                        struct agent_table_entry *entries, json_t *status);
+                        struct agent_table_entry *entries, json_t *status, bool *clean);
 
 /* The socket's answer for (allocation, member): 0 with *out, or a refusal
  * written to reason: "not on this node", "released", "not ready yet (...)". */

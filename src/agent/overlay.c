@@ -421,11 +421,14 @@ static int source_for(const char *peer, char out[ISO_IPV4_MAX])
 }
 
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
-                        struct agent_table_entry *entries, json_t *status)
+                        struct agent_table_entry *entries, json_t *status, bool *clean)
 {
 	bool any = false;
 	for (size_t i = 0; i < d->n_members; i++)
 		any = any || d->members[i].has_overlay;
+	if (!any && *clean)
+		return;
+	*clean = false;
 	struct iso_agent_overlay_member_in *in =
 	    calloc(d->n_members ? d->n_members : 1, sizeof(*in));
 	char(*paths)[64] = calloc(d->n_members ? d->n_members : 1, sizeof(*paths));
@@ -471,6 +474,7 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	}
 	if (any && r == 0)
 		json_object_set_new(status, "overlay", iso_codec_status_overlay_encode(&ov));
+	*clean = !any && r == 0 && ov.n_tenants == 0 && !ov.guard;
 	iso_agent_overlay_clear(&ov);
 	free(in);
 	free(paths);

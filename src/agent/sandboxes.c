@@ -686,7 +686,7 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 		one_member(s, g, node, d, status, &d->members[i], recs, n_recs, &taken, &entries[i],
 		           tick);
 	if (s->real)
-		agent_overlay_tick(node, d, entries, status);
+		agent_overlay_tick(node, d, entries, status, &s->overlay_clean);
 	for (size_t i = 0; s->real && i < d->n_members; i++)
 		entry_status(arr, &entries[i]);
 	if (publish(s, node, entries, d->n_members) < 0)
