@@ -63,6 +63,42 @@ static void test_new_refuses_bad_options(void **state)
 	iso_client_free(c);
 }
 
+/* Several controllers (docs/cli.md): a comma-separated list, each entry a
+ * checked URL; the client starts with the first. Following not_leader and
+ * unreachable servers is covered against real daemons (tests/api/test_leader.py). */
+static void test_url_list(void **state)
+{
+	struct iso_client *c = NULL;
+	struct iso_error err = {0};
+	(void)state;
+
+	struct iso_client_options list = {.url = "http://c1:8470/,https://c2:8443,http://c3:1"};
+	assert_int_equal(iso_client_new(&list, &c, &err), 0);
+	assert_string_equal(iso_client_url(c), "http://c1:8470");
+	iso_client_free(c);
+	c = NULL;
+
+	static const char *const bad[] = {
+	    "http://c1:8470,,http://c3:1", /* an empty entry */
+	    "http://c1:8470,",             /* a trailing comma */
+	    ",http://c1:8470",
+	    "http://c1:8470,ftp://c2", /* one bad entry spoils the list */
+	    "http://c1:8470,http://u@c2",
+	    "http://a,http://b,http://c,http://d,http://e,http://f,http://g,http://h,http://i",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct iso_client_options o = {.url = bad[i]};
+		memset(&err, 0, sizeof(err));
+		assert_true(iso_client_new(&o, &c, &err) < 0);
+		assert_string_equal(err.field, "url");
+		assert_null(c);
+	}
+	struct iso_client_options eight = {
+	    .url = "http://a,http://b,http://c,http://d,http://e,http://f,http://g,http://h"};
+	assert_int_equal(iso_client_new(&eight, &c, &err), 0);
+	iso_client_free(c);
+}
+
 static void test_response_error(void **state)
 {
 	struct iso_response r = {.status = 404};
@@ -104,6 +140,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_new_refuses_bad_options),
+	    cmocka_unit_test(test_url_list),
 	    cmocka_unit_test(test_response_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
