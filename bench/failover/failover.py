@@ -14,7 +14,8 @@ One throwaway PostgreSQL (scripts/pg-test-cluster.sh, fsync on), three
 isostackd (tests/api/data/small.yaml, lease and renew as given, defaults
 5000/1000 ms), each with its own state dir and the first leader's audit key.
 Each round: a bounded write load (one client creating at most --writes
-tenants, default 20, on the leader) runs for a random 0.2-1.0 s, then the leader is killed (crash) or sent
+tenants, default 20, on the leader) runs for a random 0.2-1.0 s, then the
+leader is killed (crash) or sent
 SIGTERM (graceful); the time from the signal to the first healthz that
 reports role leader on another node is the failover time. The writes
 acknowledged so far must all be on the new leader (checked every round). The

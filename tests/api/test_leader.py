@@ -8,10 +8,12 @@ follow, naming it in GET /v1/healthz and refusing everything else with 503
 not_leader. kill -9 of the leader: another leads within 10 s with a higher
 term and every acknowledged write is there, for several rounds. SIGTERM
 hands the lease over (with a 60 s lease looked at every 30 s, only the
-release and its NOTIFY let another take it within 10 s). A leader frozen past its lease (SIGSTOP) and then thawed
+release and its NOTIFY let another take it within 10 s). A leader frozen
+past its lease (SIGSTOP) and then thawed
 cannot land a write and steps down; a term moved under a leader fails its
-next write transaction (the fence), and nothing of it is stored. isoctl given
-the three URLs finds the leader.
+next write transaction (the fence), and nothing of it is stored. isoctl and
+a node agent given the three URLs find the leader, the agent again after a
+failover, holding the new term.
 
 All daemons share one audit signing key (copied from the first leader's state
 dir): one log across leaders needs it until heads name their signer's key.
@@ -56,13 +58,14 @@ class Node:
     """One isostackd of the group: its own state dir and port, kept across
     restarts (a restart of a node is a new process and a new lease holder)."""
 
-    def __init__(self, tmp, i, conninfo, extra):
+    def __init__(self, tmp, i, conninfo, extra, config=CONFIG):
         self.state = os.path.join(tmp, "node%d" % i)
         os.makedirs(self.state, mode=0o700)
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.conninfo = conninfo
         self.extra = list(extra)
+        self.config = config
         self.proc = None
         self.log = os.path.join(tmp, "node%d.log" % i)
         self.stopped = False
@@ -70,10 +73,10 @@ class Node:
     def start(self):
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [harness.Binaries.isostackd, "--config", CONFIG, "--state-dir", self.state,
+                [harness.Binaries.isostackd, "--config", self.config, "--state-dir", self.state,
                  "--listen", "127.0.0.1:%d" % self.port, "--store", self.conninfo,
-                 "--no-agents", "--tenant-writes-per-s", "100000", "--tenant-reads-per-s",
-                 "100000"] + self.extra,
+                 "--tenant-writes-per-s", "100000", "--tenant-reads-per-s", "100000"]
+                + self.extra,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
 
     def health(self):
@@ -121,7 +124,7 @@ class TestLeader(unittest.TestCase):
 
     # -- a group of three
 
-    def group(self, extra=()):
+    def group(self, extra=("--no-agents",), config=CONFIG):
         """Three nodes on a fresh database; the first leads, and the others
         start with its audit key. Returns (nodes, leader, admin token)."""
         type(self).n += 1
@@ -129,7 +132,7 @@ class TestLeader(unittest.TestCase):
         psql(self.base, "CREATE DATABASE %s" % name)
         self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
         tmp = tempfile.mkdtemp(prefix="nodes-", dir=self.dir)
-        nodes = [Node(tmp, i, self.conninfo, extra) for i in range(3)]
+        nodes = [Node(tmp, i, self.conninfo, extra, config) for i in range(3)]
         self.nodes = nodes
         self.addCleanup(self.dump_logs_on_failure)
         self.addCleanup(self.check_sanitizers)
@@ -284,7 +287,8 @@ class TestLeader(unittest.TestCase):
     def test_sigterm_hands_over(self):
         # A 60 s lease that followers look at every 30 s: only a release and
         # its notification let another node lead within 10 s.
-        nodes, leader, token = self.group(["--lease-ms", "60000", "--renew-ms", "30000"])
+        nodes, leader, token = self.group(
+            ["--no-agents", "--lease-ms", "60000", "--renew-ms", "30000"])
         term = self.check_one_leader(nodes, leader)
         t0 = time.monotonic()
         leader.signal(signal.SIGTERM)
@@ -297,7 +301,8 @@ class TestLeader(unittest.TestCase):
         self.assertEqual(r.status, 201, r)
 
     def test_paused_leader_is_fenced(self):
-        nodes, leader, token = self.group(["--lease-ms", "2000", "--renew-ms", "500"])
+        nodes, leader, token = self.group(
+            ["--no-agents", "--lease-ms", "2000", "--renew-ms", "500"])
         term = self.check_one_leader(nodes, leader)
         leader.signal(signal.SIGSTOP)
         leader.stopped = True
@@ -322,7 +327,8 @@ class TestLeader(unittest.TestCase):
     def test_moved_term_fails_the_write(self):
         # Renewed only every 30 s: the fence in the write transaction, not
         # the renew, is what finds the term moved.
-        nodes, leader, token = self.group(["--lease-ms", "60000", "--renew-ms", "30000"])
+        nodes, leader, token = self.group(
+            ["--no-agents", "--lease-ms", "60000", "--renew-ms", "30000"])
         term = self.check_one_leader(nodes, leader)
         psql(self.conninfo, "UPDATE leader SET term = term + 1")
         r = self.post(leader, "/v1/tenants", {"name": "fenced"}, token)
@@ -345,7 +351,7 @@ class TestLeader(unittest.TestCase):
         psql(self.base, "CREATE DATABASE %s" % name)
         self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
         node = Node(tempfile.mkdtemp(prefix="nodes-", dir=self.dir), 0, self.conninfo,
-                    ["--lease-ms", "1000", "--renew-ms", "500"])
+                    ["--no-agents", "--lease-ms", "1000", "--renew-ms", "500"])
         self.nodes = [node]
         self.addCleanup(self.dump_logs_on_failure)
         self.addCleanup(self.check_sanitizers)
@@ -394,6 +400,42 @@ class TestLeader(unittest.TestCase):
         new = self.wait_leader(nodes[:1], FAILOVER_BOUND_S)
         r = self.post(new, "/v1/tenants", {"name": "after-refusal"}, token)
         self.assertEqual(r.status, 201, r)
+
+    def test_agent_follows_the_leader(self):
+        # A sim node agent given the three URLs, followers first: it finds the
+        # leader, and after a kill -9 the new one, whose term it then holds.
+        nodes, leader, token = self.group(extra=(), config=harness.data_path("agents.yaml"))
+        self.check_one_leader(nodes, leader)
+        token_file = os.path.join(self.dir, "agent-%d.token" % self.n)
+        with open(token_file, "w") as f:
+            f.write(token + "\n")
+        agent_state = tempfile.mkdtemp(prefix="agent-", dir=self.dir)
+        agent_log = open(os.path.join(agent_state, "agent.log"), "wb")
+        self.addCleanup(agent_log.close)
+        agent = subprocess.Popen(
+            [os.path.join(os.path.dirname(harness.Binaries.isostackd), "isostack-agent"),
+             "--controller", ",".join(n.url for n in reversed(nodes)), "--token-file",
+             token_file, "--gpu-driver", "sim", "--state-dir", os.path.join(agent_state, "s"),
+             "--heartbeat-s", "1", "--sandbox", "off", "--node", "ag-n01"],
+            stdout=agent_log, stderr=agent_log)
+        self.addCleanup(lambda: (agent.kill(), agent.wait()))
+
+        def agent_seen(node, term):
+            deadline = time.monotonic() + T(20)
+            a = None
+            while time.monotonic() < deadline:
+                r = self.get(node, "/v1/nodes/ag-n01", token)
+                a = r.body.get("agent") if r.status == 200 else None
+                if a and a["connected"] and a["term_seen"] == term:
+                    return
+                time.sleep(0.1)
+            self.fail("agent not seen by %s at term %d (last %r)" % (node.url, term, a))
+
+        agent_seen(leader, leader.health()["term"])
+        leader.kill()
+        new = self.wait_leader(nodes, FAILOVER_BOUND_S, exclude=leader)
+        agent_seen(new, new.health()["term"])
+        self.assertIsNone(agent.poll(), "the agent keeps running across the failover")
 
     def test_isoctl_finds_the_leader(self):
         nodes, leader, token = self.group()
