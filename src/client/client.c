@@ -506,12 +506,15 @@ int iso_client_request(struct iso_client *c, const char *method, const char *pat
 
 		if (c->n_urls < 2 || t + 1 >= tries)
 			return r;
-		if (r < 0 && not_sent)
+		/* Move on when nothing was sent, or to the leader a follower names;
+		 * a follower that knows no leader yet ("leader": null) sends the
+		 * client to the next URL too. */
+		bool unsent = r < 0 && not_sent;
+		bool follower = r == 0 && (next = leader_of(c, out)) < 0 && out->status == 503 &&
+		                json_is_object(json_object_get(out->body, "error")) &&
+		                json_object_get(out->body, "leader");
+		if (unsent || follower)
 			next = (c->cur + 1) % c->n_urls;
-		else if (r == 0 && (next = leader_of(c, out)) < 0 && out->status == 503 &&
-		         json_is_object(json_object_get(out->body, "error")) &&
-		         json_object_get(out->body, "leader"))
-			next = (c->cur + 1) % c->n_urls; /* a follower that knows no leader yet */
 		if (next < 0)
 			return r;
 		if (r == 0)
