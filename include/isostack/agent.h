@@ -200,6 +200,9 @@ struct iso_agent_config {
 	const char *cgroup_root;             /* --cgroup-root (default /sys/fs/cgroup) */
 	const char *dev_root;                /* "/dev" (tests: a fake tree) */
 	const char *proc_root;               /* "/proc" */
+	/* --rdma-hca-handles/--rdma-hca-objects: rdma.max of a member's VF RDMA
+	 * device; -1 "max", 0 the default (16 and 8192; docs/agent.md) */
+	int64_t rdma_hca_handles, rdma_hca_objects;
 };
 
 /* Parses the command line (docs/agent.md), after the lines of --config FILE

@@ -331,6 +331,40 @@ int iso_overlay_vf_read(const char *netns, const char *pf, unsigned vf,
 
 /* ---- end overlay ---- */
 
+/* ---- RDMA (src/sandbox/rdma.c; docs/sandbox.md "RDMA") ---- */
+
+/* The host's RDMA network-namespace mode (`rdma system`, rdma-system(8)):
+ * shared, every RDMA device is seen from every net namespace; exclusive, a
+ * device belongs to one namespace and only that one may use it; none, the
+ * kernel has no RDMA subsystem (no NETLINK_RDMA). */
+enum iso_rdma_netns_mode {
+	ISO_RDMA_NETNS_NONE,
+	ISO_RDMA_NETNS_SHARED,
+	ISO_RDMA_NETNS_EXCLUSIVE,
+};
+#define ISO_RDMA_NAME_MAX 64 /* IB_DEVICE_NAME_MAX */
+
+const char *iso_rdma_netns_mode_name(enum iso_rdma_netns_mode m); /* "none", ... */
+/* RDMA_NLDEV_CMD_SYS_GET. No RDMA subsystem is 0 with ISO_RDMA_NETNS_NONE. */
+int iso_rdma_netns_mode_read(enum iso_rdma_netns_mode *out, struct iso_error *err);
+/* Whether RDMA device `name` is visible from the net namespace at path
+ * `netns` (NULL: the caller's): in exclusive mode, whether it is there.
+ * 1 (with *index when not NULL), 0 when not, or -errno. */
+int iso_rdma_dev_find(const char *netns, const char *name, uint32_t *index,
+                      struct iso_error *err);
+/* Moves RDMA device `name` from the namespace at path `from` into the one
+ * at path `to` (NULL: the caller's own), by RDMA_NLDEV_CMD_SET with
+ * RDMA_NLDEV_NET_NS_FD, and reads it back. Level-triggered: a device
+ * already in `to` is left alone (0). -ENODEV when it is in neither. */
+int iso_rdma_dev_move(const char *from, const char *name, const char *to, struct iso_error *err);
+/* In exclusive mode, moves every RDMA device the namespace `from` holds
+ * into `to` (a member's namespace given back to the host before it goes);
+ * in shared or no mode, nothing (0). *moved: how many moved. */
+int iso_rdma_dev_move_all(const char *from, const char *to, unsigned *moved,
+                          struct iso_error *err);
+
+/* ---- end RDMA ---- */
+
 ISO_PUBLIC_END
 
 #endif

@@ -33,7 +33,8 @@ const char iso_agent_usage[] =
     "                      --gpu-driver sim|nvml --state-dir DIR [--heartbeat-s N]\n"
     "                      [--vf-driver mlx5|ibsim|sim|none] [--sysfs-root DIR]\n"
     "                      [--ibsim-net FILE] [--sandbox real|off]\n"
-    "                      [--cgroup-root DIR] [--config FILE]\n"
+    "                      [--cgroup-root DIR] [--rdma-hca-handles N]\n"
+    "                      [--rdma-hca-objects N] [--config FILE]\n"
     "       isostack-agent exec --state-dir DIR --allocation A --member M\n"
     "                      [--uid U --gid G] -- CMD...\n"
     "  --controller URL   isostackd's base URL (http[s]://host:port); several\n"
@@ -52,6 +53,10 @@ const char iso_agent_usage[] =
     "                     off: none. Default: real as root with one --node and the\n"
     "                     cgroup root found, else off (the log says why)\n"
     "  --cgroup-root DIR  where the cgroup controllers are (default /sys/fs/cgroup)\n"
+    "  --rdma-hca-handles N  rdma.max hca_handle of a member's VF RDMA device,\n"
+    "                     1..2147483647 or max (default 16)\n"
+    "  --rdma-hca-objects N  rdma.max hca_object (QPs, CQs, MRs, ...), 1..2147483647\n"
+    "                     or max (default 8192)\n"
     "  --config FILE      \"keyword value\" lines, keywords the long flags' names; the\n"
     "                     command line overrides them (--node replaces the file's)\n"
     "  --help             this text\n"
@@ -59,7 +64,7 @@ const char iso_agent_usage[] =
 
 enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTBEAT, O_HELP };
 enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET, O_CONFIG };
-enum { O_SANDBOX = 400, O_CGROUP_ROOT };
+enum { O_SANDBOX = 400, O_CGROUP_ROOT, O_RDMA_HANDLES, O_RDMA_OBJECTS };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -75,6 +80,8 @@ static const struct option longopts[] = {
     {"config", required_argument, NULL, O_CONFIG},
     {"sandbox", required_argument, NULL, O_SANDBOX},
     {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
+    {"rdma-hca-handles", required_argument, NULL, O_RDMA_HANDLES},
+    {"rdma-hca-objects", required_argument, NULL, O_RDMA_OBJECTS},
     {NULL, 0, NULL, 0},
 };
 
@@ -220,6 +227,25 @@ static int apply_option(struct parse_state *ps, int ch, const char *val, struct 
 			                     "--cgroup-root: empty path");
 		ps->cfg->cgroup_root = val;
 		break;
+	case O_RDMA_HANDLES:
+	case O_RDMA_OBJECTS: {
+		const char *flag =
+		    ch == O_RDMA_HANDLES ? "--rdma-hca-handles" : "--rdma-hca-objects";
+		int64_t *dst =
+		    ch == O_RDMA_HANDLES ? &ps->cfg->rdma_hca_handles : &ps->cfg->rdma_hca_objects;
+		if (strcmp(val, "max") == 0) {
+			*dst = -1;
+			break;
+		}
+		errno = 0;
+		v = strtol(val, &end, 10);
+		if (errno || end == val || *end || v < 1 || v > ISO_CGROUP_RDMA_LIMIT_MAX)
+			return iso_error_set(err, ISO_E_INVALID, flag,
+			                     "%s: expected an integer 1..%d or max, got \"%s\"",
+			                     flag, ISO_CGROUP_RDMA_LIMIT_MAX, val);
+		*dst = v;
+		break;
+	}
 	default:
 		return iso_error_set(err, ISO_E_INVALID, "", "unknown option");
 	}
@@ -677,6 +703,20 @@ static int sandboxes_start(const struct iso_agent_config *cfg, struct agent_sand
 		                     cfg->state_dir, strerror(errno));
 	if ((r = agent_sandboxes_init(sb, cfg->state_dir, real, cfg->cgroup_root, &roots, err)) < 0)
 		return r;
+	if (cfg->rdma_hca_handles)
+		sb->rdma_hca_handles = cfg->rdma_hca_handles;
+	if (cfg->rdma_hca_objects)
+		sb->rdma_hca_objects = cfg->rdma_hca_objects;
+	if (real) {
+		struct iso_error e = {0};
+		if (iso_rdma_netns_mode_read(&sb->rdma_mode, &e) < 0)
+			iso_log(ISO_LOG_WARN, "agent.rdma_mode_failed", "field=%s msg=\"%s\"",
+			        e.field, e.message);
+		iso_log(ISO_LOG_INFO, "agent.rdma",
+		        "netns_mode=%s hca_handle=%" PRId64 " hca_object=%" PRId64,
+		        iso_rdma_netns_mode_name(sb->rdma_mode), sb->rdma_hca_handles,
+		        sb->rdma_hca_objects);
+	}
 	if (real)
 		iso_log(ISO_LOG_INFO, "agent.sandbox_mode", "mode=real cgroup_root=%s version=%d",
 		        sb->cg.root, (int)sb->cg.version);

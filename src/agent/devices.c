@@ -4,7 +4,9 @@
  * GI and CI "access" caps whose minors the driver lists in
  * /proc/driver/nvidia-caps/mig-minors), its VF's verbs node and rdma_cm.
  * Only nodes that exist on this host are listed, so a host without GPUs or
- * HCAs gets a sandbox with the usual null/zero/tty only. The roots are
+ * HCAs gets a sandbox with the usual null/zero/tty only. The VF's RDMA
+ * device's name (for rdma.max and the move into the member's namespace) is
+ * found here too, from the same sysfs tree. The roots are
  * parameters so that tests use fake trees. */
 #include <dirent.h>
 #include <errno.h>
@@ -106,6 +108,35 @@ static int add_vf(struct dev_list *l, const struct agent_host_roots *h,
 		}
 	closedir(d);
 	return r;
+}
+
+int agent_vf_rdma_device(const struct agent_host_roots *h, const struct agent_vf_ref *vf,
+                         char name[ISO_RDMA_NAME_MAX], struct iso_error *err)
+{
+	char path[PATH_MAX], vfpath[PATH_MAX], devpath[PATH_MAX], class[PATH_MAX];
+	DIR *d = NULL;
+	struct dirent *de;
+	int found = 0;
+
+	name[0] = '\0';
+	if (strchr(vf->device, '/') || vf->device[0] == '.')
+		return iso_error_set(err, ISO_E_INVALID, "vfs.device", "bad HCA name \"%s\"",
+		                     vf->device);
+	snprintf(class, sizeof(class), "%s/sys/class/infiniband", h->sysfs_root);
+	snprintf(path, sizeof(path), "%s/%s/device/virtfn%u", class, vf->device, vf->index);
+	if (!realpath(path, vfpath) || !(d = opendir(class)))
+		return 0;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= ISO_RDMA_NAME_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/device", class, de->d_name);
+		if (realpath(path, devpath) && strcmp(devpath, vfpath) == 0) {
+			iso_strlcpy(name, de->d_name, ISO_RDMA_NAME_MAX);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 int agent_sandbox_devices(const struct agent_host_roots *h, const struct agent_gpu_slice *gpus,

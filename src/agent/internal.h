@@ -84,6 +84,43 @@ int agent_sandbox_devices(const struct agent_host_roots *roots, const struct age
                           size_t n_gpus, const struct agent_vf_ref *vfs, size_t n_vfs,
                           char (*out)[AGENT_DEV_PATH], size_t *n_out, struct iso_error *err);
 
+/* The RDMA device of VF `vf->index` of HCA `vf->device` ("mlx5_3"): the
+ * entry of SYSFS/sys/class/infiniband/ whose `device` is that VF's PCI
+ * function (SYSFS/sys/class/infiniband/<pf>/device/virtfn<i>). 1 with the
+ * name, 0 when none is seen from the agent's namespace (no RDMA driver on
+ * the VF, or the device moved into a member's namespace), -errno. */
+int agent_vf_rdma_device(const struct agent_host_roots *roots, const struct agent_vf_ref *vf,
+                         char name[ISO_RDMA_NAME_MAX], struct iso_error *err);
+
+/* ---- a member's RDMA (sandboxes.c; docs/agent.md "Sandboxes") ---- */
+
+struct agent_sandboxes;
+
+#define AGENT_RDMA_HCA_HANDLES 16   /* default --rdma-hca-handles */
+#define AGENT_RDMA_HCA_OBJECTS 8192 /* default --rdma-hca-objects */
+
+/* What the agent does with a member's RDMA, decided from the host's RDMA
+ * netns mode, the rdma cgroup controller's presence, the member's fabric
+ * (an overlay: Ethernet; a VF and no overlay: InfiniBand) and its VF's
+ * RDMA device (rdma_device "" when none was found on the host). */
+struct agent_rdma_plan {
+	bool new_netns;     /* a net namespace of its own */
+	bool move;          /* its VF's RDMA device moved into that namespace */
+	bool limit;         /* rdma.max for that device */
+	bool no_controller; /* a limit was due but the host has no rdma controller */
+	const char *refuse; /* non-NULL: the sandbox cannot be made, why */
+};
+void agent_rdma_plan(enum iso_rdma_netns_mode mode, bool rdma_controller, bool has_overlay,
+                     bool has_vf, const char *rdma_device, struct agent_rdma_plan *out);
+/* A member's plan on this host: its VF's RDMA device from sysfs (rdev, ""
+ * when none), the plan for the agent's mode and cgroup controllers, and
+ * its rdma.max line (*lim, which points into rdev; used when plan->limit).
+ * A refused plan is -errno with the reason; the missing rdma controller is
+ * logged once per agent. */
+int agent_member_rdma(struct agent_sandboxes *s, const struct agent_vf_ref *vfs, size_t nv,
+                      bool has_overlay, struct agent_rdma_plan *plan, char rdev[ISO_RDMA_NAME_MAX],
+                      struct iso_cgroup_rdma *lim, struct iso_error *err);
+
 /* ---- the sandbox records and the table (sandboxes.c) ---- */
 
 #define AGENT_SANDBOX_DIR      "sandboxes"
@@ -148,6 +185,11 @@ struct agent_sandboxes {
 	 * dump and nft calls) is skipped. Starts false, so an agent's first
 	 * tick always looks and removes what a previous run left. */
 	bool overlay_clean;
+	/* RDMA: the host's netns mode (read at start), rdma.max's defaults,
+	 * and whether "no rdma controller" was logged already (once). */
+	enum iso_rdma_netns_mode rdma_mode;
+	int64_t rdma_hca_handles, rdma_hca_objects;
+	bool rdma_nocg_logged;
 };
 
 /* dir: the agent's state dir; cgroup_root NULL when mode is off. */

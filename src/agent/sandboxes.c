@@ -230,6 +230,8 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 	pthread_mutex_init(&s->work, NULL);
 	s->real = real;
 	s->roots = *roots;
+	s->rdma_hca_handles = AGENT_RDMA_HCA_HANDLES;
+	s->rdma_hca_objects = AGENT_RDMA_HCA_OBJECTS;
 	if (!(s->tombs = calloc(AGENT_TOMBSTONES, sizeof(*s->tombs))))
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	if (snprintf(s->dir, sizeof(s->dir), "%s/%s", state_dir, AGENT_SANDBOX_DIR) >=
@@ -470,6 +472,73 @@ static size_t member_vfs(const struct iso_agent_desired *d, const struct iso_age
 	return n;
 }
 
+/* The decision table of docs/agent.md "Sandboxes" (RDMA). */
+void agent_rdma_plan(enum iso_rdma_netns_mode mode, bool rdma_controller, bool has_overlay,
+                     bool has_vf, const char *rdma_device, struct agent_rdma_plan *out)
+{
+	bool ib = has_vf && !has_overlay, dev = rdma_device && *rdma_device;
+
+	memset(out, 0, sizeof(*out));
+	out->new_netns = has_overlay || (ib && mode == ISO_RDMA_NETNS_EXCLUSIVE);
+	out->move = ib && mode == ISO_RDMA_NETNS_EXCLUSIVE && dev;
+	out->limit = has_vf && dev && rdma_controller;
+	out->no_controller = has_vf && dev && !rdma_controller;
+	/* exclusive mode: a device left on the host is one the member's
+	 * namespace cannot use, a sandbox without its RDMA */
+	if (ib && mode == ISO_RDMA_NETNS_EXCLUSIVE && !dev)
+		out->refuse = "its VF has no RDMA device on the host to move into its namespace";
+}
+
+int agent_member_rdma(struct agent_sandboxes *s, const struct agent_vf_ref *vfs, size_t nv,
+                      bool has_overlay, struct agent_rdma_plan *plan, char rdev[ISO_RDMA_NAME_MAX],
+                      struct iso_cgroup_rdma *lim, struct iso_error *err)
+{
+	int r;
+
+	rdev[0] = '\0';
+	/* its VF's RDMA device (a member uses one VF per node) */
+	if (nv > 0 && (r = agent_vf_rdma_device(&s->roots, &vfs[0], rdev, err)) < 0)
+		return r;
+	agent_rdma_plan(s->rdma_mode, s->cg.controllers & ISO_CGROUP_RDMA, has_overlay, nv > 0,
+	                rdev, plan);
+	if (plan->refuse)
+		return iso_error_set(err, ISO_E_UNAVAILABLE, "rdma", "%s (VF %u of %s)",
+		                     plan->refuse, vfs[0].index, vfs[0].device);
+	if (plan->no_controller && !s->rdma_nocg_logged) {
+		s->rdma_nocg_logged = true;
+		iso_log(ISO_LOG_WARN, "agent.rdma_no_controller",
+		        "cgroup_root=%s msg=\"no rdma cgroup controller: members' rdma.max is not "
+		        "set (logged once)\"",
+		        s->cg.root);
+	}
+	*lim = (struct iso_cgroup_rdma){rdev, s->rdma_hca_handles, s->rdma_hca_objects};
+	return 0;
+}
+
+/* In exclusive mode, what the sandbox's namespace holds goes back to the
+ * host before the sandbox goes, so that the VF serves the next member (the
+ * kernel would also move it back when the namespace dies, later, when its
+ * last reference goes). A failure is logged: the destroy goes on. */
+static void rdma_give_back(struct agent_sandboxes *s, const char *node,
+                           const struct iso_sandbox *sb)
+{
+	struct iso_error e = {0};
+	char ns[64];
+	unsigned moved = 0;
+
+	if (s->rdma_mode != ISO_RDMA_NETNS_EXCLUSIVE || sb->holder_pid <= 0 ||
+	    iso_sandbox_check(sb, &e) < 0)
+		return;
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", sb->holder_pid);
+	if (iso_rdma_dev_move_all(ns, NULL, &moved, &e) < 0)
+		iso_log(ISO_LOG_WARN, "agent.rdma_give_back_failed",
+		        "node=%s sandbox=%s field=%s msg=\"%s\"", node, sb->name, e.field,
+		        e.message);
+	else if (moved)
+		iso_log(ISO_LOG_INFO, "agent.rdma_given_back", "node=%s sandbox=%s devices=%u",
+		        node, sb->name, moved);
+}
+
 /* Makes rec's sandbox (rec->cpus chosen) and writes the record with its
  * holder. */
 static int make(struct agent_sandboxes *s, struct iso_gpu *g, const struct iso_agent_desired *d,
@@ -484,9 +553,15 @@ static int make(struct agent_sandboxes *s, struct iso_gpu *g, const struct iso_a
 	struct iso_sandbox sb;
 	int r;
 
+	char rdev[ISO_RDMA_NAME_MAX] = "";
+	struct agent_rdma_plan plan;
+
 	ns = member_slices(g, d, m, slices, ISO_ARRAY_SIZE(slices), pci, sizeof(pci));
 	nv = member_vfs(d, m, vfs, ISO_ARRAY_SIZE(vfs));
 	if ((r = agent_sandbox_devices(&s->roots, slices, ns, vfs, nv, devs, &nd, err)) < 0)
+		return r;
+	struct iso_cgroup_rdma rlim;
+	if ((r = agent_member_rdma(s, vfs, nv, m->has_overlay, &plan, rdev, &rlim, err)) < 0)
 		return r;
 	for (size_t i = 0; i < nd; i++)
 		paths[i] = devs[i];
@@ -496,13 +571,24 @@ static int make(struct agent_sandboxes *s, struct iso_gpu *g, const struct iso_a
 	               .mems = rec->mems[0] ? rec->mems : NULL,
 	               .memory_max = (int64_t)(m->memory_mib * 1024 * 1024),
 	               .pids_max = AGENT_SANDBOX_PIDS,
-	               .filter_devices = true},
+	               .filter_devices = true,
+	               .rdma = plan.limit ? &rlim : NULL,
+	               .n_rdma = plan.limit ? 1 : 0},
 	    .device_paths = paths,
 	    .n_device_paths = nd,
-	    .new_netns = m->has_overlay,
+	    .new_netns = plan.new_netns,
 	};
 	if ((r = iso_sandbox_create(&s->cg, &spec, &sb, err)) < 0)
 		return r;
+	if (plan.move) {
+		char nsp[64];
+		snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", sb.holder_pid);
+		if ((r = iso_rdma_dev_move(NULL, rdev, nsp, err)) < 0) {
+			struct iso_error e2 = {0};
+			iso_sandbox_destroy(&s->cg, &sb, &e2);
+			return r;
+		}
+	}
 	rec->sb = sb;
 	if ((r = agent_record_store(s->dir, rec, err)) < 0) {
 		struct iso_error e2 = {0};
@@ -541,6 +627,7 @@ static void remove_released(struct agent_sandboxes *s, const char *node,
 			recs[keep++] = *rec;
 			continue;
 		}
+		rdma_give_back(s, node, &rec->sb);
 		if (iso_sandbox_destroy(&s->cg, &rec->sb, &e) < 0 ||
 		    record_remove(s->dir, rec->sb.name, &e) < 0) {
 			tick->failed++;
