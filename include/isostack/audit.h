@@ -23,6 +23,11 @@ ISO_PUBLIC_BEGIN
 #define ISO_AUDIT_PK_LEN    32
 #define ISO_AUDIT_SK_LEN    64
 #define ISO_AUDIT_MAX_PROOF 64 /* hashes in any proof of a tree of < 2^63 leaves */
+/* A key id: the first 8 bytes of SHA-256 of the 32-byte Ed25519 public key,
+ * shown as 16 lowercase hex digits (docs/audit.md, "Key ids and key sets"). */
+#define ISO_AUDIT_KEY_ID_LEN  8
+#define ISO_AUDIT_KEYSET_MAX  64 /* keys in one published key set */
+#define ISO_AUDIT_KEYNAME_MAX 64 /* a key's name in a key set, NUL included */
 
 enum iso_audit_outcome { ISO_AUDIT_SUCCESS, ISO_AUDIT_DENIED, ISO_AUDIT_ERROR };
 const char *iso_audit_outcome_name(enum iso_audit_outcome o);
@@ -104,6 +109,10 @@ struct iso_audit_head {
 	uint8_t root[ISO_AUDIT_HASH_LEN];
 	int64_t time_ms;
 	uint8_t sig[ISO_AUDIT_SIG_LEN];
+	/* The signer's key id (iso_audit_key_id); all zero when not recorded
+	 * (heads signed before key ids): then the key that verifies it is its
+	 * signer. Not part of the signed text. */
+	uint8_t key_id[ISO_AUDIT_KEY_ID_LEN];
 };
 
 struct iso_audit_key {
@@ -120,6 +129,41 @@ int iso_audit_pubkey_read(const char *path, uint8_t pk[ISO_AUDIT_PK_LEN], struct
 void iso_audit_pubkey_format(const uint8_t pk[ISO_AUDIT_PK_LEN], char *buf, size_t size);
 void iso_audit_head_sign(struct iso_audit_head *h, const struct iso_audit_key *k);
 bool iso_audit_head_verify(const struct iso_audit_head *h, const uint8_t pk[ISO_AUDIT_PK_LEN]);
+
+/* The key id of a public key, and its 16-hex-digit text (buf: 17 bytes). */
+void iso_audit_key_id(const uint8_t pk[ISO_AUDIT_PK_LEN], uint8_t id[ISO_AUDIT_KEY_ID_LEN]);
+void iso_audit_key_id_format(const uint8_t id[ISO_AUDIT_KEY_ID_LEN], char buf[17]);
+bool iso_audit_key_id_known(const uint8_t id[ISO_AUDIT_KEY_ID_LEN]); /* not all zero */
+
+/* A published key set: the public keys whose heads are valid, one a line,
+ *   ed25519:<base64 of 32 bytes> [NAME]
+ * with blank lines and lines starting with '#' ignored (docs/audit.md). */
+struct iso_audit_keyset_entry {
+	uint8_t pk[ISO_AUDIT_PK_LEN];
+	uint8_t id[ISO_AUDIT_KEY_ID_LEN];
+	char name[ISO_AUDIT_KEYNAME_MAX]; /* "" when the line names none */
+	long line;                        /* its line in the file, 0 when added */
+};
+struct iso_audit_keyset {
+	size_t n;
+	struct iso_audit_keyset_entry keys[ISO_AUDIT_KEYSET_MAX];
+};
+/* Parses a key set text of `len` bytes; `name` (the file) labels errors
+ * ("NAME: line L: ..."). Refuses a bad line, a key or a name twice, a key id
+ * shared by two keys, more than ISO_AUDIT_KEYSET_MAX keys, and a set with no
+ * key at all. */
+int iso_audit_keyset_parse(const char *text, size_t len, const char *name,
+                           struct iso_audit_keyset *ks, struct iso_error *err);
+int iso_audit_keyset_read(const char *path, struct iso_audit_keyset *ks, struct iso_error *err);
+/* A set of one key (what `--pubkey` means). */
+void iso_audit_keyset_one(struct iso_audit_keyset *ks, const uint8_t pk[ISO_AUDIT_PK_LEN]);
+const struct iso_audit_keyset_entry *iso_audit_keyset_find(const struct iso_audit_keyset *ks,
+                                                           const uint8_t pk[ISO_AUDIT_PK_LEN]);
+/* The key of the set that signed h: the one its key id names (NULL when that
+ * key is not in the set or does not verify h), or, for a head without a key
+ * id, the first key that verifies it. */
+const struct iso_audit_keyset_entry *iso_audit_keyset_signer(const struct iso_audit_keyset *ks,
+                                                             const struct iso_audit_head *h);
 
 /* ---- export and offline verification (docs/audit.md) ----
  * An export is JSON lines:
@@ -153,6 +197,10 @@ struct iso_audit_verdict {
  * messages. Returns 0 when the stream could be read (verdict says ok or not). */
 int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDIT_PK_LEN],
                             struct iso_audit_verdict *v, struct iso_error *err);
+/* The same against a key set: a head is valid only when signed by a key of
+ * the set (the one its "key" names, or any for a head without one). */
+int iso_audit_verify_stream_keys(FILE *f, const char *name, const struct iso_audit_keyset *ks,
+                                 struct iso_audit_verdict *v, struct iso_error *err);
 
 ISO_PUBLIC_END
 

@@ -24,8 +24,17 @@ int iso_audit_export_head(FILE *f, const struct iso_audit_head *h)
 	sodium_bin2base64(sig, sizeof(sig), h->sig, sizeof(h->sig), sodium_base64_VARIANT_ORIGINAL);
 	if (fprintf(f,
 	            "{\"type\":\"head\",\"size\":%llu,\"root\":\"%s\",\"time\":%lld,"
-	            "\"signature\":\"%s\"}\n",
+	            "\"signature\":\"%s\"",
 	            (unsigned long long)h->size, root, (long long)h->time_ms, sig) < 0)
+		return -EIO;
+	/* The signer's key id, when the head records one (docs/audit.md). */
+	if (iso_audit_key_id_known(h->key_id)) {
+		char id[2 * ISO_AUDIT_KEY_ID_LEN + 1];
+		iso_audit_key_id_format(h->key_id, id);
+		if (fprintf(f, ",\"key\":\"%s\"", id) < 0)
+			return -EIO;
+	}
+	if (fputs("}\n", f) == EOF)
 		return -EIO;
 	return done(f);
 }

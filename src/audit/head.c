@@ -4,6 +4,7 @@
  *   "isostack-audit-head-v1\n<size>\n<root, 64 lowercase hex>\n<time_ms>\n" */
 #include <sodium.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "audit/internal.h"
 
@@ -25,6 +26,28 @@ void iso_audit_head_sign(struct iso_audit_head *h, const struct iso_audit_key *k
 
 	audit_sodium_ready(); /* signing needs no more than libsodium's tables */
 	crypto_sign_detached(h->sig, NULL, (const unsigned char *)msg, len, k->sk);
+	iso_audit_key_id(k->pk, h->key_id);
+}
+
+void iso_audit_key_id(const uint8_t pk[ISO_AUDIT_PK_LEN], uint8_t id[ISO_AUDIT_KEY_ID_LEN])
+{
+	uint8_t hash[crypto_hash_sha256_BYTES];
+
+	crypto_hash_sha256(hash, pk, ISO_AUDIT_PK_LEN);
+	memcpy(id, hash, ISO_AUDIT_KEY_ID_LEN);
+}
+
+void iso_audit_key_id_format(const uint8_t id[ISO_AUDIT_KEY_ID_LEN], char buf[17])
+{
+	audit_hex(id, ISO_AUDIT_KEY_ID_LEN, buf);
+}
+
+bool iso_audit_key_id_known(const uint8_t id[ISO_AUDIT_KEY_ID_LEN])
+{
+	for (size_t i = 0; i < ISO_AUDIT_KEY_ID_LEN; i++)
+		if (id[i])
+			return true;
+	return false;
 }
 
 bool iso_audit_head_verify(const struct iso_audit_head *h, const uint8_t pk[ISO_AUDIT_PK_LEN])

@@ -40,6 +40,11 @@ void audit_hex(const uint8_t *bin, size_t n, char *out); /* out: 2n+1 bytes */
 /* Exactly 2n lowercase hex digits. */
 bool audit_unhex(const char *s, size_t len, uint8_t *out, size_t n);
 
+/* ---- keys.c ---- */
+/* "ed25519:<canonical base64 of 32 bytes>" exactly `len` bytes, no newline:
+ * 0, -EINVAL (not that text) or -EDOM (not a valid Ed25519 point). */
+int audit_pubkey_parse(const char *s, size_t len, uint8_t pk[ISO_AUDIT_PK_LEN]);
+
 /* ---- head.c ---- */
 /* sodium_init() once (idempotent, thread-safe); false if libsodium cannot run. */
 bool audit_sodium_ready(void);

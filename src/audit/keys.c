@@ -265,15 +265,31 @@ int iso_audit_pubkey_read(const char *path, uint8_t pk[ISO_AUDIT_PK_LEN], struct
 	r = read_small(fd, path, buf, sizeof(buf), &len, err);
 	if (r < 0)
 		return r;
-	if (!one_line(buf, len, plen + PUB_B64_LEN) || memcmp(buf, PUB_PREFIX, plen) != 0 ||
-	    !unbase64(buf + plen, PUB_B64_LEN, key, sizeof(key)))
+	if (len == plen + PUB_B64_LEN + 1 && buf[len - 1] == '\n')
+		len--;
+	r = audit_pubkey_parse(buf, len, key);
+	if (r == -EINVAL)
 		return iso_error_set(err, ISO_E_INVALID, path,
 		                     "%s: line 1: expected \"ed25519:<base64 of 32 bytes>\" (an "
 		                     "isostack audit public key)",
 		                     path);
-	if (!crypto_core_ed25519_is_valid_point(key))
+	if (r < 0)
 		return iso_error_set(err, ISO_E_INVALID, path,
 		                     "%s: line 1: not a valid Ed25519 public key", path);
+	memcpy(pk, key, sizeof(key));
+	return 0;
+}
+
+int audit_pubkey_parse(const char *s, size_t len, uint8_t pk[ISO_AUDIT_PK_LEN])
+{
+	size_t plen = strlen(PUB_PREFIX);
+	uint8_t key[ISO_AUDIT_PK_LEN];
+
+	if (len != plen + PUB_B64_LEN || memcmp(s, PUB_PREFIX, plen) != 0 ||
+	    !unbase64(s + plen, PUB_B64_LEN, key, sizeof(key)))
+		return -EINVAL;
+	if (!crypto_core_ed25519_is_valid_point(key))
+		return -EDOM;
 	memcpy(pk, key, sizeof(key));
 	return 0;
 }

@@ -48,7 +48,7 @@ enum mode { MODE_UNKNOWN, MODE_FULL, MODE_PARTIAL };
 
 struct verifier {
 	const char *name;
-	const uint8_t *pk;
+	const struct iso_audit_keyset *ks;
 	struct iso_audit_verdict *v;
 	bool failed;
 	enum mode mode;
@@ -187,12 +187,19 @@ static bool get_proof(const json_t *o, uint8_t proof[][ISO_AUDIT_HASH_LEN], int 
 static int on_head(struct verifier *vr, const json_t *o, long line)
 {
 	static const char *const keys[] = {"type", "size", "root", "time", "signature", NULL};
+	static const char *const keyed[] = {"type",      "size", "root", "time",
+	                                    "signature", "key",  NULL};
 	struct iso_audit_head h = {0};
 	const json_t *t = json_object_get(o, "time"), *sig = json_object_get(o, "signature");
+	const json_t *kid = json_object_get(o, "key");
 	size_t got = 0;
 	const char *end = NULL;
 
-	if (!only_keys(o, keys) || !get_u64(o, "size", &h.size) ||
+	if ((!only_keys(o, keys) && !only_keys(o, keyed)) || !get_u64(o, "size", &h.size) ||
+	    (kid && (!json_is_string(kid) ||
+	             !audit_unhex(json_string_value(kid), json_string_length(kid), h.key_id,
+	                          sizeof(h.key_id)) ||
+	             !iso_audit_key_id_known(h.key_id))) ||
 	    !get_hash(json_object_get(o, "root"), h.root) || !json_is_integer(t) ||
 	    !json_is_string(sig) ||
 	    sodium_base642bin(h.sig, sizeof(h.sig), json_string_value(sig), json_string_length(sig),
@@ -200,15 +207,32 @@ static int on_head(struct verifier *vr, const json_t *o, long line)
 	    got != sizeof(h.sig) || end != json_string_value(sig) + json_string_length(sig)) {
 		fail(vr, line, -1,
 		     "malformed head: expected {\"type\":\"head\",\"size\":N,\"root\":\"<64 hex>\","
-		     "\"time\":MS,\"signature\":\"<base64 of 64 bytes>\"}");
+		     "\"time\":MS,\"signature\":\"<base64 of 64 bytes>\"} and optionally "
+		     "\"key\":\"<16 hex>\"");
 		return 0;
 	}
 	h.time_ms = (int64_t)json_integer_value(t);
-	if (!iso_audit_head_verify(&h, vr->pk)) {
-		fail(vr, line, -1,
-		     "the head of size %llu has a bad signature: it was forged or altered, or "
-		     "signed with another key",
-		     (unsigned long long)h.size);
+	if (!iso_audit_keyset_signer(vr->ks, &h)) {
+		char id[2 * ISO_AUDIT_KEY_ID_LEN + 1];
+		bool in_set = false;
+		iso_audit_key_id_format(h.key_id, id);
+		for (size_t i = 0; i < vr->ks->n; i++)
+			in_set |= memcmp(vr->ks->keys[i].id, h.key_id, sizeof(h.key_id)) == 0;
+		if (kid && !in_set)
+			fail(vr, line, -1,
+			     "the head of size %llu is signed by key %s, which is not in the key "
+			     "set",
+			     (unsigned long long)h.size, id);
+		else if (kid)
+			fail(vr, line, -1,
+			     "the head of size %llu has a bad signature for key %s: it was forged "
+			     "or altered, or signed with another key",
+			     (unsigned long long)h.size, id);
+		else
+			fail(vr, line, -1,
+			     "the head of size %llu has a bad signature: it was forged or altered, "
+			     "or signed with a key not in the key set",
+			     (unsigned long long)h.size);
 		return 0;
 	}
 	vr->v->heads++;
@@ -699,8 +723,23 @@ static void finish(struct verifier *vr, long lines)
 int iso_audit_verify_stream(FILE *f, const char *name, const uint8_t pk[ISO_AUDIT_PK_LEN],
                             struct iso_audit_verdict *v, struct iso_error *err)
 {
+	_cleanup_free_ struct iso_audit_keyset *ks = malloc(sizeof(*ks));
+
+	if (!ks) {
+		memset(v, 0, sizeof(*v));
+		v->first_bad = -1;
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s: out of memory",
+		                     name ? name : "export");
+	}
+	iso_audit_keyset_one(ks, pk);
+	return iso_audit_verify_stream_keys(f, name, ks, v, err);
+}
+
+int iso_audit_verify_stream_keys(FILE *f, const char *name, const struct iso_audit_keyset *ks,
+                                 struct iso_audit_verdict *v, struct iso_error *err)
+{
 	struct verifier vr = {.name = name ? name : "export",
-	                      .pk = pk,
+	                      .ks = ks,
 	                      .v = v,
 	                      .last_seq = -1,
 	                      .chunk_bytes = CHUNK_FIRST};

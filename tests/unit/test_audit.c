@@ -1367,7 +1367,7 @@ static void test_verify_full_ok(void **state)
 	struct iso_audit_key other;
 	crypto_sign_keypair(other.pk, other.sk);
 	v = VERIFY(&ls, other.pk);
-	expect_bad(&v, -1, 1, "bad signature");
+	expect_bad(&v, -1, 1, "which is not in the key set");
 	assert_int_equal(v.heads, 0);
 
 	/* A head of size 0 and no events is a valid (empty) full export. */
@@ -1707,7 +1707,18 @@ static void test_tamper_forge_head(void **state)
 	free(ls.l[2]);
 	ls.l[2] = line;
 	v = VERIFY(&ls, l.key.pk);
-	expect_bad(&v, -1, 3, "the head of size 30 has a bad signature");
+	char mid[17], want[120];
+	iso_audit_key_id(mallory.pk, h.key_id);
+	iso_audit_key_id_format(h.key_id, mid);
+	snprintf(want, sizeof(want), "the head of size 30 is signed by key %s, which is not in",
+	         mid);
+	expect_bad(&v, -1, 3, want);
+	/* The same head claiming the right key id: its signature is then bad. */
+	iso_audit_key_id(l.key.pk, h.key_id);
+	free(ls.l[2]);
+	ls.l[2] = one_line(write_head, &h);
+	v = VERIFY(&ls, l.key.pk);
+	expect_bad(&v, -1, 3, "the head of size 30 has a bad signature for key");
 	lines_free(&ls);
 
 	/* Two validly signed heads of one size that disagree: a fork. */
@@ -1804,6 +1815,299 @@ static void test_malformed_lines(void **state)
 
 /* Exports larger than one read chunk (4 MiB) and a worker pool: the walk
  * must stay in order across chunk boundaries. */
+/* ---- key ids and key sets (several signers in one log) ---- */
+
+static void pk_line(const uint8_t pk[ISO_AUDIT_PK_LEN], char *buf, size_t size)
+{
+	iso_audit_pubkey_format(pk, buf, size);
+}
+
+static void keyset_refused(const char *text, const char *want)
+{
+	struct iso_audit_keyset ks;
+	struct iso_error err = {0};
+
+	assert_int_equal(iso_audit_keyset_parse(text, strlen(text), "keys.txt", &ks, &err),
+	                 -EINVAL);
+	if (!strstr(err.message, want))
+		fail_msg("\"%s\" does not hold \"%s\"", err.message, want);
+	assert_string_equal(err.field, "keys.txt");
+	assert_int_equal(ks.n, 0);
+}
+
+static void test_key_id(void **state)
+{
+	uint8_t pk[ISO_AUDIT_PK_LEN], id[ISO_AUDIT_KEY_ID_LEN], hash[32];
+	char text[17];
+	(void)state;
+
+	for (int i = 0; i < ISO_AUDIT_PK_LEN; i++)
+		pk[i] = (uint8_t)i;
+	iso_audit_key_id(pk, id);
+	crypto_hash_sha256(hash, pk, sizeof(pk));
+	assert_memory_equal(id, hash, ISO_AUDIT_KEY_ID_LEN);
+	iso_audit_key_id_format(id, text);
+	assert_int_equal(strlen(text), 16);
+	/* SHA-256 of the bytes 0..31, its first 8 bytes in hex */
+	assert_string_equal(text, "630dcd2966c43366");
+	assert_true(iso_audit_key_id_known(id));
+	memset(id, 0, sizeof(id));
+	assert_false(iso_audit_key_id_known(id));
+}
+
+static void test_keyset_parse(void **state)
+{
+	struct iso_audit_key a, b, c;
+	struct iso_audit_keyset ks;
+	struct iso_error err = {0};
+	char ka[64], kb[64], kc[64], text[1024];
+	(void)state;
+
+	crypto_sign_keypair(a.pk, a.sk);
+	crypto_sign_keypair(b.pk, b.sk);
+	crypto_sign_keypair(c.pk, c.sk);
+	pk_line(a.pk, ka, sizeof(ka));
+	pk_line(b.pk, kb, sizeof(kb));
+	pk_line(c.pk, kc, sizeof(kc));
+	snprintf(text, sizeof(text),
+	         "# the cluster's audit keys\n\n%s node-a\n%s\tnode_b.2  \n   \n%s", ka, kb, kc);
+	assert_int_equal(iso_audit_keyset_parse(text, strlen(text), "keys.txt", &ks, &err), 0);
+	assert_int_equal(ks.n, 3);
+	assert_string_equal(ks.keys[0].name, "node-a");
+	assert_int_equal(ks.keys[0].line, 3);
+	assert_string_equal(ks.keys[1].name, "node_b.2");
+	assert_string_equal(ks.keys[2].name, "");
+	assert_int_equal(ks.keys[2].line, 6);
+	assert_memory_equal(ks.keys[1].pk, b.pk, ISO_AUDIT_PK_LEN);
+	uint8_t id[ISO_AUDIT_KEY_ID_LEN];
+	iso_audit_key_id(b.pk, id);
+	assert_memory_equal(ks.keys[1].id, id, sizeof(id));
+	assert_ptr_equal(iso_audit_keyset_find(&ks, c.pk), &ks.keys[2]);
+
+	/* Bad inputs: each names the file and the line. */
+	keyset_refused("", "keys.txt: holds no key");
+	keyset_refused("# only a comment\n\n", "keys.txt: holds no key");
+	snprintf(text, sizeof(text), "%s a\n%s b\n", ka, ka);
+	keyset_refused(text, "keys.txt: line 2: the key of line 1 again");
+	snprintf(text, sizeof(text), "%s a\n\n%s a\n", ka, kb);
+	keyset_refused(text, "keys.txt: line 3: the name \"a\" of line 1 again");
+	snprintf(text, sizeof(text), "%s\n%s a b\n", ka, kb);
+	keyset_refused(text, "keys.txt: line 2: expected \"ed25519:<base64> [NAME]\"");
+	snprintf(text, sizeof(text), "%s n@me\n", ka);
+	keyset_refused(text, "keys.txt: line 1: a key's name may hold only");
+	snprintf(text, sizeof(text), "%s %0100d\n", ka, 7);
+	keyset_refused(text, "keys.txt: line 1: the name is longer than 63 bytes");
+	snprintf(text, sizeof(text), "%s\r\n", ka);
+	keyset_refused(text, "keys.txt: line 1: ends in a carriage return");
+	snprintf(text, sizeof(text), "\n %s\n", ka);
+	keyset_refused(text, "keys.txt: line 2: starts with a blank");
+	keyset_refused("ed25519:AAAA\n", "keys.txt: line 1: expected \"ed25519:<base64 of 32");
+	keyset_refused("rsa:AAAA x\n", "keys.txt: line 1: expected \"ed25519:");
+	/* 32 bytes of base64 that are not a point on the curve */
+	keyset_refused("# x\ned25519:AgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+	               "keys.txt: line 2: not a valid Ed25519 public key");
+	snprintf(text, sizeof(text), "%s\n", ka);
+	text[3] = '\0';
+	size_t len = strlen(ka) + 1;
+	assert_int_equal(iso_audit_keyset_parse(text, len, "keys.txt", &ks, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "keys.txt: line 1: holds a NUL byte"));
+	/* More than ISO_AUDIT_KEYSET_MAX keys. */
+	char *big = malloc((ISO_AUDIT_KEYSET_MAX + 1) * 64);
+	size_t at = 0;
+	for (int i = 0; i <= ISO_AUDIT_KEYSET_MAX; i++) {
+		struct iso_audit_key k;
+		crypto_sign_keypair(k.pk, k.sk);
+		pk_line(k.pk, big + at, 64);
+		at += strlen(big + at);
+		big[at++] = '\n';
+	}
+	big[at] = '\0';
+	keyset_refused(big, "keys.txt: line 65: more than 64 keys");
+	big[at - strlen(ka) - 1] = '\0'; /* 64 keys are fine */
+	assert_int_equal(iso_audit_keyset_parse(big, strlen(big), "keys.txt", &ks, &err), 0);
+	assert_int_equal(ks.n, ISO_AUDIT_KEYSET_MAX);
+	free(big);
+}
+
+static void test_keyset_read(void **state)
+{
+	char dir[] = "/tmp/iso-keyset-XXXXXX", path[64], ka[64], text[128];
+	struct iso_audit_key a;
+	struct iso_audit_keyset ks;
+	struct iso_error err = {0};
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/keys", dir);
+	assert_int_equal(iso_audit_keyset_read(path, &ks, &err), -ENOENT);
+	assert_non_null(strstr(err.message, path));
+	crypto_sign_keypair(a.pk, a.sk);
+	pk_line(a.pk, ka, sizeof(ka));
+	snprintf(text, sizeof(text), "%s a\nbad\n", ka);
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(iso_audit_keyset_read(path, &ks, &err), -EINVAL);
+	char want[128];
+	snprintf(want, sizeof(want), "%s: line 2: expected", path);
+	assert_non_null(strstr(err.message, want));
+	f = fopen(path, "w");
+	fprintf(f, "%s a\n", ka);
+	fclose(f);
+	assert_int_equal(iso_audit_keyset_read(path, &ks, &err), 0);
+	assert_int_equal(ks.n, 1);
+	unlink(path);
+	assert_int_equal(iso_audit_keyset_read(dir, &ks, &err), -EINVAL);
+	rmdir(dir);
+}
+
+/* Heads of the given sizes, heads[i] signed by keys[i], then every event. */
+static struct lines export_signed_by(struct log *l, const uint64_t *heads,
+                                     const struct iso_audit_key *const *keys)
+{
+	struct lines ls;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	assert_non_null(f);
+	for (int i = 0; heads[i]; i++) {
+		struct iso_audit_head h = {.size = heads[i], .time_ms = 1795000100000};
+		assert_int_equal(iso_merkle_root(l->tree, heads[i], h.root), 0);
+		iso_audit_head_sign(&h, keys[i]);
+		assert_int_equal(iso_audit_export_head(f, &h), 0);
+	}
+	for (int i = 0; i < l->n; i++)
+		assert_int_equal(iso_audit_export_event(f, i, l->leaf[i], l->ev[i], l->len[i]), 0);
+	fclose(f);
+	lines_from(&ls, text);
+	return ls;
+}
+
+static struct iso_audit_verdict verify_keys(const struct lines *ls,
+                                            const struct iso_audit_keyset *ks)
+{
+	struct iso_audit_verdict v;
+	struct iso_error err = {0};
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	for (int i = 0; i < ls->n; i++)
+		fprintf(f, "%s\n", ls->l[i]);
+	rewind(f);
+	assert_int_equal(iso_audit_verify_stream_keys(f, "x.jsonl", ks, &v, &err), 0);
+	fclose(f);
+	return v;
+}
+
+static void keyset_of(struct iso_audit_keyset *ks, const struct iso_audit_key *const *keys, int n)
+{
+	char text[1024];
+	size_t at = 0;
+	struct iso_error err = {0};
+
+	for (int i = 0; i < n; i++) {
+		iso_audit_pubkey_format(keys[i]->pk, text + at, sizeof(text) - at);
+		at += strlen(text + at);
+		at += (size_t)snprintf(text + at, sizeof(text) - at, " node%d\n", i);
+	}
+	assert_int_equal(iso_audit_keyset_parse(text, at, "keys", ks, &err), 0);
+}
+
+static void test_verify_two_signers(void **state)
+{
+	struct log l;
+	struct iso_audit_key b;
+	struct iso_audit_keyset ks;
+	static const uint64_t heads[] = {10, 20, 30, 0};
+	char idb[17], want[200];
+	(void)state;
+
+	log_build(&l, 30);
+	crypto_sign_keypair(b.pk, b.sk);
+	const struct iso_audit_key *signers[] = {&l.key, &l.key, &b};
+	const struct iso_audit_key *both[] = {&l.key, &b};
+	struct lines ls = export_signed_by(&l, heads, signers);
+	uint8_t id[ISO_AUDIT_KEY_ID_LEN];
+	iso_audit_key_id(b.pk, id);
+	iso_audit_key_id_format(id, idb);
+	snprintf(want, sizeof(want), ",\"key\":\"%s\"}", idb);
+	assert_non_null(strstr(ls.l[2], want)); /* the export names each head's signer */
+
+	/* Both keys published: the log of two signers verifies. */
+	keyset_of(&ks, both, 2);
+	struct iso_audit_verdict v = verify_keys(&ls, &ks);
+	assert_true(v.ok);
+	assert_int_equal(v.heads, 3);
+	assert_int_equal(v.events, 30);
+
+	/* The second signer's key taken out of the set: its head is named. */
+	keyset_of(&ks, both, 1);
+	v = verify_keys(&ls, &ks);
+	snprintf(want, sizeof(want), "the head of size 30 is signed by key %s, which is not in",
+	         idb);
+	expect_bad(&v, -1, 3, want);
+
+	/* One key alone (--pubkey) is a set of one: the same. */
+	v = VERIFY(&ls, l.key.pk);
+	expect_bad(&v, -1, 3, want);
+
+	/* A head re-signed by a key nobody published, naming its own id. */
+	struct iso_audit_key m;
+	crypto_sign_keypair(m.pk, m.sk);
+	const struct iso_audit_key *forged[] = {&l.key, &m, &b};
+	lines_free(&ls);
+	ls = export_signed_by(&l, heads, forged);
+	keyset_of(&ks, both, 2);
+	v = verify_keys(&ls, &ks);
+	expect_bad(&v, -1, 2, "the head of size 20 is signed by key");
+	/* ... or claiming a published signer's id: a bad signature for that key. */
+	iso_audit_key_id(m.pk, id);
+	char idm[17], ida[17];
+	iso_audit_key_id_format(id, idm);
+	iso_audit_key_id(l.key.pk, id);
+	iso_audit_key_id_format(id, ida);
+	lines_replace(&ls, 1, idm, ida);
+	v = VERIFY(&ls, l.key.pk);
+	snprintf(want, sizeof(want), "the head of size 20 has a bad signature for key %s", ida);
+	expect_bad(&v, -1, 2, want);
+	/* ... or without a key id: no key of the set verifies it. */
+	char field[40];
+	snprintf(field, sizeof(field), ",\"key\":\"%s\"", ida);
+	lines_replace(&ls, 1, field, "");
+	v = verify_keys(&ls, &ks);
+	expect_bad(&v, -1, 2, "the head of size 20 has a bad signature: it was forged");
+	lines_free(&ls);
+
+	/* Heads without a key id (signed before key ids) are read as signed by
+	 * the key of the set that verifies them. */
+	ls = export_signed_by(&l, heads, signers);
+	for (int i = 0; i < 3; i++) {
+		char *p = strstr(ls.l[i], ",\"key\":\"");
+		assert_non_null(p);
+		memmove(p, p + 25, strlen(p + 25) + 1);
+	}
+	assert_null(strstr(ls.l[2], "key"));
+	v = verify_keys(&ls, &ks);
+	assert_true(v.ok);
+	assert_int_equal(v.heads, 3);
+	keyset_of(&ks, both, 1);
+	v = verify_keys(&ls, &ks);
+	expect_bad(&v, -1, 3, "the head of size 30 has a bad signature");
+
+	/* A malformed key id is a malformed head. */
+	lines_free(&ls);
+	ls = export_signed_by(&l, heads, signers);
+	lines_replace(&ls, 0, ida, "00000000000000000");
+	v = VERIFY(&ls, l.key.pk);
+	expect_bad(&v, -1, 1, "malformed head");
+	lines_replace(&ls, 0, "00000000000000000", "0000000000000000");
+	v = VERIFY(&ls, l.key.pk);
+	expect_bad(&v, -1, 1, "malformed head");
+	lines_free(&ls);
+	log_free(&l);
+}
+
 static void test_verify_many(void **state)
 {
 	enum { N = 40000 };
@@ -1883,6 +2187,10 @@ int main(void)
 	    cmocka_unit_test(test_tamper_forge_head),
 	    cmocka_unit_test(test_malformed_lines),
 	    cmocka_unit_test(test_verify_many),
+	    cmocka_unit_test(test_key_id),
+	    cmocka_unit_test(test_keyset_parse),
+	    cmocka_unit_test(test_keyset_read),
+	    cmocka_unit_test(test_verify_two_signers),
 	};
 	if (sodium_init() < 0)
 		return 1;
