@@ -121,6 +121,14 @@ int agent_member_rdma(struct agent_sandboxes *s, const struct agent_vf_ref *vfs,
                       bool has_overlay, struct agent_rdma_plan *plan, char rdev[ISO_RDMA_NAME_MAX],
                       struct iso_cgroup_rdma *lim, struct iso_error *err);
 
+/* Each tick, for a live sandbox in exclusive mode: an InfiniBand member's
+ * VF RDMA device that the host's sysfs lists is not in the member's
+ * namespace (the agent stopped between make and move, or someone moved it
+ * out), and is moved in again; one the host does not list is left alone.
+ * 0, or -errno with *err (the member is then not ready). */
+int agent_rdma_keep_in(struct agent_sandboxes *s, const struct agent_vf_ref *vfs, size_t nv,
+                       bool has_overlay, const struct iso_sandbox *sb, struct iso_error *err);
+
 /* ---- the sandbox records and the table (sandboxes.c) ---- */
 
 #define AGENT_SANDBOX_DIR      "sandboxes"

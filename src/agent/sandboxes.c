@@ -539,6 +539,22 @@ static void rdma_give_back(struct agent_sandboxes *s, const char *node,
 		        node, sb->name, moved);
 }
 
+int agent_rdma_keep_in(struct agent_sandboxes *s, const struct agent_vf_ref *vfs, size_t nv,
+                       bool has_overlay, const struct iso_sandbox *sb, struct iso_error *err)
+{
+	char rdev[ISO_RDMA_NAME_MAX], nsp[64];
+	int r;
+
+	if (s->rdma_mode != ISO_RDMA_NETNS_EXCLUSIVE || nv == 0 || has_overlay)
+		return 0;
+	/* in exclusive mode the host's sysfs lists only the devices the host
+	 * holds: not seen there, it is in a namespace (the member's) */
+	if ((r = agent_vf_rdma_device(&s->roots, &vfs[0], rdev, err)) <= 0)
+		return r;
+	snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", sb->holder_pid);
+	return iso_rdma_dev_move(NULL, rdev, nsp, err);
+}
+
 /* Makes rec's sandbox (rec->cpus chosen) and writes the record with its
  * holder. */
 static int make(struct agent_sandboxes *s, struct iso_gpu *g, const struct iso_agent_desired *d,
@@ -676,8 +692,18 @@ static void one_member(struct agent_sandboxes *s, struct iso_gpu *g, const char 
 		snprintf(e->reason, sizeof(e->reason), "its sandbox is node %s's", rec->node);
 		return;
 	}
-	if (rec && rec->sb.holder_pid > 0 && iso_sandbox_check(&rec->sb, &err) == 0)
+	if (rec && rec->sb.holder_pid > 0 && iso_sandbox_check(&rec->sb, &err) == 0) {
+		struct agent_vf_ref vfs[8];
+		size_t nv = member_vfs(d, m, vfs, ISO_ARRAY_SIZE(vfs));
+		if (agent_rdma_keep_in(s, vfs, nv, m->has_overlay, &rec->sb, &err) < 0) {
+			char msg[ISO_AGENT_REASON_MAX];
+			tick->failed++;
+			snprintf(msg, sizeof(msg), "rdma: %s", err.message);
+			iso_codec_reason_copy(e->reason, msg);
+			return;
+		}
 		goto ready;
+	}
 	why = gate(d, status, m);
 	if (*why) {
 		iso_strlcpy(e->reason, why, sizeof(e->reason));

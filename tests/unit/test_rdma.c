@@ -378,6 +378,42 @@ static void test_member_rdma_max(void **state)
 	agent_sandboxes_free(&s);
 }
 
+/* A live sandbox's device kept in its namespace, tick after tick. */
+static void test_keep_in(void **state)
+{
+	(void)state;
+	struct agent_host_roots roots = {"/dev", "/proc", dir};
+	struct agent_sandboxes s;
+	struct iso_error err = {0};
+	struct agent_vf_ref vf = {"mlx5_0", 0};
+	struct iso_sandbox sb = {.name = "iso-a-0", .holder_pid = getpid()};
+
+	fake_sysfs();
+	assert_int_equal(agent_sandboxes_init(&s, dir, false, NULL, &roots, &err), 0);
+	/* not exclusive: nothing to keep (no netlink, no sysfs) */
+	assert_int_equal(agent_rdma_keep_in(&s, &vf, 1, false, &sb, &err), 0);
+	s.rdma_mode = ISO_RDMA_NETNS_SHARED;
+	assert_int_equal(agent_rdma_keep_in(&s, &vf, 1, false, &sb, &err), 0);
+	s.rdma_mode = ISO_RDMA_NETNS_EXCLUSIVE;
+	/* an Ethernet member or none without a VF: nothing */
+	assert_int_equal(agent_rdma_keep_in(&s, &vf, 1, true, &sb, &err), 0);
+	assert_int_equal(agent_rdma_keep_in(&s, NULL, 0, false, &sb, &err), 0);
+	/* the host lists mlx5_3: it is not in the member's namespace, a move
+	 * is tried (which this kernel, without RDMA, cannot do) */
+	assert_true(agent_rdma_keep_in(&s, &vf, 1, false, &sb, &err) < 0);
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+	if (fd < 0) {
+		assert_string_equal(err.field, "rdma");
+		assert_non_null(strstr(err.message, "NETLINK_RDMA"));
+	} else {
+		close(fd);
+	}
+	/* the host no longer lists it: in a namespace, left alone */
+	sh("rm -rf '%s/sys/class/infiniband/mlx5_3'", dir);
+	assert_int_equal(agent_rdma_keep_in(&s, &vf, 1, false, &sb, &err), 0);
+	agent_sandboxes_free(&s);
+}
+
 /* ---- the agent's flags ---- */
 
 static void test_flags(void **state)
@@ -476,6 +512,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_table),
 	    cmocka_unit_test_setup_teardown(test_vf_rdma_device, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_member_rdma_max, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_keep_in, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flags, setup, teardown),
 	    cmocka_unit_test(test_real_kernel),
 	};
