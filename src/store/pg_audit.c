@@ -118,9 +118,13 @@ int iso_pg_audit_head_put(struct iso_store *is, const struct iso_audit_head *h,
 	iso_pg_p_bytea(&p, h->root, ISO_AUDIT_HASH_LEN);
 	iso_pg_p_i64(&p, h->time_ms);
 	iso_pg_p_bytea(&p, h->sig, ISO_AUDIT_SIG_LEN);
+	if (iso_audit_key_id_known(h->key_id))
+		iso_pg_p_bytea(&p, h->key_id, ISO_AUDIT_KEY_ID_LEN);
+	else
+		iso_pg_p_null(&p);
 	return iso_pg_exec(pg_store_of(is),
-	                   "INSERT INTO audit_heads(size, root, time_ms, sig)"
-	                   " VALUES ($1::bigint, $2::bytea, $3::bigint, $4::bytea)",
+	                   "INSERT INTO audit_heads(size, root, time_ms, sig, key_id)"
+	                   " VALUES ($1::bigint, $2::bytea, $3::bigint, $4::bytea, $5::bytea)",
 	                   &p, "audit head", err);
 }
 
@@ -130,6 +134,8 @@ static void read_head(const PGresult *res, int i, struct iso_audit_head *h)
 	size_t root_len = 0, sig_len = 0;
 	unsigned char *root = iso_pg_bytea(res, i, 1, &root_len);
 	unsigned char *sig = iso_pg_bytea(res, i, 3, &sig_len);
+	size_t id_len = 0;
+	unsigned char *key_id = iso_pg_bytea(res, i, 4, &id_len);
 	struct pg_row row;
 
 	memset(h, 0, sizeof(*h));
@@ -141,8 +147,12 @@ static void read_head(const PGresult *res, int i, struct iso_audit_head *h)
 		memcpy(h->root, root, ISO_AUDIT_HASH_LEN);
 	if (sig && sig_len == ISO_AUDIT_SIG_LEN)
 		memcpy(h->sig, sig, ISO_AUDIT_SIG_LEN);
+	/* NULL (a head from before key ids) or a wrong size: no key id. */
+	if (key_id && id_len == ISO_AUDIT_KEY_ID_LEN)
+		memcpy(h->key_id, key_id, ISO_AUDIT_KEY_ID_LEN);
 	PQfreemem(root);
 	PQfreemem(sig);
+	PQfreemem(key_id);
 }
 
 int iso_pg_audit_head_latest(struct iso_store *is, struct iso_audit_head *out,
@@ -150,7 +160,7 @@ int iso_pg_audit_head_latest(struct iso_store *is, struct iso_audit_head *out,
 {
 	_cleanup_pgres_ PGresult *res = NULL;
 	int r = iso_pg_query(pg_store_of(is),
-	                     "SELECT size, root, time_ms, sig FROM audit_heads"
+	                     "SELECT size, root, time_ms, sig, key_id FROM audit_heads"
 	                     " ORDER BY id DESC LIMIT 1",
 	                     NULL, "audit head", NULL, NULL, &res, err);
 
@@ -167,8 +177,9 @@ int iso_pg_audit_head_scan(struct iso_store *is, iso_audit_head_fn fn, void *arg
 {
 	_cleanup_pgres_ PGresult *res = NULL;
 	int r = iso_pg_query(pg_store_of(is),
-	                     "SELECT size, root, time_ms, sig FROM audit_heads ORDER BY id", NULL,
-	                     "audit heads", NULL, NULL, &res, err);
+	                     "SELECT size, root, time_ms, sig, key_id FROM audit_heads"
+	                     " ORDER BY id",
+	                     NULL, "audit heads", NULL, NULL, &res, err);
 
 	if (r < 0)
 		return r;

@@ -164,6 +164,9 @@ static const char *const migrations[] = {
      * existing tenants keep io_uring denied. */
     "ALTER TABLE tenants ADD COLUMN io_uring BIGINT NOT NULL DEFAULT 0"
     "  CHECK (io_uring IN (0, 1));",
+    /* 3: each head's signer's key id (8 bytes; docs/audit.md "Key ids and key
+     * sets"); NULL for heads signed before, as SQLite's version 8. */
+    "ALTER TABLE audit_heads ADD COLUMN key_id BYTEA;",
 };
 
 /* Serialises migrations between processes opening one database. */

@@ -111,11 +111,12 @@ static const char *const stmt_sql[ST__COUNT] = {
                       " ORDER BY seq LIMIT ?2",
     [ST_AUDIT_SCAN_TENANT] = "SELECT seq, tenant_id, body, leaf FROM audit_events"
                              " WHERE tenant_id = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2",
-    [ST_AUDIT_HEAD_PUT] = "INSERT INTO audit_heads(size, root, time_ms, sig)"
-                          " VALUES (?1, ?2, ?3, ?4)",
-    [ST_AUDIT_HEAD_LATEST] = "SELECT size, root, time_ms, sig FROM audit_heads"
+    [ST_AUDIT_HEAD_PUT] = "INSERT INTO audit_heads(size, root, time_ms, sig, key_id)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_AUDIT_HEAD_LATEST] = "SELECT size, root, time_ms, sig, key_id FROM audit_heads"
                              " ORDER BY id DESC LIMIT 1",
-    [ST_AUDIT_HEAD_SCAN] = "SELECT size, root, time_ms, sig FROM audit_heads ORDER BY id",
+    [ST_AUDIT_HEAD_SCAN] = "SELECT size, root, time_ms, sig, key_id FROM audit_heads"
+                           " ORDER BY id",
 };
 
 /* ---- transactions ---- */

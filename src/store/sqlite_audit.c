@@ -86,7 +86,10 @@ int iso_sqlite_audit_head_put(struct iso_store *is, const struct iso_audit_head 
 	if (iso_sqlite_bind_i64(st, 1, (int64_t)h->size) ||
 	    sqlite3_bind_blob(st, 2, h->root, ISO_AUDIT_HASH_LEN, SQLITE_STATIC) ||
 	    iso_sqlite_bind_i64(st, 3, h->time_ms) ||
-	    sqlite3_bind_blob(st, 4, h->sig, ISO_AUDIT_SIG_LEN, SQLITE_STATIC))
+	    sqlite3_bind_blob(st, 4, h->sig, ISO_AUDIT_SIG_LEN, SQLITE_STATIC) ||
+	    (iso_audit_key_id_known(h->key_id)
+	         ? sqlite3_bind_blob(st, 5, h->key_id, ISO_AUDIT_KEY_ID_LEN, SQLITE_STATIC)
+	         : sqlite3_bind_null(st, 5)))
 		return iso_sqlite_fail(s->db, "audit head", err);
 	return iso_sqlite_exec_stmt(s->db, st, "audit head", err);
 }
@@ -95,6 +98,7 @@ static void read_head(sqlite3_stmt *st, struct iso_audit_head *h)
 {
 	const void *root = sqlite3_column_blob(st, 1);
 	const void *sig = sqlite3_column_blob(st, 3);
+	const void *key_id = sqlite3_column_blob(st, 4);
 
 	memset(h, 0, sizeof(*h));
 	h->size = (uint64_t)sqlite3_column_int64(st, 0);
@@ -104,6 +108,9 @@ static void read_head(sqlite3_stmt *st, struct iso_audit_head *h)
 		memcpy(h->root, root, ISO_AUDIT_HASH_LEN);
 	if (sig && sqlite3_column_bytes(st, 3) == ISO_AUDIT_SIG_LEN)
 		memcpy(h->sig, sig, ISO_AUDIT_SIG_LEN);
+	/* NULL (a head from before key ids) or a wrong size: no key id. */
+	if (key_id && sqlite3_column_bytes(st, 4) == ISO_AUDIT_KEY_ID_LEN)
+		memcpy(h->key_id, key_id, ISO_AUDIT_KEY_ID_LEN);
 }
 
 int iso_sqlite_audit_head_latest(struct iso_store *is, struct iso_audit_head *out,

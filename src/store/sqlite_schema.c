@@ -185,6 +185,10 @@ static const char *const migrations[] = {
     /* 7: the tenant's io_uring switch for its members' seccomp filter
      * (docs/sandbox.md); existing tenants keep io_uring denied. */
     "ALTER TABLE tenants ADD COLUMN io_uring INTEGER NOT NULL DEFAULT 0;",
+    /* 8: each head's signer's key id (8 bytes; docs/audit.md "Key ids and key
+     * sets"); NULL for heads signed before, read as signed by the key of the
+     * set that verifies them. */
+    "ALTER TABLE audit_heads ADD COLUMN key_id BLOB;",
 };
 
 int iso_sqlite_schema_version_known(void)

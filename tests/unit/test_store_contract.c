@@ -1190,9 +1190,11 @@ static void test_io_uring_migrated(void **state)
 {
 	struct fx *f = *state;
 	struct iso_tenant t = tenant("old"), got;
+	/* io_uring came one migration before the heads' key_id: undo both. */
 	static const char undo[] = "ALTER TABLE tenants DROP COLUMN io_uring;"
-	                           " DELETE FROM schema_version WHERE version ="
-	                           " (SELECT max(version) FROM schema_version)";
+	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
+	                           " DELETE FROM schema_version WHERE version >="
+	                           " (SELECT max(version) FROM schema_version) - 1";
 
 	t.io_uring = true;
 	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
@@ -1215,6 +1217,70 @@ static void test_io_uring_migrated(void **state)
 	fx_reopen(f);
 	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "old", &got, &f->err), 0);
 	assert_true(got.io_uring);
+}
+
+/* A head's signer's key id: stored when the head has one, none (all zero)
+ * when it has not. */
+static void test_audit_head_key_id(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_audit_head h = {.size = 1, .time_ms = 5}, got;
+	static const uint8_t zero[ISO_AUDIT_KEY_ID_LEN] = {0};
+
+	memset(h.sig, 7, sizeof(h.sig));
+	assert_int_equal(o->audit_head_put(f->s, &h, &f->err), 0);
+	assert_int_equal(o->audit_head_latest(f->s, &got, &f->err), 0);
+	assert_memory_equal(got.key_id, zero, sizeof(zero));
+	for (int i = 0; i < ISO_AUDIT_KEY_ID_LEN; i++)
+		h.key_id[i] = (uint8_t)(0xf0 + i);
+	h.size = 2;
+	assert_int_equal(o->audit_head_put(f->s, &h, &f->err), 0);
+	fx_reopen(f);
+	o = f->s->ops;
+	assert_int_equal(o->audit_head_latest(f->s, &got, &f->err), 0);
+	assert_int_equal(got.size, 2);
+	assert_memory_equal(got.key_id, h.key_id, ISO_AUDIT_KEY_ID_LEN);
+	assert_memory_equal(got.sig, h.sig, ISO_AUDIT_SIG_LEN);
+}
+
+/* A store from before key ids: its heads come back with none (read as
+ * signed by the key that verifies them), and new heads keep theirs. */
+static void test_audit_key_id_migrated(void **state)
+{
+	struct fx *f = *state;
+	struct iso_audit_head h = {.size = 3, .time_ms = 9}, got;
+	static const uint8_t zero[ISO_AUDIT_KEY_ID_LEN] = {0};
+	static const char undo[] = "ALTER TABLE audit_heads DROP COLUMN key_id;"
+	                           " DELETE FROM schema_version WHERE version ="
+	                           " (SELECT max(version) FROM schema_version)";
+
+	memset(h.root, 0x33, sizeof(h.root));
+	memset(h.sig, 0x44, sizeof(h.sig));
+	memset(h.key_id, 0x55, sizeof(h.key_id));
+	assert_int_equal(f->s->ops->audit_head_put(f->s, &h, &f->err), 0);
+	iso_store_close(f->s);
+	f->s = NULL;
+	if (f->b == B_SQLITE) {
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, undo, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	} else {
+		pg_raw(f->conninfo, undo);
+	}
+	fx_open(f);
+	assert_int_equal(f->s->ops->audit_head_latest(f->s, &got, &f->err), 0);
+	assert_int_equal(got.size, 3);
+	assert_memory_equal(got.root, h.root, ISO_AUDIT_HASH_LEN);
+	assert_memory_equal(got.sig, h.sig, ISO_AUDIT_SIG_LEN);
+	assert_memory_equal(got.key_id, zero, sizeof(zero));
+	h.size = 4;
+	assert_int_equal(f->s->ops->audit_head_put(f->s, &h, &f->err), 0);
+	fx_reopen(f);
+	assert_int_equal(f->s->ops->audit_head_latest(f->s, &got, &f->err), 0);
+	assert_int_equal(got.size, 4);
+	assert_memory_equal(got.key_id, h.key_id, ISO_AUDIT_KEY_ID_LEN);
 }
 
 /* A database a newer isostackd migrated is refused, not guessed at. */
@@ -1475,6 +1541,10 @@ static void test_pg_corrupt_rows(void **state)
 	    cmocka_unit_test_prestate_setup_teardown(test_io_uring_migrated, fx_setup,             \
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_newer_schema_refused, fx_setup,          \
+	                                             fx_teardown, b),                              \
+	    cmocka_unit_test_prestate_setup_teardown(test_audit_head_key_id, fx_setup,             \
+	                                             fx_teardown, b),                              \
+	    cmocka_unit_test_prestate_setup_teardown(test_audit_key_id_migrated, fx_setup,         \
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_pg_reconnect, fx_setup, fx_teardown, b), \
 	    cmocka_unit_test_prestate_setup_teardown(test_store_selection, fx_setup, fx_teardown,  \
