@@ -2,8 +2,8 @@
  * "One leader, fenced"). Leadership is a lease row, not a session advisory
  * lock: after pg_terminate_backend another session gets an advisory lock at
  * once while the old holder still believes it leads, and the lock carries no
- * fencing token (docs/store.md, "High availability"; ../shared/reference/
- * ha.md section 2). The row's expiry is computed on the database clock by
+ * fencing token (docs/store.md, "High availability"; skypilot-org/skypilot
+ * #10347, whose lease elector this follows). The row's expiry is computed on the database clock by
  * short autocommit statements on a connection of its own, and its term goes
  * up at every takeover, also when the same holder takes it again after it
  * expired. The store's write transactions check that term in the same
