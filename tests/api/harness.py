@@ -100,6 +100,51 @@ def T(seconds):
     return seconds * timeout_scale()
 
 
+# ---- a throwaway PostgreSQL (scripts/pg-test-cluster.sh) for --store tests ----
+
+PG_SCRIPT = os.path.join(SOURCE_ROOT, "scripts", "pg-test-cluster.sh")
+PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
+# A class decorator: such tests skip, saying why, only where the server
+# binaries are missing (CI installs them: scripts/deps.sh).
+needs_postgres = unittest.skipUnless(
+    os.access(os.path.join(PG_BIN, "initdb"), os.X_OK),
+    "no PostgreSQL server binaries in %s (apt-get install postgresql-15)" % PG_BIN)
+
+
+def psql(conninfo, sql):
+    """Runs one statement; its output, or AssertionError with psql's."""
+    out = subprocess.run(["psql", conninfo, "-XtAq", "-c", sql], capture_output=True,
+                         text=True, timeout=T(30))
+    if out.returncode != 0:
+        raise AssertionError("psql %r: %s" % (sql, out.stderr))
+    return out.stdout.strip()
+
+
+class PgCluster:
+    """A PostgreSQL cluster in a temp dir, started at construction; each
+    fresh_db() is a new empty database on it, so tests do not share state."""
+
+    def __init__(self, prefix):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        out = subprocess.run([PG_SCRIPT, "start", self.dir], capture_output=True, text=True,
+                             timeout=T(60))
+        if out.returncode != 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise AssertionError("pg-test-cluster.sh start: %s" % out.stderr)
+        self.base = out.stdout.strip().splitlines()[-1]  # its last line: the conninfo
+        self.n = 0
+
+    def fresh_db(self, stem="iso"):
+        self.n += 1
+        name = "%s_%d" % (stem, self.n)
+        psql(self.base, "CREATE DATABASE %s" % name)
+        return self.base.replace("dbname=postgres", "dbname=" + name)
+
+    def stop(self):
+        subprocess.run([PG_SCRIPT, "stop", self.dir], capture_output=True, timeout=T(60))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def data_path(name):
     return os.path.join(DATA_DIR, name)
 

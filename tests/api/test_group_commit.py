@@ -29,18 +29,16 @@ import http.client
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, T  # noqa: E402
+from harness import ApiTestCase, Daemon, PgCluster, T, needs_postgres  # noqa: E402
 
 CPU = {"pool": "cpu", "cpus": 1, "memory_mib": 16}
 TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
@@ -83,8 +81,6 @@ def burst(port, requests):
     return answers
 
 
-PG_SCRIPT = os.path.join(harness.SOURCE_ROOT, "scripts", "pg-test-cluster.sh")
-PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 
 
 class TestGroupCommit(ApiTestCase):
@@ -338,35 +334,22 @@ class TestGroupCommit(ApiTestCase):
         self.assertIn("--group-commit: \"maybe\" is neither on nor off", p.stderr)
 
 
-@unittest.skipUnless(os.access(os.path.join(PG_BIN, "initdb"), os.X_OK),
-                     "no PostgreSQL server binaries in %s (apt-get install postgresql-15)" % PG_BIN)
+@needs_postgres
 class TestGroupCommitPostgres(TestGroupCommit):
     """Every test above with isostackd --store CONNINFO, a database per test."""
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="iso-pg-gc-")
-        out = subprocess.run([PG_SCRIPT, "start", cls.dir], capture_output=True, text=True,
-                             timeout=T(60))
-        if out.returncode != 0:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise AssertionError("pg-test-cluster.sh start: %s" % out.stderr)
-        cls.base = out.stdout.strip().splitlines()[-1]
-        cls.n = 0
+        cls.pg = PgCluster("iso-pg-gc-")
+        cls.dir, cls.base = cls.pg.dir, cls.pg.base
 
     @classmethod
     def tearDownClass(cls):
-        subprocess.run([PG_SCRIPT, "stop", cls.dir], capture_output=True, timeout=T(60))
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.pg.stop()
 
     def store_args(self):
         if not getattr(self, "conninfo", None):
-            type(self).n += 1
-            name = "iso_gc_%d" % self.n
-            p = subprocess.run(["psql", self.base, "-XtAq", "-c", "CREATE DATABASE " + name],
-                               capture_output=True, text=True, timeout=T(30))
-            self.assertEqual(p.returncode, 0, p.stderr)
-            self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
+            self.conninfo = self.pg.fresh_db("iso_gc")
         return ["--store", self.conninfo]
 
     def psql(self, sql):

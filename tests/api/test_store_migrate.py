@@ -22,26 +22,16 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, T, create_alloc, issue_token  # noqa: E402
+from harness import (ApiTestCase, Daemon, PgCluster, T, create_alloc, issue_token,  # noqa: E402
+                     needs_postgres, psql)
 
-SCRIPT = os.path.join(harness.SOURCE_ROOT, "scripts", "pg-test-cluster.sh")
-PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 MIG_1G = {"count": 1, "profile": "1g.10gb"}
 TABLES = ["meta", "tenants", "tokens", "node_state", "allocations", "alloc_members",
           "alloc_slots", "audit_events", "audit_heads", "fabric_keys", "fabric_ports", "orgs",
           "projects", "quotas", "usage_log", "gpu_faults"]
-
-
-def psql(conninfo, sql):
-    out = subprocess.run(["psql", conninfo, "-XtAq", "-c", sql], capture_output=True,
-                         text=True, timeout=T(30))
-    if out.returncode != 0:
-        raise AssertionError("psql %r: %s" % (sql, out.stderr))
-    return out.stdout.strip()
 
 
 def sqlite_count(path, table):
@@ -49,30 +39,19 @@ def sqlite_count(path, table):
         return db.execute('SELECT count(*) FROM "%s"' % table).fetchone()[0]
 
 
-@unittest.skipUnless(os.access(os.path.join(PG_BIN, "initdb"), os.X_OK),
-                     "no PostgreSQL server binaries in %s (apt-get install postgresql-15)" % PG_BIN)
+@needs_postgres
 class TestStoreMigrate(ApiTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="iso-pg-migrate-")
-        out = subprocess.run([SCRIPT, "start", cls.dir], capture_output=True, text=True,
-                             timeout=T(60))
-        if out.returncode != 0:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise AssertionError("pg-test-cluster.sh start: %s" % out.stderr)
-        cls.base = out.stdout.strip().splitlines()[-1]
-        cls.n = 0
+        cls.pg = PgCluster("iso-pg-migrate-")
+        cls.dir, cls.base = cls.pg.dir, cls.pg.base
 
     @classmethod
     def tearDownClass(cls):
-        subprocess.run([SCRIPT, "stop", cls.dir], capture_output=True, timeout=T(60))
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.pg.stop()
 
     def fresh_db(self):
-        type(self).n += 1
-        name = "iso_migrate_%d" % self.n
-        psql(self.base, "CREATE DATABASE %s" % name)
-        return self.base.replace("dbname=postgres", "dbname=" + name)
+        return self.pg.fresh_db("iso_migrate")
 
     def isoctl(self, *argv, env=None):
         return subprocess.run([harness.Binaries.isoctl] + list(argv), capture_output=True,

@@ -17,51 +17,29 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, T, create_alloc, create_tenant, issue_token  # noqa: E402
+from harness import (ApiTestCase, Daemon, PgCluster, T, create_alloc, create_tenant,  # noqa: E402
+                     issue_token, needs_postgres, psql)
 
-ROOT = harness.SOURCE_ROOT
-SCRIPT = os.path.join(ROOT, "scripts", "pg-test-cluster.sh")
-PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 CONFIG = "small.yaml"
 MIG_1G = {"count": 1, "profile": "1g.10gb"}
 
 
-def psql(conninfo, sql):
-    out = subprocess.run(["psql", conninfo, "-XtAq", "-c", sql], capture_output=True,
-                         text=True, timeout=T(30))
-    if out.returncode != 0:
-        raise AssertionError("psql %r: %s" % (sql, out.stderr))
-    return out.stdout.strip()
-
-
-@unittest.skipUnless(os.access(os.path.join(PG_BIN, "initdb"), os.X_OK),
-                     "no PostgreSQL server binaries in %s (apt-get install postgresql-15)" % PG_BIN)
+@needs_postgres
 class TestStorePostgres(ApiTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="iso-pg-api-")
-        out = subprocess.run([SCRIPT, "start", cls.dir], capture_output=True, text=True,
-                             timeout=T(60))
-        if out.returncode != 0:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise AssertionError("pg-test-cluster.sh start: %s" % out.stderr)
-        cls.base = out.stdout.strip().splitlines()[-1]
-        cls.n = 0
+        cls.pg = PgCluster("iso-pg-api-")
+        cls.dir, cls.base = cls.pg.dir, cls.pg.base
 
     @classmethod
     def tearDownClass(cls):
-        subprocess.run([SCRIPT, "stop", cls.dir], capture_output=True, timeout=T(60))
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.pg.stop()
 
     def fresh_db(self):
-        type(self).n += 1
-        name = "iso_api_%d" % self.n
-        psql(self.base, "CREATE DATABASE %s" % name)
-        return self.base.replace("dbname=postgres", "dbname=" + name)
+        return self.pg.fresh_db("iso_api")
 
     def test_state_in_postgres_survives_kill9(self):
         conninfo = self.fresh_db()
