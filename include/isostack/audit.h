@@ -155,6 +155,14 @@ struct iso_audit_keyset {
 int iso_audit_keyset_parse(const char *text, size_t len, const char *name,
                            struct iso_audit_keyset *ks, struct iso_error *err);
 int iso_audit_keyset_read(const char *path, struct iso_audit_keyset *ks, struct iso_error *err);
+/* The daemon's key set: keys_file (--audit-keys) when given, else
+ * STATE_DIR/audit-keys when it exists, else own_pk alone. Refuses (field
+ * "audit_keys", naming --audit-keys) a file that cannot be read or parsed,
+ * and a set without own_pk: heads it signed would be accepted by no one.
+ * `used` receives the file read ("" for own key alone). */
+int iso_audit_keyset_load(const char *state_dir, const char *keys_file,
+                          const uint8_t own_pk[ISO_AUDIT_PK_LEN], struct iso_audit_keyset *ks,
+                          char *used, size_t used_size, struct iso_error *err);
 /* A set of one key (what `--pubkey` means). */
 void iso_audit_keyset_one(struct iso_audit_keyset *ks, const uint8_t pk[ISO_AUDIT_PK_LEN]);
 const struct iso_audit_keyset_entry *iso_audit_keyset_find(const struct iso_audit_keyset *ks,

@@ -59,6 +59,11 @@ struct iso_controller_params {
 	const struct iso_placer *placer;
 	const char *state_dir;   /* where the audit signing key lives */
 	bool accept_audit_break; /* start over a log that fails its check, recording that */
+	/* the published audit key set (docs/audit.md "Key ids and key sets"):
+	 * heads are valid only when signed by one of its keys, and this daemon's
+	 * own key must be one; NULL: STATE_DIR/audit-keys when it exists, else
+	 * only the daemon's own key */
+	const char *audit_keys;
 	/* tenancy (docs/tenancy.md); zero values take the defaults */
 	int64_t fair_share_half_life_ms;       /* decay of past usage; default 7 days */
 	int64_t preempt_min_run_ms;            /* never preempt younger work; default 0 */

@@ -101,10 +101,15 @@ int api_audit_head(struct api_request *r)
 	    iso_controller_audit_head(r->ctl, &r->who, &h, &r->err) < 0)
 		return -1;
 	sodium_bin2base64(sig, sizeof(sig), h.sig, sizeof(h.sig), sodium_base64_VARIANT_ORIGINAL);
+	/* The signer's key id (docs/audit.md), null for a head stored without. */
+	char key_id[2 * ISO_AUDIT_KEY_ID_LEN + 1];
+	iso_audit_key_id_format(h.key_id, key_id);
 	api_reply(r, MHD_HTTP_OK,
-	          json_pack("{s:I, s:o, s:I, s:o, s:s}", "size", (json_int_t)h.size, "root",
+	          json_pack("{s:I, s:o, s:I, s:o, s:s, s:o}", "size", (json_int_t)h.size, "root",
 	                    hex_json(h.root, sizeof(h.root)), "time_ms", (json_int_t)h.time_ms,
-	                    "time", api_time(h.time_ms), "signature", sig));
+	                    "time", api_time(h.time_ms), "signature", sig, "key_id",
+	                    iso_audit_key_id_known(h.key_id) ? json_string(key_id)
+	                                                     : json_null()));
 	return 0;
 }
 

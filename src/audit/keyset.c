@@ -7,6 +7,7 @@
  * given twice is refused rather than silently merged. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,4 +219,46 @@ const struct iso_audit_keyset_entry *iso_audit_keyset_signer(const struct iso_au
 			return NULL;
 	}
 	return NULL;
+}
+
+int iso_audit_keyset_load(const char *state_dir, const char *keys_file,
+                          const uint8_t own_pk[ISO_AUDIT_PK_LEN], struct iso_audit_keyset *ks,
+                          char *used, size_t used_size, struct iso_error *err)
+{
+	char path[PATH_MAX], id[2 * ISO_AUDIT_KEY_ID_LEN + 1];
+	uint8_t own[ISO_AUDIT_KEY_ID_LEN];
+	struct iso_error kerr = {0};
+	int r;
+
+	if (used_size)
+		used[0] = '\0';
+	if (keys_file) {
+		if (iso_strlcpy(path, keys_file, sizeof(path)) < 0)
+			return iso_error_set(err, ISO_E_INVALID, "audit_keys",
+			                     "--audit-keys: the path is too long");
+	} else if (snprintf(path, sizeof(path), "%s/audit-keys", state_dir) >= (int)sizeof(path)) {
+		return iso_error_set(err, ISO_E_INVALID, "state_dir",
+		                     "audit: the path %s/audit-keys is too long", state_dir);
+	}
+	r = iso_audit_keyset_read(path, ks, &kerr);
+	if (r == -ENOENT && !keys_file) {
+		iso_audit_keyset_one(ks, own_pk);
+		return 0;
+	}
+	if (r < 0)
+		return iso_error_set(err, kerr.code, "audit_keys", "--audit-keys: %s",
+		                     kerr.message);
+	if (used_size)
+		iso_strlcpy(used, path, used_size);
+	if (!iso_audit_keyset_find(ks, own_pk)) {
+		iso_audit_key_id(own_pk, own);
+		iso_audit_key_id_format(own, id);
+		return iso_error_set(err, ISO_E_INVALID, "audit_keys",
+		                     "--audit-keys: this daemon's audit key (%s/audit.pub, key id "
+		                     "%s) is not in the published key set %s, so no verifier would "
+		                     "accept the heads it signs: add the line of %s/audit.pub to "
+		                     "%s on every node, or give --audit-keys the set that holds it",
+		                     state_dir, id, path, state_dir, path);
+	}
+	return 0;
 }

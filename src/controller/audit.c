@@ -310,11 +310,25 @@ static int check_head(void *arg, const struct iso_audit_head *h)
 	if (h->time_ms < k->checked_from_ms)
 		return 0; /* evidence of an accepted break: kept, exported, not re-judged */
 	iso_format_time(h->time_ms, when, sizeof(when));
-	if (!iso_audit_head_verify(h, k->c->key.pk)) {
-		problem(k, -1,
-		        "the head of size %llu signed at %s has a bad signature "
-		        "(forged or altered)",
-		        (unsigned long long)h->size, when);
+	if (!iso_audit_keyset_signer(&k->c->keys, h)) {
+		char id[2 * ISO_AUDIT_KEY_ID_LEN + 1];
+		bool in_set = false;
+		for (size_t i = 0; i < k->c->keys.n; i++)
+			in_set |=
+			    memcmp(k->c->keys.keys[i].id, h->key_id, ISO_AUDIT_KEY_ID_LEN) == 0;
+		iso_audit_key_id_format(h->key_id, id);
+		if (iso_audit_key_id_known(h->key_id) && !in_set)
+			problem(k, -1,
+			        "the head of size %llu signed at %s is signed by key %s, which is "
+			        "not in the audit key set (%s)",
+			        (unsigned long long)h->size, when, id,
+			        k->c->keys_file[0] ? k->c->keys_file
+			                           : "this daemon's own key only");
+		else
+			problem(k, -1,
+			        "the head of size %llu signed at %s has a bad signature "
+			        "(forged or altered, or signed by a key not in the audit key set)",
+			        (unsigned long long)h->size, when);
 		return 0;
 	}
 	if (h->size > size) {
@@ -333,8 +347,8 @@ static int check_head(void *arg, const struct iso_audit_head *h)
 	return 0;
 }
 
-int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_break,
-                   struct iso_error *err)
+int ctl_audit_open(struct iso_controller *c, const char *state_dir, const char *keys_file,
+                   bool accept_break, struct iso_error *err)
 {
 	struct check k = {.c = c, .first_bad = -1};
 	bool created = false;
@@ -343,6 +357,12 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 	r = iso_audit_key_load_or_create(state_dir, &c->key, &created, err);
 	if (r < 0)
 		return r;
+	r = iso_audit_keyset_load(state_dir, keys_file, c->key.pk, &c->keys, c->keys_file,
+	                          sizeof(c->keys_file), err);
+	if (r < 0)
+		return r;
+	if (c->keys_file[0])
+		iso_log(ISO_LOG_INFO, "audit_keys", "file=%s keys=%zu", c->keys_file, c->keys.n);
 	r = iso_merkle_new(&c->tree);
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: out of memory");
@@ -370,10 +390,10 @@ int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_
 		return iso_error_set(
 		    err, ISO_E_CONFLICT, "audit",
 		    "audit log check failed: %s. Inspect: isoctl audit export "
-		    "--state-dir DIR --out F; isoctl audit verify --pubkey "
-		    "DIR/audit.pub F. To run anyway, recording the break in the log "
-		    "for good: --audit-accept-break",
-		    k.problem);
+		    "--state-dir DIR --out F; isoctl audit verify %s%s F. To run anyway, "
+		    "recording the break in the log for good: --audit-accept-break",
+		    k.problem, c->keys_file[0] ? "--keys " : "--pubkey DIR/audit.pub",
+		    c->keys_file);
 	iso_log(ISO_LOG_ERR, "audit_break_accepted", "problem=\"%s\"", k.problem);
 	/* The break is signed over from here on: a head over the log as it now
 	 * is, in the same transaction as the event saying so and the marker that

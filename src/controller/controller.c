@@ -263,7 +263,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	if (r < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	/* The log is checked before anything can add to it. */
-	r = ctl_audit_open(c, params->state_dir, params->accept_audit_break, err);
+	r = ctl_audit_open(c, params->state_dir, params->audit_keys, params->accept_audit_break,
+	                   err);
 	if (r < 0)
 		return r;
 	struct ctl_event start = {

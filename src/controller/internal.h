@@ -5,6 +5,7 @@
 #include "isostack/controller.h"
 
 #include <jansson.h>
+#include <limits.h>
 
 #include "isostack/fabric.h"
 
@@ -30,6 +31,8 @@ struct iso_controller {
 	 * signed one; events of the open transaction wait in `queue` */
 	struct iso_merkle *tree;
 	struct iso_audit_key key;
+	struct iso_audit_keyset keys; /* the published key set, own key included */
+	char keys_file[PATH_MAX];     /* where it was read, "" for own key only */
 	struct iso_audit_head head;
 	bool have_head;
 	struct iso_audit_event *queue;
@@ -83,8 +86,8 @@ void ctl_record(struct iso_controller *c, const struct iso_principal *p, const s
                 enum iso_audit_outcome outcome, const char *reason);
 
 /* ---- audit.c ---- */
-int ctl_audit_open(struct iso_controller *c, const char *state_dir, bool accept_break,
-                   struct iso_error *err);
+int ctl_audit_open(struct iso_controller *c, const char *state_dir, const char *keys_file,
+                   bool accept_break, struct iso_error *err);
 void ctl_audit_close(struct iso_controller *c);
 /* Inside the open transaction: writes the queued events, and a new signed
  * head when the last is a second old or `force`. */

@@ -28,6 +28,7 @@ static const char usage_audit[] =
     "  export --out FILE [--tenant T]          the log as JSON lines, through the API\n"
     "  export --state-dir DIR --out FILE       the stored log, offline (no daemon)\n"
     "  verify --pubkey KEYFILE FILE...         check exports offline; exit 8 if bad\n"
+    "  verify --keys KEYSET FILE...            the same against a published key set\n"
     "Run 'isoctl audit SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
 
 /* ---- small helpers ---- */
@@ -230,8 +231,9 @@ static const struct isoctl_simple_cmd audit_head = {
     .usage = "Usage: isoctl audit head\n"
              "\n"
              "Prints the latest signed tree head (GET /v1/audit/head): size (events\n"
-             "covered), Merkle root, time and Ed25519 signature. The server signs a\n"
-             "fresh head first when events came since the last one.\n",
+             "covered), Merkle root, time, Ed25519 signature and the signer's key id\n"
+             "(key_id). The server signs a fresh head first when events came since\n"
+             "the last one.\n",
     .method = "GET",
     .path = "/v1/audit/head",
     .print = isoctl_print_object,
@@ -309,6 +311,13 @@ static int head_from_json(const json_t *b, struct iso_audit_head *h)
 		return -1;
 	h->size = (uint64_t)json_integer_value(size);
 	h->time_ms = json_integer_value(ms);
+	/* The signer's key id, written into the export's head line; a server
+	 * from before key ids (or a head stored without one) sends none. */
+	const json_t *kid = json_object_get(b, "key_id");
+	if (kid && !json_is_null(kid) &&
+	    (!hex_exact(json_string_value(kid), h->key_id, sizeof(h->key_id)) ||
+	     !iso_audit_key_id_known(h->key_id)))
+		return -1;
 	return 0;
 }
 
@@ -615,7 +624,7 @@ static int audit_export(struct isoctl *ctx, int argc, char **argv)
 
 /* ---- verify ---- */
 
-static int verify_one(const char *path, const uint8_t pk[ISO_AUDIT_PK_LEN], json_t *results,
+static int verify_one(const char *path, const struct iso_audit_keyset *ks, json_t *results,
                       bool json_mode)
 {
 	struct iso_audit_verdict v = {0};
@@ -627,7 +636,7 @@ static int verify_one(const char *path, const uint8_t pk[ISO_AUDIT_PK_LEN], json
 		v.first_bad = -1;
 		snprintf(v.message, sizeof(v.message), "cannot open: %s", strerror(errno));
 	} else {
-		r = iso_audit_verify_stream(f, path, pk, &v, &err);
+		r = iso_audit_verify_stream_keys(f, path, ks, &v, &err);
 		if (r < 0) {
 			memset(&v, 0, sizeof(v));
 			v.first_bad = -1;
@@ -676,9 +685,11 @@ static int audit_verify(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
 	    "Usage: isoctl audit verify --pubkey KEYFILE FILE...\n"
+	    "       isoctl audit verify --keys KEYSET FILE...\n"
 	    "\n"
 	    "Verifies audit exports offline (no server, no token) with the public key\n"
-	    "alone: every head's Ed25519 signature; events in order with no gap,\n"
+	    "or the cluster's published key set alone: every head's Ed25519 signature\n"
+	    "by a key of the set (the one its \"key\" id names); events in order with no gap,\n"
 	    "duplicate or reorder; every event's bytes against its leaf hash; the\n"
 	    "leaves of a full export against each head's root; each inclusion and\n"
 	    "consistency proof. Prints one line per file:\n"
@@ -687,30 +698,42 @@ static int audit_verify(struct isoctl *ctx, int argc, char **argv)
 	    "('at seq' and 'line' are left out when no single one is at fault).\n"
 	    "  --pubkey KEYFILE  the daemon's STATE_DIR/audit.pub (\"ed25519:BASE64\"),\n"
 	    "                    or one written by `isoctl audit pubkey --out`\n"
+	    "  --keys KEYSET     the published key set of several isostackd: one\n"
+	    "                    \"ed25519:BASE64 [NAME]\" line per key (docs/audit.md)\n"
 	    "Exit 0 when every file is ok, 8 when any is not (or cannot be read),\n"
 	    "2 when the key file cannot be read.\n";
 	static const struct option options[] = {ISOCTL_FLAG("pubkey", required_argument, 0),
+	                                        ISOCTL_FLAG("keys", required_argument, 1),
 	                                        ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *results = json_array();
-	const char *keyfile = NULL;
+	_cleanup_free_ struct iso_audit_keyset *ks = malloc(sizeof(*ks));
+	const char *flag[2] = {NULL, NULL}; /* --pubkey, --keys */
 	const char *const names[] = {"FILE"};
 	uint8_t pk[ISO_AUDIT_PK_LEN];
 	struct iso_error err = {0};
 	bool all_ok = true;
 
-	if (isoctl_parse_line(ctx, &p, &keyfile, 1, 1, ISOCTL_MAX_ARGS, names) < 0)
+	if (isoctl_parse_line(ctx, &p, flag, 2, 1, ISOCTL_MAX_ARGS, names) < 0)
 		return p.exit_code;
-	if (!keyfile)
-		return isoctl_usage_error(ctx, "missing --pubkey KEYFILE");
-	if (!results)
+	if (!flag[0] && !flag[1])
+		return isoctl_usage_error(ctx, "missing --pubkey KEYFILE or --keys KEYSET");
+	if (flag[0] && flag[1])
+		return isoctl_usage_error(ctx, "--pubkey and --keys exclude each other");
+	if (!results || !ks)
 		return isoctl_oom();
-	if (iso_audit_pubkey_read(keyfile, pk, &err) < 0) {
-		fprintf(stderr, "isoctl: --pubkey %s: %s\n", keyfile, err.message);
+	if (flag[0]) {
+		if (iso_audit_pubkey_read(flag[0], pk, &err) < 0) {
+			fprintf(stderr, "isoctl: --pubkey %s: %s\n", flag[0], err.message);
+			return ISOCTL_EXIT_USAGE;
+		}
+		iso_audit_keyset_one(ks, pk);
+	} else if (iso_audit_keyset_read(flag[1], ks, &err) < 0) {
+		fprintf(stderr, "isoctl: --keys: %s\n", err.message);
 		return ISOCTL_EXIT_USAGE;
 	}
 	for (int i = 0; i < p.nargs; i++) {
-		int r = verify_one(p.args[i], pk, results, ctx->output == ISOCTL_OUT_JSON);
+		int r = verify_one(p.args[i], ks, results, ctx->output == ISOCTL_OUT_JSON);
 		if (r < 0)
 			return isoctl_oom();
 		all_ok = all_ok && r == 1;

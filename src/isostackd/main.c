@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "isostack/api.h"
+#include "isostack/audit.h"
 #include "isostack/controller.h"
 #include "isostack/inventory.h"
 #include "isostack/store.h"
@@ -33,6 +34,7 @@ struct options {
 	bool new_admin_token;
 	bool check_config;
 	bool accept_audit_break;
+	const char *audit_keys; /* --audit-keys: the published key set */
 	/* tenancy (docs/tenancy.md) */
 	const char *admission_policies[16];
 	int n_admission_policies;
@@ -56,7 +58,8 @@ static void usage(FILE *out)
 	fprintf(out, "usage: isostackd --config FILE [--state-dir DIR] [--listen HOST:PORT]\n"
 	             "                 [--tls-cert PEM --tls-key PEM] [--allow-remote-http]\n"
 	             "                 [--placement POLICY] [--new-admin-token] [--check-config]\n"
-	             "                 [--audit-accept-break] [--admission-policy FILE]...\n"
+	             "                 [--audit-accept-break] [--audit-keys FILE]\n"
+	             "                 [--admission-policy FILE]...\n"
 	             "                 [--fair-share-half-life HOURS] [--preempt-grace SECONDS]\n"
 	             "                 [--preempt-min-run SECONDS] [--max-connections N]\n"
 	             "                 [--max-connections-per-address N] [--connection-reserve N]\n"
@@ -86,6 +89,10 @@ static void usage(FILE *out)
 	             "  --new-admin-token    write a fresh cluster-admin token to DIR/admin.token\n"
 	             "  --audit-accept-break start although the audit log fails its check,\n"
 	             "                       recording the break in the log (docs/audit.md)\n"
+	             "  --audit-keys FILE    the published audit key set: heads are valid only\n"
+	             "                       when signed by one of its keys, this daemon's own\n"
+	             "                       among them (default DIR/audit-keys if present,\n"
+	             "                       else only DIR/audit.pub; docs/audit.md)\n"
 	             "  --admission-policy FILE  a Lua admission policy run on every request\n"
 	             "                       (repeatable, run in order; docs/tenancy.md)\n"
 	             "  --fair-share-half-life HOURS  decay of past usage (default 168)\n"
@@ -158,6 +165,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		O_CHECK,
 		O_VERSION,
 		O_AUDIT_BREAK,
+		O_AUDIT_KEYS,
 		O_POLICY,
 		O_HALF_LIFE,
 		O_GRACE,
@@ -196,6 +204,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"placement", required_argument, NULL, O_PLACEMENT},
 	    {"new-admin-token", no_argument, NULL, O_NEW_TOKEN},
 	    {"audit-accept-break", no_argument, NULL, O_AUDIT_BREAK},
+	    {"audit-keys", required_argument, NULL, O_AUDIT_KEYS},
 	    {"admission-policy", required_argument, NULL, O_POLICY},
 	    {"fair-share-half-life", required_argument, NULL, O_HALF_LIFE},
 	    {"preempt-grace", required_argument, NULL, O_GRACE},
@@ -276,6 +285,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case O_AUDIT_BREAK:
 			o->accept_audit_break = true;
+			break;
+		case O_AUDIT_KEYS:
+			if (!optarg[0]) {
+				fprintf(stderr, "isostackd: --audit-keys: empty file name\n");
+				return -1;
+			}
+			o->audit_keys = optarg;
 			break;
 		case O_POLICY:
 			if (o->n_admission_policies == (int)ISO_ARRAY_SIZE(o->admission_policies)) {
@@ -544,6 +560,29 @@ static int prepare_state_dir(const char *dir, int *lock_fd, struct iso_error *er
 	return open_lock(dir, lock_fd, err);
 }
 
+/* Every daemon, leader or follower, has its audit key (made on first use, so
+ * that its audit.pub can be published before it ever leads) and checks it
+ * against the published key set now: a node whose key is not in the set
+ * would be refused when elected, so it is refused at its start instead. The
+ * controller checks again when it opens (start or takeover). */
+static int check_audit_keys(const struct options *o, struct iso_error *err)
+{
+	struct iso_audit_key key;
+	bool created = false;
+	int r = iso_audit_key_load_or_create(o->state_dir, &key, &created, err);
+
+	if (r < 0)
+		return r;
+	struct iso_audit_keyset *ks = malloc(sizeof(*ks));
+	if (!ks)
+		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	else
+		r = iso_audit_keyset_load(o->state_dir, o->audit_keys, key.pk, ks, NULL, 0, err);
+	free(ks);
+	sodium_memzero(&key, sizeof(key));
+	return r;
+}
+
 static int fail(const struct iso_error *err)
 {
 	fprintf(stderr, "isostackd: %s\n", err->message);
@@ -613,6 +652,8 @@ int main(int argc, char **argv)
 
 	if (prepare_state_dir(o.state_dir, &lock_fd, &err) < 0)
 		return fail(&err);
+	if (check_audit_keys(&o, &err) < 0)
+		return fail(&err);
 	if (iso_store_spec_is_postgres(o.store))
 		iso_strlcpy(db_path, "postgres", sizeof(db_path)); /* never the conninfo */
 	else
@@ -625,6 +666,7 @@ int main(int argc, char **argv)
 	    .placer = placer,
 	    .state_dir = o.state_dir,
 	    .accept_audit_break = o.accept_audit_break,
+	    .audit_keys = o.audit_keys,
 	    .fair_share_half_life_ms = o.half_life_ms,
 	    .preempt_grace_ms = o.preempt_grace_ms,
 	    .preempt_min_run_ms = o.preempt_min_run_ms,

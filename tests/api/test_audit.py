@@ -31,6 +31,8 @@ from harness import (ApiTestCase, Daemon, T, create_alloc, create_tenant,  # noq
 CONFIG = "small.yaml"
 EXIT_VERIFY = 8
 MIG_SHAPE = {"members": 1, "gpus": {"count": 1, "profile": "1g.10gb"}}
+# A valid Ed25519 public key that is no daemon's (RFC 8032, test 1).
+RFC8032_PK = bytes.fromhex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
 
 # ---------------------------------------------------------------- RFC 6962 / 9162
 
@@ -543,7 +545,11 @@ class TestProofs(AuditCase):
         r = self.admin.get("/v1/audit/head")
         self.assertStatus(r, 200)
         h = r.body
-        self.assertEqual(set(h), {"size", "root", "time_ms", "time", "signature"}, h)
+        self.assertEqual(set(h), {"size", "root", "time_ms", "time", "signature", "key_id"}, h)
+        # The signer's key id: the first 8 bytes of SHA-256 of its public key.
+        with open(os.path.join(self.d.state_dir, "audit.pub")) as f:
+            pk = base64.b64decode(f.read().strip()[len("ed25519:"):])
+        self.assertEqual(h["key_id"], hashlib.sha256(pk).hexdigest()[:16], h)
         self.assertTime(h["time"])
         self.assertRegex(h["root"], r"^[0-9a-f]{64}$")
         return h
@@ -807,6 +813,42 @@ class TestTenantScoping(AuditCase):
         self.assertEqual(json.loads(r.out), [{"file": out, "ok": True, "events": summary["events"],
                                               "heads": 1, "first_bad": None, "line": None, "message": ""}])
 
+    def test_export_names_the_signer_and_verify_takes_a_key_set(self):
+        out = self.path("keyed.jsonl")
+        self.ok("audit", "export", "--out", out)
+        with open(os.path.join(self.d.state_dir, "audit.pub")) as f:
+            own = f.read().strip()
+        kid = hashlib.sha256(base64.b64decode(own[len("ed25519:"):])).hexdigest()[:16]
+        with open(out) as f:
+            head = json.loads(f.readline())
+        self.assertEqual(head["key"], kid, head)
+        other = "ed25519:" + base64.b64encode(RFC8032_PK).decode()
+        keys = self.path("keys")
+        with open(keys, "w") as f:
+            f.write("# published\n%s other\n%s this-node\n" % (other, own))
+        r = self.isoctl("audit", "verify", "--keys", keys, out, token=None)
+        self.assertEqual(r.rc, 0, repr(r))
+        self.assertRegex(r.out, r"(?m)^%s: ok \(\d+ events, 1 heads\)$" % re.escape(out))
+        # This node's key taken out of the set: its head is named, with its key id.
+        with open(keys, "w") as f:
+            f.write("%s other\n" % other)
+        r = self.isoctl("audit", "verify", "--keys", keys, out, token=None)
+        self.assertEqual(r.rc, EXIT_VERIFY, repr(r))
+        self.assertIn("is signed by key %s, which is not in the key set" % kid, r.out)
+        # A bad key set: exit 2, naming the file and the line.
+        for text, want in (("%s a\nnot-a-key\n" % own, "%s: line 2: expected" % keys),
+                           ("%s a\n%s b\n" % (own, own), "%s: line 2: the key of line 1 again" % keys),
+                           ("# none\n", "%s: holds no key" % keys)):
+            with open(keys, "w") as f:
+                f.write(text)
+            r = self.isoctl("audit", "verify", "--keys", keys, out, token=None)
+            self.assertEqual(r.rc, 2, repr(r))
+            self.assertIn(want, r.err)
+        r = self.isoctl("audit", "verify", "--keys", keys, "--pubkey",
+                        os.path.join(self.d.state_dir, "audit.pub"), out, token=None)
+        self.assertEqual(r.rc, 2, repr(r))
+        self.assertIn("exclude each other", r.err)
+
 
 # ---------------------------------------------------------------- tampering
 
@@ -876,6 +918,72 @@ class TestTamper(AuditCase):
         for n in needles:
             self.assertIn(n, p.stderr)
         return p.stderr
+
+    def start_refused(self, state, *extra):
+        d = Daemon(CONFIG, state_dir=state, extra_args=extra)
+        try:
+            p = subprocess.run(d.command(free_port()), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=T(30), env=d.env)
+        finally:
+            d.cleanup()
+        for m in harness.SANITIZER_MARKERS:
+            self.assertNotIn(m, p.stderr)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        return p.stderr
+
+    def test_key_set_without_own_key_refused(self):
+        # A daemon whose own key is not in the published set would sign heads
+        # no verifier accepts: it refuses to start, naming --audit-keys.
+        state = self.copy_state("keyset")
+        keys = self.path("keyset-keys")
+        with open(keys, "w") as f:
+            f.write("ed25519:%s someone-else\n" % base64.b64encode(RFC8032_PK).decode())
+        err = self.start_refused(state, "--audit-keys", keys)
+        self.assertIn("--audit-keys", err)
+        self.assertIn("is not in the published key set %s" % keys, err)
+        # The same from STATE_DIR/audit-keys, the default.
+        shutil.copy(keys, os.path.join(state, "audit-keys"))
+        os.chmod(os.path.join(state, "audit-keys"), 0o644)
+        err = self.start_refused(state)
+        self.assertIn("is not in the published key set %s/audit-keys" % state, err)
+        # A bad line names the file and the line.
+        with open(keys, "w") as f:
+            f.write("\nbad line\n")
+        err = self.start_refused(state, "--audit-keys", keys)
+        self.assertIn("--audit-keys: %s: line 2: expected" % keys, err)
+        err = self.start_refused(state, "--audit-keys", self.path("no-such-keys"))
+        self.assertIn("--audit-keys: %s: cannot open" % self.path("no-such-keys"), err)
+
+    def test_log_of_two_signers_needs_both_keys(self):
+        # The stored heads were signed by the golden key; with a set holding
+        # only a new key for this node, the start-up check names the head's
+        # key id as not in the set.
+        state = self.copy_state("foreignhead")
+        with open(os.path.join(state, "audit.pub")) as f:
+            old = f.read().strip()
+        old_id = hashlib.sha256(base64.b64decode(old[len("ed25519:"):])).hexdigest()[:16]
+        os.unlink(os.path.join(state, "audit.key"))
+        os.unlink(os.path.join(state, "audit.pub"))
+        d = Daemon(CONFIG, state_dir=state, extra_args=["--audit-accept-break"])
+        d.start()  # makes a new key (the break is recorded), then stops
+        d.stop()
+        with open(os.path.join(state, "audit.pub")) as f:
+            new = f.read().strip()
+        with open(os.path.join(state, "audit-keys"), "w") as f:
+            f.write("%s new\n" % new)
+        out = self.path("foreignhead.jsonl")
+        self.ok("audit", "export", "--state-dir", state, "--out", out, token=None)
+        r = self.isoctl("audit", "verify", "--keys", os.path.join(state, "audit-keys"), out,
+                        token=None)
+        self.assertEqual(r.rc, EXIT_VERIFY, repr(r))
+        self.assertIn("signed by key %s, which is not in the key set" % old_id, r.out)
+        # With both keys published the whole log, of two signers, verifies.
+        with open(os.path.join(state, "audit-keys"), "w") as f:
+            f.write("%s old\n%s new\n" % (old, new))
+        r = self.isoctl("audit", "verify", "--keys", os.path.join(state, "audit-keys"), out,
+                        token=None)
+        self.assertEqual(r.rc, 0, repr(r))
 
     def offline_verify_fails(self, state, tag, seq=None):
         out = self.path(tag + ".jsonl")
@@ -1126,8 +1234,10 @@ class TestCli(AuditCase):
         self.assertTrue(items)
         self.assertTrue(all(ev(it)["object"]["tenant"] == t for it in items))
         r = self.ok("audit", "head", "-o", "json")
-        self.assertEqual(set(json.loads(r.out)), {"size", "root", "time_ms", "time", "signature"})
+        self.assertEqual(set(json.loads(r.out)),
+                         {"size", "root", "time_ms", "time", "signature", "key_id"})
         r = self.ok("audit", "head")
+        self.assertRegex(r.out, r"(?m)^key_id:\s+[0-9a-f]{16}$")
         self.assertRegex(r.out, r"(?m)^size:\s+\d+$")
         self.assertRegex(r.out, r"(?m)^root:\s+[0-9a-f]{64}$")
 

@@ -15,13 +15,20 @@ next write transaction (the fence), and nothing of it is stored. isoctl and
 a node agent given the three URLs find the leader, the agent again after a
 failover, holding the new term.
 
-All daemons share one audit signing key (copied from the first leader's state
-dir): one log across leaders needs it until heads name their signer's key.
+Each daemon has its own audit signing key (made at its first start, leader or
+follower); the three audit.pub lines are published as one key set in every
+state dir's audit-keys, and the audit log stays one log across leaders: each
+head names its signer's key id, and `isoctl audit verify --keys` accepts the
+log of several signers, and refuses it when one signer's key is taken out of
+the set or a head is signed by a key nobody published.
 
 Run: python3 tests/api/test_leader.py PATH/TO/isostackd PATH/TO/isoctl
 Skips (exit 77, saying why) only when the PostgreSQL binaries are missing.
 """
 
+import base64
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -125,8 +132,10 @@ class TestLeader(unittest.TestCase):
     # -- a group of three
 
     def group(self, extra=("--no-agents",), config=CONFIG):
-        """Three nodes on a fresh database; the first leads, and the others
-        start with its audit key. Returns (nodes, leader, admin token)."""
+        """Three nodes on a fresh database; the first leads. Each has its own
+        audit key; the key set of all three is then published in every state
+        dir (audit-keys), read when a node opens its controller (at its start
+        or when elected). Returns (nodes, leader, admin token)."""
         type(self).n += 1
         name = "iso_leader_%d" % self.n
         psql(self.base, "CREATE DATABASE %s" % name)
@@ -144,13 +153,24 @@ class TestLeader(unittest.TestCase):
         with open(os.path.join(nodes[0].state, "admin.token")) as f:
             token = f.read().strip()
         for node in nodes[1:]:
-            shutil.copy(os.path.join(nodes[0].state, "audit.key"),
-                        os.path.join(node.state, "audit.key"))
-            os.chmod(os.path.join(node.state, "audit.key"), 0o600)
             node.start()
         for node in nodes[1:]:
             self.wait_role(node, "follower", T(20))
+        self.keys = self.publish_keys(nodes)
         return nodes, nodes[0], token
+
+    def publish_keys(self, nodes, path=None):
+        """Writes the key set of the nodes' audit.pub lines into every state
+        dir's audit-keys (or to `path`); returns its text."""
+        text = "# the cluster's audit keys\n"
+        for i, node in enumerate(nodes):
+            with open(os.path.join(node.state, "audit.pub")) as f:
+                text += "%s node%d\n" % (f.read().strip(), i)
+        for dest in [path] if path else [os.path.join(n.state, "audit-keys") for n in self.nodes]:
+            with open(dest, "w") as f:
+                f.write(text)
+            os.chmod(dest, 0o644)
+        return text
 
     def check_sanitizers(self):
         """No AddressSanitizer, LeakSanitizer or UBSan report in any node's
@@ -377,13 +397,17 @@ class TestLeader(unittest.TestCase):
         self.assertNotEqual(psql(self.conninfo, "SELECT holder FROM leader"), holder)
 
     def test_a_node_that_cannot_lead_hands_the_lease_on(self):
-        # node2 has an audit key of its own, so the log's heads do not verify
-        # under it and its controller refuses to open: elected, it stops (exit
-        # 1, as a start over a log that fails its check does), handing the
-        # lease back first rather than leaving it held for a lease.
+        # node2 has no published key set, so it trusts only its own key: the
+        # log's heads (signed by node0) do not verify under it and its
+        # controller refuses to open: elected, it stops (exit 1, as a start
+        # over a log that fails its check does), handing the lease back first
+        # rather than leaving it held for a lease.
         nodes, leader, token = self.group()
+        r = self.post(leader, "/v1/tenants", {"name": "signed-by-node0"}, token)
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(self.get(leader, "/v1/audit/head", token).status, 200)
         nodes[2].kill()
-        os.unlink(os.path.join(nodes[2].state, "audit.key"))
+        os.unlink(os.path.join(nodes[2].state, "audit-keys"))
         nodes[2].start()
         self.wait_follower_naming(nodes[2], leader)
         nodes[1].kill()
@@ -400,6 +424,131 @@ class TestLeader(unittest.TestCase):
         new = self.wait_leader(nodes[:1], FAILOVER_BOUND_S)
         r = self.post(new, "/v1/tenants", {"name": "after-refusal"}, token)
         self.assertEqual(r.status, 201, r)
+
+    # -- one audit log across leaders
+
+    def export_log(self, path):
+        """A full export of the log as the store holds it (every head, every
+        event), written in the export format of docs/audit.md. Returns the
+        heads as "size root time signature key_id" lines."""
+        b64 = "translate(encode(%s, 'base64'), E'\\n', '')"
+        heads = psql(self.conninfo, "SELECT size || ' ' || encode(root, 'hex') || ' ' || time_ms"
+                     " || ' ' || " + b64 % "sig" + " || ' ' ||"
+                     " coalesce(encode(key_id, 'hex'), '') FROM audit_heads ORDER BY id")
+        events = psql(self.conninfo, "SELECT seq || ' ' || encode(leaf, 'hex') || ' ' || "
+                      + b64 % "body" + " FROM audit_events ORDER BY seq")
+        with open(path, "wb") as f:
+            for ln in heads.splitlines():
+                size, root, ms, sig, kid = ln.split(" ")
+                h = {"type": "head", "size": int(size), "root": root, "time": int(ms),
+                     "signature": sig}
+                if kid:
+                    h["key"] = kid
+                f.write(json.dumps(h, separators=(",", ":")).encode() + b"\n")
+            for ln in events.splitlines():
+                seq, leaf, body = ln.split(" ")
+                f.write(b'{"type":"event","seq":%d,"leaf":"%s","event":' % (int(seq), leaf.encode())
+                        + base64.b64decode(body) + b"}\n")
+        return heads.splitlines()
+
+    def verify(self, keys_text, export):
+        keys = os.path.join(self.dir, "verify-keys-%d" % self.n)
+        with open(keys, "w") as f:
+            f.write(keys_text)
+        return subprocess.run([harness.Binaries.isoctl, "audit", "verify", "--keys", keys, export],
+                              capture_output=True, text=True, timeout=T(30))
+
+    def key_id(self, node):
+        with open(os.path.join(node.state, "audit.pub")) as f:
+            pk = base64.b64decode(f.read().strip()[len("ed25519:"):])
+        return hashlib.sha256(pk).hexdigest()[:16]
+
+    def test_one_audit_log_across_leaders(self):
+        # Three daemons, each with its own key, one published set: the leader
+        # signs heads, is killed, the next signs the next heads with its own
+        # key, and the whole log verifies against the set.
+        nodes, leader, token = self.group()
+        keys = {self.key_id(n) for n in nodes}
+        self.assertEqual(len(keys), 3, "each daemon has its own key")
+        self.assertEqual(self.post(leader, "/v1/tenants", {"name": "before"}, token).status, 201)
+        h = self.get(leader, "/v1/audit/head", token)
+        self.assertEqual(h.body["key_id"], self.key_id(leader), h)
+        leader.kill()
+        new = self.wait_leader(nodes, FAILOVER_BOUND_S, exclude=leader)
+        self.assertIn("audit_keys", new.log_text())  # it read the published set
+        self.assertEqual(self.post(new, "/v1/tenants", {"name": "after"}, token).status, 201)
+        h = self.get(new, "/v1/audit/head", token)
+        self.assertEqual(h.body["key_id"], self.key_id(new), h)
+        export = os.path.join(self.dir, "log-%d.jsonl" % self.n)
+        heads = self.export_log(export)
+        signers = {ln.split(" ")[4] for ln in heads}
+        self.assertEqual(signers, {self.key_id(leader), self.key_id(new)}, heads)
+        out = self.verify(self.keys, export)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r": ok \(\d+ events, %d heads\)" % len(heads))
+        # The first leader's key taken out of the set: its first head is named.
+        without = "".join(ln + "\n" for ln in self.keys.splitlines()
+                          if not ln.endswith("node%d" % nodes.index(leader)))
+        out = self.verify(without, export)
+        self.assertEqual(out.returncode, 8, out.stdout + out.stderr)
+        self.assertIn("FAILED (line 1): the head of size", out.stdout)
+        self.assertIn("is signed by key %s, which is not in the key set" % self.key_id(leader),
+                      out.stdout)
+        # The last head re-signed by a key nobody published (openssl's own
+        # Ed25519), naming that key's id: refused, naming the id.
+        with open(export) as f:
+            lines = f.read().splitlines(True)
+        at = len(heads) - 1
+        h = json.loads(lines[at])
+        sig, pk = self.openssl_sign("isostack-audit-head-v1\n%d\n%s\n%d\n"
+                                    % (h["size"], h["root"], h["time"]))
+        h["signature"], h["key"] = sig, hashlib.sha256(pk).hexdigest()[:16]
+        lines[at] = json.dumps(h, separators=(",", ":")) + "\n"
+        forged = export + ".forged"
+        with open(forged, "w") as f:
+            f.writelines(lines)
+        out = self.verify(self.keys, forged)
+        self.assertEqual(out.returncode, 8, out.stdout + out.stderr)
+        self.assertIn("FAILED (line %d): the head of size %d is signed by key %s, which is not in"
+                      % (at + 1, h["size"], h["key"]), out.stdout)
+        # ... and verifies once that key is published too (the signature is
+        # good): so the refusal was the key set's, not a broken line.
+        out = self.verify(self.keys + "ed25519:%s forger\n" % base64.b64encode(pk).decode(),
+                          forged)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        # The killed node comes back, its key checked against the set, and
+        # follows.
+        leader.start()
+        self.wait_follower_naming(leader, new)
+
+    def openssl_sign(self, msg):
+        """An Ed25519 signature of msg by a new key (openssl), base64, and
+        the key's 32 public bytes."""
+        d = tempfile.mkdtemp(dir=self.dir)
+        key = os.path.join(d, "k.pem")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key], check=True,
+                       capture_output=True, timeout=T(30))
+        pub = subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-outform", "DER"],
+                             check=True, capture_output=True, timeout=T(30)).stdout
+        with open(os.path.join(d, "msg"), "w") as f:
+            f.write(msg)
+        sig = subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", key, "-rawin", "-in",
+                              os.path.join(d, "msg")], check=True, capture_output=True,
+                             timeout=T(30)).stdout
+        return base64.b64encode(sig).decode(), pub[-32:]
+
+    def test_a_key_outside_the_set_refuses_to_start(self):
+        nodes, leader, token = self.group()
+        other = nodes[2]
+        other.kill()
+        # node2's key replaced: the published set no longer holds it.
+        os.unlink(os.path.join(other.state, "audit.key"))
+        os.unlink(os.path.join(other.state, "audit.pub"))
+        other.start()
+        self.assertEqual(other.proc.wait(timeout=T(20)), 1)
+        text = other.log_text()
+        self.assertIn("--audit-keys: this daemon's audit key", text)
+        self.assertIn("is not in the published key set %s/audit-keys" % other.state, text)
 
     def test_agent_follows_the_leader(self):
         # A sim node agent given the three URLs, followers first: it finds the

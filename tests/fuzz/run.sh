@@ -15,7 +15,7 @@ build=$1
 seconds=$2
 shift 2
 src=$(dirname "$0")
-[ $# -gt 0 ] || set -- inventory partitions opafm discover trace audit audit_event api gpu_sim \
+[ $# -gt 0 ] || set -- inventory partitions opafm discover trace audit audit_event audit_keyset api gpu_sim \
 	agent_desired agent_outbox agent_vf agent_config agent_socket
 
 # The largest input each harness is given: about twice its largest seed, so
