@@ -131,6 +131,9 @@ struct iso_fabric_report;
 int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id);
 /* The tenant's VXLAN VNI on an ethernet fabric; 0 when none (issue 14). */
 uint32_t iso_controller_tenant_vni(const struct iso_controller *c, int64_t tenant_id);
+/* The tenant's RoCE VLAN on an ethernet fabric with fabric.vlan_range; 0
+ * when none (docs/fabric.md "RoCE VFs"). */
+uint16_t iso_controller_tenant_vlan(const struct iso_controller *c, int64_t tenant_id);
 int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,

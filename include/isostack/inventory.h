@@ -54,6 +54,7 @@ struct iso_fabric_config {
 	char (*sm_nodes)[ISO_NAME_MAX]; /* owned; hostnames of subnet managers */
 	uint16_t pkey_min, pkey_max;    /* tenant P_Key range (infiniband/omnipath) */
 	uint32_t vni_min, vni_max;      /* tenant VNI range (ethernet) */
+	uint16_t vlan_min, vlan_max;    /* tenant RoCE VLAN range (ethernet); 0, 0: none */
 	int n_services;
 	struct iso_shared_service *services; /* owned */
 };

@@ -58,6 +58,13 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 		json_decref(o);
 		return NULL;
 	}
+	uint16_t vlan = iso_controller_tenant_vlan(ctl, t->id);
+
+	/* the tenant's RoCE VLAN, with fabric.vlan_range only */
+	if (o && vlan && json_object_set_new(o, "vlan", json_integer(vlan)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "controller/internal.h"
+#include "controller/tnum.h"
 
 #define MAX_TENANTS_PER_NODE 256
 
@@ -47,6 +48,16 @@ struct ctl_fabric {
 	/* P_Key capacities the fabric reported (NodeInfo.PartitionCap), from
 	 * the last full read: at start and at every verification. */
 	struct iso_port_caps caps;
+	/* ethernet with fabric.vlan_range: each tenant's RoCE VLAN (tnum.h) */
+	struct ctl_tnums vlans;
+};
+
+static const struct ctl_tnum_kind vlan_kind = {
+    .meta_prefix = "vlan.tenant.",
+    .field = "fabric.vlan_range",
+    .noun = "VLAN",
+    .limit = CTL_VLAN_MAX,
+    .log_event = "fabric_vlans_assigned",
 };
 
 static void clear_ports(struct iso_port_assignment **p, int *n)
@@ -63,6 +74,7 @@ void ctl_fabric_close(struct iso_controller *c)
 	ctl_vni_close(c);
 	if (!f)
 		return;
+	ctl_tnums_close(&f->vlans);
 	if (f->drv)
 		f->drv->ops->free(f->drv);
 	iso_pkey_pool_free(&f->pool);
@@ -184,8 +196,13 @@ int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_
 	r = iso_fabric_driver_open(c->inv, state_dir, &f->drv, err);
 	if (r < 0)
 		return r;
-	if (!f->partitioned)
-		return ctl_vni_open(c, err);
+	if (!f->partitioned) {
+		r = ctl_vni_open(c, err);
+		if (r == 0 && fc->type == ISO_FABRIC_ETHERNET && fc->vlan_min)
+			r = ctl_tnums_open(c, &f->vlans, &vlan_kind, fc->vlan_min, fc->vlan_max,
+			                   err);
+		return r;
+	}
 	r = iso_pkey_pool_init(&f->pool, fc->pkey_min, fc->pkey_max,
 	                       fc->pkey_quarantine_ms > 0 ? fc->pkey_quarantine_ms : 0, fc);
 	if (r < 0)
@@ -228,6 +245,21 @@ int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id
 	return ctl_fabric_tenant_pkey(c, tenant_id);
 }
 
+uint16_t ctl_fabric_tenant_vlan(const struct iso_controller *c, int64_t tenant_id)
+{
+	return c->fabric ? (uint16_t)ctl_tnums_of(&c->fabric->vlans, tenant_id) : 0;
+}
+
+int64_t ctl_fabric_vlan_owner(const struct iso_controller *c, uint16_t vlan)
+{
+	return c->fabric ? ctl_tnums_owner(&c->fabric->vlans, vlan) : 0;
+}
+
+uint16_t iso_controller_tenant_vlan(const struct iso_controller *c, int64_t tenant_id)
+{
+	return ctl_fabric_tenant_vlan(c, tenant_id);
+}
+
 /* ---- tenants: inside the tenant's transaction ---- */
 
 int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *t,
@@ -237,8 +269,10 @@ int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *
 	uint16_t pkey;
 	int r;
 
-	if (!ctl_fabric_partitioned(c))
-		return ctl_vni_tenant_create(c, t, err);
+	if (!ctl_fabric_partitioned(c)) {
+		r = ctl_vni_tenant_create(c, t, err);
+		return r < 0 || !f ? r : ctl_tnums_tenant_create(c, &f->vlans, t, err);
+	}
 	r = iso_pkey_pool_take(&f->pool, iso_now_ms(), &pkey, err);
 	if (r < 0)
 		return r;
@@ -260,6 +294,8 @@ void ctl_fabric_tenant_create_undo(struct iso_controller *c, int64_t tenant_id)
 	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
 
 	ctl_vni_tenant_create_undo(c, tenant_id);
+	if (f)
+		ctl_tnums_forget(&f->vlans, tenant_id);
 	if (!k)
 		return;
 	iso_pkey_pool_release(&f->pool, k->pkey, 0);
@@ -273,6 +309,8 @@ int ctl_fabric_tenant_delete(struct iso_controller *c, int64_t tenant_id, int64_
 	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
 	int r = ctl_vni_tenant_delete(c, tenant_id, err);
 
+	if (r == 0 && f)
+		r = ctl_tnums_tenant_delete(c, &f->vlans, tenant_id, err);
 	if (!k || r < 0)
 		return r;
 	return c->store->ops->fabric_key_put(
@@ -285,6 +323,8 @@ void ctl_fabric_tenant_deleted(struct iso_controller *c, int64_t tenant_id, int6
 	struct ctl_key *k = f ? key_of(f, tenant_id) : NULL;
 
 	ctl_vni_tenant_deleted(c, tenant_id);
+	if (f)
+		ctl_tnums_forget(&f->vlans, tenant_id);
 	if (!k)
 		return;
 	iso_pkey_pool_release(&f->pool, k->pkey, now);

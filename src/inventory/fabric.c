@@ -15,6 +15,7 @@
 #define DEFAULT_VNI_MIN     4096u
 #define DEFAULT_VNI_MAX     16777215u
 #define VNI_MAX             16777215
+#define VLAN_MAX            4094 /* 0 and 4095 are reserved (802.1Q) */
 
 /* RFC 1123 host name: dot-separated labels of letters, digits and '-', no
  * label empty or starting or ending with '-'. */
@@ -75,9 +76,9 @@ static int get_pkey(struct inv_ctx *c, struct fy_node *n, const char *path, int 
 	return 0;
 }
 
-/* [min, max] of two integers, each checked by `get`. */
-static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, uint32_t *min,
-                     uint32_t *max)
+/* [min, max] of two integers: P_Keys, or each 1..limit. */
+static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, uint32_t limit,
+                     uint32_t *min, uint32_t *max)
 {
 	char path[ISO_ERR_FIELD_MAX], epath[ISO_ERR_FIELD_MAX];
 	struct fy_node *item;
@@ -97,7 +98,7 @@ static int get_range(struct inv_ctx *c, const struct inv_field *f, bool pkey, ui
 			v[i] = k;
 		} else {
 			int64_t x = 0;
-			r = inv_get_int(c, item, epath, f->line, 1, VNI_MAX, &x);
+			r = inv_get_int(c, item, epath, f->line, 1, limit, &x);
 			v[i] = (uint32_t)x;
 		}
 		if (r < 0)
@@ -416,11 +417,12 @@ static int not_on(struct inv_ctx *c, const struct inv_field *f, const char *kind
 int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 {
 	struct iso_fabric_config *fc = &c->inv->fabric;
-	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_SVC, F_DRV, F_N = F_DRV + D_N };
+	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_VLAN, F_SVC, F_DRV, F_N = F_DRV + D_N };
 	struct inv_field fs[F_N] = {
-	    [F_TYPE] = {.key = "type"},     [F_NAME] = {.key = "name"},
-	    [F_SM] = {.key = "sm_nodes"},   [F_PKEY] = {.key = "pkey_range"},
-	    [F_VNI] = {.key = "vni_range"}, [F_SVC] = {.key = "shared_services"},
+	    [F_TYPE] = {.key = "type"},       [F_NAME] = {.key = "name"},
+	    [F_SM] = {.key = "sm_nodes"},     [F_PKEY] = {.key = "pkey_range"},
+	    [F_VNI] = {.key = "vni_range"},   [F_SVC] = {.key = "shared_services"},
+	    [F_VLAN] = {.key = "vlan_range"},
 	};
 	static const char *const driver_keys[D_N] = {
 	    [D_DRIVER] = "driver",
@@ -481,17 +483,29 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		fc->vni_min = DEFAULT_VNI_MIN;
 		fc->vni_max = DEFAULT_VNI_MAX;
 		if (fs[F_VNI].present) {
-			r = get_range(c, &fs[F_VNI], false, &lo, &hi);
+			r = get_range(c, &fs[F_VNI], false, VNI_MAX, &lo, &hi);
 			if (r < 0)
 				return r;
 			fc->vni_min = lo;
 			fc->vni_max = hi;
+		}
+		/* RoCE VFs get their tenant's VLAN only when a range is given
+		 * (docs/fabric.md "RoCE VFs"); no default: VLAN ids belong to the
+		 * site's switches */
+		if (fs[F_VLAN].present) {
+			r = get_range(c, &fs[F_VLAN], false, VLAN_MAX, &lo, &hi);
+			if (r < 0)
+				return r;
+			fc->vlan_min = (uint16_t)lo;
+			fc->vlan_max = (uint16_t)hi;
 		}
 		return 0;
 	}
 
 	if (fs[F_VNI].present)
 		return not_on(c, &fs[F_VNI], "ethernet");
+	if (fs[F_VLAN].present)
+		return not_on(c, &fs[F_VLAN], "ethernet");
 	if (!fs[F_SM].present)
 		return inv_missing(c, "fabric", f->line, "sm_nodes",
 		                   "an infiniband or omnipath fabric names its subnet managers");
@@ -501,7 +515,7 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	fc->pkey_min = DEFAULT_PKEY_MIN;
 	fc->pkey_max = DEFAULT_PKEY_MAX;
 	if (fs[F_PKEY].present) {
-		r = get_range(c, &fs[F_PKEY], true, &lo, &hi);
+		r = get_range(c, &fs[F_PKEY], true, 0, &lo, &hi);
 		if (r < 0)
 			return r;
 		fc->pkey_min = (uint16_t)lo;

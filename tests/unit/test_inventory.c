@@ -219,6 +219,43 @@ static void test_example_ethernet(void **state)
 #define ETH_NODE(name, extra)                                                                      \
 	"  - {name: " name ", rack: r1, pdu: u1, pool: p, cpus: 4, memory_gib: 16" extra "}\n"
 
+/* fabric.vlan_range (issue 14, RoCE VFs): ethernet only, optional (none:
+ * 0, 0), each end a VLAN id 1-4094, min <= max. */
+#define ETH_VL(fab)                                                                                \
+	"cluster: e\nfabric: {type: ethernet, " fab "}\npools: [{name: p}]\n"                      \
+	"racks: [{name: r, pdus: [u]}]\n"                                                          \
+	"nodes: [{name: c1, rack: r, pdu: u, pool: p, cpus: 1, memory_mib: 1}]\n"
+static void test_vlan_range(void **state)
+{
+	(void)state;
+	struct iso_inventory *inv = NULL;
+	struct iso_error err = {0};
+
+	assert_int_equal(load(ETH_VL("vlan_range: [100, 3999]"), &inv, &err), 0);
+	assert_int_equal(inv->fabric.vlan_min, 100);
+	assert_int_equal(inv->fabric.vlan_max, 3999);
+	iso_inventory_free(inv);
+	inv = NULL;
+	assert_int_equal(load(ETH_VL("vni_range: [1, 2]"), &inv, &err), 0);
+	assert_int_equal(inv->fabric.vlan_min, 0);
+	assert_int_equal(inv->fabric.vlan_max, 0);
+	iso_inventory_free(inv);
+
+#define VL(x) "cluster: t\nfabric:\n  type: ethernet\n  vlan_range: " x "\n"
+	expect_fail_at(VL("[0, 10]"), 4, "fabric.vlan_range[0]", "must be between 1 and 4094");
+	expect_fail_at(VL("[1, 4095]"), 4, "fabric.vlan_range[1]", "must be between 1 and 4094");
+	expect_fail_at(VL("[300, 200]"), 4, "fabric.vlan_range", "min 300 is above max 200");
+	expect_fail_at(VL("[100]"), 4, "fabric.vlan_range", "needs at least 2 entries, got 1");
+	expect_fail_at(VL("[100, 200, 300]"), 4, "fabric.vlan_range", "at most 2");
+	expect_fail_at(VL("[100, ten]"), 4, "fabric.vlan_range[1]", "expected an integer");
+	expect_fail_at(VL("100"), 4, "fabric.vlan_range", "expected a list");
+#undef VL
+	expect_fail_at("cluster: t\nfabric:\n  type: infiniband\n  sm_nodes: [sm-1]\n"
+	               "  vlan_range: [100, 200]\n",
+	               5, "fabric.vlan_range", "only allowed on ethernet fabrics");
+#undef ETH_VL
+}
+
 /* underlay_ip (issue 14): per node, ethernet only, a strict IPv4 address,
  * unique; optional (a node without one carries no overlay members). */
 static void test_underlay_ip(void **state)
@@ -1134,6 +1171,7 @@ int main(void)
 	    cmocka_unit_test(test_example_cluster),
 	    cmocka_unit_test(test_example_ethernet),
 	    cmocka_unit_test(test_underlay_ip),
+	    cmocka_unit_test(test_vlan_range),
 	    cmocka_unit_test(test_minimal_defaults),
 	    cmocka_unit_test(test_class_merge_and_forms),
 	    cmocka_unit_test(test_ethernet_and_omnipath),

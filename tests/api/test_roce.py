@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""test_roce.py: RoCE VFs on an Ethernet cluster on the controller's side
+(issue 14, docs/fabric.md "RoCE VFs", docs/api.md tenants): with
+fabric.vlan_range every tenant holds a VLAN of its own, taken with the
+tenant like its VNI, kept across a restart, freed with the tenant; a full
+range is a clear 409 naming fabric.vlan_range and makes no tenant; tenants
+made before the range was given get one at the next start; without the
+range no tenant has a vlan.
+
+Run: python3 tests/api/test_roce.py PATH/TO/isostackd PATH/TO/isoctl
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ApiTestCase, Daemon, create_tenant, issue_token  # noqa: E402
+
+# tests/api/data/eth-roce.yaml: vni_range [10001, 10003], vlan_range [100, 101].
+ROCE = "eth-roce.yaml"
+# tests/api/data/eth.yaml: the same kind of cluster without vlan_range.
+ETH = "eth.yaml"
+
+
+class DaemonCase(ApiTestCase):
+    config = ROCE
+
+    def setUp(self):
+        self.d = Daemon(self.config)
+        try:
+            self.d.start()
+        except BaseException:
+            self.d.cleanup()
+            raise
+        self.admin = self.d.client()
+
+    def tearDown(self):
+        try:
+            self.d.stop()
+        finally:
+            self.d.cleanup()
+
+    def tenant(self, name):
+        r = self.admin.get("/v1/tenants/" + name)
+        self.assertStatus(r, 200)
+        return r.body
+
+
+class TestTenantVlan(DaemonCase):
+    def test_each_tenant_holds_its_own_vlan_until_it_is_deleted(self):
+        t1 = create_tenant(self, self.admin)
+        t2 = create_tenant(self, self.admin)
+        self.assertEqual(sorted([t1["vlan"], t2["vlan"]]), [100, 101])
+        self.assertIn("vni", t1)
+        # the VLAN range is full (the VNI range is not): refused naming it,
+        # and no tenant made
+        r = self.admin.post("/v1/tenants", {"name": "t-third"})
+        err = self.assertError(r, 409, "insufficient_capacity", "fabric.vlan_range")
+        self.assertIn("VLAN", err["message"])
+        self.assertStatus(self.admin.get("/v1/tenants/t-third"), 404)
+        # kept across a restart
+        self.d.restart()
+        self.assertEqual(self.tenant(t1["name"])["vlan"], t1["vlan"])
+        self.assertEqual(self.tenant(t2["name"])["vlan"], t2["vlan"])
+        # a deleted tenant's VLAN is free again, also after a restart
+        self.assertStatus(self.admin.delete("/v1/tenants/" + t1["name"]), 204)
+        self.d.restart()
+        t3 = create_tenant(self, self.admin, name="t-third")
+        self.assertEqual(t3["vlan"], t1["vlan"])
+        self.assertNotEqual(t3["vlan"], self.tenant(t2["name"])["vlan"])
+        # the tenant sees its own
+        _, secret = issue_token(self, self.admin, "tenant-user", tenant="t-third")
+        body = self.d.client(secret).get("/v1/tenants/t-third").body
+        self.assertEqual(body["vlan"], t3["vlan"])
+
+    def test_tenants_made_before_the_range_get_one_at_start(self):
+        state = self.d.state_dir
+        self.d.stop()
+        old = Daemon(ETH, state_dir=state)
+        try:
+            old.start()
+            t1 = create_tenant(self, old.client())
+            self.assertNotIn("vlan", t1)  # no range, no VLAN
+            old.stop()
+        finally:
+            old.cleanup()
+        self.d.start()
+        self.admin = self.d.client()
+        self.assertEqual(self.tenant(t1["name"])["vlan"], 100)
+        self.assertEqual(create_tenant(self, self.admin)["vlan"], 101)
+
+
+if __name__ == "__main__":
+    harness.main()
