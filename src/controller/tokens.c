@@ -86,7 +86,17 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 	if (!bearer || !parse_bearer(bearer, id, &secret))
 		return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL, "missing or invalid token");
 	cached = ctl_auth_cache_get(c, id, &t, tenant, sizeof(tenant));
-	found = cached || c->store->ops->token_get(c->store, id, &t, NULL) == 0;
+	found = cached;
+	if (!cached) {
+		/* A store that cannot answer (e.g. PostgreSQL failing over) says
+		 * nothing about the token: 503, not 401, or a client would drop
+		 * a good token (docs/store.md, "PostgreSQL failover"). */
+		int r = c->store->ops->token_get(c->store, id, &t, NULL);
+		if (r < 0 && r != -ENOENT)
+			return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+			                     "store: cannot read the token now; try again");
+		found = r == 0;
+	}
 	hash_secret(secret, h);
 	ok = sodium_memcmp(h, found ? t.hash : zero_hash, ISO_TOKEN_HASH_LEN) == 0;
 	sodium_memzero(h, sizeof(h));
@@ -95,7 +105,11 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 		return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL, "missing or invalid token");
 	if (!cached && iso_role_is_tenant_scoped(t.role)) {
 		struct iso_tenant tn;
-		if (c->store->ops->tenant_get_by_id(c->store, t.tenant_id, &tn, NULL) < 0)
+		int r = c->store->ops->tenant_get_by_id(c->store, t.tenant_id, &tn, NULL);
+		if (r < 0 && r != -ENOENT)
+			return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+			                     "store: cannot read the token now; try again");
+		if (r < 0)
 			return iso_error_set(err, ISO_E_UNAUTHORIZED, NULL,
 			                     "missing or invalid token");
 		iso_strlcpy(tenant, tn.name, sizeof(tenant));

@@ -4,15 +4,20 @@
  * wrong secret and an expired token are refused exactly as without the cache.
  * A controller over a temporary SQLite store whose token and tenant reads are
  * counted. */
+#include <errno.h>
+
 #include "controller_fixture.h"
 
 static const struct iso_store_ops *real_ops;
 static int token_reads, tenant_reads;
+static int token_fail, tenant_fail; /* a store that cannot answer (-EIO) */
 
 static int counted_token_get(struct iso_store *s, const char *id, struct iso_token *out,
                              struct iso_error *err)
 {
 	token_reads++;
+	if (token_fail)
+		return token_fail;
 	return real_ops->token_get(s, id, out, err);
 }
 
@@ -20,6 +25,8 @@ static int counted_tenant_get_by_id(struct iso_store *s, int64_t id, struct iso_
                                     struct iso_error *err)
 {
 	tenant_reads++;
+	if (tenant_fail)
+		return tenant_fail;
 	return real_ops->tenant_get_by_id(s, id, out, err);
 }
 
@@ -34,6 +41,7 @@ static int setup(void **state)
 {
 	struct fixture *fx = fixture_open(count, false);
 
+	token_fail = tenant_fail = 0;
 	*state = fx;
 	return 0;
 }
@@ -149,6 +157,35 @@ static void test_any_transaction_invalidates(void **state)
 	assert_int_equal(token_reads, 1);
 }
 
+/* A store that cannot read the token or its tenant (PostgreSQL failing over)
+ * says nothing about the token: 503 unavailable, not 401 (a client would
+ * drop a good token); a token that is not there is still 401. */
+static void test_store_failure_is_unavailable(void **state)
+{
+	struct fixture *fx = *state;
+	struct iso_token tok, other;
+	char secret[ISO_TOKEN_MAX], other_secret[ISO_TOKEN_MAX];
+	struct iso_principal who;
+	struct iso_error err = {0};
+
+	tenant_token(fx, "acme", 0, &tok, secret);
+	token_fail = -EIO;
+	assert_int_equal(iso_controller_authenticate(fx->ctl, secret, &who, &err), -EAGAIN);
+	assert_int_equal(err.code, ISO_E_UNAVAILABLE);
+	token_fail = 0;
+	tenant_fail = -EIO;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(iso_controller_authenticate(fx->ctl, secret, &who, &err), -EAGAIN);
+	assert_int_equal(err.code, ISO_E_UNAVAILABLE);
+	tenant_fail = 0;
+	assert_int_equal(authenticate(fx, secret, &who), 0);
+	tenant_token(fx, "globex", 0, &other, other_secret); /* the cache is dropped */
+	memset(&err, 0, sizeof(err));
+	other_secret[strlen(other_secret) - 1] ^= 1; /* a wrong secret: still 401 */
+	assert_true(iso_controller_authenticate(fx->ctl, other_secret, &who, &err) < 0);
+	assert_int_equal(err.code, ISO_E_UNAUTHORIZED);
+}
+
 static void test_expired_refused_when_cached(void **state)
 {
 	struct fixture *fx = *state;
@@ -174,6 +211,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deleted_tenant_refused, setup, fixture_close),
 	    cmocka_unit_test_setup_teardown(test_any_transaction_invalidates, setup, fixture_close),
 	    cmocka_unit_test_setup_teardown(test_expired_refused_when_cached, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_store_failure_is_unavailable, setup, fixture_close),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
