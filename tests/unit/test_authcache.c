@@ -211,7 +211,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deleted_tenant_refused, setup, fixture_close),
 	    cmocka_unit_test_setup_teardown(test_any_transaction_invalidates, setup, fixture_close),
 	    cmocka_unit_test_setup_teardown(test_expired_refused_when_cached, setup, fixture_close),
-	    cmocka_unit_test_setup_teardown(test_store_failure_is_unavailable, setup, fixture_close),
+	    cmocka_unit_test_setup_teardown(test_store_failure_is_unavailable, setup,
+	                                    fixture_close),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
