@@ -217,14 +217,18 @@ struct iso_agent_vf_member {
 };
 
 /* One desired VF (docs/agents.md, "vfs"): VF `index` of the node's HCA
- * `device` gets `guid`; one VF serves one tenant on a node. */
-#define ISO_AGENT_VF_MAX 128
+ * `device` gets `guid` (InfiniBand), or on an Ethernet cluster with RoCE VFs
+ * its tenant's `vlan` with the spoof check on (then guid and pkey are 0);
+ * one VF serves one tenant on a node. */
+#define ISO_AGENT_VF_MAX   128
+#define ISO_AGENT_VLAN_MAX 4094u
 struct iso_agent_vf_want {
 	unsigned index;
 	char device[32];
 	uint64_t guid;
 	char tenant[ISO_NAME_MAX];
 	uint16_t pkey; /* full-membership form, 0x8000 set */
+	uint16_t vlan; /* RoCE: 1..ISO_AGENT_VLAN_MAX; 0: an InfiniBand VF */
 	unsigned n_members;
 	struct iso_agent_vf_member *members; /* malloc'd, n_members of them */
 };

@@ -61,6 +61,10 @@ static json_t *vf_encode(const struct iso_agent_vf_want *v)
 		}
 	if (!members)
 		return NULL;
+	if (v->vlan) /* RoCE: the tenant's VLAN instead of a GUID and P_Key */
+		return json_pack("{s:i, s:s, s:s, s:i, s:o}", "index", (int)v->index, "device",
+		                 v->device, "tenant", v->tenant, "vlan", (int)v->vlan, "members",
+		                 members);
 	snprintf(guid, sizeof(guid), "0x%016" PRIx64, v->guid);
 	snprintf(pkey, sizeof(pkey), "0x%04x", (unsigned)v->pkey);
 	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:o}", "index", (int)v->index, "device",
@@ -291,18 +295,22 @@ static int parse_gpu(const json_t *o, size_t i, struct iso_agent_desired *d, str
 	return 0;
 }
 
-/* One entry of "vfs": {"index","device","guid","tenant","pkey","members"}
- * (docs/agents.md). The GUID's validity (not zero, not all-ones) is the VF
- * driver's to refuse, per VF, so that one bad entry does not stop the rest. */
+/* One entry of "vfs": {"index","device","guid","tenant","pkey","members"},
+ * or on RoCE {"index","device","tenant","vlan","members"} (docs/agents.md).
+ * The GUID's validity (not zero, not all-ones) is the VF driver's to refuse,
+ * per VF, so that one bad entry does not stop the rest. */
 static int parse_vf(const json_t *o, size_t i, struct iso_agent_desired *d, struct iso_error *err)
 {
-	static const char *const keys[] = {"index", "device",  "guid", "tenant",
-	                                   "pkey",  "members", NULL};
+	static const char *const keys[] = {"index", "device", "guid",    "tenant",
+	                                   "pkey",  "vlan",   "members", NULL};
+	static const char *const roce_keys[] = {"index", "device",  "tenant",
+	                                        "vlan",  "members", NULL};
 	static const char *const member_keys[] = {"allocation", "member", NULL};
 	char field[ISO_ERR_FIELD_MAX], at[32], text[24];
 	struct iso_agent_vf_want *w = &d->vfs[d->n_vfs];
 	const json_t *members = json_object_get(o, "members"), *m;
-	uint64_t index = 0, pkey = 0;
+	uint64_t index = 0, pkey = 0, vlan = 0;
+	bool roce = json_is_object(o) && json_object_get(o, "vlan");
 	size_t k;
 	int r;
 
@@ -312,24 +320,34 @@ static int parse_vf(const json_t *o, size_t i, struct iso_agent_desired *d, stru
 		                     at);
 	memset(w, 0, sizeof(*w));
 	d->n_vfs++; /* counted now, so that clear frees its members after a refusal */
-	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	if ((r = only_keys(o, at, roce ? roce_keys : keys, err)) < 0 ||
 	    (r = get_uint(o, "index", FIELD("%s.index", at), ISO_AGENT_VF_MAX - 1, &index, err)) <
 	        0 ||
 	    (r = get_str(o, "device", FIELD("%s.device", at), w->device, sizeof(w->device), err)) <
 	        0 ||
-	    (r = get_str(o, "guid", FIELD("%s.guid", at), text, sizeof(text), err)) < 0 ||
+	    (!roce &&
+	     (r = get_str(o, "guid", FIELD("%s.guid", at), text, sizeof(text), err)) < 0) ||
 	    (r = get_str(o, "tenant", FIELD("%s.tenant", at), w->tenant, sizeof(w->tenant), err)) <
 	        0)
 		return r;
 	if (!iso_name_valid(w->device) || strchr(w->device, '-'))
 		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.device", at),
 		                     "desired state: %s is not a device name", field);
-	if (iso_parse_guid(text, &w->guid) < 0 || strlen(text) != 18)
+	if (roce) { /* a RoCE VF: its tenant's VLAN, no GUID, no P_Key */
+		if ((r = get_uint(o, "vlan", FIELD("%s.vlan", at), ISO_AGENT_VLAN_MAX, &vlan,
+		                  err)) < 0)
+			return r;
+		if (vlan == 0)
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.vlan", at),
+			                     "desired state: %s must be a VLAN id 1-%u", field,
+			                     ISO_AGENT_VLAN_MAX);
+		w->vlan = (uint16_t)vlan;
+	} else if (iso_parse_guid(text, &w->guid) < 0 || strlen(text) != 18)
 		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.guid", at),
 		                     "desired state: %s must be 0x and 16 hex digits", field);
-	if ((r = get_str(o, "pkey", FIELD("%s.pkey", at), text, sizeof(text), err)) < 0)
+	if (!roce && (r = get_str(o, "pkey", FIELD("%s.pkey", at), text, sizeof(text), err)) < 0)
 		return r;
-	{
+	if (!roce) {
 		char *end;
 		errno = 0;
 		pkey = strtoull(text, &end, 16);

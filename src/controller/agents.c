@@ -418,9 +418,19 @@ static int build_vfs(const struct iso_controller *c, int ni, struct iso_agent_de
 		qsort(mine, (size_t)n_mine, sizeof(*mine), member_cmp);
 		w->index = (unsigned)want[v].vf;
 		iso_strlcpy(w->device, node->port.device, sizeof(w->device));
-		w->guid = want[v].guid;
 		iso_strlcpy(w->tenant, want[v].tenant, sizeof(w->tenant));
-		w->pkey = (uint16_t)(want[v].pkey | 0x8000);
+		if (want[v].vlan) { /* RoCE: the tenant's VLAN, named by its members */
+			w->vlan = want[v].vlan;
+			if (n_mine > 0)
+				iso_strlcpy(w->tenant, mine[0]->tenant, sizeof(w->tenant));
+		} else {
+			w->guid = want[v].guid;
+			w->pkey = (uint16_t)(want[v].pkey | 0x8000);
+		}
+		if (!w->tenant[0]) { /* no member names it yet: not before one does */
+			d->n_vfs--;
+			continue;
+		}
 		if (n_mine > 0 && !(w->members = calloc((size_t)n_mine, sizeof(*w->members)))) {
 			free(want);
 			return -ENOMEM;

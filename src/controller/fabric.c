@@ -118,6 +118,9 @@ static uint64_t port_guid(const struct iso_node *n, int vf)
 	return vf < 0 ? n->port.guid : n->port.vf_guids[vf];
 }
 
+static int load_ports(struct iso_controller *c, const struct iso_fabric_port_row *ports,
+                      int n_ports, struct iso_error *err);
+
 /* Loads keys and assignments; tenants without a key (created before the
  * fabric was partitioned) get one. */
 static int load(struct iso_controller *c, struct iso_error *err)
@@ -154,6 +157,15 @@ static int load(struct iso_controller *c, struct iso_error *err)
 			return iso_error_set(err, ISO_E_INTERNAL, "fabric",
 			                     "P_Key 0x%04x cannot be restored", keys[i].pkey);
 	}
+	return load_ports(c, ports, n_ports, err);
+}
+
+/* The stored VF assignments still valid in the inventory into f->ports. */
+static int load_ports(struct iso_controller *c, const struct iso_fabric_port_row *ports,
+                      int n_ports, struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+
 	f->ports = calloc((size_t)n_ports + 1, sizeof(*f->ports));
 	if (!f->ports)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
@@ -197,11 +209,17 @@ int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_
 	if (r < 0)
 		return r;
 	if (!f->partitioned) {
+		_cleanup_free_ struct iso_fabric_port_row *ports = NULL;
+		int n_ports = 0;
+
 		r = ctl_vni_open(c, err);
-		if (r == 0 && fc->type == ISO_FABRIC_ETHERNET && fc->vlan_min)
-			r = ctl_tnums_open(c, &f->vlans, &vlan_kind, fc->vlan_min, fc->vlan_max,
-			                   err);
-		return r;
+		if (r < 0 || fc->type != ISO_FABRIC_ETHERNET || !fc->vlan_min)
+			return r;
+		/* RoCE VFs: the tenants' VLANs and the VFs they hold */
+		r = ctl_tnums_open(c, &f->vlans, &vlan_kind, fc->vlan_min, fc->vlan_max, err);
+		if (r == 0)
+			r = c->store->ops->fabric_port_list(c->store, &ports, &n_ports, err);
+		return r < 0 ? r : load_ports(c, ports, n_ports, err);
 	}
 	r = iso_pkey_pool_init(&f->pool, fc->pkey_min, fc->pkey_max,
 	                       fc->pkey_quarantine_ms > 0 ? fc->pkey_quarantine_ms : 0, fc);
@@ -370,8 +388,11 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 	struct iso_port_assignment *next;
 	int64_t here[MAX_TENANTS_PER_NODE];
 	int n_next = 0, cap, r;
+	/* RoCE VFs on ethernet: VFs as on InfiniBand, each with its tenant's
+	 * VLAN, no P_Keys and no partitions to program */
+	bool roce = f && !f->partitioned && f->vlans.on;
 
-	if (!ctl_fabric_partitioned(c))
+	if (!ctl_fabric_partitioned(c) && !roce)
 		return 0;
 	ctl_fabric_abort(c);
 	cap = f->n_ports + 16;
@@ -401,7 +422,7 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		const struct iso_node *node = &c->inv->nodes[ni];
 		int n = iso_cluster_state_node_tenants(&c->cs, ni, here, MAX_TENANTS_PER_NODE);
 
-		if (!node->has_port)
+		if (!node->has_port || (roce && node->port.n_vfs == 0))
 			continue;
 		for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE; t++) {
 			int vf;
@@ -412,10 +433,10 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 				return iso_error_set(err, ISO_E_NO_CAPACITY, "fabric",
 				                     "node %s has no free VF for another tenant",
 				                     node->name);
-			if (!key_of(f, here[t]))
+			if (roce ? !ctl_tnums_of(&f->vlans, here[t]) : !key_of(f, here[t]))
 				return iso_error_set(err, ISO_E_INTERNAL, "fabric",
-				                     "tenant %lld has no P_Key",
-				                     (long long)here[t]);
+				                     "tenant %lld has no %s", (long long)here[t],
+				                     roce ? "VLAN" : "P_Key");
 			struct iso_fabric_port_row row = {.vf = vf, .tenant_id = here[t]};
 			iso_strlcpy(row.node, node->name, sizeof(row.node));
 			next[n_next++] = (struct iso_port_assignment){.node = ni,
@@ -428,6 +449,10 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		}
 	}
 	f->n_staged = n_next;
+	if (roce) {
+		f->have_staged = true;
+		return 0;
+	}
 	tenants = calloc((size_t)f->n_keys + 1, sizeof(*tenants));
 	if (!tenants)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
@@ -463,10 +488,14 @@ uint64_t ctl_fabric_commit(struct iso_controller *c)
 	if (!f || !f->have_staged)
 		return f ? f->generation : 0;
 	clear_ports(&f->ports, &f->n_ports);
-	iso_fabric_intent_clear(&f->intent);
 	f->ports = ISO_TAKE(f->staged);
 	f->n_ports = f->n_staged;
 	f->n_staged = 0;
+	if (!f->partitioned) { /* RoCE VFs: nothing for a fabric driver */
+		f->have_staged = false;
+		return f->generation;
+	}
+	iso_fabric_intent_clear(&f->intent);
 	f->intent = f->staged_intent;
 	memset(&f->staged_intent, 0, sizeof(f->staged_intent));
 	f->have_staged = false;
@@ -782,7 +811,7 @@ int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_
 	const struct ctl_fabric *f = c->fabric;
 	int n = 0;
 
-	for (int i = 0; f && f->partitioned && i < f->n_ports && n < max; i++) {
+	for (int i = 0; f && (f->partitioned || f->vlans.on) && i < f->n_ports && n < max; i++) {
 		const struct iso_port_assignment *p = &f->ports[i];
 		const struct ctl_key *k = NULL;
 
@@ -791,11 +820,13 @@ int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_
 		for (int j = 0; j < f->n_keys && !k; j++)
 			if (f->keys[j].tenant_id == p->tenant_id)
 				k = &f->keys[j];
-		out[n++] = (struct ctl_node_vf){.vf = p->vf,
-		                                .guid = p->guid,
-		                                .tenant_id = p->tenant_id,
-		                                .tenant = k ? k->tenant : "",
-		                                .pkey = k ? k->pkey : 0};
+		out[n++] =
+		    (struct ctl_node_vf){.vf = p->vf,
+		                         .guid = p->guid,
+		                         .tenant_id = p->tenant_id,
+		                         .tenant = k ? k->tenant : "",
+		                         .pkey = k ? k->pkey : 0,
+		                         .vlan = (uint16_t)ctl_tnums_of(&f->vlans, p->tenant_id)};
 	}
 	return n;
 }

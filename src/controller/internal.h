@@ -228,8 +228,9 @@ struct ctl_node_vf {
 	int vf;
 	uint64_t guid;
 	int64_t tenant_id;
-	const char *tenant;
-	uint16_t pkey; /* the tenant's P_Key, without the membership bit */
+	const char *tenant; /* "" on RoCE (no P_Key kept with a name) */
+	uint16_t pkey;      /* the tenant's P_Key, without the membership bit */
+	uint16_t vlan;      /* RoCE VFs on ethernet: the tenant's VLAN; else 0 */
 };
 int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_vf *out, int max);
 

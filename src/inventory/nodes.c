@@ -604,6 +604,17 @@ static int finish_port(struct inv_ctx *c, int idx, const char *path, int line,
 		inv_path_key(fpath, vpath, "guids");
 		return inv_fail(c, fpath, ids->guids.line, "give guid_base or guids, not both");
 	}
+	/* RoCE VFs on ethernet (docs/fabric.md "RoCE VFs"): their guard is the
+	 * tenant's VLAN, so there must be VLANs to give; a VF needs no GUID */
+	bool eth = c->inv->fabric.type == ISO_FABRIC_ETHERNET;
+	if (eth && c->inv->fabric.vlan_min == 0)
+		return inv_fail(c, vpath, vline,
+		                "VFs on an ethernet fabric need fabric.vlan_range: a RoCE VF's "
+		                "guard is its tenant's VLAN (or give vfs.count 0)");
+	if (eth && !ids->guid_base.present && !ids->guids.present) {
+		port->vf_guids = calloc((size_t)port->n_vfs, sizeof(*port->vf_guids));
+		return port->vf_guids ? 0 : inv_oom(c);
+	}
 	if (!ids->guid_base.present && !ids->guids.present)
 		return inv_fail(c, vpath, vline,
 		                "vfs.count is %d, so give guid_base or guids (each VF needs its "

@@ -15,10 +15,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, create_tenant, issue_token  # noqa: E402
+from harness import ApiTestCase, Daemon, create_alloc, create_tenant, issue_token  # noqa: E402
 
-# tests/api/data/eth-roce.yaml: vni_range [10001, 10003], vlan_range [100, 101].
+# tests/api/data/eth-roce.yaml: vni_range [10001, 10003], vlan_range [100, 101];
+# eth-n01 has mlx5_0 with 2 VFs, eth-n02 has no port.
 ROCE = "eth-roce.yaml"
+N1, N2 = "eth-n01", "eth-n02"
 # tests/api/data/eth.yaml: the same kind of cluster without vlan_range.
 ETH = "eth.yaml"
 
@@ -45,6 +47,49 @@ class DaemonCase(ApiTestCase):
         r = self.admin.get("/v1/tenants/" + name)
         self.assertStatus(r, 200)
         return r.body
+
+
+def one_gpu(tenant):
+    return {"tenant": tenant, "gpus": {"count": 1, "profile": "1g.10gb"}}
+
+
+class TestRoceVfs(DaemonCase):
+    def vfs(self, node):
+        r = self.admin.get("/v1/nodes/%s/desired" % node)
+        self.assertStatus(r, 200)
+        return r.body["vfs"]
+
+    def test_a_tenant_on_a_node_with_vfs_gets_one_with_its_vlan(self):
+        t1 = create_tenant(self, self.admin)
+        t2 = create_tenant(self, self.admin)
+        a = create_alloc(self, self.admin, one_gpu(t1["name"]))
+        self.assertEqual(a["nodes"][0]["node"], N1)  # first-fit
+        self.assertEqual(self.vfs(N1), [{"index": 0, "device": "mlx5_0", "tenant": t1["name"],
+                                         "vlan": t1["vlan"],
+                                         "members": [{"allocation": a["id"], "member": 0}]}])
+        # a second member of the same tenant shares the tenant's VF
+        a2 = create_alloc(self, self.admin, one_gpu(t1["name"]))
+        self.assertEqual(a2["nodes"][0]["node"], N1)
+        (vf,) = self.vfs(N1)
+        self.assertEqual(len(vf["members"]), 2)
+        # another tenant: the next VF, its own VLAN
+        b = create_alloc(self, self.admin, one_gpu(t2["name"]))
+        self.assertEqual(b["nodes"][0]["node"], N1)
+        vfs = {v["tenant"]: v for v in self.vfs(N1)}
+        self.assertEqual((vfs[t2["name"]]["index"], vfs[t2["name"]]["vlan"]), (1, t2["vlan"]))
+        self.assertNotIn("guid", vfs[t2["name"]])
+        self.assertNotIn("pkey", vfs[t2["name"]])
+        # kept across a restart
+        self.d.restart()
+        self.admin = self.d.client()
+        self.assertEqual({v["tenant"]: (v["index"], v["vlan"]) for v in self.vfs(N1)},
+                         {t1["name"]: (0, t1["vlan"]), t2["name"]: (1, t2["vlan"])})
+        # the tenant leaves the node: its VF is free again
+        for x in (a, a2):
+            self.assertStatus(self.admin.delete("/v1/allocations/" + x["id"]), 200)
+        self.assertEqual([v["tenant"] for v in self.vfs(N1)], [t2["name"]])
+        # a node without VFs lists none
+        self.assertEqual(self.vfs(N2), [])
 
 
 class TestTenantVlan(DaemonCase):

@@ -262,13 +262,15 @@ static void test_desired_round_trip(void **state)
 	    {.gpu = 0, .profile = "1g.10gb", .start = 0, .width = 1, .allocation = A1, .member = 0},
 	    {.gpu = 0, .profile = "3g.40gb", .start = 4, .width = 4, .allocation = A1, .member = 1},
 	    {.gpu = 2, .profile = "whole", .allocation = "a-00000000000000a2", .member = 3}};
-	static struct iso_agent_vf_want vfs[] = {{.index = 2,
-	                                          .device = "mlx5_0",
-	                                          .guid = 0x0002c90300ef0102ULL,
-	                                          .tenant = "acme",
-	                                          .pkey = 0x8101,
-	                                          .n_members = 2,
-	                                          .members = acme}};
+	static struct iso_agent_vf_want vfs[] = {
+	    {.index = 2,
+	     .device = "mlx5_0",
+	     .guid = 0x0002c90300ef0102ULL,
+	     .tenant = "acme",
+	     .pkey = 0x8101,
+	     .n_members = 2,
+	     .members = acme},
+	    {.index = 3, .device = "mlx5_0", .tenant = "beta", .vlan = 4094}};
 	struct iso_agent_desired in = {.node = "n1",
 	                               .generation = (7ULL << 32) | 3,
 	                               .term = 7,
@@ -276,13 +278,19 @@ static void test_desired_round_trip(void **state)
 	                               .gpus = {{0, true}, {1, true}, {2, false}},
 	                               .n_wants = 3,
 	                               .wants = wants,
-	                               .n_vfs = 1,
+	                               .n_vfs = 2,
 	                               .vfs = vfs};
 	struct iso_agent_desired out;
 	struct iso_error err = {0};
 	json_t *j = iso_codec_desired_encode(&in);
 
 	assert_non_null(j);
+	/* a RoCE VF carries its tenant's VLAN instead of a GUID and P_Key */
+	json_t *roce = json_array_get(json_object_get(j, "vfs"), 1);
+	assert_int_equal(json_integer_value(json_object_get(roce, "vlan")), 4094);
+	assert_null(json_object_get(roce, "guid"));
+	assert_null(json_object_get(roce, "pkey"));
+	assert_null(json_object_get(json_array_get(json_object_get(j, "vfs"), 0), "vlan"));
 	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
 	assert_string_equal(out.node, "n1");
 	assert_true(out.generation == in.generation);
@@ -298,7 +306,14 @@ static void test_desired_round_trip(void **state)
 		assert_string_equal(out.wants[i].allocation, wants[i].allocation);
 		assert_int_equal(out.wants[i].member, wants[i].member);
 	}
-	assert_int_equal(out.n_vfs, 1);
+	assert_int_equal(out.n_vfs, 2);
+	assert_int_equal(out.vfs[1].index, 3);
+	assert_int_equal(out.vfs[1].vlan, 4094);
+	assert_true(out.vfs[1].guid == 0);
+	assert_int_equal(out.vfs[1].pkey, 0);
+	assert_string_equal(out.vfs[1].tenant, "beta");
+	assert_int_equal(out.vfs[1].n_members, 0);
+	assert_int_equal(out.vfs[0].vlan, 0);
 	assert_int_equal(out.vfs[0].index, 2);
 	assert_string_equal(out.vfs[0].device, "mlx5_0");
 	assert_true(out.vfs[0].guid == vfs[0].guid);
@@ -325,6 +340,9 @@ static void test_desired_round_trip(void **state)
 	"{\"index\": " #index ", \"device\": \"mlx5_0\", \"guid\": \"" guid                        \
 	"\", \"tenant\": \"acme\", \"pkey\": \"" pkey "\", \"members\": [" members "]}"
 #define G1 "0x0002c90300ef0102"
+#define DRVF(vlan, extra)                                                                          \
+	"{\"index\": 1, \"device\": \"mlx5_0\", \"tenant\": \"acme\", \"vlan\": " vlan             \
+	", \"members\": []" extra "}"
 
 static void test_desired_refusals(void **state)
 {
@@ -375,6 +393,14 @@ static void test_desired_refusals(void **state)
 	     "vfs[0].members[0].x"},
 	    {DOC("", DVF(1, G1, "0x8101", "{\"allocation\": \"" A1 "\", \"member\": 1024}")),
 	     "vfs[0].members[0].member"},
+	    /* RoCE VFs: a VLAN 1-4094, and neither GUID nor P_Key beside it */
+	    {DOC("", DRVF("0", "")), "vfs[0].vlan"},
+	    {DOC("", DRVF("4095", "")), "vfs[0].vlan"},
+	    {DOC("", DRVF("\"100\"", "")), "vfs[0].vlan"},
+	    {DOC("", DRVF("null", "")), "vfs[0].vlan"},
+	    {DOC("", DRVF("100", ", \"guid\": \"" G1 "\"")), "vfs[0].guid"},
+	    {DOC("", DRVF("100", ", \"pkey\": \"0x8101\"")), "vfs[0].pkey"},
+	    {DOC("", DRVF("100", "") "," DRVF("101", "")), "vfs[1].index"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -254,6 +254,31 @@ static void test_vlan_range(void **state)
 	               "  vlan_range: [100, 200]\n",
 	               5, "fabric.vlan_range", "only allowed on ethernet fabrics");
 #undef ETH_VL
+
+	/* RoCE VFs: port.vfs on ethernet only with vlan_range, GUIDs optional */
+#define ETH_VF(fab, vfs)                                                                           \
+	"cluster: e\nfabric: {type: ethernet" fab "}\npools: [{name: p}]\n"                        \
+	"racks: [{name: r, pdus: [u]}]\nnodes:\n"                                                  \
+	"  - {name: c1, rack: r, pdu: u, pool: p, cpus: 1, memory_mib: 1,\n"                       \
+	"     port: {device: mlx5_0, port: 1, guid: 0x10, pkey_capacity: 128, vfs: " vfs "}}\n"
+	inv = NULL;
+	assert_int_equal(load(ETH_VF(", vlan_range: [100, 101]", "{count: 4}"), &inv, &err), 0);
+	assert_int_equal(inv->nodes[0].port.n_vfs, 4);
+	assert_true(inv->nodes[0].port.vf_guids[3] == 0);
+	iso_inventory_free(inv);
+	inv = NULL;
+	assert_int_equal(
+	    load(ETH_VF(", vlan_range: [100, 101]", "{count: 2, guid_base: 0x20}"), &inv, &err), 0);
+	assert_true(inv->nodes[0].port.vf_guids[1] == 0x21);
+	iso_inventory_free(inv);
+	expect_fail_at(ETH_VF("", "{count: 4}"), 7, "nodes[0].port.vfs", "need fabric.vlan_range");
+	expect_fail_at(ETH_VF("", "{count: 2, guid_base: 0x20}"), 7, "nodes[0].port.vfs",
+	               "need fabric.vlan_range");
+	inv = NULL;
+	/* no VFs: no VLANs needed */
+	assert_int_equal(load(ETH_VF("", "{count: 0}"), &inv, &err), 0);
+	iso_inventory_free(inv);
+#undef ETH_VF
 }
 
 /* underlay_ip (issue 14): per node, ethernet only, a strict IPv4 address,
