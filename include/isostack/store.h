@@ -93,6 +93,8 @@ struct iso_store_ops {
 	void (*close)(struct iso_store *s);
 
 	int (*begin)(struct iso_store *s, struct iso_error *err);
+	/* -ENOTCONN: the answer to COMMIT was lost with the connection (a
+	 * PostgreSQL failover), so whether it committed is unknown. */
 	int (*commit)(struct iso_store *s, struct iso_error *err);
 	void (*rollback)(struct iso_store *s);
 

@@ -51,8 +51,16 @@ int ctl_tx_end(struct iso_controller *c, int r, struct iso_error *err)
 	 * no change without its event, no event for a change that did not happen. */
 	if (r == 0)
 		r = ctl_audit_flush(c, false, err);
-	if (r == 0)
+	if (r == 0) {
 		r = c->store->ops->commit(c->store, err);
+		/* Whether it committed is unknown (PostgreSQL failed over under
+		 * COMMIT): memory and the audit tree may now lag the store, so
+		 * nothing more is committed and the daemon stops as after a failed
+		 * flush; its restart reads what the store kept (docs/store.md,
+		 * "PostgreSQL failover"). */
+		if (r == -ENOTCONN)
+			c->sync_failed = true;
+	}
 	if (r == 0) {
 		c->commits++;
 		c->unsynced = c->group_commit; /* durable at the next sync */

@@ -341,6 +341,11 @@ static int pg_commit(struct iso_store *is, struct iso_error *err)
 		                  "store: commit: the server rolled the transaction back (%s)",
 		                  PQcmdStatus(res));
 	PQclear(res);
+	/* An error that came with the connection lost may have hidden a
+	 * commit made on the server (and on its synchronous standby): the
+	 * outcome is unknown, which the caller must not treat as a rollback. */
+	if (r < 0 && PQstatus(s->conn) != CONNECTION_OK)
+		r = -ENOTCONN;
 	if (r < 0)
 		pg_rollback(is);
 	s->in_tx = false;

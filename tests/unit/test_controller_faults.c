@@ -955,6 +955,39 @@ static void test_faultsim_store(void **state)
 	fixture_close(&fxs);
 }
 
+/* A commit whose outcome is unknown (-ENOTCONN: PostgreSQL failed over under
+ * COMMIT, src/store/pg.c) may have committed: memory and the audit tree may
+ * lag the store. The request fails, nothing more is committed (503), and the
+ * next sync fails, which stops the daemon as after a failed flush
+ * (docs/store.md, "PostgreSQL failover"). A plain failed commit (-EIO, rolled
+ * back) changes nothing of that. */
+static void test_commit_outcome_unknown_stops_commits(void **state)
+{
+	struct fixture *fx = fixture_open_over(NULL, false, iso_store_faultsim_open);
+	struct iso_tenant t;
+	struct iso_error err = {0};
+
+	(void)state;
+	iso_store_faultsim_arm(fx->outer, ISO_FAULTSIM_COMMIT, 1, EIO, false);
+	assert_true(iso_controller_tenant_create(fx->ctl, &fx->admin, "t1", "", NULL, &t, &err) <
+	            0);
+	assert_int_equal(iso_controller_sync(fx->ctl, &err), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(
+	    iso_controller_tenant_create(fx->ctl, &fx->admin, "t2", "", NULL, &t, &err), 0);
+
+	iso_store_faultsim_arm(fx->outer, ISO_FAULTSIM_COMMIT, 1, ENOTCONN, false);
+	assert_true(iso_controller_tenant_create(fx->ctl, &fx->admin, "t3", "", NULL, &t, &err) <
+	            0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(
+	    iso_controller_tenant_create(fx->ctl, &fx->admin, "t4", "", NULL, &t, &err), -EAGAIN);
+	assert_int_equal(err.code, ISO_E_UNAVAILABLE);
+	assert_true(iso_controller_sync(fx->ctl, &err) < 0);
+	void *fxs = fx;
+	fixture_close(&fxs);
+}
+
 static void test_use_cases(void **state)
 {
 	const char *only = getenv("FAULTSIM_CASE");
@@ -978,6 +1011,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_faultsim_store),
+	    cmocka_unit_test(test_commit_outcome_unknown_stops_commits),
 	    cmocka_unit_test(test_use_cases),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
