@@ -103,16 +103,12 @@ static int parse_line(struct iso_audit_keyset *ks, const char *p, size_t len, co
 	return 0;
 }
 
-int iso_audit_keyset_parse(const char *text, size_t len, const char *name,
-                           struct iso_audit_keyset *ks, struct iso_error *err)
+static int parse_text(const char *text, size_t len, const char *file, struct iso_audit_keyset *ks,
+                      struct iso_error *err)
 {
-	const char *file = name ? name : "key set";
 	size_t pos = 0;
 	long line = 0;
 
-	memset(ks, 0, sizeof(*ks));
-	if (!audit_sodium_ready())
-		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: libsodium cannot start");
 	while (pos < len) {
 		const char *p = text + pos, *nl = memchr(p, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - p) : len - pos, blank = 0;
@@ -138,10 +134,8 @@ int iso_audit_keyset_parse(const char *text, size_t len, const char *name,
 			                     "line",
 			                     file, line);
 		r = parse_line(ks, p, n, file, line, err);
-		if (r < 0) {
-			memset(ks, 0, sizeof(*ks));
+		if (r < 0)
 			return r;
-		}
 	}
 	if (ks->n == 0)
 		return iso_error_set(err, ISO_E_INVALID, file,
@@ -149,6 +143,20 @@ int iso_audit_keyset_parse(const char *text, size_t len, const char *name,
 		                     "\"ed25519:<base64> [NAME]\" line",
 		                     file);
 	return 0;
+}
+
+int iso_audit_keyset_parse(const char *text, size_t len, const char *name,
+                           struct iso_audit_keyset *ks, struct iso_error *err)
+{
+	int r;
+
+	memset(ks, 0, sizeof(*ks));
+	if (!audit_sodium_ready())
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "audit: libsodium cannot start");
+	r = parse_text(text, len, name ? name : "key set", ks, err);
+	if (r < 0)
+		memset(ks, 0, sizeof(*ks)); /* a refused set holds no key */
+	return r;
 }
 
 int iso_audit_keyset_read(const char *path, struct iso_audit_keyset *ks, struct iso_error *err)

@@ -162,8 +162,10 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (node, gpu));",
     /* 2: the tenant's io_uring switch (0/1, as SQLite's; docs/sandbox.md);
      * existing tenants keep io_uring denied. */
-    "ALTER TABLE tenants ADD COLUMN io_uring BIGINT NOT NULL DEFAULT 0"
-    "  CHECK (io_uring IN (0, 1));",
+    /* (in parentheses: one string of two literals, which clang's
+     * -Wstring-concatenation would take for a missing comma) */
+    ("ALTER TABLE tenants ADD COLUMN io_uring BIGINT NOT NULL DEFAULT 0"
+     "  CHECK (io_uring IN (0, 1));"),
     /* 3: each head's signer's key id (8 bytes; docs/audit.md "Key ids and key
      * sets"); NULL for heads signed before, as SQLite's version 8. */
     "ALTER TABLE audit_heads ADD COLUMN key_id BYTEA;",

@@ -1901,6 +1901,11 @@ static void test_keyset_parse(void **state)
 	keyset_refused(text, "keys.txt: line 1: ends in a carriage return");
 	snprintf(text, sizeof(text), "\n %s\n", ka);
 	keyset_refused(text, "keys.txt: line 2: starts with a blank");
+	/* A refusal after good lines keeps none of them (keyset_refused checks). */
+	snprintf(text, sizeof(text), "%s a\n%s b\r\n", ka, kb);
+	keyset_refused(text, "keys.txt: line 2: ends in a carriage return");
+	snprintf(text, sizeof(text), "%s a\n %s b\n", ka, kb);
+	keyset_refused(text, "keys.txt: line 2: starts with a blank");
 	keyset_refused("ed25519:AAAA\n", "keys.txt: line 1: expected \"ed25519:<base64 of 32");
 	keyset_refused("rsa:AAAA x\n", "keys.txt: line 1: expected \"ed25519:");
 	/* 32 bytes of base64 that are not a point on the curve */
