@@ -85,6 +85,11 @@ struct iso_agent_vf {
 	char netdev[16]; /* IFNAMSIZ; "" when none */
 	uint64_t guid;   /* read back; 0 with has_guid false when unread */
 	bool has_guid;
+	/* a RoCE VF (docs/agents.md "vfs"): its VLAN (0: none) and spoof check
+	 * as read back; has_vlan false when not a RoCE VF or unread */
+	bool has_vlan;
+	uint16_t vlan;
+	bool spoofchk;
 	bool ready;
 	char reason[ISO_AGENT_REASON_MAX];
 };

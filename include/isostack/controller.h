@@ -492,6 +492,7 @@ struct iso_member_vf {
 	int index;
 	char netdev[16];
 	uint64_t guid;
+	uint16_t vlan; /* a RoCE VF: its VLAN as read back (then no guid); 0: InfiniBand */
 };
 bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_allocation *a, int k,
                               struct iso_member_vf *out);

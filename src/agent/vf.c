@@ -14,12 +14,19 @@
  * a retry snapshot our own GUID as the host's (ib-sriov-cni#217).
  *
  * ibsim: the VFs are CAs of the simulated fabric, whose GUIDs the net file
- * gives (isoctl fabric ibsim-net); the driver only reads and reports them. */
+ * gives (isoctl fabric ibsim-net); the driver only reads and reports them.
+ *
+ * RoCE VFs (an Ethernet cluster with fabric.vlan_range; docs/fabric.md "RoCE
+ * VFs"): netfilter never sees RoCE traffic, so the VF's guard is its
+ * tenant's VLAN with the spoof check on, set on the PF's netdev (the one in
+ * the HCA's sysfs device dir) by rtnetlink (src/sandbox/overlay_vf.c) and
+ * read back every tick; the sim driver keeps both as files of its tree. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +35,7 @@
 
 #include "isostack/agent.h"
 #include "isostack/codec.h"
+#include "isostack/sandbox.h"
 
 #define SAVED_PREFIX "vf-"
 #define SAVED_SUFFIX ".guid"
@@ -572,6 +580,8 @@ static int sim_vf(const char *root, const char *dev, unsigned index)
 	    {"node", "00:00:00:00:00:00:00:00\n"},
 	    {"port", "00:00:00:00:00:00:00:00\n"},
 	    {"policy", "Down\n"},
+	    {"vlan", "0\n"}, /* RoCE: what rtnetlink sets on a real PF */
+	    {"spoofchk", "off\n"},
 	};
 	int r;
 
@@ -598,12 +608,157 @@ static int sim_vf(const char *root, const char *dev, unsigned index)
 		if ((r = sim_file(path, files[i][1])) < 0)
 			return r;
 	}
+	/* the PF's netdev, where a real host sets a RoCE VF's VLAN */
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/device/net/%.8spf", root, dev,
+	         dev);
+	if ((r = sim_mkdirs(path)) < 0)
+		return r;
 	snprintf(path, sizeof(path), "%s/sys/bus/pci/devices/%s", root, bdf);
 	snprintf(link, sizeof(link), "%s/sys/class/infiniband/%s/device/virtfn%u", root, dev,
 	         index);
 	if (symlink(path, link) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+/* ---- RoCE VFs: the tenant's VLAN and the spoof check ---- */
+
+/* The first entry of `dir` that is not a dot entry into out ("" when none). */
+static void first_entry(const char *dir, char *out, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	out[0] = '\0';
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			iso_strlcpy(out, de->d_name, size);
+			break;
+		}
+	closedir(d);
+}
+
+/* The sim's model of the PF's VF settings: sriov/<vf>/vlan (decimal) and
+ * spoofchk (on/off), strict. */
+static int sim_roce_read(const struct vf *v, struct iso_overlay_vf *out, struct iso_error *err)
+{
+	char path[PATH_MAX + 64], buf[32] = "", *end = NULL;
+	unsigned long vlan;
+	int r;
+
+	*out = (struct iso_overlay_vf){.vf = v->index};
+	snprintf(path, sizeof(path), "%s/sriov/%u/vlan", v->dir, v->index);
+	if ((r = get(path, buf, sizeof(buf))) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, "vfs", "VF %u of %s: read %s: %s",
+		                     v->index, v->dev, path, strerror(-r));
+	errno = 0;
+	vlan = strtoul(buf, &end, 10);
+	if (errno || end == buf || strcmp(end, "\n") != 0 || vlan > ISO_AGENT_VLAN_MAX)
+		return iso_error_set(err, ISO_E_INTERNAL, "vfs", "VF %u of %s: %s holds no VLAN",
+		                     v->index, v->dev, path);
+	out->vlan = (unsigned)vlan;
+	snprintf(path, sizeof(path), "%s/sriov/%u/spoofchk", v->dir, v->index);
+	if ((r = get(path, buf, sizeof(buf))) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, "vfs", "VF %u of %s: read %s: %s",
+		                     v->index, v->dev, path, strerror(-r));
+	if (strcmp(buf, "on\n") != 0 && strcmp(buf, "off\n") != 0)
+		return iso_error_set(err, ISO_E_INTERNAL, "vfs", "VF %u of %s: %s is not on or off",
+		                     v->index, v->dev, path);
+	out->spoofchk = strcmp(buf, "on\n") == 0;
+	return 0;
+}
+
+static int sim_roce_set(const struct vf *v, const struct iso_overlay_vf *want,
+                        struct iso_error *err)
+{
+	char path[PATH_MAX + 64], text[16];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/sriov/%u/vlan", v->dir, v->index);
+	snprintf(text, sizeof(text), "%u\n", want->vlan);
+	if ((r = put(v->h, path, text, err)) < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/sriov/%u/spoofchk", v->dir, v->index);
+	return put(v->h, path, want->spoofchk ? "on\n" : "off\n", err);
+}
+
+static json_t *roce_status(unsigned index, const char *netdev, const struct iso_overlay_vf *have,
+                           bool ready, const char *reason)
+{
+	struct iso_agent_vf v = {.index = (int)index, .ready = ready, .has_vlan = have != NULL};
+
+	if (have) {
+		v.vlan = (uint16_t)have->vlan;
+		v.spoofchk = have->spoofchk;
+	}
+	iso_strlcpy(v.netdev, netdev ? netdev : "", sizeof(v.netdev));
+	iso_codec_reason_copy(v.reason, reason ? reason : "");
+	return iso_codec_status_vf_encode(&v);
+}
+
+/* One desired RoCE VF (`sim`: the sim driver's files, else rtnetlink on the
+ * PF): its status entry, ready when the VF reads back the tenant's VLAN with
+ * the spoof check on. */
+static json_t *roce_vf(const struct iso_vf_host *h, bool sim, const char *node,
+                       const struct iso_agent_vf_want *w, struct iso_vf_tick *tick)
+{
+	const struct iso_overlay_vf want = {
+	    .vf = w->index, .vlan = w->vlan, .qos = 0, .spoofchk = true};
+	struct iso_overlay_vf have = {0};
+	struct iso_error e = {0};
+	char path[PATH_MAX + 64], pf[64], netdev[64], reason[300];
+	struct vf v;
+	int r;
+
+	if (vf_open(&v, h, w->device, w->index, &e) < 0) {
+		tick->failed++;
+		return roce_status(w->index, "", NULL, false, e.message);
+	}
+	snprintf(path, sizeof(path), "%s/virtfn%u/net", v.dir, v.index);
+	first_entry(path, netdev, sizeof(netdev));
+	if (strlen(netdev) >= IFNAMSIZ)
+		netdev[0] = '\0';
+	snprintf(path, sizeof(path), "%s/net", v.dir);
+	first_entry(path, pf, sizeof(pf));
+	if (!pf[0] || strlen(pf) >= IFNAMSIZ) {
+		tick->failed++;
+		snprintf(reason, sizeof(reason), "%s has no PF network interface (%s)", w->device,
+		         path);
+		return roce_status(w->index, netdev, NULL, false, reason);
+	}
+	r = sim ? sim_roce_read(&v, &have, &e) : iso_overlay_vf_read(NULL, pf, w->index, &have, &e);
+	if (r == 0 && have.vlan == want.vlan && have.spoofchk)
+		return roce_status(w->index, netdev, &have, true, "");
+	memset(&e, 0, sizeof(e));
+	r = sim ? sim_roce_set(&v, &want, &e) : iso_overlay_vf_set(NULL, pf, &want, &e);
+	if (r == 0)
+		r = sim ? sim_roce_read(&v, &have, &e)
+		        : iso_overlay_vf_read(NULL, pf, w->index, &have, &e);
+	if (r == 0 && (have.vlan != want.vlan || !have.spoofchk))
+		r = iso_error_set(&e, ISO_E_INTERNAL, "vfs",
+		                  "VF %u of %s (PF %s) reads VLAN %u spoofchk %s after the write, "
+		                  "not VLAN %u spoofchk on",
+		                  w->index, w->device, pf, have.vlan, have.spoofchk ? "on" : "off",
+		                  want.vlan);
+	if (r < 0) {
+		tick->failed++;
+		iso_log(ISO_LOG_WARN, "agent.vf_vlan_failed",
+		        "node=%s device=%s vf=%u pf=%s vlan=%u msg=\"%s\"", node, w->device,
+		        w->index, pf, want.vlan, e.message);
+		iso_strlcpy(reason, e.message, sizeof(reason));
+		/* what the VF holds now, when it can be read */
+		memset(&e, 0, sizeof(e));
+		r = sim ? sim_roce_read(&v, &have, &e)
+		        : iso_overlay_vf_read(NULL, pf, w->index, &have, &e);
+		return roce_status(w->index, netdev, r == 0 ? &have : NULL, false, reason);
+	}
+	tick->programmed++;
+	iso_log(ISO_LOG_INFO, "agent.vf_vlan_set",
+	        "node=%s device=%s vf=%u pf=%s vlan=%u spoofchk=on tenant=%s netdev=%s", node,
+	        w->device, w->index, pf, want.vlan, w->tenant, netdev);
+	return roce_status(w->index, netdev, &have, true, "");
 }
 
 int iso_agent_vf_reconcile(const struct iso_vf_host *given, const char *state_dir,
@@ -639,6 +794,19 @@ int iso_agent_vf_reconcile(const struct iso_vf_host *given, const char *state_di
 		uint64_t g = 0;
 		json_t *entry;
 
+		if (w->vlan) { /* a RoCE VF: its tenant's VLAN, no GUID */
+			entry =
+			    h->driver == ISO_VF_MLX5
+			        ? roce_vf(h, given->driver == ISO_VF_SIM, d->node, w, tick)
+			        : roce_status(w->index, "", NULL, false,
+			                      h->driver == ISO_VF_IBSIM
+			                          ? "the ibsim VF driver has no RoCE VFs"
+			                          : "this host has no VF driver (isostack-agent "
+			                            "--vf-driver none)");
+			if (!entry || json_array_append_new(vfs, entry) < 0)
+				return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+			continue;
+		}
 		switch (h->driver) {
 		case ISO_VF_MLX5:
 			entry = mlx5_vf(h, state_dir, d->node, w, tick);

@@ -97,8 +97,12 @@ static json_t *alloc_json(struct api_request *r, const struct iso_allocation *a)
 		if (iso_controller_member_vf(r->ctl, a, (int)k, &vf)) {
 			char guid[24];
 			snprintf(guid, sizeof(guid), "0x%016llx", (unsigned long long)vf.guid);
-			vfj = json_pack("{s:s, s:i, s:s, s:s}", "kind", "vf", "index", vf.index,
-			                "netdev", vf.netdev, "guid", guid);
+			/* a RoCE VF is named by its tenant's VLAN, not a GUID */
+			vfj = vf.vlan
+			          ? json_pack("{s:s, s:i, s:s, s:i}", "kind", "vf", "index",
+			                      vf.index, "netdev", vf.netdev, "vlan", (int)vf.vlan)
+			          : json_pack("{s:s, s:i, s:s, s:s}", "kind", "vf", "index",
+			                      vf.index, "netdev", vf.netdev, "guid", guid);
 		}
 		json_object_set_new(m, "vf", vfj);
 		/* issue 14: the sandbox, for cluster roles only (a tenant never

@@ -50,6 +50,10 @@ json_t *iso_codec_status_vf_encode(const struct iso_agent_vf *v)
 
 	if (v->has_guid)
 		snprintf(hex, sizeof(hex), "0x%016" PRIx64, v->guid);
+	if (v->has_vlan) /* RoCE: the VLAN and spoof check read back instead of a GUID */
+		return json_pack("{s:i, s:s, s:i, s:b, s:b, s:s}", "index", v->index, "netdev",
+		                 v->netdev, "vlan", (int)v->vlan, "spoofchk", v->spoofchk, "ready",
+		                 v->ready, "reason", v->reason);
 	return json_pack("{s:i, s:s, s:s, s:b, s:s}", "index", v->index, "netdev", v->netdev,
 	                 "guid", hex, "ready", v->ready, "reason", v->reason);
 }
@@ -226,15 +230,21 @@ static int instance_decode(json_t *o, const char *prefix, void *item, struct iso
 
 /* One VF as read back: index, netdev (a Linux interface name or ""), guid
  * ("0x" and 16 hex digits, or "" when it could not be read), ready
- * (required) and reason. */
+ * (required) and reason; a RoCE VF has vlan (0-4094, 0: none) and spoofchk
+ * (both or neither) and no GUID. */
 static int vf_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
 {
 	struct iso_agent_vf *v = item;
-	static const char *const keys[] = {"index", "netdev", "guid", "ready", "reason", NULL};
+	static const char *const keys[] = {"index",    "netdev", "guid",   "vlan",
+	                                   "spoofchk", "ready",  "reason", NULL};
 	char field[ISO_ERR_FIELD_MAX], guid[24] = "";
-	int64_t index = 0;
+	int64_t index = 0, vlan = 0;
 
+	v->has_vlan = json_object_get(o, "vlan") != NULL;
 	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    (v->has_vlan &&
+	     (iso_json_get_int(o, "vlan", prefix, true, 0, ISO_AGENT_VLAN_MAX, &vlan, err) < 0 ||
+	      iso_json_get_bool(o, "spoofchk", prefix, true, &v->spoofchk, err) < 0)) ||
 	    iso_json_get_int(o, "index", prefix, true, 0, ISO_AGENT_MAX_VFS - 1, &index, err) < 0 ||
 	    cd_get_ascii(o, "netdev", prefix, false, 0, sizeof(v->netdev) - 1, v->netdev,
 	                 sizeof(v->netdev), err) < 0 ||
@@ -255,7 +265,18 @@ static int vf_decode(json_t *o, const char *prefix, void *item, struct iso_error
 	if (iso_json_get_bool(o, "ready", prefix, true, &v->ready, err) < 0 ||
 	    cd_get_reason(o, prefix, v->reason, err) < 0)
 		return -EINVAL;
-	if (v->ready && !v->has_guid) {
+	if (!v->has_vlan && json_object_get(o, "spoofchk")) {
+		iso_json_field(field, sizeof(field), prefix, "spoofchk");
+		return iso_error_set(err, ISO_E_INVALID, field, "%s: only beside vlan (a RoCE VF)",
+		                     field);
+	}
+	if (v->has_vlan && v->has_guid) {
+		iso_json_field(field, sizeof(field), prefix, "guid");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: a RoCE VF (with vlan) reports no GUID", field);
+	}
+	v->vlan = (uint16_t)vlan;
+	if (v->ready && !v->has_guid && !v->has_vlan) {
 		iso_json_field(field, sizeof(field), prefix, "guid");
 		return iso_error_set(err, ISO_E_INVALID, field, "%s: a ready VF has its GUID",
 		                     field);

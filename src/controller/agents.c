@@ -1202,7 +1202,8 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 
 /* Node `n`'s VF of tenant `tenant_id` as its agent reported it: NULL when
  * the tenant has no VF there (a node without VFs) or it is not reported
- * ready with the GUID the fabric names. *has_vf says whether one is due. */
+ * ready with the GUID the fabric names (a RoCE VF: with the tenant's VLAN
+ * and the spoof check on). *has_vf says whether one is due. */
 static const struct iso_agent_vf *vf_ready(const struct agent_node *n, int64_t tenant_id,
                                            bool *has_vf)
 {
@@ -1211,12 +1212,18 @@ static const struct iso_agent_vf *vf_ready(const struct agent_node *n, int64_t t
 		if (n->want_vf[v].tenant_id != tenant_id)
 			continue;
 		*has_vf = true;
-		for (int i = 0; i < n->n_vf; i++)
-			if (n->vf[i].index == n->want_vf[v].vf)
-				return n->vf[i].ready && n->vf[i].has_guid &&
-				               n->vf[i].guid == n->want_vf[v].guid
-				           ? &n->vf[i]
+		for (int i = 0; i < n->n_vf; i++) {
+			const struct iso_agent_vf *x = &n->vf[i];
+			const struct ctl_node_vf *w = &n->want_vf[v];
+
+			if (x->index != w->vf)
+				continue;
+			if (w->vlan)
+				return x->ready && x->has_vlan && x->vlan == w->vlan && x->spoofchk
+				           ? x
 				           : NULL;
+			return x->ready && x->has_guid && x->guid == w->guid ? x : NULL;
+		}
 		return NULL;
 	}
 	return NULL;
@@ -1393,6 +1400,7 @@ bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_a
 	out->index = v->index;
 	iso_strlcpy(out->netdev, v->netdev, sizeof(out->netdev));
 	out->guid = v->guid;
+	out->vlan = v->has_vlan ? v->vlan : 0;
 	return true;
 }
 

@@ -11,11 +11,15 @@ Run: python3 tests/api/test_roce.py PATH/TO/isostackd PATH/TO/isoctl
 """
 
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ApiTestCase, Daemon, create_alloc, create_tenant, issue_token  # noqa: E402
+from test_agent_daemon import Agent  # noqa: E402
+from test_overlay import instance, status  # noqa: E402
 
 # tests/api/data/eth-roce.yaml: vni_range [10001, 10003], vlan_range [100, 101];
 # eth-n01 has mlx5_0 with 2 VFs, eth-n02 has no port.
@@ -27,9 +31,10 @@ ETH = "eth.yaml"
 
 class DaemonCase(ApiTestCase):
     config = ROCE
+    agents = False
 
     def setUp(self):
-        self.d = Daemon(self.config)
+        self.d = Daemon(self.config, agents=self.agents)
         try:
             self.d.start()
         except BaseException:
@@ -90,6 +95,117 @@ class TestRoceVfs(DaemonCase):
         self.assertEqual([v["tenant"] for v in self.vfs(N1)], [t2["name"]])
         # a node without VFs lists none
         self.assertEqual(self.vfs(N2), [])
+
+
+class TestRoceGate(DaemonCase):
+    """With the agent gate on, a member on a node with RoCE VFs is ready
+    only once its agent reads back the tenant's VLAN with the spoof check on
+    the tenant's VF."""
+
+    agents = True
+
+    def put_status(self, body):
+        return self.admin.request("PUT", "/v1/nodes/%s/status" % N1, body)
+
+    def state(self, a):
+        got = self.admin.get("/v1/allocations/" + a["id"]).body
+        return got["state"], got
+
+    def test_the_member_waits_for_its_vf_vlan_and_spoofchk(self):
+        t = create_tenant(self, self.admin)
+        a = create_alloc(self, self.admin, one_gpu(t["name"]))
+        p = a["placement"][0]
+        self.assertEqual(p["node"], N1)
+        doc = self.admin.get("/v1/nodes/%s/desired" % N1).body
+        (want,) = doc["vfs"]
+        inst = instance(a["id"], 0, p["gpu"], p["start"], profile="1g.10gb")
+
+        def vf(vlan, spoofchk, ready=True):
+            return [{"index": want["index"], "netdev": "eth0v0", "vlan": vlan,
+                     "spoofchk": spoofchk, "ready": ready}]
+
+        # another VLAN read back, the spoof check off, or not ready: waiting
+        for vfs in (vf(t["vlan"] + 1, True), vf(t["vlan"], False), vf(t["vlan"], True, False), []):
+            self.assertStatus(self.put_status(status(doc["term"], [inst], vfs)), 204)
+            state, got = self.state(a)
+            self.assertEqual(state, "provisioning", repr(vfs))
+            self.assertIsNone(got["nodes"][0]["vf"])
+        # a RoCE VF with a GUID beside its VLAN is refused naming the field
+        bad = vf(t["vlan"], True)
+        bad[0]["guid"] = "0x0002c90300ef0102"
+        self.assertError(self.put_status(status(doc["term"], [inst], bad)), 400,
+                         "invalid_argument", "vfs[0].guid")
+        # the tenant's VLAN with the spoof check on: active, the VF shown by its VLAN
+        self.assertStatus(self.put_status(status(doc["term"], [inst], vf(t["vlan"], True))), 204)
+        state, got = self.state(a)
+        self.assertEqual(state, "active", repr(got))
+        self.assertEqual(got["nodes"][0]["vf"],
+                         {"kind": "vf", "index": want["index"], "netdev": "eth0v0", "vlan": t["vlan"]})
+
+
+class TestRoceAgent(ApiTestCase):
+    """End to end with a real isostack-agent (sim VF driver: the VF's VLAN
+    and spoof check as files of its tree in the state dir): the agent sets
+    the tenant's VLAN with the spoof check on, the gate opens on its read-back,
+    and a VLAN planted on the VF is put right."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="test_roce.")
+        self.d = Daemon(ROCE, extra_args=("--agent-lease-s", "3", "--agent-grace-s", "600",
+                                          "--provisioning-timeout-s", "30"), agents=True)
+        try:
+            self.d.start()
+        except BaseException:
+            self.d.cleanup()
+            raise
+        self.admin = self.d.client()
+        token_file = os.path.join(self.tmp, "agent.token")
+        with open(token_file, "w") as f:
+            f.write(self.d.admin_token + "\n")
+        self.agent = Agent(self.d.url(), token_file, os.path.join(self.tmp, "state"), [N1])
+        self.agent.argv += ["--vf-driver", "sim"]
+
+    def tearDown(self):
+        try:
+            self.agent.kill()
+            text = self.agent.text()
+            self.agent.close()
+            self.assertNotIn("Sanitizer", text, text[-3000:])
+            self.assertNotIn("runtime error:", text, text[-3000:])
+            self.d.stop()
+        finally:
+            self.d.cleanup()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def wait_context(self):
+        return "; agent log:\n" + self.agent.text()[-3000:]
+
+    def sim_vf(self, vf, what):
+        path = os.path.join(self.tmp, "state", N1, "vf-sim", "sys", "class", "infiniband", "mlx5_0",
+                            "device", "sriov", str(vf), what)
+        try:
+            with open(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def test_the_agent_sets_the_vlan_and_the_gate_opens_on_its_read_back(self):
+        t = create_tenant(self, self.admin)
+        self.agent.start()
+        a = create_alloc(self, self.admin, one_gpu(t["name"]))
+        self.assertEqual(a["placement"][0]["node"], N1)
+        self.wait_until("active", lambda: self.admin.get("/v1/allocations/" + a["id"]).body["state"]
+                        == "active")
+        self.assertEqual(self.sim_vf(0, "vlan"), "%d\n" % t["vlan"])
+        self.assertEqual(self.sim_vf(0, "spoofchk"), "on\n")
+        m = self.admin.get("/v1/allocations/" + a["id"]).body["nodes"][0]
+        self.assertEqual(m["vf"], {"kind": "vf", "index": 0, "netdev": "mlx5_0v0", "vlan": t["vlan"]})
+        self.assertIn("event=agent.vf_vlan_set node=eth-n01 device=mlx5_0 vf=0", self.agent.text())
+        # another VLAN planted on the VF: the next tick sets the tenant's again
+        with open(os.path.join(self.tmp, "state", N1, "vf-sim", "sys", "class", "infiniband", "mlx5_0",
+                               "device", "sriov", "0", "vlan"), "w") as f:
+            f.write("7\n")
+        self.wait_until("the VLAN is put right", lambda: self.sim_vf(0, "vlan") == "%d\n" % t["vlan"])
 
 
 class TestTenantVlan(DaemonCase):

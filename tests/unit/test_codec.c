@@ -112,12 +112,21 @@ static void test_status_round_trip(void **state)
 	                                             .profile = "whole",
 	                                             .allocation = A1,
 	                                             .reason = "MIG mode is enabled"}};
-	static struct iso_agent_vf vfs[] = {{.index = 2,
-	                                     .netdev = "ib0v2",
-	                                     .guid = 0x0002c90300ef0102ULL,
-	                                     .has_guid = true,
-	                                     .ready = true},
-	                                    {.index = 3, .reason = "no VF driver"}};
+	static struct iso_agent_vf vfs[] = {
+	    {.index = 2,
+	     .netdev = "ib0v2",
+	     .guid = 0x0002c90300ef0102ULL,
+	     .has_guid = true,
+	     .ready = true},
+	    {.index = 3, .reason = "no VF driver"},
+	    /* RoCE: VLAN and spoof check read back */
+	    {.index = 4,
+	     .netdev = "eth0v4",
+	     .has_vlan = true,
+	     .vlan = 100,
+	     .spoofchk = true,
+	     .ready = true},
+	    {.index = 5, .has_vlan = true, .vlan = 0, .spoofchk = false, .reason = "reads VLAN 0"}};
 	static struct iso_agent_condition conds[] = {
 	    {.type = ISO_AGENT_COND_MIG_MODE, .gpu = 7, .want = true, .have = false}};
 	struct iso_agent_status in = {.term_seen = 42,
@@ -126,7 +135,7 @@ static void test_status_round_trip(void **state)
 	                              .gpus = gpus,
 	                              .n_instances = 2,
 	                              .instances = insts,
-	                              .n_vfs = 2,
+	                              .n_vfs = 4,
 	                              .vfs = vfs,
 	                              .n_conditions = 1,
 	                              .conditions = conds};
@@ -142,8 +151,12 @@ static void test_status_round_trip(void **state)
 	assert_memory_equal(out.gpus, gpus, sizeof(gpus));
 	assert_int_equal(out.n_instances, 2);
 	assert_memory_equal(out.instances, insts, sizeof(insts));
-	assert_int_equal(out.n_vfs, 2);
+	assert_int_equal(out.n_vfs, 4);
 	assert_memory_equal(out.vfs, vfs, sizeof(vfs));
+	json_t *roce = json_array_get(json_object_get(j, "vfs"), 2);
+	assert_null(json_object_get(roce, "guid"));
+	assert_true(json_is_true(json_object_get(roce, "spoofchk")));
+	assert_null(json_object_get(json_array_get(json_object_get(j, "vfs"), 0), "vlan"));
 	assert_int_equal(out.n_conditions, 1);
 	assert_memory_equal(out.conditions, conds, sizeof(conds));
 	iso_codec_status_clear(&out);
@@ -231,6 +244,18 @@ static void test_status_refusals(void **state)
 	    {VF("{\"index\": 1, \"guid\": \"0x12\", \"ready\": false}"), "vfs[0].guid"},
 	    {VF("{\"index\": 1, \"guid\": \"\", \"ready\": true}"), "vfs[0].guid"},
 	    {VF("{\"index\": 1}"), "vfs[0].ready"},
+	    /* RoCE VFs: vlan 0-4094 with spoofchk, no GUID beside them */
+	    {VF("{\"index\": 1, \"vlan\": 4095, \"spoofchk\": true, \"ready\": false}"),
+	     "vfs[0].vlan"},
+	    {VF("{\"index\": 1, \"vlan\": -1, \"spoofchk\": true, \"ready\": false}"),
+	     "vfs[0].vlan"},
+	    {VF("{\"index\": 1, \"vlan\": 100, \"ready\": true}"), "vfs[0].spoofchk"},
+	    {VF("{\"index\": 1, \"vlan\": 100, \"spoofchk\": 1, \"ready\": true}"),
+	     "vfs[0].spoofchk"},
+	    {VF("{\"index\": 1, \"spoofchk\": true, \"ready\": false}"), "vfs[0].spoofchk"},
+	    {VF("{\"index\": 1, \"vlan\": 100, \"spoofchk\": true, \"guid\": "
+	        "\"0x0002c90300ef0102\", \"ready\": true}"),
+	     "vfs[0].guid"},
 	    {ST(", \"vfs\": null"), "vfs"},
 	    {COND("{\"type\": \"Hot\", \"gpu\": 0, \"want\": true, \"have\": false}"),
 	     "conditions[0].type"},

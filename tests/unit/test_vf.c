@@ -472,6 +472,141 @@ static void test_sim_driver_keeps_its_tree_in_the_state_dir(void **state)
 	assert_string_equal(buf, "ff:ff:ff:ff:ff:ff:ff:ff\n");
 }
 
+/* ---- RoCE VFs (issue 14): the tenant's VLAN and the spoof check ---- */
+
+static void desired_roce(struct iso_agent_desired *d, unsigned index, uint16_t vlan)
+{
+	static struct iso_agent_vf_want w;
+
+	memset(d, 0, sizeof(*d));
+	iso_strlcpy(d->node, NODE, sizeof(d->node));
+	w = (struct iso_agent_vf_want){.index = index, .vlan = vlan};
+	iso_strlcpy(w.device, DEV, sizeof(w.device));
+	iso_strlcpy(w.tenant, "acme", sizeof(w.tenant));
+	d->n_vfs = 1;
+	d->vfs = &w;
+}
+
+static void sim_sriov(struct fake *f, unsigned vf, const char *what, char *path, size_t size)
+{
+	snprintf(path, size, "%s/vf-sim/sys/class/infiniband/" DEV "/device/sriov/%u/%s", f->state,
+	         vf, what);
+}
+
+static void assert_roce(const json_t *e, unsigned index, bool ready, int vlan, bool spoofchk)
+{
+	assert_entry(e, index, ready, NULL, NULL);
+	assert_null(json_object_get(e, "guid"));
+	assert_int_equal(json_integer_value(json_object_get(e, "vlan")), vlan);
+	assert_int_equal(json_is_true(json_object_get(e, "spoofchk")), spoofchk);
+}
+
+static void test_sim_roce_vf_gets_the_vlan_and_spoofchk(void **state)
+{
+	struct fake *f = *state;
+	struct iso_agent_desired d;
+	struct iso_vf_tick t;
+	char p[PATH_MAX + 128], buf[64];
+	json_t *st, *e;
+
+	f->h.driver = ISO_VF_SIM;
+	desired_roce(&d, 3, 100);
+	e = tick(f, &d, &st, &t);
+	assert_roce(e, 3, true, 100, true);
+	assert_string_equal(json_string_value(json_object_get(e, "netdev")), "mlx5_0v3");
+	assert_int_equal(t.programmed, 1);
+	json_decref(st);
+	sim_sriov(f, 3, "vlan", p, sizeof(p));
+	slurp(p, buf, sizeof(buf));
+	assert_string_equal(buf, "100\n");
+	sim_sriov(f, 3, "spoofchk", p, sizeof(p));
+	slurp(p, buf, sizeof(buf));
+	assert_string_equal(buf, "on\n");
+	/* level-triggered: nothing written while it reads back right */
+	assert_roce(tick(f, &d, &st, &t), 3, true, 100, true);
+	assert_int_equal(f->n_log, 0);
+	assert_int_equal(t.programmed, 0);
+	json_decref(st);
+	/* another VLAN planted on the VF is put right at the next tick */
+	sim_sriov(f, 3, "vlan", p, sizeof(p));
+	spit(p, "7\n");
+	assert_roce(tick(f, &d, &st, &t), 3, true, 100, true);
+	assert_int_equal(t.programmed, 1);
+	json_decref(st);
+	slurp(p, buf, sizeof(buf));
+	assert_string_equal(buf, "100\n");
+	/* and the spoof check turned off too */
+	sim_sriov(f, 3, "spoofchk", p, sizeof(p));
+	spit(p, "off\n");
+	assert_roce(tick(f, &d, &st, &t), 3, true, 100, true);
+	json_decref(st);
+}
+
+/* The fake NIC drops the VF's VLAN when its spoof check is written, so the
+ * read-back differs from what was set. */
+static void drops_vlan(void *arg, const char *path, const char *data)
+{
+	struct fake *f = arg;
+	char p[PATH_MAX + 128];
+
+	(void)data;
+	if (strstr(path, "/sriov/2/spoofchk")) {
+		sim_sriov(f, 2, "vlan", p, sizeof(p));
+		spit(p, "0\n"); /* after the VLAN write, before the spoof check's */
+	}
+}
+
+static void test_sim_roce_vf_that_reads_back_otherwise_is_not_ready(void **state)
+{
+	struct fake *f = *state;
+	struct iso_agent_desired d;
+	struct iso_vf_tick t;
+	json_t *st, *e;
+
+	f->h.driver = ISO_VF_SIM;
+	f->h.trace = drops_vlan;
+	desired_roce(&d, 2, 101);
+	e = tick(f, &d, &st, &t);
+	assert_roce(e, 2, false, 0, true);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")),
+	                       "reads VLAN 0 spoofchk on after the write, not VLAN 101"));
+	assert_int_equal(t.failed, 1);
+	json_decref(st);
+}
+
+static void test_roce_vf_needs_a_driver_and_a_pf(void **state)
+{
+	struct fake *f = *state;
+	struct iso_agent_desired d;
+	struct iso_vf_tick t;
+	json_t *st, *e;
+
+	/* mlx5 on the fake tree, whose HCA lists no PF network interface */
+	desired_roce(&d, 1, 100);
+	e = tick(f, &d, &st, &t);
+	assert_entry(e, 1, false, NULL, "ibp3s0v1");
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(e, "reason")), "no PF network interface"));
+	assert_int_equal(f->n_log, 0);
+	json_decref(st);
+	/* a VF that does not exist */
+	desired_roce(&d, 9, 100);
+	e = tick(f, &d, &st, &t);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "sriov_numvfs"));
+	json_decref(st);
+	f->h.driver = ISO_VF_NONE;
+	desired_roce(&d, 1, 100);
+	e = tick(f, &d, &st, &t);
+	assert_entry(e, 1, false, NULL, NULL);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "--vf-driver"));
+	json_decref(st);
+	f->h.driver = ISO_VF_IBSIM;
+	e = tick(f, &d, &st, &t);
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(e, "reason")), "ibsim VF driver has no RoCE"));
+	json_decref(st);
+}
+
 static void test_ibsim_driver_reads_the_net_file(void **state)
 {
 	struct fake *f = *state;
@@ -679,6 +814,11 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_ibsim_driver_on_the_rendered_net_file, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_sim_roce_vf_gets_the_vlan_and_spoofchk, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_sim_roce_vf_that_reads_back_otherwise_is_not_ready,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_roce_vf_needs_a_driver_and_a_pf, setup, teardown),
 	    cmocka_unit_test(test_desired_vfs_parsed),
 	    cmocka_unit_test(test_garbled_vfs_refused_naming_the_field),
 	};
