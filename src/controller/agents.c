@@ -1435,6 +1435,10 @@ void ctl_agents_overlay_view(const struct iso_controller *c, int ni, struct ctl_
 	out->sandbox_real = n->sandbox_real;
 	out->overlay = n->seen && n->has_overlay ? &n->overlay : NULL;
 	out->n_members = n->n_e;
+	out->want_vf = n->want_vf;
+	out->n_want_vf = n->n_want_vf;
+	out->vf = n->seen ? n->vf : NULL;
+	out->n_vf = n->seen ? n->n_vf : 0;
 }
 
 void ctl_agents_node_member(const struct iso_controller *c, int ni, int i, const char **alloc,

@@ -161,6 +161,11 @@ struct ctl_overlay_view {
 	bool sandbox_real; /* ...and makes sandboxes, so it builds overlays */
 	const struct iso_agent_overlay *overlay; /* as read back; NULL: not reported */
 	int n_members;                           /* live members on the node */
+	/* RoCE VFs: the node's VF assignments and its VFs as read back */
+	const struct ctl_node_vf *want_vf;
+	int n_want_vf;
+	const struct iso_agent_vf *vf;
+	int n_vf;
 };
 void ctl_agents_overlay_view(const struct iso_controller *c, int ni, struct ctl_overlay_view *out);
 /* Live member i (0..n_members-1) of node ni. */

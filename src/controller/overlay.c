@@ -15,6 +15,11 @@
  *   - every (peer, vni) pair the guard lets in names another node's
  *     underlay address, and both that node and this one hold a member of
  *     the VNI's tenant (stray_peer).
+ * RoCE traffic bypasses netfilter, so on a cluster with RoCE VFs (fabric.c,
+ * fabric.vlan_range) each tenant's VF must read back its tenant's VLAN with
+ * the spoof check on: another tenant's VLAN is cross_tenant, no VLAN or the
+ * spoof check off is no_guard, a VLAN no tenant holds is extra, and an
+ * assigned VF the agent does not report is missing.
  * A live member whose agent makes sandboxes but that is attached nowhere is
  * drift (missing), and a node with overlay members whose agent never
  * reported cannot be judged (unreachable). The findings have the P_Key
@@ -30,6 +35,7 @@
 #include <string.h>
 
 #include "controller/internal.h"
+#include "controller/tnum.h"
 
 struct findings {
 	struct iso_fabric_report *rep;
@@ -277,6 +283,62 @@ static void judge_allowed(struct iso_controller *c, struct findings *f, int ni,
 	}
 }
 
+/* One node's RoCE VFs: each assigned VF as its agent read it back. */
+static void judge_vfs(struct iso_controller *c, struct findings *f, int ni,
+                      const struct ctl_overlay_view *view)
+{
+	const char *node = c->inv->nodes[ni].name;
+	const char *nodes[2] = {node, NULL};
+
+	for (int w = 0; w < view->n_want_vf; w++) {
+		const struct ctl_node_vf *want = &view->want_vf[w];
+		const struct iso_agent_vf *got = NULL;
+		char name[ISO_NAME_MAX] = "", other[ISO_NAME_MAX] = "";
+		const char *tenants[2] = {name, NULL};
+		int64_t owner;
+
+		if (!want->vlan)
+			continue;
+		for (int i = 0; i < view->n_vf && !got; i++)
+			if (view->vf[i].index == want->vf)
+				got = &view->vf[i];
+		iso_controller_tenant_name(c, want->tenant_id, name, sizeof(name));
+		if (!got || !got->has_vlan) {
+			FINDING(f, ISO_VIOL_MISSING, 0, nodes, tenants,
+			        "node %s: VF %d of tenant %s (VLAN %u) is not reported with its "
+			        "VLAN",
+			        node, want->vf, name, want->vlan);
+			continue;
+		}
+		if (!got->spoofchk)
+			FINDING(f, ISO_VIOL_NO_GUARD, 0, nodes, tenants,
+			        "node %s: VF %d of tenant %s has its spoof check off", node,
+			        want->vf, name);
+		if (got->vlan == want->vlan)
+			continue;
+		owner = got->vlan ? ctl_fabric_vlan_owner(c, got->vlan) : 0;
+		if (owner) {
+			iso_controller_tenant_name(c, owner, other, sizeof(other));
+			const char *both[2] = {name, other};
+			FINDING(
+			    f, ISO_VIOL_CROSS_TENANT, 0, nodes, both,
+			    "node %s: VF %d of tenant %s is on VLAN %u of tenant %s, not its own "
+			    "VLAN %u",
+			    node, want->vf, name, got->vlan, other, want->vlan);
+		} else if (got->vlan == 0) {
+			FINDING(
+			    f, ISO_VIOL_NO_GUARD, 0, nodes, tenants,
+			    "node %s: VF %d of tenant %s has no VLAN (untagged), not its VLAN %u",
+			    node, want->vf, name, want->vlan);
+		} else {
+			FINDING(f, ISO_VIOL_EXTRA, 0, nodes, tenants,
+			        "node %s: VF %d of tenant %s is on VLAN %u, which no tenant holds, "
+			        "not its VLAN %u",
+			        node, want->vf, name, got->vlan, want->vlan);
+		}
+	}
+}
+
 int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
                        struct iso_error *err)
 {
@@ -323,6 +385,7 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 			judge_tenants(c, &f, ni, &view, &un, &n_un, &cap_un);
 			judge_allowed(c, &f, ni, view.overlay, ips, n_ips);
 		}
+		judge_vfs(c, &f, ni, &view);
 		/* drift: a live member its agent should have attached */
 		for (int i = 0; view.sandbox_real && i < view.n_members; i++) {
 			const char *alloc;

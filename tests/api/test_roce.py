@@ -143,6 +143,68 @@ class TestRoceGate(DaemonCase):
                          {"kind": "vf", "index": want["index"], "netdev": "eth0v0", "vlan": t["vlan"]})
 
 
+class TestVerifyRoce(DaemonCase):
+    """The verifier's Ethernet mode judges each RoCE VF as its agent read it
+    back: the tenant's VLAN with the spoof check on, else a finding."""
+
+    def setUp(self):
+        super().setUp()
+        self.t1 = create_tenant(self, self.admin)
+        self.t2 = create_tenant(self, self.admin)
+        a = create_alloc(self, self.admin, one_gpu(self.t1["name"]))
+        b = create_alloc(self, self.admin, one_gpu(self.t2["name"]))
+        self.assertEqual([a["nodes"][0]["node"], b["nodes"][0]["node"]], [N1, N1])
+        self.a, self.b = a["id"], b["id"]
+        doc = self.admin.get("/v1/nodes/%s/desired" % N1).body
+        self.term = doc["term"]
+        self.index = {v["tenant"]: v["index"] for v in doc["vfs"]}
+
+    def vf(self, tenant, vlan=None, spoofchk=True):
+        return {"index": self.index[tenant["name"]], "netdev": "", "ready": True,
+                "vlan": tenant["vlan"] if vlan is None else vlan, "spoofchk": spoofchk}
+
+    def report(self, vfs):
+        def ten(t, alloc):
+            return {"vni": t["vni"], "bridge": "isobr%d" % t["vni"], "vxlan": "isovx%d" % t["vni"],
+                    "members": [{"allocation": alloc, "member": 0, "ifname": "eth0",
+                                 "address": "10.0.0.2"}]}
+        overlay = {"guard": True, "drops": 0, "allowed": [],
+                   "tenants": [ten(self.t1, self.a), ten(self.t2, self.b)]}
+        self.assertStatus(self.admin.request("PUT", "/v1/nodes/%s/status" % N1,
+                                             status(self.term, [], vfs, overlay=overlay)), 204)
+        r = self.admin.get("/v1/fabric/verify")
+        self.assertStatus(r, 200, "verify")
+        return r.body
+
+    def findings(self, vfs):
+        rep = self.report(vfs)
+        return rep["ok"], [(v["kind"], v["nodes"], v["tenants"]) for v in rep["violations"]], rep
+
+    def test_vfs_on_their_tenants_vlans_are_clean(self):
+        ok, found, rep = self.findings([self.vf(self.t1), self.vf(self.t2)])
+        self.assertTrue(ok, repr(rep))
+        self.assertEqual(found, [])
+
+    def test_a_vf_on_another_tenants_vlan_is_cross_tenant(self):
+        ok, found, rep = self.findings([self.vf(self.t1), self.vf(self.t2, vlan=self.t1["vlan"])])
+        self.assertFalse(ok)
+        self.assertEqual(found, [("cross_tenant", [N1], [self.t2["name"], self.t1["name"]])])
+        self.assertIn("VLAN %d of tenant %s" % (self.t1["vlan"], self.t1["name"]),
+                      rep["violations"][0]["message"])
+
+    def test_no_vlan_or_the_spoof_check_off_is_no_guard(self):
+        for bad in (self.vf(self.t1, vlan=0), self.vf(self.t1, spoofchk=False)):
+            ok, found, rep = self.findings([bad, self.vf(self.t2)])
+            self.assertFalse(ok)
+            self.assertEqual(found, [("no_guard", [N1], [self.t1["name"]])], repr(bad))
+
+    def test_a_vlan_no_tenant_holds_is_extra_and_an_unreported_vf_missing(self):
+        ok, found, rep = self.findings([self.vf(self.t1, vlan=3000)])
+        self.assertFalse(ok)
+        self.assertEqual(sorted(found), [("extra", [N1], [self.t1["name"]]),
+                                         ("missing", [N1], [self.t2["name"]])])
+
+
 class TestRoceAgent(ApiTestCase):
     """End to end with a real isostack-agent (sim VF driver: the VF's VLAN
     and spoof check as files of its tree in the state dir): the agent sets
