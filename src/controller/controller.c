@@ -33,6 +33,10 @@ int ctl_tx_begin(struct iso_controller *c, struct iso_error *err)
 	                                       "store: a flush failed; the daemon is stopping")
 	                       : c->store->ops->begin(c->store, err);
 
+	/* The store can no longer vouch for what this process holds (PostgreSQL
+	 * failed over to another timeline): stop as after a failed flush. */
+	if (r == -ENOTCONN)
+		c->sync_failed = true;
 	if (r < 0)
 		ctl_audit_drop_queue(c);
 	/* Committed or undone, the store may differ from what authenticated

@@ -92,6 +92,8 @@ int iso_controller_authenticate(struct iso_controller *c, const char *bearer,
 		 * nothing about the token: 503, not 401, or a client would drop
 		 * a good token (docs/store.md, "PostgreSQL failover"). */
 		int r = c->store->ops->token_get(c->store, id, &t, NULL);
+		if (r == -ENOTCONN) /* another timeline: stop (ctl_tx_begin) */
+			c->sync_failed = true;
 		if (r < 0 && r != -ENOENT)
 			return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
 			                     "store: cannot read the token now; try again");

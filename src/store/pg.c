@@ -70,6 +70,44 @@ static int group_setting(struct pg_store *s, bool on, struct iso_error *err)
 /* Settings every session of the store runs with. synchronous_commit=on is
  * read back: a server or role configured otherwise (off, local) would
  * acknowledge commits that a crash or a failover can lose, so it is refused. */
+static int diverged_error(struct iso_error *err)
+{
+	iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
+	              "store: PostgreSQL failed over to another timeline; commits acknowledged "
+	              "before may be missing there, so the daemon stops and its restart reads "
+	              "what the new primary has");
+	return -ENOTCONN;
+}
+
+/* Which history this session writes: the cluster's system identifier and
+ * the WAL timeline of the primary (the first 8 hex digits of the current WAL
+ * file's name). A promoted standby has the same system identifier and a new
+ * timeline. The first session's is kept; a later session (a reconnect) on
+ * another one has diverged: an asynchronous standby may lack commits this
+ * process acknowledged and holds in memory, and going on would write a hole
+ * into the audit log (docs/store.md, "PostgreSQL failover"). */
+static int check_origin(struct pg_store *s, struct iso_error *err)
+{
+	_cleanup_pgres_ PGresult *res = PQexec(
+	    s->conn, "SELECT system_identifier::text || '/' || CASE WHEN pg_is_in_recovery() "
+	             "THEN 'standby' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END "
+	             "FROM pg_control_system()");
+	const char *got;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		return result_fail(s, res, "reading the server's timeline", NULL, NULL, err);
+	got = PQgetvalue(res, 0, 0);
+	if (!s->origin[0]) {
+		iso_strlcpy(s->origin, got, sizeof(s->origin));
+		return 0;
+	}
+	if (strcmp(s->origin, got) == 0)
+		return 0;
+	iso_log(ISO_LOG_ERR, "store_timeline_changed", "was=%s now=%s", s->origin, got);
+	s->diverged = true;
+	return diverged_error(err);
+}
+
 static int session_setup(struct pg_store *s, struct iso_error *err)
 {
 	static const char *const setup[] = {
@@ -107,6 +145,9 @@ static int session_setup(struct pg_store *s, struct iso_error *err)
 		PQclear(PQexec(s->conn, sql));
 	}
 	s->n_prepared = 0;
+	int rc = check_origin(s, err);
+	if (rc < 0)
+		return rc;
 	return s->group ? group_setting(s, true, err) : 0;
 }
 
@@ -116,6 +157,8 @@ static int session_setup(struct pg_store *s, struct iso_error *err)
  * Inside a transaction the failure stands: the transaction is gone. */
 static int ensure_connected(struct pg_store *s, struct iso_error *err)
 {
+	if (s->diverged)
+		return diverged_error(err);
 	if (PQstatus(s->conn) == CONNECTION_OK)
 		return 0;
 	if (s->in_tx)

@@ -25,6 +25,10 @@ struct pg_store {
 	bool group;     /* group commit on: sessions run synchronous_commit=off */
 	bool unsynced;  /* group: something may have committed since the last sync */
 	bool sync_lost; /* group: the session ended with unsynced commits (pg.c) */
+	/* The server's system identifier and WAL timeline at the first session;
+	 * a reconnect that finds others (a promoted standby) sets `diverged`. */
+	char origin[64];
+	bool diverged;
 	int n_prepared; /* slots of prepared[] in use */
 	const char *prepared[PG_STMT_MAX];
 	/* the leader lease (pg_lease.c) when several isostackd share the
