@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""test_roce.py: RoCE VFs on an Ethernet cluster on the controller's side
-(issue 14, docs/fabric.md "RoCE VFs", docs/api.md tenants): with
+"""test_roce.py: RoCE VFs on an Ethernet cluster (issue 14, docs/fabric.md
+"RoCE VFs", docs/api.md tenants, docs/agents.md "vfs"): with
 fabric.vlan_range every tenant holds a VLAN of its own, taken with the
 tenant like its VNI, kept across a restart, freed with the tenant; a full
 range is a clear 409 naming fabric.vlan_range and makes no tenant; tenants
 made before the range was given get one at the next start; without the
-range no tenant has a vlan.
+range no tenant has a vlan. A tenant on a node with port.vfs holds a VF
+whose desired entry carries its VLAN; the gate waits until the agent reads
+back that VLAN with the spoof check on; a real agent (sim VF driver) sets
+it; the verifier's Ethernet mode finds a VF on another tenant's VLAN, one
+without VLAN or spoof check, on a VLAN nobody holds, or not reported.
 
 Run: python3 tests/api/test_roce.py PATH/TO/isostackd PATH/TO/isoctl
 """
