@@ -374,6 +374,10 @@ static int pg_commit(struct iso_store *is, struct iso_error *err)
 		                     "store: commit: a statement of the transaction failed; "
 		                     "rolled back");
 	}
+	if (PQstatus(s->conn) != CONNECTION_OK) { /* lost before COMMIT: not committed */
+		pg_rollback(is);
+		return iso_pg_fail(s, "commit: connection lost inside the transaction", err);
+	}
 	if (s->group)
 		s->unsynced = true; /* also when the answer is lost: it may have committed */
 	res = PQexec(s->conn, "COMMIT");
