@@ -123,9 +123,10 @@ server_start() {
 standby() {
 	psock="$primary_dir/sock"
 	name="s_$(basename "$dir" | tr -c 'A-Za-z0-9_\n' '_')"
-	[ -f "$primary_dir/data/PG_VERSION" ] &&
-		as_owner "$PG_BIN/pg_ctl" -D "$primary_dir/data" status >/dev/null 2>&1 ||
+	if ! [ -f "$primary_dir/data/PG_VERSION" ] ||
+		! as_owner "$PG_BIN/pg_ctl" -D "$primary_dir/data" status >/dev/null 2>&1; then
 		die "standby: no PostgreSQL running in $primary_dir (start it first)"
+	fi
 	prepare
 	if [ ! -f "$data/PG_VERSION" ]; then
 		rm -rf "$data"
