@@ -707,7 +707,7 @@ static int audit_verify(struct isoctl *ctx, int argc, char **argv)
 	                                        ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *results = json_array();
-	_cleanup_free_ struct iso_audit_keyset *ks = malloc(sizeof(*ks));
+	struct iso_audit_keyset keyset, *ks = &keyset; /* about 7 KiB */
 	const char *flag[2] = {NULL, NULL}; /* --pubkey, --keys */
 	const char *const names[] = {"FILE"};
 	uint8_t pk[ISO_AUDIT_PK_LEN];
@@ -720,7 +720,7 @@ static int audit_verify(struct isoctl *ctx, int argc, char **argv)
 		return isoctl_usage_error(ctx, "missing --pubkey KEYFILE or --keys KEYSET");
 	if (flag[0] && flag[1])
 		return isoctl_usage_error(ctx, "--pubkey and --keys exclude each other");
-	if (!results || !ks)
+	if (!results)
 		return isoctl_oom();
 	if (flag[0]) {
 		if (iso_audit_pubkey_read(flag[0], pk, &err) < 0) {
