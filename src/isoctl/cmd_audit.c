@@ -708,7 +708,7 @@ static int audit_verify(struct isoctl *ctx, int argc, char **argv)
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	_cleanup_json_ json_t *results = json_array();
 	struct iso_audit_keyset keyset, *ks = &keyset; /* about 7 KiB */
-	const char *flag[2] = {NULL, NULL}; /* --pubkey, --keys */
+	const char *flag[2] = {NULL, NULL};            /* --pubkey, --keys */
 	const char *const names[] = {"FILE"};
 	uint8_t pk[ISO_AUDIT_PK_LEN];
 	struct iso_error err = {0};
