@@ -1,6 +1,7 @@
 /* tnum.c: a per-tenant number from an inventory range (tnum.h). Tenants'
  * VXLAN VNIs (vni.c) and RoCE VLANs (fabric.c) follow one set of rules, so
- * they share one pool: the lowest free number of the range, taken in the
+ * they share one pool: the first free number from where the last one was
+ * taken (wrapping, so a freed number comes back last), taken in the
  * tenant's creating transaction, freed by its deleting one, unique.
  *
  * Each tenant's number is kept as a store meta row (kind->meta_prefix and the tenant id, the
@@ -87,25 +88,42 @@ void ctl_tnums_forget(struct ctl_tnums *p, int64_t tenant_id)
 	p->n--;
 }
 
-/* The lowest free number of the range (the pool is sorted). */
-static int pool_free_num(const struct ctl_tnums *p, uint32_t *out, struct iso_error *err)
+/* The first free number of [from, max], else of [min, from): a rotating
+ * search, so that the number a deleted tenant held is handed out last
+ * (the pool is sorted). */
+static int pool_free_num(const struct ctl_tnums *p, uint32_t from, uint32_t *out,
+                         struct iso_error *err)
 {
-	uint32_t want = p->min;
+	uint32_t want = from >= p->min && from <= p->max ? from : p->min;
+	int i = 0;
 
-	for (int i = 0; i < p->n && want <= p->max; i++) {
-		if (p->v[i].num > want)
-			break;
-		if (p->v[i].num == want)
+	while (i < p->n && p->v[i].num < want)
+		i++;
+	for (int laps = 0; laps < 2; laps++) {
+		for (; i < p->n && p->v[i].num == want && want <= p->max; i++)
 			want++;
+		if (want <= p->max && (i == p->n || p->v[i].num != want)) {
+			*out = want;
+			return 0;
+		}
+		want = p->min; /* wrap */
+		i = 0;
 	}
-	if (want > p->max || want < p->min)
-		return iso_error_set(err, ISO_E_NO_CAPACITY, p->kind->field,
-		                     "no free %s in %s [%u, %u]: all %u are held by "
-		                     "tenants (delete a tenant or widen the range)",
-		                     p->kind->noun, p->kind->field, p->min, p->max,
-		                     p->max - p->min + 1);
-	*out = want;
-	return 0;
+	return iso_error_set(err, ISO_E_NO_CAPACITY, p->kind->field,
+	                     "no free %s in %s [%u, %u]: all %u are held by "
+	                     "tenants (delete a tenant or widen the range)",
+	                     p->kind->noun, p->kind->field, p->min, p->max, p->max - p->min + 1);
+}
+
+/* Takes a free number from p->next on and moves p->next past it; the
+ * caller stores both (take_store). */
+static int take(struct ctl_tnums *p, uint32_t *num, struct iso_error *err)
+{
+	int r = pool_free_num(p, p->next, num, err);
+
+	if (r == 0)
+		p->next = *num < p->max ? *num + 1 : p->min;
+	return r;
 }
 
 static int meta_put(struct iso_controller *c, const struct ctl_tnums *p, int64_t tenant_id,
@@ -117,6 +135,42 @@ static int meta_put(struct iso_controller *c, const struct ctl_tnums *p, int64_t
 	if (num)
 		snprintf(val, sizeof(val), "%u", num);
 	return c->store->ops->meta_set(c->store, key, val, err);
+}
+
+static int next_put(struct iso_controller *c, const struct ctl_tnums *p, struct iso_error *err)
+{
+	char key[48], val[16];
+
+	snprintf(key, sizeof(key), "%snext", p->kind->meta_prefix);
+	snprintf(val, sizeof(val), "%u", p->next);
+	return c->store->ops->meta_set(c->store, key, val, err);
+}
+
+/* The stored p->next; 0 when none was stored (a store from before it). */
+static int next_read(struct iso_controller *c, const struct ctl_tnums *p, uint32_t *out,
+                     struct iso_error *err)
+{
+	char key[48], val[32] = "", *end = NULL;
+	struct iso_error e = {0};
+	unsigned long v;
+	int r;
+
+	*out = 0;
+	snprintf(key, sizeof(key), "%snext", p->kind->meta_prefix);
+	r = c->store->ops->meta_get(c->store, key, val, sizeof(val), &e);
+	if (r < 0 && e.code == ISO_E_NOT_FOUND)
+		return 0;
+	if (r < 0) {
+		if (err)
+			*err = e;
+		return r;
+	}
+	v = strtoul(val, &end, 10);
+	if (!val[0] || *end || v == 0 || v > p->kind->limit)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: meta %s is \"%s\", not a %s", key, val, p->kind->noun);
+	*out = (uint32_t)v;
+	return 0;
 }
 
 /* The tenant's stored number: 0 when none (never given, or freed). */
@@ -193,6 +247,14 @@ static int load(struct iso_controller *c, struct ctl_tnums *p, struct iso_error 
 			break;
 		iso_strlcpy(after, page[n - 1].name, sizeof(after));
 	}
+	/* where the search starts: as stored, else one past the highest held
+	 * (a store from before the rotation), else min */
+	if ((r = next_read(c, p, &p->next, err)) < 0)
+		return r;
+	if (!p->next && p->n)
+		p->next = p->v[p->n - 1].num < p->max ? p->v[p->n - 1].num + 1 : p->min;
+	if (p->next < p->min || p->next > p->max)
+		p->next = p->min;
 	if (n_missing == 0)
 		return 0;
 	/* then one each for the tenants without one, in one transaction; a
@@ -209,9 +271,11 @@ static int load(struct iso_controller *c, struct ctl_tnums *p, struct iso_error 
 			uint32_t num = 0;
 			if (find_tenant(p, page[i].id) >= 0)
 				continue;
-			r = pool_free_num(p, &num, err);
+			r = take(p, &num, err);
 			if (r == 0)
 				r = meta_put(c, p, page[i].id, num, err);
+			if (r == 0)
+				r = next_put(c, p, err);
 			if (r == 0 && pool_add(p, page[i].id, num) < 0)
 				r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 		}
@@ -250,9 +314,13 @@ int ctl_tnums_tenant_create(struct iso_controller *c, struct ctl_tnums *p,
 
 	if (!p->on)
 		return 0;
-	r = pool_free_num(p, &num, err);
+	/* p->next moves even when the transaction rolls back: a number
+	 * skipped costs nothing */
+	r = take(p, &num, err);
 	if (r == 0)
 		r = meta_put(c, p, t->id, num, err);
+	if (r == 0)
+		r = next_put(c, p, err);
 	if (r == 0 && pool_add(p, t->id, num) < 0)
 		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	return r;

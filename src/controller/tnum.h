@@ -34,6 +34,13 @@ struct ctl_tnums {
 	uint32_t min, max;
 	struct ctl_tnum *v; /* sorted by num */
 	int n, cap;
+	/* Where the next search for a free number starts: one past the last
+	 * number handed out, wrapping to min. A freed number is given again
+	 * only after the rest of the range was, so a node that missed the
+	 * release (an agent offline with the old tenant's VXLAN or VLAN still
+	 * set) does not meet a new tenant on it. Kept as the meta row
+	 * kind->meta_prefix + "next" in each creating transaction. */
+	uint32_t next;
 };
 
 /* Checks [min, max] within 1..kind->limit, reads every tenant's number back
@@ -45,7 +52,8 @@ void ctl_tnums_close(struct ctl_tnums *p);
 uint32_t ctl_tnums_of(const struct ctl_tnums *p, int64_t tenant_id); /* 0: none */
 int64_t ctl_tnums_owner(const struct ctl_tnums *p, uint32_t num);    /* 0: none */
 int ctl_tnums_count(const struct ctl_tnums *p);                      /* tenants with one */
-/* Inside the tenant's creating transaction: the lowest free number, stored;
+/* Inside the tenant's creating transaction: the first free number from
+ * p->next on (wrapping), stored with the new p->next;
  * ISO_E_NO_CAPACITY naming kind->field when the range is full. */
 int ctl_tnums_tenant_create(struct iso_controller *c, struct ctl_tnums *p,
                             const struct iso_tenant *t, struct iso_error *err);
