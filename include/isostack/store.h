@@ -231,6 +231,11 @@ int iso_store_open_sqlite(const char *path, struct iso_store **out, struct iso_e
 /* Connects with a libpq conninfo (URI or keywords), checks that commits are
  * synchronous, and creates or migrates the schema (docs/store.md). */
 int iso_store_open_postgres(const char *conninfo, struct iso_store **out, struct iso_error *err);
+/* The caller is about to rebuild its state from the store (an elected
+ * follower's controller opens): the server's timeline is taken again, so
+ * that only a failover after this point stops the daemon (docs/store.md,
+ * "PostgreSQL failover"). Does nothing for another store. */
+int iso_store_postgres_rebase(struct iso_store *s, struct iso_error *err);
 /* isostackd's --store: NULL or "sqlite" opens STATE_DIR/state.db; a
  * "postgres://" or "postgresql://" URI, or a keyword conninfo, PostgreSQL.
  * Errors name --store and never echo the conninfo (it may hold a password). */

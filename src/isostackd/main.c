@@ -744,7 +744,10 @@ int main(int argc, char **argv)
 		if (sig != ISO_API_ELECTED)
 			break;
 		params.agent_term = iso_lease_term(lease);
-		if (iso_controller_open(&params, &ctl, &err) < 0 ||
+		/* The state is read again now: so is the server's timeline (a
+		 * follower elected after a PostgreSQL failover goes on). */
+		if (iso_store_postgres_rebase(store, &err) < 0 ||
+		    iso_controller_open(&params, &ctl, &err) < 0 ||
 		    iso_controller_bootstrap_admin(ctl, o.state_dir, o.new_admin_token, &created,
 		                                   &err) < 0) {
 			/* As at a start, a controller that cannot open stops the

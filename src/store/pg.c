@@ -175,6 +175,26 @@ static int ensure_connected(struct pg_store *s, struct iso_error *err)
 	return session_setup(s, err);
 }
 
+int iso_store_postgres_rebase(struct iso_store *is, struct iso_error *err)
+{
+	struct pg_store *s;
+
+	if (!is || strcmp(is->ops->name, "postgres") != 0)
+		return 0;
+	s = pg_store_of(is);
+	if (s->in_tx)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL,
+		                     "store: rebase: a transaction is open");
+	s->origin[0] = '\0';
+	s->diverged = false;
+	/* A session that still answers gives the timeline now; one that met a
+	 * dead server is made again, and its setup takes it (origin empty). */
+	if (PQstatus(s->conn) == CONNECTION_OK && check_origin(s, NULL) == 0)
+		return 0;
+	s->origin[0] = '\0';
+	return ensure_connected(s, err);
+}
+
 /* The name of the statement prepared for `sql`, preparing it on first use. */
 static int prepared_name(struct pg_store *s, const char *sql, char *name, size_t size,
                          const char *op, struct iso_error *err)

@@ -17,7 +17,9 @@ standby is promoted (pg_ctl promote).
   what the daemon then holds is what a restart reads back (nothing
   half-applied), and the audit log exported from the new primary verifies.
 - A clean switchover: the next request is 503 and the daemon stops
-  (store_timeline_changed); started again it serves.
+  (store_timeline_changed); started again it serves. With two isostackd the
+  leader stops so, and the follower is elected and serves (it takes the new
+  timeline when it opens its controller).
 - Without a synchronous standby (asynchronous streaming): the same run, but
   the answered writes missing on the promoted standby are only counted and
   printed, not asserted: that loss is what the synchronous standby is for.
@@ -311,6 +313,54 @@ class TestPgFailover(ApiTestCase):
         self.wait_until("it leads again",
                         lambda: d.client().post("/v1/tenants", {"name": "after"}).status == 201)
         self.assertStatus(d.client().get("/v1/tenants/before"), 200)
+
+    def test_follower_elected_after_the_failover_serves(self):
+        """Two isostackd on the two-socket conninfo. After a clean
+        switchover the leader's next write finds the new timeline: 503, it
+        stops with status 1 and hands the lease on. The follower, whose
+        store session was opened on the old timeline, is elected, rebuilds
+        its state from the new primary (taking its timeline then) and
+        serves: it does not stop as well."""
+        from test_leader import Node  # the group's node: own state dir and port
+        tmp = tempfile.mkdtemp(prefix="nodes-", dir=self.dir)
+        nodes = [Node(tmp, i, self.conninfo, ["--no-agents"]) for i in range(2)]
+        for node in nodes:
+            self.addCleanup(node.kill)
+        nodes[0].start()
+        self.wait_until("node0 leads", lambda: (nodes[0].health() or {}).get("role") == "leader")
+        with open(os.path.join(nodes[0].state, "admin.token")) as f:
+            token = f.read().strip()
+        nodes[1].start()
+        self.wait_until("node1 follows",
+                        lambda: (nodes[1].health() or {}).get("role") == "follower")
+        keys = ""
+        for i, n in enumerate(nodes):
+            with open(os.path.join(n.state, "audit.pub")) as f:
+                keys += "%s node%d\n" % (f.read().strip(), i)
+        for n in nodes:  # the cluster's key set, read when a node opens its controller
+            with open(os.path.join(n.state, "audit-keys"), "w") as f:
+                f.write(keys)
+        r = harness.http_request(nodes[0].port, "POST", "/v1/tenants", {"name": "before"},
+                                 token=token)
+        self.assertEqual(r.status, 201, r)
+        script("stop", self.p)
+        script("promote", self.s)
+        r = harness.http_request(nodes[0].port, "POST", "/v1/tenants", {"name": "t0"},
+                                 token=token)
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(nodes[0].proc.wait(T(30)), 1, nodes[0].log_text()[-3000:])
+        self.assertIn("store_timeline_changed", nodes[0].log_text())
+
+        def serves():
+            if nodes[1].proc.poll() is not None:
+                self.fail("node1 stopped: %s" % nodes[1].log_text()[-3000:])
+            r = harness.http_request(nodes[1].port, "POST", "/v1/tenants", {"name": "after"},
+                                     token=token)
+            return r.status == 201
+        self.wait_until("node1 leads and serves", serves)
+        r = harness.http_request(nodes[1].port, "GET", "/v1/tenants/before", token=token)
+        self.assertEqual(r.status, 200, r)
+        self.assertIsNone(nodes[1].proc.poll())
 
     def test_asynchronous_standby_documents_the_loss(self):
         """Documents, does not assert, what an asynchronous standby can lose:
