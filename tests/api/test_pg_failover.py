@@ -361,6 +361,9 @@ class TestPgFailover(ApiTestCase):
         r = harness.http_request(nodes[1].port, "GET", "/v1/tenants/before", token=token)
         self.assertEqual(r.status, 200, r)
         self.assertIsNone(nodes[1].proc.poll())
+        for node in nodes:  # the ASan build: no report from either process
+            for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+                self.assertNotIn(mark, node.log_text())
 
     def test_asynchronous_standby_documents_the_loss(self):
         """Documents, does not assert, what an asynchronous standby can lose:
