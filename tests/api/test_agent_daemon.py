@@ -156,7 +156,9 @@ class TestAgentDaemon(ApiTestCase):
         r = self.admin.delete("/v1/allocations/" + a["id"])
         self.assertIn(r.status, (200, 202, 204), repr(r))
         self.wait_until("the instance is gone", lambda: self.sim_instances(MIG_NODE) == [])
-        self.assertIn("event=agent.destroyed node=ag-n01", self.agent.text())
+        # the sim state file is written before the agent logs the destroy
+        self.wait_until("the destroy logged",
+                        lambda: "event=agent.destroyed node=ag-n01" in self.agent.text())
         self.assertEqual(self.agent.stop(), 0, self.agent.text()[-2000:])
         self.assertIn("event=agent.stop", self.agent.text())
 
