@@ -142,7 +142,8 @@ class PgCluster:
 
     def stop(self):
         subprocess.run([PG_SCRIPT, "stop", self.dir], capture_output=True, timeout=T(60))
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not os.environ.get("ISO_TEST_KEEP"):  # keep the logs for a look
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def data_path(name):

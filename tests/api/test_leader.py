@@ -30,7 +30,6 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,25 +39,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import T, free_port, http_request  # noqa: E402
+from harness import PgCluster, T, free_port, http_request, needs_postgres, psql  # noqa: E402
 
-ROOT = harness.SOURCE_ROOT
-SCRIPT = os.path.join(ROOT, "scripts", "pg-test-cluster.sh")
-PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 CONFIG = harness.data_path("small.yaml")
 MIG_1G = {"count": 1, "profile": "1g.10gb"}
 # The issue's goal for a crash failover, not scaled for slow builds: it is
 # the lease (5 s) plus a renew interval plus the new leader's start, measured
 # at 5.0-5.2 s here also under ASan.
 FAILOVER_BOUND_S = 10.0
-
-
-def psql(conninfo, sql):
-    out = subprocess.run(["psql", conninfo, "-XtAq", "-c", sql], capture_output=True,
-                         text=True, timeout=T(30))
-    if out.returncode != 0:
-        raise AssertionError("psql %r: %s" % (sql, out.stderr))
-    return out.stdout.strip()
 
 
 class Node:
@@ -109,25 +97,16 @@ class Node:
             return f.read().decode("utf-8", "replace")
 
 
-@unittest.skipUnless(os.access(os.path.join(PG_BIN, "initdb"), os.X_OK),
-                     "no PostgreSQL server binaries in %s (apt-get install postgresql-15)" % PG_BIN)
+@needs_postgres
 class TestLeader(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="iso-leader-")
-        out = subprocess.run([SCRIPT, "start", cls.dir], capture_output=True, text=True,
-                             timeout=T(60))
-        if out.returncode != 0:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise AssertionError("pg-test-cluster.sh start: %s" % out.stderr)
-        cls.base = out.stdout.strip().splitlines()[-1]
-        cls.n = 0
+        cls.pg = PgCluster("iso-leader-")
+        cls.dir, cls.base = cls.pg.dir, cls.pg.base
 
     @classmethod
     def tearDownClass(cls):
-        subprocess.run([SCRIPT, "stop", cls.dir], capture_output=True, timeout=T(60))
-        if not os.environ.get("ISO_TEST_KEEP"):
-            shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.pg.stop()
 
     # -- a group of three
 
@@ -136,10 +115,7 @@ class TestLeader(unittest.TestCase):
         audit key; the key set of all three is then published in every state
         dir (audit-keys), read when a node opens its controller (at its start
         or when elected). Returns (nodes, leader, admin token)."""
-        type(self).n += 1
-        name = "iso_leader_%d" % self.n
-        psql(self.base, "CREATE DATABASE %s" % name)
-        self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
+        self.conninfo = self.pg.fresh_db("iso_leader")
         tmp = tempfile.mkdtemp(prefix="nodes-", dir=self.dir)
         nodes = [Node(tmp, i, self.conninfo, extra, config) for i in range(3)]
         self.nodes = nodes
@@ -366,10 +342,7 @@ class TestLeader(unittest.TestCase):
         # takes the lease back with a new term (SkyPilot #10347), and since
         # someone could have led in between, it drops its state and starts
         # again (a new holder: a takeover, another term).
-        type(self).n += 1
-        name = "iso_leader_%d" % self.n
-        psql(self.base, "CREATE DATABASE %s" % name)
-        self.conninfo = self.base.replace("dbname=postgres", "dbname=" + name)
+        self.conninfo = self.pg.fresh_db("iso_leader")
         node = Node(tempfile.mkdtemp(prefix="nodes-", dir=self.dir), 0, self.conninfo,
                     ["--no-agents", "--lease-ms", "1000", "--renew-ms", "500"])
         self.nodes = [node]
@@ -452,7 +425,7 @@ class TestLeader(unittest.TestCase):
         return heads.splitlines()
 
     def verify(self, keys_text, export):
-        keys = os.path.join(self.dir, "verify-keys-%d" % self.n)
+        keys = os.path.join(self.dir, "verify-keys-%d" % self.pg.n)
         with open(keys, "w") as f:
             f.write(keys_text)
         return subprocess.run([harness.Binaries.isoctl, "audit", "verify", "--keys", keys, export],
@@ -479,7 +452,7 @@ class TestLeader(unittest.TestCase):
         self.assertEqual(self.post(new, "/v1/tenants", {"name": "after"}, token).status, 201)
         h = self.get(new, "/v1/audit/head", token)
         self.assertEqual(h.body["key_id"], self.key_id(new), h)
-        export = os.path.join(self.dir, "log-%d.jsonl" % self.n)
+        export = os.path.join(self.dir, "log-%d.jsonl" % self.pg.n)
         heads = self.export_log(export)
         signers = {ln.split(" ")[4] for ln in heads}
         self.assertEqual(signers, {self.key_id(leader), self.key_id(new)}, heads)
@@ -555,7 +528,7 @@ class TestLeader(unittest.TestCase):
         # leader, and after a kill -9 the new one, whose term it then holds.
         nodes, leader, token = self.group(extra=(), config=harness.data_path("agents.yaml"))
         self.check_one_leader(nodes, leader)
-        token_file = os.path.join(self.dir, "agent-%d.token" % self.n)
+        token_file = os.path.join(self.dir, "agent-%d.token" % self.pg.n)
         with open(token_file, "w") as f:
             f.write(token + "\n")
         agent_state = tempfile.mkdtemp(prefix="agent-", dir=self.dir)
