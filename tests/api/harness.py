@@ -706,6 +706,36 @@ class SharedDaemonCase(ApiTestCase):
             cls.d.cleanup()
 
 
+class FreshDaemonCase(ApiTestCase):
+    """A new daemon (empty state) for every test: `config`, `daemon_args`
+    and `agents` say how it starts. A failed start still cleans it up."""
+
+    config = "small.yaml"
+    daemon_args = ()
+    agents = False
+
+    def setUp(self):
+        self.d = Daemon(self.config, extra_args=self.daemon_args, agents=self.agents)
+        try:
+            self.d.start()
+        except BaseException:
+            self.d.cleanup()
+            raise
+        self.admin = self.d.client()
+
+    def tearDown(self):
+        try:
+            self.d.stop()
+        finally:
+            self.d.cleanup()
+
+    def desired(self, node):
+        """GET /v1/nodes/NODE/desired as the admin: the node's desired document."""
+        r = self.admin.get("/v1/nodes/%s/desired" % node)
+        self.assertStatus(r, 200, "desired state of %s" % node)
+        return r.body
+
+
 def check_error_shape(tc, r):
     tc.assertTrue(r.is_json, "error body is not JSON: %r" % r)
     b = r.body

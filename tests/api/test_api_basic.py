@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (ApiTestCase, Daemon, T, check_allocation, check_error_shape,  # noqa: E402
+from harness import (T, check_allocation, check_error_shape,  # noqa: E402
                      check_gpu_view, create_alloc, create_tenant, issue_token, slots_of,
                      token_id, uniq)
 
@@ -39,25 +39,10 @@ class DaemonCase(harness.SharedDaemonCase):
     config = SMALL
 
 
-class FreshDaemonCase(ApiTestCase):
+class FreshDaemonCase(harness.FreshDaemonCase):
     """A new daemon (empty state) for every test: placement is deterministic."""
 
     config = SMALL
-
-    def setUp(self):
-        self.d = Daemon(self.config)
-        try:
-            self.d.start()
-        except BaseException:
-            self.d.cleanup()
-            raise
-        self.admin = self.d.client()
-
-    def tearDown(self):
-        try:
-            self.d.stop()
-        finally:
-            self.d.cleanup()
 
     def tenant_with_user(self, user="alice"):
         t = create_tenant(self, self.admin)["name"]

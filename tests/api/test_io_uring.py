@@ -18,33 +18,15 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, create_alloc, create_tenant, issue_token  # noqa: E402
+from harness import create_alloc, create_tenant, issue_token  # noqa: E402
 
 # tests/api/data/agents.yaml: ag-n01 = 2 x h100-80gb with MIG (pool "mig"),
 # ag-n02 = 2 x whole h100-80gb (pool "whole").
 AGENTS, MIG_NODE, WHOLE_NODE = "agents.yaml", "ag-n01", "ag-n02"
 
 
-class IoUringCase(ApiTestCase):
-    def setUp(self):
-        self.d = Daemon(AGENTS)
-        try:
-            self.d.start()
-        except BaseException:
-            self.d.cleanup()
-            raise
-        self.admin = self.d.client()
-
-    def tearDown(self):
-        try:
-            self.d.stop()
-        finally:
-            self.d.cleanup()
-
-    def desired(self, node):
-        r = self.admin.get("/v1/nodes/%s/desired" % node)
-        self.assertStatus(r, 200, "desired state of %s" % node)
-        return r.body
+class IoUringCase(harness.FreshDaemonCase):
+    config = AGENTS
 
     def uring_of(self, node):
         return {(m["tenant"], m["member"]): m["io_uring"] for m in self.desired(node)["members"]}

@@ -23,7 +23,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import ApiTestCase, Daemon, create_alloc, create_tenant, issue_token  # noqa: E402
+from harness import Daemon, create_alloc, create_tenant, issue_token  # noqa: E402
 
 # tests/api/data/agents.yaml: ag-n01 = 2 x h100-80gb with MIG (pool "mig").
 AGENTS, MIG_NODE = "agents.yaml", "ag-n01"
@@ -34,30 +34,8 @@ N1, N2, N3 = "eth-n01", "eth-n02", "eth-n03"
 IP1, IP2 = "192.0.2.11", "192.0.2.12"
 
 
-class DaemonCase(ApiTestCase):
+class DaemonCase(harness.FreshDaemonCase):
     config = AGENTS
-    agents = False
-    daemon_args = ()
-
-    def setUp(self):
-        self.d = Daemon(self.config, extra_args=self.daemon_args, agents=self.agents)
-        try:
-            self.d.start()
-        except BaseException:
-            self.d.cleanup()
-            raise
-        self.admin = self.d.client()
-
-    def tearDown(self):
-        try:
-            self.d.stop()
-        finally:
-            self.d.cleanup()
-
-    def desired(self, node):
-        r = self.admin.get("/v1/nodes/%s/desired" % node)
-        self.assertStatus(r, 200, "desired state of %s" % node)
-        return r.body
 
     def put_status(self, node, body):
         return self.admin.request("PUT", "/v1/nodes/%s/status" % node, body)

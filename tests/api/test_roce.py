@@ -33,24 +33,8 @@ N1, N2 = "eth-n01", "eth-n02"
 ETH = "eth.yaml"
 
 
-class DaemonCase(ApiTestCase):
+class DaemonCase(harness.FreshDaemonCase):
     config = ROCE
-    agents = False
-
-    def setUp(self):
-        self.d = Daemon(self.config, agents=self.agents)
-        try:
-            self.d.start()
-        except BaseException:
-            self.d.cleanup()
-            raise
-        self.admin = self.d.client()
-
-    def tearDown(self):
-        try:
-            self.d.stop()
-        finally:
-            self.d.cleanup()
 
     def tenant(self, name):
         r = self.admin.get("/v1/tenants/" + name)
