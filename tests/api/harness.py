@@ -100,6 +100,25 @@ def T(seconds):
     return seconds * timeout_scale()
 
 
+# ---- real sandboxes: root, cgroups and the tools a test names ----
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def sandbox_skip_reason(*tools):
+    """Why a test of real sandboxes cannot run here, or None: it needs root,
+    cgroup controllers (v1 hierarchies or a v2 tree) and each of `tools`."""
+    if os.geteuid() != 0:
+        return "not root: sandboxes need root"
+    if not (os.path.isdir(os.path.join(CGROUP_ROOT, "cpuset"))
+            or os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))):
+        return "no cgroup controllers under " + CGROUP_ROOT
+    for tool in tools:
+        if not shutil.which(tool):
+            return "no %s on PATH" % tool
+    return None
+
+
 # ---- a throwaway PostgreSQL (scripts/pg-test-cluster.sh) for --store tests ----
 
 PG_SCRIPT = os.path.join(SOURCE_ROOT, "scripts", "pg-test-cluster.sh")

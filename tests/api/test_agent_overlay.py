@@ -25,18 +25,11 @@ from harness import ApiTestCase, Daemon, create_alloc, create_tenant  # noqa: E4
 from test_agent_daemon import Agent, agent_binary  # noqa: E402
 
 NODE = "eg-n01"
-CG_ROOT = "/sys/fs/cgroup"
+CG_ROOT = harness.CGROUP_ROOT
 
 
 def skip_reason():
-    if os.geteuid() != 0:
-        return "not root: sandboxes and interfaces need root"
-    if not (os.path.isdir(os.path.join(CG_ROOT, "cpuset"))
-            or os.path.exists(os.path.join(CG_ROOT, "cgroup.controllers"))):
-        return "no cgroup controllers under " + CG_ROOT
-    if not shutil.which("ip"):
-        return "no ip (iproute2)"
-    return None
+    return harness.sandbox_skip_reason("ip")
 
 
 def link(name):
