@@ -7,10 +7,10 @@ set -eu
 RUN_PKGS="gcc make meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libsodium-dev libfyaml-dev libcurl4-gnutls-dev libglpk-dev \
 libibmad-dev libibumad-dev libibnetdisc-dev liblua5.4-dev libseccomp-dev libbpf-dev libpq-dev \
-nftables libnftables-dev libnl-3-dev libnl-route-3-dev"
+nftables libnftables-dev libnl-3-dev libnl-route-3-dev libslurm-dev"
 TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl gnuplot-nox \
 opensm ibsim-utils infiniband-diags opa-fm clang libclang-rt-14-dev \
-postgresql-15"
+postgresql-15 slurmctld slurmd slurm-client munge"
 RUNIB_PKGS="$RUN_PKGS opensm ibsim-utils infiniband-diags"
 
 case "${1:-run}" in
