@@ -6,12 +6,12 @@
 #include "api/internal.h"
 
 static const char *const create_keys[] = {
-    "tenant",  "name",     "members",   "gpus",   "cpus",       "memory_mib", "pool",
-    "project", "priority", "isolation", "spread", "on_preempt", "duration_s", "nodes", NULL};
+    "tenant",   "name",      "members", "gpus",       "cpus",       "memory_mib", "pool", "project",
+    "priority", "isolation", "spread",  "on_preempt", "duration_s", "nodes",      NULL};
 static const char *const gpus_keys[] = {"count", "profile", "whole", "model", NULL};
 static const char *const resize_keys[] = {"members", NULL};
-static const char *const list_keys[] = {"limit",           "after", "tenant", "state",
-                                        "idempotency_key", NULL};
+static const char *const list_keys[] = {"limit", "after",           "tenant",
+                                        "state", "idempotency_key", NULL};
 
 static int copy_field(char *dst, size_t size, const char *src, const char *field,
                       struct iso_error *err)

@@ -88,10 +88,10 @@ json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m)
 		                          "node_index", (int)m->node_index, "peers", peers)))
 			return NULL;
 	}
-	json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation,
-	                      "member", (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus,
-	                      "memory_mib", (json_int_t)m->memory_mib, "io_uring", m->io_uring,
-	                      "overlay", overlay);
+	json_t *o =
+	    json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation, "member",
+	              (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus, "memory_mib",
+	              (json_int_t)m->memory_mib, "io_uring", m->io_uring, "overlay", overlay);
 	if (o && m->key[0] && json_object_set_new(o, "key", json_string(m->key)) < 0) {
 		json_decref(o);
 		return NULL;
@@ -452,9 +452,8 @@ static int parse_overlay(const json_t *o, const char *at, struct iso_agent_membe
 static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
                         struct iso_error *err)
 {
-	static const char *const keys[] = {"allocation", "member",   "tenant",  "key",
-	                                   "cpus",       "memory_mib", "io_uring", "overlay",
-	                                   NULL};
+	static const char *const keys[] = {"allocation", "member",   "tenant",  "key", "cpus",
+	                                   "memory_mib", "io_uring", "overlay", NULL};
 	char field[ISO_ERR_FIELD_MAX], at[32], oat[48];
 	struct iso_agent_member_want *w = &d->members[d->n_members];
 	const json_t *io_uring = json_object_get(o, "io_uring"), *overlay;

@@ -499,10 +499,9 @@ static int idem_replay(struct iso_controller *c, const struct iso_principal *p,
 		char id[ISO_ID_MAX];
 		iso_strlcpy(id, out->id, sizeof(id));
 		iso_allocation_clear(out);
-		return iso_error_set(err, ISO_E_CONFLICT, IDEM_FIELD,
-		                     IDEM_FIELD ": already used for allocation %s with a different "
-		                     "request",
-		                     id);
+		return iso_error_set(
+		    err, ISO_E_CONFLICT, IDEM_FIELD,
+		    IDEM_FIELD ": already used for allocation %s with another request", id);
 	}
 	return 1;
 }
@@ -528,18 +527,20 @@ static int check_nodes(struct iso_controller *c, const struct iso_alloc_request 
 
 		snprintf(field, sizeof(field), "nodes[%d]", i);
 		if (ni < 0)
-			return iso_error_set(err, ISO_E_INVALID, field, "%s: no such node in the inventory",
-			                     field);
-		if (seen[ni])
 			return iso_error_set(err, ISO_E_INVALID, field,
-			                     "%s: node %s is named twice (members go on distinct nodes)",
-			                     field, req->nodes[i]);
+			                     "%s: no such node in the inventory", field);
+		if (seen[ni])
+			return iso_error_set(
+			    err, ISO_E_INVALID, field,
+			    "%s: node %s is named twice (members go on distinct nodes)", field,
+			    req->nodes[i]);
 		seen[ni] = true;
 		if (iso_shape_node_members(&c->inv->nodes[ni], &req->shape, 1) < 1)
-			return iso_error_set(err, ISO_E_CAPACITY, field,
-			                     "member %d: node %s cannot hold one member of this shape, "
-			                     "even when empty",
-			                     i, req->nodes[i]);
+			return iso_error_set(
+			    err, ISO_E_CAPACITY, field,
+			    "member %d: node %s cannot hold one member of this shape, "
+			    "even when empty",
+			    i, req->nodes[i]);
 	}
 	return 0;
 }
@@ -666,11 +667,10 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			*err = perr;
 		return r;
 	}
-	json_t *details = json_pack("{s:i, s:i, s:b, s:s, s:i, s:I, s:s}", "members", a.members,
-	                            "gpus", a.shape.gpu_count, "whole", a.shape.whole, "profile",
-	                            a.shape.profile, "cpus", a.shape.cpus, "memory_mib",
-	                            (json_int_t)a.shape.memory_mib, "state",
-	                            iso_alloc_state_name(a.state));
+	json_t *details = json_pack(
+	    "{s:i, s:i, s:b, s:s, s:i, s:I, s:s}", "members", a.members, "gpus", a.shape.gpu_count,
+	    "whole", a.shape.whole, "profile", a.shape.profile, "cpus", a.shape.cpus, "memory_mib",
+	    (json_int_t)a.shape.memory_mib, "state", iso_alloc_state_name(a.state));
 	if (details && a.idem_key[0])
 		json_object_set_new(details, "idempotency_key", json_string(a.idem_key));
 	if (details && req->has_nodes)

@@ -46,8 +46,8 @@ static int no_fit(const struct iso_allocation *a, int k, int want, struct iso_er
  * to (member_nodes): the first rule it breaks there, in the order every
  * policy checks them. Only cluster roles pin, so naming the node's state is
  * no leak. */
-static int pinned_no_fit(const struct iso_cluster_state *cs, const struct iso_allocation *a,
-                         int k, int ni, struct iso_error *err)
+static int pinned_no_fit(const struct iso_cluster_state *cs, const struct iso_allocation *a, int k,
+                         int ni, struct iso_error *err)
 {
 	const struct iso_shape *s = &a->shape;
 	const struct iso_node *node = &cs->inv->nodes[ni];

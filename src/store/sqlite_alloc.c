@@ -67,7 +67,8 @@ static int bind_alloc(sqlite3_stmt *st, const struct iso_allocation *a, const ch
 static int bind_key(sqlite3_stmt *st, const struct iso_allocation *a)
 {
 	if (!a->idem_key[0])
-		return sqlite3_bind_null(st, 25) != SQLITE_OK || sqlite3_bind_null(st, 26) != SQLITE_OK;
+		return sqlite3_bind_null(st, 25) != SQLITE_OK ||
+		       sqlite3_bind_null(st, 26) != SQLITE_OK;
 	return BIND_FIELD(st, 25, a->idem_key) || BIND_FIELD(st, 26, a->idem_hash);
 }
 

@@ -509,9 +509,13 @@ static int create_keyed(struct fixture *fx, const char *key, bool pinned, char *
 	static const char hash[] =
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 	static const char *const pins[] = {"tq-n02"};
-	struct iso_alloc_request req = {.tenant = "t1", .members = 1, .idem_key = key,
-	                                .idem_hash = hash, .has_nodes = pinned,
-	                                .nodes = pinned ? pins : NULL, .n_nodes = pinned};
+	struct iso_alloc_request req = {.tenant = "t1",
+	                                .members = 1,
+	                                .idem_key = key,
+	                                .idem_hash = hash,
+	                                .has_nodes = pinned,
+	                                .nodes = pinned ? pins : NULL,
+	                                .n_nodes = pinned};
 	struct iso_allocation a = {0};
 
 	req.shape.gpu_count = 1;
@@ -519,7 +523,8 @@ static int create_keyed(struct fixture *fx, const char *key, bool pinned, char *
 	int r = iso_controller_alloc_create(fx->ctl, &fx->admin, &req, &a, err);
 	if (r >= 0 && id)
 		iso_strlcpy(id, a.id, ISO_ID_MAX);
-	if (r >= 0 && (strcmp(a.idem_key, key) != 0 || (pinned && strcmp(a.placed[0].node, "tq-n02"))))
+	if (r >= 0 &&
+	    (strcmp(a.idem_key, key) != 0 || (pinned && strcmp(a.placed[0].node, "tq-n02"))))
 		fail_msg("keyed create: key %s node %s", a.idem_key,
 		         a.n_members ? a.placed[0].node : "-");
 	iso_allocation_clear(&a);

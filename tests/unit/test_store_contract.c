@@ -1046,7 +1046,8 @@ static void test_alloc_idem_key(void **state)
 	}
 
 	/* by the index, not a scan of the history */
-	plan_of(f, "SELECT id FROM allocations WHERE idempotency_key = 'slurm-42' AND tenant_id = 1",
+	plan_of(f,
+	        "SELECT id FROM allocations WHERE idempotency_key = 'slurm-42' AND tenant_id = 1",
 	        plan, sizeof(plan));
 	assert_non_null(strstr(plan, "allocations_idempotency"));
 	plan_of(f, "SELECT id FROM allocations WHERE idempotency_key = 'slurm-42'", plan,
