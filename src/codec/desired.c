@@ -88,10 +88,10 @@ json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m)
 		                          "node_index", (int)m->node_index, "peers", peers)))
 			return NULL;
 	}
-	json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation,
-	                      "member", (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus,
-	                      "memory_mib", (json_int_t)m->memory_mib, "io_uring", m->io_uring,
-	                      "overlay", overlay);
+	json_t *o =
+	    json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation, "member",
+	              (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus, "memory_mib",
+	              (json_int_t)m->memory_mib, "io_uring", m->io_uring, "overlay", overlay);
 
 	if (o && m->key[0] && json_object_set_new(o, "key", json_string(m->key)) < 0) {
 		json_decref(o);

@@ -474,9 +474,9 @@ static void test_members_round_trip(void **state)
 	assert_non_null(json_object_get(m1, "overlay"));
 	assert_true(json_is_null(json_object_get(m1, "overlay")));
 	/* a key when the allocation has one (issue 15), else no "key" at all */
-	assert_string_equal(
-	    json_string_value(json_object_get(json_array_get(json_object_get(j, "members"), 0), "key")),
-	    "slurm-42");
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "members"), 0), "key")),
+	                    "slurm-42");
 	assert_null(json_object_get(m1, "key"));
 	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
 	assert_int_equal(out.n_members, 2);
