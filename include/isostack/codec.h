@@ -249,6 +249,9 @@ struct iso_agent_member_want {
 	char allocation[ISO_AGENT_ALLOC_MAX];
 	unsigned member;
 	char tenant[ISO_NAME_MAX];
+	/* its allocation's Idempotency-Key ("key"; iso_idem_key_valid), ""
+	 * when it has none (the key is then absent from the document) */
+	char key[ISO_IDEM_KEY_MAX];
 	unsigned cpus;
 	uint64_t memory_mib;
 	bool io_uring;

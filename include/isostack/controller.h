@@ -320,7 +320,20 @@ struct iso_alloc_request {
 	const char *spread;    /* gpu | node | rack */
 	bool fail_on_preempt;  /* a victim fails rather than going back to the queue */
 	int64_t duration_ms;   /* expected run time, for backfill */
+	/* Idempotency-Key (docs/api.md) and the hex SHA-256 of the canonical
+	 * request it comes with; NULL: none. Scoped by the tenant. */
+	const char *idem_key;
+	const char *idem_hash;
+	/* "nodes": member i on nodes[i] (cluster roles only; n_nodes must be
+	 * `members`); such a request is placed now or refused, never pending.
+	 * has_nodes: the field was given (even empty). */
+	bool has_nodes;
+	const char *const *nodes;
+	int n_nodes;
 };
+/* 0: created (201); 1: the tenant's allocation of req->idem_key, created
+ * before with the same request, is in *out as it is now (200); < 0 refused,
+ * nothing stored. */
 int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
                                 const struct iso_alloc_request *req, struct iso_allocation *out,
                                 struct iso_error *err);
@@ -328,6 +341,7 @@ int iso_controller_alloc_get(struct iso_controller *c, const struct iso_principa
                              const char *id, struct iso_allocation *out, struct iso_error *err);
 struct iso_alloc_query {
 	const char *tenant; /* NULL: all visible */
+	const char *idem_key; /* NULL: any; else only the one(s) created with it */
 	int state;          /* -1: any */
 	const char *after;
 	int limit;

@@ -1,15 +1,17 @@
 /* handlers_allocs.c: /v1/allocations. Decodes requests strictly into an
  * iso_alloc_request; every decision is the controller's. */
+#include <sodium.h>
 #include <string.h>
 
 #include "api/internal.h"
 
 static const char *const create_keys[] = {
     "tenant",  "name",     "members",   "gpus",   "cpus",       "memory_mib", "pool",
-    "project", "priority", "isolation", "spread", "on_preempt", "duration_s", NULL};
+    "project", "priority", "isolation", "spread", "on_preempt", "duration_s", "nodes", NULL};
 static const char *const gpus_keys[] = {"count", "profile", "whole", "model", NULL};
 static const char *const resize_keys[] = {"members", NULL};
-static const char *const list_keys[] = {"limit", "after", "tenant", "state", NULL};
+static const char *const list_keys[] = {"limit",           "after", "tenant", "state",
+                                        "idempotency_key", NULL};
 
 static int copy_field(char *dst, size_t size, const char *src, const char *field,
                       struct iso_error *err)
@@ -123,16 +125,94 @@ static json_t *alloc_json(struct api_request *r, const struct iso_allocation *a)
 	return o;
 }
 
+/* The request's Idempotency-Key header (docs/api.md): NULL when absent;
+ * given twice, empty, too long or with a character outside
+ * [A-Za-z0-9._:-] it is refused before anything is looked up. */
+static int idem_key(struct api_request *r, const char **out)
+{
+	int n = 0;
+	const char *k = api_header(r, "Idempotency-Key", &n);
+
+	*out = NULL;
+	if (n > 1)
+		return iso_error_set(&r->err, ISO_E_INVALID, "Idempotency-Key",
+		                     "header Idempotency-Key: given %d times", n);
+	if (k && !iso_idem_key_valid(k))
+		return iso_error_set(&r->err, ISO_E_INVALID, "Idempotency-Key",
+		                     "Idempotency-Key: want 1-128 characters of [A-Za-z0-9._:-]");
+	*out = k;
+	return 0;
+}
+
+/* What a retry must repeat: SHA-256 of the body with its keys sorted,
+ * compact, without "tenant" (the key's scope, whether the caller named it or
+ * its token did), in hex. */
+static int request_hash(struct api_request *r, json_t *body, char hex[65])
+{
+	_cleanup_(json_decrefp) json_t *copy = json_deep_copy(body);
+	unsigned char h[crypto_hash_sha256_BYTES];
+	char *text;
+
+	if (!copy)
+		return iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "out of memory");
+	json_object_del(copy, "tenant");
+	text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII);
+	if (!text)
+		return iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "out of memory");
+	crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
+	free(text);
+	sodium_bin2hex(hex, 65, h, sizeof(h));
+	return 0;
+}
+
+/* "nodes": an array of node names, one per member (the controller checks
+ * who may give it and what the names are); null is as absent. */
+static int decode_nodes(struct api_request *r, json_t *body, struct iso_alloc_request *req,
+                        const char ***names)
+{
+	json_t *nodes = json_object_get(body, "nodes"), *v;
+	char field[ISO_ERR_FIELD_MAX];
+	size_t i;
+
+	*names = NULL;
+	if (!nodes || json_is_null(nodes))
+		return 0;
+	if (!json_is_array(nodes))
+		return iso_error_set(&r->err, ISO_E_INVALID, "nodes",
+		                     "nodes: must be an array of node names");
+	if (json_array_size(nodes) > ISO_MAX_MEMBERS)
+		return iso_error_set(&r->err, ISO_E_INVALID, "nodes", "nodes: at most %d",
+		                     ISO_MAX_MEMBERS);
+	*names = calloc(json_array_size(nodes) + 1, sizeof(**names));
+	if (!*names)
+		return iso_error_set(&r->err, ISO_E_INTERNAL, NULL, "out of memory");
+	json_array_foreach (nodes, i, v) {
+		snprintf(field, sizeof(field), "nodes[%zu]", i);
+		if (!json_is_string(v))
+			return iso_error_set(&r->err, ISO_E_INVALID, field, "%s: must be a string",
+			                     field);
+		(*names)[i] = json_string_value(v);
+	}
+	req->has_nodes = true;
+	req->nodes = *names;
+	req->n_nodes = (int)json_array_size(nodes);
+	return 0;
+}
+
 int api_alloc_create(struct api_request *r)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	_cleanup_(iso_allocation_clearp) struct iso_allocation a = {0};
 	struct iso_alloc_request req = {0};
+	_cleanup_free_ const char **names = NULL;
 	const char *pool = NULL;
+	char hash[65];
 	int64_t members = 1, cpus = 0, memory = 0;
 	json_t *gpus;
+	int created;
 
-	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0 ||
+	if (api_check_query(r, NULL) < 0 || idem_key(r, &req.idem_key) < 0 ||
+	    api_body_object(r, false, &body) < 0 ||
 	    iso_json_check_keys(body, NULL, create_keys, &r->err) < 0 ||
 	    iso_json_get_string(body, "tenant", NULL, false, &req.tenant, &r->err) < 0 ||
 	    iso_json_get_string(body, "name", NULL, false, &req.name, &r->err) < 0 ||
@@ -143,8 +223,13 @@ int api_alloc_create(struct api_request *r)
 	                     &r->err) < 0 ||
 	    iso_json_get_string(body, "pool", NULL, false, &pool, &r->err) < 0)
 		return -1;
-	if (decode_policy(body, &req, &r->err) < 0)
+	if (decode_policy(body, &req, &r->err) < 0 || decode_nodes(r, body, &req, &names) < 0)
 		return -1;
+	if (req.idem_key) {
+		if (request_hash(r, body, hash) < 0)
+			return -1;
+		req.idem_hash = hash;
+	}
 	gpus = json_object_get(body, "gpus");
 	if (gpus && !json_is_null(gpus) && decode_gpus(gpus, &req.shape, &r->err) < 0)
 		return -1;
@@ -152,9 +237,10 @@ int api_alloc_create(struct api_request *r)
 	req.shape.cpus = (int)cpus;
 	req.shape.memory_mib = memory;
 	if (copy_field(req.shape.pool, sizeof(req.shape.pool), pool, "pool", &r->err) < 0 ||
-	    iso_controller_alloc_create(r->ctl, &r->who, &req, &a, &r->err) < 0)
+	    (created = iso_controller_alloc_create(r->ctl, &r->who, &req, &a, &r->err)) < 0)
 		return -1;
-	api_reply(r, MHD_HTTP_CREATED, alloc_json(r, &a));
+	/* 1: a retry with the same key and body, answered with what it made */
+	api_reply(r, created == 1 ? MHD_HTTP_OK : MHD_HTTP_CREATED, alloc_json(r, &a));
 	return 0;
 }
 
@@ -168,6 +254,7 @@ int api_alloc_list(struct api_request *r)
 	if (api_check_query(r, list_keys) < 0 || api_page(r, &q.limit, &q.after) < 0)
 		return -1;
 	q.tenant = api_query(r, "tenant");
+	q.idem_key = api_query(r, "idempotency_key");
 	state = api_query(r, "state");
 	if (state) {
 		enum iso_alloc_state s;

@@ -130,6 +130,7 @@ json_t *api_alloc_json(const struct iso_allocation *a)
 	                 str_or_null(a->spread), "on_preempt",
 	                 a->fail_on_preempt ? "fail" : "requeue", "duration_s",
 	                 a->duration_ms > 0 ? json_integer(a->duration_ms / 1000) : json_null()));
+	json_object_set_new(o, "idempotency_key", str_or_null(a->idem_key));
 	return o;
 }
 

@@ -88,10 +88,15 @@ json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m)
 		                          "node_index", (int)m->node_index, "peers", peers)))
 			return NULL;
 	}
-	return json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation,
-	                 "member", (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus,
-	                 "memory_mib", (json_int_t)m->memory_mib, "io_uring", m->io_uring,
-	                 "overlay", overlay);
+	json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation,
+	                      "member", (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus,
+	                      "memory_mib", (json_int_t)m->memory_mib, "io_uring", m->io_uring,
+	                      "overlay", overlay);
+	if (o && m->key[0] && json_object_set_new(o, "key", json_string(m->key)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
@@ -442,13 +447,14 @@ static int parse_overlay(const json_t *o, const char *at, struct iso_agent_membe
 	return 0;
 }
 
-/* One entry of "members": {"allocation","member","tenant","cpus",
+/* One entry of "members": {"allocation","member","tenant"[,"key"],"cpus",
  * "memory_mib","io_uring","overlay"} (docs/agents.md). */
 static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
                         struct iso_error *err)
 {
-	static const char *const keys[] = {"allocation", "member",   "tenant",  "cpus",
-	                                   "memory_mib", "io_uring", "overlay", NULL};
+	static const char *const keys[] = {"allocation", "member",   "tenant",  "key",
+	                                   "cpus",       "memory_mib", "io_uring", "overlay",
+	                                   NULL};
 	char field[ISO_ERR_FIELD_MAX], at[32], oat[48];
 	struct iso_agent_member_want *w = &d->members[d->n_members];
 	const json_t *io_uring = json_object_get(o, "io_uring"), *overlay;
@@ -478,6 +484,16 @@ static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
 	if (!iso_name_valid(w->tenant))
 		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.tenant", at),
 		                     "desired state: %s is not a tenant name", field);
+	/* "key" is optional: absent when the allocation has none */
+	if (json_object_get(o, "key")) {
+		const char *key = json_string_value(json_object_get(o, "key"));
+		if (!key || !iso_idem_key_valid(key))
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.key", at),
+			                     "desired state: %s must be 1-128 characters of "
+			                     "[A-Za-z0-9._:-]",
+			                     field);
+		iso_strlcpy(w->key, key, sizeof(w->key));
+	}
 	if ((r = get_uint(o, "cpus", FIELD("%s.cpus", at), 65536, &cpus, err)) < 0 ||
 	    (r = get_uint(o, "memory_mib", FIELD("%s.memory_mib", at), UINT64_C(1) << 40,
 	                  &w->memory_mib, err)) < 0)

@@ -45,6 +45,7 @@ struct agent_entry {
 	/* its allocation's tenant: whose VF on the node the member uses */
 	int64_t tenant_id;
 	char tenant[ISO_NAME_MAX];
+	char key[ISO_IDEM_KEY_MAX]; /* its allocation's Idempotency-Key, "" none */
 	int cpus;           /* what the member was placed with, for its sandbox */
 	int64_t memory_mib; /* (the desired document's "members") */
 	bool gated;         /* the provisioning gate is past for its allocation */
@@ -291,6 +292,7 @@ static void on_member(void *arg, int ni, const struct iso_allocation *a, int k, 
 	e->member = k;
 	e->tenant_id = a->tenant_id;
 	iso_strlcpy(e->tenant, a->tenant, sizeof(e->tenant));
+	iso_strlcpy(e->key, a->idem_key, sizeof(e->key));
 	e->cpus = a->shape.cpus;
 	e->memory_mib = a->shape.memory_mib;
 	for (int s = 0; s < a->n_slots; s++)
@@ -502,6 +504,7 @@ static int build_members(const struct iso_controller *c, int ni, struct iso_agen
 		iso_strlcpy(m->allocation, e->alloc, sizeof(m->allocation));
 		m->member = (unsigned)e->member;
 		iso_strlcpy(m->tenant, e->tenant, sizeof(m->tenant));
+		iso_strlcpy(m->key, e->key, sizeof(m->key));
 		m->cpus = e->cpus > 0 ? (unsigned)e->cpus : 0;
 		m->memory_mib = e->memory_mib > 0 ? (uint64_t)e->memory_mib : 0;
 		/* the tenant's switch (uring.c); off: the strict filter */

@@ -211,9 +211,10 @@ int ctl_take(struct iso_controller *c, const struct iso_allocation *a, int from,
 	return r;
 }
 
-/* Places `want` members of `a` under its isolation class and spreading. */
-static int place(struct iso_controller *c, struct iso_allocation *a, int want,
-                 struct iso_error *err)
+/* Places `want` members of `a` under its isolation class and spreading,
+ * member i on pins[i] for i < n_pins (POST's "nodes"). */
+static int place_pinned(struct iso_controller *c, struct iso_allocation *a, int want,
+                        const char *const *pins, int n_pins, struct iso_error *err)
 {
 	struct iso_place_constraints pc;
 	struct iso_gpu_ref avoid[64];
@@ -221,10 +222,18 @@ static int place(struct iso_controller *c, struct iso_allocation *a, int want,
 
 	if (r < 0)
 		return r;
+	pc.member_nodes = pins;
+	pc.n_member_nodes = n_pins;
 	/* GPUs under a node condition take no new work (agents.c). */
 	pc.avoid_gpus = avoid;
 	pc.n_avoid_gpus = ctl_agents_avoid(c, avoid, (int)ISO_ARRAY_SIZE(avoid));
 	return iso_placer_place_ex(c->placer, &c->cs, a, want, &pc, err);
+}
+
+static int place(struct iso_controller *c, struct iso_allocation *a, int want,
+                 struct iso_error *err)
+{
+	return place_pinned(c, a, want, NULL, 0, err);
 }
 
 int ctl_alloc_activate(struct iso_controller *c, struct iso_allocation *a, uint64_t generation,
@@ -455,6 +464,86 @@ static int check_spread(struct iso_controller *c, const struct iso_alloc_request
 	return 0;
 }
 
+#define IDEM_FIELD "Idempotency-Key"
+
+/* The tenant's allocation of req->idem_key, when there is one: 1 with it in
+ * *out when the request is the same (a retry), a 409 when it is not; 0 when
+ * the key is new. The lookup is by the store's unique index on (key,
+ * tenant), so a tenant's keys neither see nor slow another tenant's. */
+static int idem_replay(struct iso_controller *c, const struct iso_principal *p,
+                       const struct iso_tenant *tn, const struct iso_alloc_request *req,
+                       struct iso_allocation *out, struct iso_error *err)
+{
+	int r;
+
+	if (!req->idem_key)
+		return 0;
+	if (!iso_idem_key_valid(req->idem_key))
+		return iso_error_set(err, ISO_E_INVALID, IDEM_FIELD,
+		                     IDEM_FIELD ": want 1-128 characters of [A-Za-z0-9._:-]");
+	if (!req->idem_hash || strlen(req->idem_hash) != 64)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "idempotency key without its hash");
+	r = c->store->ops->alloc_get_by_key(c->store, tn->id, req->idem_key, out, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	/* A tenant-user's colleague's allocation is not its to see. */
+	if (!alloc_visible(p, out)) {
+		iso_allocation_clear(out);
+		return iso_error_set(err, ISO_E_CONFLICT, IDEM_FIELD,
+		                     IDEM_FIELD ": already used by another allocation of tenant %s",
+		                     tn->name);
+	}
+	if (strcmp(out->idem_hash, req->idem_hash) != 0) {
+		char id[ISO_ID_MAX];
+		iso_strlcpy(id, out->id, sizeof(id));
+		iso_allocation_clear(out);
+		return iso_error_set(err, ISO_E_CONFLICT, IDEM_FIELD,
+		                     IDEM_FIELD ": already used for allocation %s with a different "
+		                     "request",
+		                     id);
+	}
+	return 1;
+}
+
+/* The request's "nodes": cluster roles only (a tenant never sees nodes:
+ * checked before any name is looked at), one distinct inventory node per
+ * member, each able to hold a member of the shape when empty. */
+static int check_nodes(struct iso_controller *c, const struct iso_alloc_request *req,
+                       struct iso_error *err)
+{
+	_cleanup_free_ bool *seen = NULL;
+	char field[ISO_ERR_FIELD_MAX];
+
+	if (req->n_nodes != req->members)
+		return iso_error_set(err, ISO_E_INVALID, "nodes",
+		                     "nodes: give one node per member (%d members, %d nodes)",
+		                     req->members, req->n_nodes);
+	seen = calloc((size_t)(c->inv->n_nodes > 0 ? c->inv->n_nodes : 1), sizeof(*seen));
+	if (!seen)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < req->n_nodes; i++) {
+		int ni = req->nodes[i] ? iso_cluster_state_node_index(&c->cs, req->nodes[i]) : -1;
+
+		snprintf(field, sizeof(field), "nodes[%d]", i);
+		if (ni < 0)
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: no such node in the inventory",
+			                     field);
+		if (seen[ni])
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "%s: node %s is named twice (members go on distinct nodes)",
+			                     field, req->nodes[i]);
+		seen[ni] = true;
+		if (iso_shape_node_members(&c->inv->nodes[ni], &req->shape, 1) < 1)
+			return iso_error_set(err, ISO_E_CAPACITY, field,
+			                     "member %d: node %s cannot hold one member of this shape, "
+			                     "even when empty",
+			                     i, req->nodes[i]);
+	}
+	return 0;
+}
+
 int iso_controller_alloc_create(struct iso_controller *c, const struct iso_principal *p,
                                 const struct iso_alloc_request *req, struct iso_allocation *out,
                                 struct iso_error *err)
@@ -469,8 +558,16 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	r = require_writer(p, "allocation.create", NULL, err);
 	if (r < 0)
 		return r;
+	if (req->has_nodes && iso_role_is_tenant_scoped(p->role))
+		return iso_error_set(err, ISO_E_FORBIDDEN, "nodes",
+		                     "nodes: only cluster roles may place members on named nodes");
 	r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
 	if (r < 0)
+		return r;
+	/* A retry comes before every other check: what was created stays the
+	 * answer, whatever the limits say now. */
+	r = idem_replay(c, p, &tn, req, out, err);
+	if (r != 0)
 		return r;
 	if (req->members < 1 || req->members > ISO_MAX_MEMBERS)
 		return iso_error_set(err, ISO_E_INVALID, "members", "members: must be 1..%d",
@@ -484,6 +581,11 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	if (ctl_shape_asks_nothing(&req->shape))
 		return iso_error_set(err, ISO_E_INVALID, "gpus",
 		                     "a member must ask for something: gpus, cpus or memory_mib");
+	if (req->has_nodes) {
+		r = check_nodes(c, req, err);
+		if (r < 0)
+			return r;
+	}
 	int most = iso_shape_max_members(&req->shape, c->inv, req->members);
 	if (most == 0)
 		return iso_error_set(err, ISO_E_CAPACITY, "gpus",
@@ -513,9 +615,17 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	a.shape = req->shape;
 	a.state = ISO_ALLOC_PENDING;
 	a.created_ms = a.updated_ms = ctl_created_ms(c);
+	if (req->idem_key) {
+		iso_strlcpy(a.idem_key, req->idem_key, sizeof(a.idem_key));
+		iso_strlcpy(a.idem_hash, req->idem_hash, sizeof(a.idem_hash));
+	}
 	r = fill_policy(c, p, &tn, req, &a, err);
 	if (r < 0)
 		return r;
+	/* Pinned members never wait, so they never go back to the queue (to
+	 * be placed elsewhere) either: evicted, they fail. */
+	if (req->has_nodes)
+		a.fail_on_preempt = true;
 	r = ctl_tenancy_check_request(c, &tn, &a, err);
 	if (r < 0)
 		return r;
@@ -527,9 +637,17 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	ctl_demand(c, &a, &charge);
 	r = ctl_tenancy_admit(c, &a, &charge, &perr);
 	if (r == 0)
-		r = place(c, &a, a.members, &perr);
+		r = place_pinned(c, &a, a.members, req->has_nodes ? req->nodes : NULL,
+		                 req->has_nodes ? req->n_nodes : 0, &perr);
 	if (r == 0)
 		r = admit_placed(c, &a, 0, &charge, &perr);
+	if (r == -ENOSPC && req->has_nodes) {
+		/* Pinned: refused now (409, the quota or the node it would have
+		 * waited for), nothing stored, never pending. */
+		if (err)
+			*err = perr;
+		return r;
+	}
 	bool placed = r == 0;
 	if (placed) {
 		r = provision(c, &a, err);
@@ -548,11 +666,16 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 			*err = perr;
 		return r;
 	}
-	emit_alloc(c, p, &a, "allocation.create",
-	           json_pack("{s:i, s:i, s:b, s:s, s:i, s:I, s:s}", "members", a.members, "gpus",
-	                     a.shape.gpu_count, "whole", a.shape.whole, "profile", a.shape.profile,
-	                     "cpus", a.shape.cpus, "memory_mib", (json_int_t)a.shape.memory_mib,
-	                     "state", iso_alloc_state_name(a.state)));
+	json_t *details = json_pack("{s:i, s:i, s:b, s:s, s:i, s:I, s:s}", "members", a.members,
+	                            "gpus", a.shape.gpu_count, "whole", a.shape.whole, "profile",
+	                            a.shape.profile, "cpus", a.shape.cpus, "memory_mib",
+	                            (json_int_t)a.shape.memory_mib, "state",
+	                            iso_alloc_state_name(a.state));
+	if (details && a.idem_key[0])
+		json_object_set_new(details, "idempotency_key", json_string(a.idem_key));
+	if (details && req->has_nodes)
+		json_object_set_new(details, "pinned", json_true());
+	emit_alloc(c, p, &a, "allocation.create", details);
 	if (placed)
 		emit_placed(c, p, &a, 0);
 	r = store_write(c, &a, true, placed, err);
@@ -602,13 +725,17 @@ int iso_controller_alloc_list(struct iso_controller *c, const struct iso_princip
                               const struct iso_alloc_query *q, struct iso_allocation **out, int *n,
                               struct iso_error *err)
 {
-	struct iso_alloc_filter f = {.state = q->state, .after = q->after, .limit = q->limit};
+	struct iso_alloc_filter f = {
+	    .state = q->state, .after = q->after, .limit = q->limit, .idem_key = q->idem_key};
 	enum ctl_scope scope;
 	struct iso_tenant tn;
 	int r = ctl_authorize(p, "allocation.list", &scope, err);
 
 	if (r < 0)
 		return r;
+	if (q->idem_key && !iso_idem_key_valid(q->idem_key))
+		return iso_error_set(err, ISO_E_INVALID, "idempotency_key",
+		                     "idempotency_key: want 1-128 characters of [A-Za-z0-9._:-]");
 	if (q->tenant) {
 		r = ctl_resolve_tenant(c, p, q->tenant, "tenant", &tn, err);
 		if (r < 0)

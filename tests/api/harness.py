@@ -798,7 +798,8 @@ CAPACITY_KEYS = {"nodes", "schedulable_nodes", "gpus", "gpus_free", "memory_slic
                  "memory_mib", "memory_mib_free"}
 ALLOC_KEYS = {"id", "tenant", "name", "state", "reason", "members", "gpus", "cpus", "memory_mib",
               "pool", "owner", "created", "updated", "nodes", "placement",
-              "project", "priority", "isolation", "spread", "on_preempt", "duration_s"}
+              "project", "priority", "isolation", "spread", "on_preempt", "duration_s",
+              "idempotency_key"}
 ALLOC_GPUS_KEYS = {"count", "whole", "profile", "model"}
 PLACEMENT_KEYS = {"member", "node", "gpu", "whole", "profile", "start", "width"}
 VERSION_KEYS = {"version", "api", "store", "placement", "fabric", "commits"}

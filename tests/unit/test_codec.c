@@ -447,6 +447,7 @@ static void test_members_round_trip(void **state)
 	static struct iso_agent_member_want members[] = {{.allocation = A1,
 	                                                  .member = 0,
 	                                                  .tenant = "acme",
+	                                                  .key = "slurm-42",
 	                                                  .cpus = 4,
 	                                                  .memory_mib = 16384,
 	                                                  .io_uring = false,
@@ -472,6 +473,11 @@ static void test_members_round_trip(void **state)
 	json_t *m1 = json_array_get(json_object_get(j, "members"), 1);
 	assert_non_null(json_object_get(m1, "overlay"));
 	assert_true(json_is_null(json_object_get(m1, "overlay")));
+	/* a key only where the allocation has one */
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(json_object_get(j, "members"), 0), "key")),
+	    "slurm-42");
+	assert_null(json_object_get(m1, "key"));
 	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
 	assert_int_equal(out.n_members, 2);
 	for (size_t i = 0; i < 2; i++) {
@@ -479,6 +485,7 @@ static void test_members_round_trip(void **state)
 		assert_string_equal(b->allocation, a->allocation);
 		assert_int_equal(b->member, a->member);
 		assert_string_equal(b->tenant, a->tenant);
+		assert_string_equal(b->key, a->key);
 		assert_int_equal(b->cpus, a->cpus);
 		assert_true(b->memory_mib == a->memory_mib);
 		assert_int_equal(b->io_uring, a->io_uring);
@@ -501,6 +508,9 @@ static void test_members_round_trip(void **state)
 	json_decref(j);
 }
 
+/* 128 characters: with one more, a key one too long */
+#define K16  "KKKKKKKKKKKKKKKK"
+#define K128 K16 K16 K16 K16 K16 K16 K16 K16
 #define MDOC(members)                                                                              \
 	"{\"node\": \"n1\", \"generation\": 7, \"term\": 1, \"gpus\": [], \"vfs\": [], "           \
 	"\"members\": [" members "]}"
@@ -551,6 +561,13 @@ static void test_members_refusals(void **state)
 	    {MDOC(M_OK(", \"overlay\": null") "," M_OK(", \"overlay\": null")),
 	     "members[1].member"},
 	    {MDOC(M_OK(", \"overlay\": 7")), "members[0].overlay"},
+	    /* the allocation's key: a string of the Idempotency-Key's charset */
+	    {MDOC(M_OK(", \"key\": \"\", \"overlay\": null")), "members[0].key"},
+	    {MDOC(M_OK(", \"key\": 42, \"overlay\": null")), "members[0].key"},
+	    {MDOC(M_OK(", \"key\": null, \"overlay\": null")), "members[0].key"},
+	    {MDOC(M_OK(", \"key\": \"slurm 42\", \"overlay\": null")), "members[0].key"},
+	    {MDOC(M_OK(", \"key\": \"slurm/42\", \"overlay\": null")), "members[0].key"},
+	    {MDOC(M_OK(", \"key\": \"K" K128 "\", \"overlay\": null")), "members[0].key"},
 	    {MDOC(M_OK(", \"overlay\": {\"vni\": 1, \"node_index\": 0, \"peers\": [], \"x\": 1}")),
 	     "members[0].overlay.x"},
 	    {MDOC(M_OK(OVL(0, 0, ""))), "members[0].overlay.vni"},
