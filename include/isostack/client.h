@@ -84,6 +84,16 @@ const char *iso_client_url(const struct iso_client *c);
 int iso_client_request(struct iso_client *c, const char *method, const char *path,
                        const json_t *body, struct iso_response *out, struct iso_error *err);
 
+/* iso_client_request with extra request headers: `headers` is NULL or a
+ * NULL-terminated list of "Name: value" lines (e.g. "Idempotency-Key:
+ * slurm-42"), each printable ASCII, at most 1024 bytes, and none of the
+ * headers the client sets itself (Authorization, Content-Type, Accept,
+ * Expect, X-Request-Id); else ISO_E_INVALID, field "headers", nothing sent.
+ * A request retried on another controller of the URL list carries them too. */
+int iso_client_request_headers(struct iso_client *c, const char *method, const char *path,
+                               const json_t *body, const char *const *headers,
+                               struct iso_response *out, struct iso_error *err);
+
 /* GETs a list endpoint (`{"items":[...],"next":...}`) and follows `next`
  * cursors with `after=` until the last page. On success out->body is
  * {"items":[every item]} and out->status that of the last page. A non-2xx page
