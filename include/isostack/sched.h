@@ -261,6 +261,30 @@ extern const struct iso_placer iso_placer_fgd;
  * Its learned demand mix and index live in the cluster state, so the placer
  * itself is stateless and one cluster state may be used with any policy. */
 extern const struct iso_placer iso_placer_isostack;
+/* Slurm's count-based node choice in front of the engine's slice choice
+ * (src/sched/slurm_count.c, docs/placement.md): Slurm sees one count GRES
+ * of compute slices per node (7 per H100) and chooses the node by counts,
+ * CPUs and memory (select/cons_tres); the engine then places the member on
+ * that node only. A node whose count allows the member but whose GPUs
+ * cannot hold it is a miss: the job would fail there and be requeued, and
+ * the model's requeue excludes that node, so Slurm tries its next choice.
+ * Placed whenever some node can hold the member, like every policy here. */
+enum iso_slurm_rule {
+	/* cons_tres's default: the run of consecutive usable nodes with the
+	 * fewest free CPUs, in it the node with the fewest (ties: first). */
+	ISO_SLURM_BEST_FIT,
+	/* Node Weight rising in node order: the first usable node. */
+	ISO_SLURM_FIRST,
+};
+struct iso_slurm_count {
+	enum iso_slurm_rule rule;
+	int64_t misses;   /* members the engine could not place on Slurm's node */
+	int64_t requeued; /* place() calls with at least one miss */
+};
+/* As registered: ISO_SLURM_BEST_FIT, counting nothing. */
+extern const struct iso_placer iso_placer_slurm_count;
+/* The same counting into `sc` (borrowed; outlives the placer). */
+void iso_placer_slurm_count_init(struct iso_placer *p, struct iso_slurm_count *sc);
 /* The stateless policies the daemon can be started with, by name; NULL when unknown. */
 const struct iso_placer *iso_placer_find(const char *name);
 /* Their names, comma-separated, for messages. */

@@ -187,6 +187,17 @@ struct iso_sim_result {
 	int64_t queued;      /* could not be placed at creation */
 	double mean_wait_s;  /* of the queued that were placed later */
 	double elapsed_s;    /* wall clock of the run (informational) */
+	/* Slurm's count-based node choice (the slurm-count policies,
+	 * counts_requeues): GPU pods that Slurm's counts sent at least once to a
+	 * node that could not hold them (each would have failed there and been
+	 * requeued), and such misses in all. 0 for every other policy: they
+	 * choose node and slice together and never send a pod where it does
+	 * not fit. Shares are of the GPU pods submitted (pods - cpu_only);
+	 * saturate also over the arrivals up to the one that crosses 100%
+	 * offered demand (NAN in replay, or when the run never gets there). */
+	bool counts_requeues;
+	int64_t requeued, requeues;
+	double requeue_share, requeue_share_at_100;
 	/* record_places, saturate: `pods` entries in arrival order; owned. */
 	struct iso_sim_place *places;
 };
@@ -211,7 +222,9 @@ const struct iso_sim_cluster *iso_sim_cluster_of(const struct iso_sim *s);
 const int *iso_sim_sequence(const struct iso_sim *s, int *n);
 
 /* The policies the simulator knows, by name ("static", "first-fit",
- * "best-fit", "fgd", "isostack"). */
+ * "best-fit", "fgd", "isostack", "slurm-count", "slurm-count-first"; the
+ * last two: Slurm's count-based node choice, cons_tres's best fit or the
+ * first node, in front of isostack's slice choice). */
 extern const char *const iso_sim_policies[];
 extern const int iso_sim_n_policies;
 

@@ -21,8 +21,11 @@ static const char usage_sim[] =
     "  --nodes FILE          node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
     "  --trace FILE          pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)\n"
     "  --gpu-model MODEL     MIG-capable model every GPU becomes (default h100-80gb)\n"
-    "  --policy LIST         static, first-fit, best-fit, fgd, isostack: one, several\n"
-    "                        comma-separated, or all (those in this build)\n"
+    "  --policy LIST         static, first-fit, best-fit, fgd, isostack, slurm-count,\n"
+    "                        slurm-count-first: one, several comma-separated, or all\n"
+    "                        (those in this build); slurm-count*: Slurm chooses the\n"
+    "                        node by a count GRES, isostack the slice on it, and a\n"
+    "                        node that cannot hold it is a requeue (REQUEUED columns)\n"
     "  --mode MODE           saturate (default): pods drawn until the offered demand\n"
     "                        reaches --max-demand; replay: the trace's own times\n"
     "  --seed N              seed of the arrivals and the sub-cluster (default 1)\n"
@@ -336,6 +339,12 @@ static json_t *result_json(const struct iso_sim_result *res, const struct iso_si
 		json_object_set_new(j, "queued", json_integer(res->queued));
 		json_object_set_new(j, "mean_wait_s", jnum(res->mean_wait_s));
 	}
+	json_object_set_new(j, "counts_requeues", json_boolean(res->counts_requeues));
+	json_object_set_new(j, "requeued", json_integer(res->requeued));
+	json_object_set_new(j, "requeues", json_integer(res->requeues));
+	json_object_set_new(j, "requeue_share", jnum(res->requeue_share));
+	if (res->mode == ISO_SIM_SATURATE)
+		json_object_set_new(j, "requeue_share_at_100", jnum(res->requeue_share_at_100));
 	json_object_set_new(j, "elapsed_s", json_real(res->elapsed_s));
 	if (ilp->done) {
 		json_t *o = json_object();
@@ -387,21 +396,38 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 	static const char *const gaps[] = {"GAP@100",    "GAP@MAX",   "ORDGAP@100",
 	                                   "ORDGAP@MAX", "LPGAP@100", "LPGAP@MAX"};
 	const bool shown[3] = {ilp->done, ilp->done && ilp->in_order, ilp->lp};
-	const char *sat[ISO_ARRAY_SIZE(sat_base) + ISO_ARRAY_SIZE(gaps) + 1];
+	const char *sat[ISO_ARRAY_SIZE(sat_base) + ISO_ARRAY_SIZE(gaps) + 4];
 	size_t n_sat = 0;
-	static const char *const rep[] = {"POLICY",      "GPUS",     "PODS",        "PLACED",
-	                                  "QUEUED",      "REJECTED", "UTILISATION", "MEM_UTIL",
-	                                  "MEAN_WAIT_S", "SECONDS"};
+	static const char *const rep_base[] = {"POLICY",      "GPUS",     "PODS",
+	                                       "PLACED",      "QUEUED",   "REJECTED",
+	                                       "UTILISATION", "MEM_UTIL", "MEAN_WAIT_S"};
+	const char *rep[ISO_ARRAY_SIZE(rep_base) + 4];
+	size_t n_rep = 0;
 	const bool replay = n > 0 && res[0].mode == ISO_SIM_REPLAY;
+	bool requeues = false;
 	_cleanup_(isoctl_table_clear) struct isoctl_table t;
 
+	/* The requeue columns only when a policy chooses nodes by Slurm's
+	 * counts (for the others they are 0 by construction). */
+	for (int i = 0; i < n; i++)
+		requeues = requeues || res[i].counts_requeues;
 	for (size_t k = 0; k < ISO_ARRAY_SIZE(sat_base); k++)
 		sat[n_sat++] = sat_base[k];
 	for (size_t k = 0; k < ISO_ARRAY_SIZE(gaps); k++)
 		if (shown[k / 2])
 			sat[n_sat++] = gaps[k];
+	for (size_t k = 0; k < ISO_ARRAY_SIZE(rep_base); k++)
+		rep[n_rep++] = rep_base[k];
+	if (requeues) {
+		sat[n_sat++] = "REQUEUED";
+		sat[n_sat++] = "REQ_SHARE@100";
+		sat[n_sat++] = "REQ_SHARE";
+		rep[n_rep++] = "REQUEUED";
+		rep[n_rep++] = "REQ_SHARE";
+	}
 	sat[n_sat++] = "SECONDS";
-	isoctl_table_init(&t, replay ? ISO_ARRAY_SIZE(rep) : n_sat, replay ? rep : sat);
+	rep[n_rep++] = "SECONDS";
+	isoctl_table_init(&t, replay ? n_rep : n_sat, replay ? rep : sat);
 	for (int i = 0; i < n; i++) {
 		const struct iso_sim_result *r = &res[i];
 
@@ -426,6 +452,12 @@ static int print_table(const struct iso_sim_result *res, int n, const struct ilp
 					add_ratio(&t, ilp_gap(r, ilp, kind, k));
 			for (int k = 0; k < 2 && shown[2]; k++)
 				add_ratio(&t, lp_gap(r, ilp, k));
+		}
+		if (requeues) {
+			isoctl_table_addf(&t, "%lld", (long long)r->requeued);
+			if (!replay)
+				add_ratio(&t, r->requeue_share_at_100);
+			add_ratio(&t, r->requeue_share);
 		}
 		isoctl_table_addf(&t, "%.2f", r->elapsed_s);
 	}
@@ -533,7 +565,7 @@ static int policy_list(const struct isoctl *ctx, const char *arg, const char **n
 			return isoctl_usage_error(
 			    ctx,
 			    "--policy: unknown policy '%s' (static, first-fit, "
-			    "best-fit, fgd, isostack, or all)",
+			    "best-fit, fgd, isostack, slurm-count, slurm-count-first, or all)",
 			    tok);
 		if (*n == iso_sim_n_policies)
 			return isoctl_usage_error(ctx, "--policy: too many names");

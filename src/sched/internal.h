@@ -32,6 +32,21 @@ static inline const struct iso_mig_profile *iso_sched_gpu_profile(const struct i
 	return iso_mig_profile_find(g->model, s->profile);
 }
 
+/* Free compute slices of node `ni`'s GPUs (a GPU taken whole or quarantined
+ * has none): the capacity a count of slices sees, read by the engine's node
+ * term and by Slurm's count GRES in the slurm-count policy. O(GPUs). */
+static inline int iso_sched_node_free_compute(const struct iso_cluster_state *cs, int ni)
+{
+	const struct iso_node *node = &cs->inv->nodes[ni];
+	const struct iso_gpu_occupancy *o = cs->usage[ni].gpus;
+	int f = 0;
+
+	for (int g = 0; g < node->n_gpus; g++)
+		if (node->gpus[g].model && !o[g].whole)
+			f += node->gpus[g].model->compute_slices - o[g].compute_used;
+	return f;
+}
+
 /* ---- the frame every policy's place() shares (place.c) ---- */
 
 /* A policy's choice for member k of `a` (its shape, its tenant): writes

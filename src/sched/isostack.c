@@ -86,19 +86,6 @@ static bool gpu_ok(const struct req *q, int ni, int pos)
 	return !q->constrained || iso_place_gpu_allowed(q->cs, ni, pos);
 }
 
-/* Free compute slices of the node's GPUs that MIG members could use. */
-static int node_free_slices(const struct req *q, int ni)
-{
-	const struct iso_node *node = &q->cs->inv->nodes[ni];
-	const struct iso_gpu_occupancy *o = q->cs->usage[ni].gpus;
-	int f = 0;
-
-	for (int g = 0; g < node->n_gpus; g++)
-		if (node->gpus[g].model && !o[g].whole)
-			f += node->gpus[g].model->compute_slices - o[g].compute_used;
-	return f;
-}
-
 static double stranded(double f, double cpus, double mem, double per_cpu, double per_mem)
 {
 	double s = 0;
@@ -123,7 +110,7 @@ static int64_t node_term(const struct req *q, int ni, int slices)
 		return 0;
 	per_cpu = ix->d_cpus / ix->d_slices;
 	per_mem = ix->d_mem / ix->d_slices;
-	f = node_free_slices(q, ni);
+	f = iso_sched_node_free_compute(q->cs, ni);
 	c = node->cpus - u->cpus_used;
 	m = (double)(node->memory_mib - u->memory_mib_used);
 	before = stranded(f, c, m, per_cpu, per_mem);
@@ -143,7 +130,7 @@ static int64_t node_surplus(const struct req *q, int ni, int slices)
 	double per_cpu = ix->d_slices > 0 ? ix->d_cpus / ix->d_slices : 0;
 
 	return (int64_t)(node->cpus - q->cs->usage[ni].cpus_used - q->shape->cpus -
-	                 per_cpu * (node_free_slices(q, ni) - slices));
+	                 per_cpu * (iso_sched_node_free_compute(q->cs, ni) - slices));
 }
 
 /* The best feasible choice a decision has scored so far. */

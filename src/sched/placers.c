@@ -10,6 +10,7 @@ static const struct iso_placer *const placers[] = {
     &iso_placer_first_fit,
     &iso_placer_best_fit,
     &iso_placer_fgd,
+    &iso_placer_slurm_count,
 };
 
 const struct iso_placer *iso_placer_find(const char *name)
@@ -25,5 +26,5 @@ const struct iso_placer *iso_placer_find(const char *name)
 /* Kept in the table's order; test_placement checks it against the table. */
 const char *iso_placer_names(void)
 {
-	return "isostack, first-fit, best-fit, fgd";
+	return "isostack, first-fit, best-fit, fgd, slurm-count";
 }

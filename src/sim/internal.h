@@ -64,15 +64,23 @@ struct sim_policy {
 	struct iso_static_layout layout;
 	bool has_layout;
 	struct iso_fgd *fgd;
+	struct iso_slurm_count slurm; /* the slurm-count policies' misses */
+	bool has_slurm;
 };
 int sim_policy_init(struct iso_sim *s, const char *name, struct sim_policy *p,
                     struct iso_error *err);
 void sim_policy_clear(struct sim_policy *p);
 
-int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_sim_result *res,
+int sim_run_saturate(struct iso_sim *s, const struct sim_policy *p, struct iso_sim_result *res,
                      struct iso_error *err);
-int sim_run_replay(struct iso_sim *s, const struct iso_placer *pl, struct iso_sim_result *res,
+int sim_run_replay(struct iso_sim *s, const struct sim_policy *policy, struct iso_sim_result *res,
                    struct iso_error *err);
+/* Misses the policy has counted so far (0 for a policy that chooses node
+ * and slice together). */
+static inline int64_t sim_policy_misses(const struct sim_policy *p)
+{
+	return p->has_slurm ? p->slurm.misses : 0;
+}
 
 /* Compute and memory slices held in `cs`, counted from the GPUs themselves:
  * the runs check their own bookkeeping against it. */

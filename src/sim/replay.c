@@ -46,7 +46,9 @@ struct failed {
 
 struct replay {
 	struct iso_sim *s;
+	const struct sim_policy *p;
 	const struct iso_placer *pl;
+	bool *missed; /* per pod: Slurm's counts sent it where it did not fit */
 	struct iso_sim_result *res;
 	struct iso_error *err;
 	struct iso_cluster_state cs;
@@ -86,8 +88,16 @@ static int try_place(struct replay *rp, int pod)
 
 	if (!a)
 		return iso_error_set(rp->err, ISO_E_INTERNAL, NULL, "out of memory");
+	const int64_t misses = sim_policy_misses(rp->p);
+
 	sim_alloc_init(a, req, pod);
 	r = iso_placer_place(rp->pl, &rp->cs, a, 1, &e);
+	if (sim_policy_misses(rp->p) > misses) {
+		rp->res->requeues += sim_policy_misses(rp->p) - misses;
+		if (!rp->missed[pod])
+			rp->res->requeued++;
+		rp->missed[pod] = true;
+	}
 	if (r < 0) {
 		iso_allocation_clear(a);
 		free(a);
@@ -166,11 +176,12 @@ static int handle(struct replay *rp, const struct event *ev)
 	return rp->qn ? retry_queue(rp, ev->t) : 0;
 }
 
-int sim_run_replay(struct iso_sim *s, const struct iso_placer *pl, struct iso_sim_result *res,
+int sim_run_replay(struct iso_sim *s, const struct sim_policy *policy, struct iso_sim_result *res,
                    struct iso_error *err)
 {
 	const int n = s->trace->n;
-	struct replay rp = {.s = s, .pl = pl, .res = res, .err = err};
+	const struct iso_placer *pl = policy->use;
+	struct replay rp = {.s = s, .p = policy, .pl = pl, .res = res, .err = err};
 	_cleanup_free_ struct event *ev = calloc((size_t)n * 2, sizeof(*ev));
 	double area_c = 0, area_m = 0;
 	int64_t t0, t_prev, held_c, held_m;
@@ -179,11 +190,13 @@ int sim_run_replay(struct iso_sim *s, const struct iso_placer *pl, struct iso_si
 	/* The saturate measures do not apply. */
 	res->alloc_ratio_at_100 = res->alloc_ratio_at_130 = NAN;
 	res->mem_alloc_ratio_at_100 = res->mem_alloc_ratio_at_130 = NAN;
+	res->requeue_share_at_100 = NAN;
 	rp.state = calloc((size_t)n, sizeof(*rp.state));
+	rp.missed = calloc((size_t)n, sizeof(*rp.missed));
 	rp.live = calloc((size_t)n, sizeof(*rp.live)); /* NOLINT(bugprone-sizeof-expression) */
 	rp.queue = calloc((size_t)n, sizeof(*rp.queue));
 	rp.failed = calloc((size_t)n, sizeof(*rp.failed));
-	if (!ev || !rp.state || !rp.live || !rp.queue || !rp.failed) {
+	if (!ev || !rp.state || !rp.missed || !rp.live || !rp.queue || !rp.failed) {
 		r = iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 		goto out;
 	}
@@ -241,6 +254,7 @@ out_state:
 	iso_cluster_state_free(&rp.cs);
 out:
 	free(rp.state);
+	free(rp.missed);
 	free(rp.live);
 	free(rp.queue);
 	free(rp.failed);

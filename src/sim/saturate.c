@@ -35,9 +35,10 @@ static struct iso_sim_place place_of(const struct iso_cluster_state *cs,
 	return p;
 }
 
-int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_sim_result *res,
+int sim_run_saturate(struct iso_sim *s, const struct sim_policy *p, struct iso_sim_result *res,
                      struct iso_error *err)
 {
+	const struct iso_placer *pl = p->use;
 	static const struct iso_sim_place left_out = {.node = -1, .start = -1};
 	struct iso_cluster_state cs;
 	const int max_pct = s->cfg.max_demand_pct;
@@ -53,14 +54,21 @@ int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_
 	if (r < 0)
 		return r;
 	res->unfit = s->unfit;
+	res->requeue_share_at_100 = NAN;
 	for (int q = 0; q < s->n_seq; q++) {
 		const int i = s->seq[q];
 		const struct iso_sim_request *req = &s->req[i];
 		struct iso_allocation a;
 		struct iso_error e = {0};
 
+		const int64_t misses = sim_policy_misses(p);
+
 		sim_alloc_init(&a, req, i);
 		r = iso_placer_place(pl, &cs, &a, 1, &e);
+		if (sim_policy_misses(p) > misses) {
+			res->requeued++;
+			res->requeues += sim_policy_misses(p) - misses;
+		}
 		if (res->places)
 			res->places[q] = r == 0 ? place_of(&cs, &a) : left_out;
 		iso_allocation_clear(&a); /* the cluster state keeps what it holds */
@@ -80,6 +88,12 @@ int sim_run_saturate(struct iso_sim *s, const struct iso_placer *pl, struct iso_
 		offered += req->compute;
 		while (next_pct <= max_pct &&
 		       offered * 100 >= (int64_t)next_pct * res->slices_total) {
+			if (next_pct == 100)
+				res->requeue_share_at_100 =
+				    res->pods > res->cpu_only
+				        ? (double)res->requeued /
+				              (double)(res->pods - res->cpu_only)
+				        : 0;
 			res->curve[res->n_curve++] = (struct iso_sim_point){
 			    .offered_pct = next_pct,
 			    .alloc_ratio = (double)res->alloc_compute / (double)res->slices_total,

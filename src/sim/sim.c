@@ -9,7 +9,8 @@
 
 #include "sim/internal.h"
 
-const char *const iso_sim_policies[] = {"static", "first-fit", "best-fit", "fgd", "isostack"};
+const char *const iso_sim_policies[] = {"static",   "first-fit",   "best-fit",         "fgd",
+                                        "isostack", "slurm-count", "slurm-count-first"};
 const int iso_sim_n_policies = (int)ISO_ARRAY_SIZE(iso_sim_policies);
 
 void sim_alloc_init(struct iso_allocation *a, const struct iso_sim_request *r, int pod)
@@ -324,10 +325,16 @@ int sim_policy_init(struct iso_sim *s, const char *name, struct sim_policy *p,
 		if (!p->use)
 			return iso_error_set(err, ISO_E_NOT_FOUND, "policy",
 			                     "policy isostack not available in this build");
+	} else if (strcmp(name, "slurm-count") == 0 || strcmp(name, "slurm-count-first") == 0) {
+		p->slurm.rule =
+		    strcmp(name, "slurm-count") == 0 ? ISO_SLURM_BEST_FIT : ISO_SLURM_FIRST;
+		p->has_slurm = true;
+		iso_placer_slurm_count_init(&p->placer, &p->slurm);
+		p->use = &p->placer;
 	} else {
 		return iso_error_set(err, ISO_E_INVALID, "policy",
 		                     "unknown policy '%s' (static, first-fit, best-fit, fgd, "
-		                     "isostack)",
+		                     "isostack, slurm-count, slurm-count-first)",
 		                     name);
 	}
 	return 0;
@@ -359,10 +366,16 @@ int iso_sim_run(struct iso_sim *s, const char *policy, struct iso_sim_result *re
 	res->slices_total = (int64_t)s->cluster.n_gpus * s->cluster.model->compute_slices;
 	res->mem_slices_total = (int64_t)s->cluster.n_gpus * s->cluster.model->memory_slices;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	res->counts_requeues = p.has_slurm;
 	if (s->cfg.mode == ISO_SIM_SATURATE)
-		r = sim_run_saturate(s, p.use, res, err);
+		r = sim_run_saturate(s, &p, res, err);
 	else
-		r = sim_run_replay(s, p.use, res, err);
+		r = sim_run_replay(s, &p, res, err);
+	if (r == 0)
+		res->requeue_share =
+		    res->pods > res->cpu_only
+		        ? (double)res->requeued / (double)(res->pods - res->cpu_only)
+		        : 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	sim_policy_clear(&p);

@@ -687,6 +687,30 @@ class TestSimOffline(ApiTestCase):
         self.assertNotIn("ORDGAP", r.out)
         self.assertNotIn(" GAP@100", r.out)
 
+    def test_requeues(self):
+        """slurm-count: the requeue counts reach the JSON of every policy (0 for
+        those that choose node and slice together), the table shows them only
+        when a policy chooses nodes by Slurm's counts."""
+        for mode in ("saturate", "replay"):
+            r = self.sim(*(self.files() + ["--policy", "isostack,slurm-count,slurm-count-first",
+                                           "--mode", mode, "--no-curve", "--json"]))
+            self.assertEqual(r.rc, 0, repr(r))
+            for x in r.json():
+                slurm = x["policy"].startswith("slurm-count")
+                self.assertEqual(x["counts_requeues"], slurm)
+                self.assertLessEqual(x["requeued"], x["requeues"])
+                self.assertLessEqual(x["requeued"], x["pods"] - x["cpu_only"])
+                gpu_pods = x["pods"] - x["cpu_only"]
+                self.assertAlmostEqual(x["requeue_share"], x["requeued"] / gpu_pods)
+                self.assertEqual("requeue_share_at_100" in x, mode == "saturate")
+                if not slurm:
+                    self.assertEqual((x["requeued"], x["requeues"]), (0, 0))
+        r = self.sim(*(self.files() + ["--policy", "isostack,slurm-count", "--no-curve"]))
+        self.assertEqual(r.rc, 0, repr(r))
+        self.assertIn("REQ_SHARE@100", r.out.splitlines()[0])
+        r = self.sim(*(self.files() + ["--policy", "isostack", "--no-curve"]))
+        self.assertNotIn("REQUEUED", r.out)
+
     def test_placements(self):
         """--placements: one entry per arrival for each policy and ILP optimum,
         consistent with the counts, and a table after the summary."""

@@ -1185,6 +1185,236 @@ static void test_random_multi_member(void **state)
 	cluster_free(c);
 }
 
+/* ---- Slurm's count-based node choice (slurm_count.c) ---- */
+
+/* Where member 0 went, or NULL. */
+static const char *node_of(const struct iso_allocation *a)
+{
+	return a->n_members > 0 ? a->placed[0].node : NULL;
+}
+
+/* Counts say yes, geometry says no. n1's H100 holds 1g@0, 1g@2 and 3g@4:
+ * memory slices 1 and 3 are free, 2 compute slices by count. n2's holds
+ * 1g@2 and 1g@6: 5 free by count, but neither 3g start (0, 4). n3 is
+ * empty. A 3g: Slurm's count rules out n1 (2 < 3), takes n2 (first of the
+ * run n2-n3, equal CPUs), the engine cannot place it there: a miss, the
+ * job comes back without n2 and goes to n3. A 2g: n1 by count (2 >= 2),
+ * no 2g start free (0, 2, 4 are taken): a miss, then n2. isostack, choosing
+ * the node itself, puts both where they fit at once. */
+static void test_slurm_count_geometry_miss(void **state)
+{
+	(void)state;
+	const struct node_spec three[] = {{"n1", .model = "h100-80gb", .n_gpus = 1, .mig = 1},
+	                                  {"n2", .model = "h100-80gb", .n_gpus = 1, .mig = 1},
+	                                  {"n3", .model = "h100-80gb", .n_gpus = 1, .mig = 1}};
+	const enum iso_slurm_rule rules[] = {ISO_SLURM_BEST_FIT, ISO_SLURM_FIRST};
+
+	for (size_t ri = 0; ri < ISO_ARRAY_SIZE(rules); ri++) {
+		struct iso_slurm_count sc = {.rule = rules[ri]};
+		struct iso_placer slurm;
+		struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, three, 3);
+		struct cluster *en = cluster_new(ISO_FABRIC_ETHERNET, three, 3);
+		struct iso_allocation held[10], a = req("3g.40gb", 1, 2), b = req("2g.20gb", 1, 2);
+		struct iso_allocation ia = req("3g.40gb", 1, 2), ib = req("2g.20gb", 1, 2);
+		int n_held = 0;
+
+		iso_placer_slurm_count_init(&slurm, &sc);
+		for (int k = 0; k < 2; k++) {
+			struct cluster *x = k ? en : c;
+			held[n_held++] = hold(x, "n1", 0, "1g.10gb", 0);
+			held[n_held++] = hold(x, "n1", 0, "1g.10gb", 2);
+			held[n_held++] = hold(x, "n1", 0, "3g.40gb", 4);
+			held[n_held++] = hold(x, "n2", 0, "1g.10gb", 2);
+			held[n_held++] = hold(x, "n2", 0, "1g.10gb", 6);
+		}
+		assert_int_equal(c->cs.usage[0].gpus[0].free_mask, 0x0a); /* slices 1, 3 */
+
+		assert_int_equal(place_with(&slurm, c, &a, 1), 0);
+		assert_string_equal(node_of(&a), "n3");
+		assert_int_equal(sc.misses, 1);
+		assert_int_equal(sc.requeued, 1);
+		assert_int_equal(place_with(&slurm, c, &b, 1), 0);
+		assert_string_equal(node_of(&b), "n2");
+		assert_int_equal(sc.misses, 2);
+		assert_int_equal(sc.requeued, 2);
+
+		/* isostack's own choice: straight to a node where it fits. */
+		assert_int_equal(place(en, &ia, 1), 0);
+		assert_string_equal(node_of(&ia), "n3");
+		assert_int_equal(place(en, &ib, 1), 0);
+		assert_string_not_equal(node_of(&ib), "n1");
+
+		release(c, &a);
+		release(c, &b);
+		release(en, &ia);
+		release(en, &ib);
+		for (int i = 0; i < n_held; i++)
+			release(i < n_held / 2 ? c : en, &held[i]);
+		cluster_free(c);
+		cluster_free(en);
+	}
+}
+
+/* A miss everywhere the counts allow: refused, every node tried counted,
+ * nothing left behind. No node with the count: refused without a miss
+ * (the job pends in Slurm; nothing is requeued). A whole GPU among partly
+ * used ones: the count (5 + 5 >= 7) allows it, no GPU is empty. */
+static void test_slurm_count_refusals(void **state)
+{
+	(void)state;
+	const struct node_spec two[] = {{"n1", .model = "h100-80gb", .n_gpus = 2, .mig = 1},
+	                                {"n2", .model = "h100-80gb", .n_gpus = 1, .mig = 1}};
+	struct iso_slurm_count sc = {.rule = ISO_SLURM_BEST_FIT};
+	struct iso_placer slurm;
+	struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, two, 2);
+	struct iso_allocation h[6], a = req("3g.40gb", 1, 2), w = req("whole", 1, 2);
+	struct iso_allocation big = req("whole", 2, 2);
+
+	iso_placer_slurm_count_init(&slurm, &sc);
+	/* 1g@2 and 1g@6 on every GPU: 5 free by count each, no 3g start. */
+	h[0] = hold(c, "n1", 0, "1g.10gb", 2);
+	h[1] = hold(c, "n1", 0, "1g.10gb", 6);
+	h[2] = hold(c, "n1", 1, "1g.10gb", 2);
+	h[3] = hold(c, "n1", 1, "1g.10gb", 6);
+	h[4] = hold(c, "n2", 0, "1g.10gb", 2);
+	h[5] = hold(c, "n2", 0, "1g.10gb", 6);
+	/* 3g: n1 (10 by count) and n2 (5) both miss. isostack agrees that it
+	 * fits nowhere. */
+	assert_int_equal(place_with(&slurm, c, &a, 1), -ENOSPC);
+	assert_int_equal(sc.misses, 2);
+	assert_int_equal(sc.requeued, 1);
+	assert_int_equal(a.n_members, 0);
+	assert_int_equal(c->cs.usage[0].members + c->cs.usage[1].members, 6);
+	assert_int_equal(place(c, &a, 1), -ENOSPC);
+	/* A whole GPU: n1 has 10 by count, no empty GPU; n2 has 5 < 7. */
+	assert_int_equal(place_with(&slurm, c, &w, 1), -ENOSPC);
+	assert_int_equal(sc.misses, 3);
+	assert_int_equal(sc.requeued, 2);
+	/* Two whole GPUs: no node has 14 by count, so no requeue. */
+	assert_int_equal(place_with(&slurm, c, &big, 1), -ENOSPC);
+	assert_int_equal(sc.misses, 3);
+	assert_int_equal(sc.requeued, 2);
+	/* Once n1's GPU 1 is empty again, the count and the geometry agree. */
+	release(c, &h[2]);
+	release(c, &h[3]);
+	assert_int_equal(place_with(&slurm, c, &w, 1), 0);
+	expect_slot(&w, 0, "n1", 1, NULL, 0);
+	assert_int_equal(sc.misses, 3);
+	assert_int_equal(sc.requeued, 2);
+	release(c, &w);
+	release(c, &h[0]);
+	release(c, &h[1]);
+	release(c, &h[4]);
+	release(c, &h[5]);
+	iso_allocation_clear(&a);
+	iso_allocation_clear(&big);
+	cluster_free(c);
+}
+
+/* Slurm's node choice by counts (cons_tres): runs of consecutive usable
+ * nodes, the run with the fewest free CPUs, in it the node with the fewest.
+ * n1 16 cpus | n2 4 cpus (too few for 8: not usable, ends the run) | n3 12,
+ * n4 12: runs {n1} = 16 and {n3, n4} = 24, so n1, although n3 has fewer
+ * free CPUs. With n1 gone (cordoned), {n3, n4}: n3 (first of equals); with
+ * n3 at 10 free, n3 still; at 14 free n4. ISO_SLURM_FIRST: the first usable
+ * node. The registered placer is the best-fit rule and counts nothing. */
+static void test_slurm_count_node_choice(void **state)
+{
+	(void)state;
+	const struct node_spec four[] = {
+	    {"n1", .cpus = 16, .model = "h100-80gb", .n_gpus = 1, .mig = 1},
+	    {"n2", .cpus = 4, .model = "h100-80gb", .n_gpus = 1, .mig = 1},
+	    {"n3", .cpus = 12, .model = "h100-80gb", .n_gpus = 1, .mig = 1},
+	    {"n4", .cpus = 12, .model = "h100-80gb", .n_gpus = 1, .mig = 1}};
+	struct iso_slurm_count best = {.rule = ISO_SLURM_BEST_FIT},
+	                       first = {.rule = ISO_SLURM_FIRST};
+	struct iso_placer pb, pf;
+	struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, four, 4);
+	struct iso_allocation a = req("1g.10gb", 1, 2);
+
+	assert_ptr_equal(iso_placer_find("slurm-count"), &iso_placer_slurm_count);
+	iso_placer_slurm_count_init(&pb, &best);
+	iso_placer_slurm_count_init(&pf, &first);
+	a.shape.cpus = 8;
+	assert_int_equal(place_with(&pb, c, &a, 1), 0);
+	assert_string_equal(node_of(&a), "n1");
+	release(c, &a);
+	a = req("1g.10gb", 1, 2);
+	a.shape.cpus = 8;
+	assert_int_equal(place_with(&iso_placer_slurm_count, c, &a, 1), 0);
+	assert_string_equal(node_of(&a), "n1");
+	release(c, &a);
+
+	c->cs.sched[0] = ISO_NODE_CORDONED;
+	a = req("1g.10gb", 1, 2);
+	a.shape.cpus = 8;
+	assert_int_equal(place_with(&pb, c, &a, 1), 0);
+	assert_string_equal(node_of(&a), "n3");
+	release(c, &a);
+	c->nodes[2].cpus = 10;
+	a = req("1g.10gb", 1, 2);
+	a.shape.cpus = 8;
+	assert_int_equal(place_with(&pb, c, &a, 1), 0);
+	assert_string_equal(node_of(&a), "n3");
+	release(c, &a);
+	c->nodes[2].cpus = 14;
+	a = req("1g.10gb", 1, 2);
+	a.shape.cpus = 8;
+	assert_int_equal(place_with(&pb, c, &a, 1), 0);
+	assert_string_equal(node_of(&a), "n4");
+	release(c, &a);
+	c->cs.sched[0] = ISO_NODE_SCHEDULABLE;
+	a = req("1g.10gb", 1, 2);
+	a.shape.cpus = 8;
+	assert_int_equal(place_with(&pf, c, &a, 1), 0);
+	assert_string_equal(node_of(&a), "n1");
+	release(c, &a);
+	assert_int_equal(best.misses + first.misses, 0);
+	cluster_free(c);
+}
+
+/* Slurm's requeues exhaust what its counts allow, so slurm-count refuses a
+ * member only when the engine, complete by test_property_vs_brute_force,
+ * finds no place either: random requests and releases on the mixed
+ * cluster (InfiniBand VFs, MIG off on one GPU, pools, models). */
+static void test_slurm_count_complete(void **state)
+{
+	(void)state;
+	struct cluster *c = cluster_new(ISO_FABRIC_INFINIBAND, mixed, ISO_ARRAY_SIZE(mixed));
+	struct iso_slurm_count sc = {.rule = ISO_SLURM_BEST_FIT};
+	struct iso_placer slurm;
+	struct iso_allocation live[40];
+	int n_live = 0, placed = 0, refused = 0;
+	uint32_t x = 0x5eed5eedu;
+
+	iso_placer_slurm_count_init(&slurm, &sc);
+	for (int step = 0; step < 4000; step++) {
+		if (rng_next(&x) % 3 != 0 && n_live < (int)ISO_ARRAY_SIZE(live)) {
+			int members;
+			live[n_live] = random_req(&x, &members);
+			if (place_with(&slurm, c, &live[n_live], members) == 0) {
+				n_live++;
+				placed++;
+				continue;
+			}
+			assert_int_equal(live[n_live].n_members, 0);
+			assert_int_equal(place(c, &live[n_live], members), -ENOSPC);
+			iso_allocation_clear(&live[n_live]);
+			refused++;
+		} else if (n_live > 0) {
+			int i = (int)(rng_next(&x) % (uint32_t)n_live);
+			release(c, &live[i]);
+			live[i] = live[--n_live];
+		}
+	}
+	assert_true(placed > 500);
+	assert_true(refused > 500);
+	assert_true(sc.misses > 100); /* the counts were wrong often enough to matter */
+	while (n_live > 0)
+		release(c, &live[--n_live]);
+	cluster_free(c);
+}
+
 /* Occupancy written directly (not through take/give) is picked up again by
  * iso_cluster_state_reindex(). */
 static void test_reindex(void **state)
@@ -1226,6 +1456,10 @@ int main(void)
 	    cmocka_unit_test(test_property_vs_brute_force),
 	    cmocka_unit_test(test_random_multi_member),
 	    cmocka_unit_test(test_reindex),
+	    cmocka_unit_test(test_slurm_count_geometry_miss),
+	    cmocka_unit_test(test_slurm_count_refusals),
+	    cmocka_unit_test(test_slurm_count_node_choice),
+	    cmocka_unit_test(test_slurm_count_complete),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

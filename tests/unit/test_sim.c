@@ -770,6 +770,72 @@ static void test_saturate_arithmetic(void **state)
 	free(r);
 }
 
+/* Geometry misses of Slurm's count-based node choice (slurm-count): n1 has
+ * two H100s, n2 one; every pod a 4g.40gb (gpu_milli 450). Slurm sends the
+ * first two to n1 (4g@0 on each GPU); the third finds 6 slices by count on
+ * n1, fits no GPU there (4g only at 0): a requeue, then n2. Every later
+ * one misses on n1 and finds no count elsewhere. isostack chooses the node
+ * itself and never sends a pod where it does not fit. */
+#define TWO_NODES NODE_HDR "n1,64000,262144,2,x\nn2,64000,262144,1,x\n"
+
+static void test_slurm_count_requeues(void **state)
+{
+	struct simfix f;
+	struct iso_sim_result *r = calloc(1, sizeof(*r));
+	struct iso_error e = {0};
+	const char *const slurm[] = {"slurm-count", "slurm-count-first"};
+	/* Replay: a, b on n1; c misses n1, runs on n2 until 50; d misses n1
+	 * and waits, misses n1 again when c leaves, then runs on n2: d is one
+	 * requeued pod with two misses. */
+	const char *pods = POD_HDR "a,1000,1024,1,450,,LS,Running,0,100,\n"
+	                           "b,1000,1024,1,450,,LS,Running,1,100,\n"
+	                           "c,1000,1024,1,450,,LS,Running,2,50,\n"
+	                           "d,1000,1024,1,450,,LS,Running,3,200,\n";
+
+	assert_non_null(r);
+	/* Saturate: 130% of 21 slices is 7 pods; 3 placed, pods 3-7 requeued
+	 * once each; at 100% (the 6th pod) 4 of 6. */
+	sim_init(&f, TWO_NODES, POD_HDR5 "p0,1000,1024,1,450\n", ISO_SIM_SATURATE, 1);
+	for (size_t k = 0; k < ISO_ARRAY_SIZE(slurm); k++) {
+		if (iso_sim_run(f.sim, slurm[k], r, &e) != 0)
+			fail_msg("%s: %s", slurm[k], e.message);
+		assert_true(r->counts_requeues);
+		assert_int_equal(r->pods, 7);
+		assert_int_equal(r->placed, 3);
+		assert_int_equal(r->requeued, 5);
+		assert_int_equal(r->requeues, 5);
+		assert_true(fabs(r->requeue_share - 5.0 / 7) < 1e-12);
+		assert_true(fabs(r->requeue_share_at_100 - 4.0 / 6) < 1e-12);
+		iso_sim_result_clear(r);
+	}
+	if (iso_placer_find("isostack")) {
+		assert_int_equal(iso_sim_run(f.sim, "isostack", r, &e), 0);
+		assert_false(r->counts_requeues);
+		assert_int_equal(r->placed, 3);
+		assert_int_equal(r->requeued, 0);
+		assert_int_equal(r->requeues, 0);
+		assert_true(r->requeue_share == 0);
+		iso_sim_result_clear(r);
+	}
+	sim_fini(&f);
+
+	sim_init(&f, TWO_NODES, pods, ISO_SIM_REPLAY, 1);
+	assert_int_equal(iso_sim_run(f.sim, "slurm-count", r, &e), 0);
+	assert_int_equal(r->placed, 4);
+	assert_int_equal(r->queued, 1);
+	assert_int_equal(r->requeued, 2);
+	assert_int_equal(r->requeues, 3);
+	assert_true(fabs(r->requeue_share - 0.5) < 1e-12);
+	assert_true(isnan(r->requeue_share_at_100));
+	iso_sim_result_clear(r);
+	assert_int_equal(iso_sim_run(f.sim, "first-fit", r, &e), 0);
+	assert_int_equal(r->placed, 4);
+	assert_int_equal(r->requeued, 0);
+	iso_sim_result_clear(r);
+	sim_fini(&f);
+	free(r);
+}
+
 static void test_replay_arithmetic(void **state)
 {
 	struct simfix f;
@@ -1550,6 +1616,7 @@ int main(void)
 	    cmocka_unit_test(test_lp_bound_above_optimum),
 	    cmocka_unit_test(test_ilp_geometry),
 	    cmocka_unit_test(test_places),
+	    cmocka_unit_test(test_slurm_count_requeues),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
