@@ -169,6 +169,11 @@ static const char *const migrations[] = {
     /* 3: each head's signer's key id (8 bytes; docs/audit.md "Key ids and key
      * sets"); NULL for heads signed before, as SQLite's version 8. */
     "ALTER TABLE audit_heads ADD COLUMN key_id BYTEA;",
+    /* 4: per-allocation partitions, as SQLite's version 9 (docs/fabric.md). */
+    ("ALTER TABLE tenants ADD COLUMN partition_mode BIGINT NOT NULL DEFAULT 0"
+     "  CHECK (partition_mode IN (0, 1));"
+     "ALTER TABLE fabric_keys ADD COLUMN alloc_id " T " NOT NULL DEFAULT '';"
+     "ALTER TABLE fabric_ports ADD COLUMN alloc_id " T " NOT NULL DEFAULT '';"),
 };
 
 /* Serialises migrations between processes opening one database. */

@@ -189,6 +189,13 @@ static const char *const migrations[] = {
      * sets"); NULL for heads signed before, read as signed by the key of the
      * set that verifies them. */
     "ALTER TABLE audit_heads ADD COLUMN key_id BLOB;",
+    /* 9: per-allocation partitions (docs/fabric.md): the tenant's mode
+     * (0 per-tenant, 1 per-allocation; existing tenants keep one P_Key),
+     * and the allocation that holds a P_Key or a VF ('' = the tenant). */
+    "ALTER TABLE tenants ADD COLUMN partition_mode INTEGER NOT NULL DEFAULT 0"
+    "  CHECK (partition_mode IN (0, 1));"
+    "ALTER TABLE fabric_keys ADD COLUMN alloc_id TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE fabric_ports ADD COLUMN alloc_id TEXT NOT NULL DEFAULT '';",
 };
 
 int iso_sqlite_schema_version_known(void)
