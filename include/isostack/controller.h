@@ -129,6 +129,9 @@ void iso_controller_commit_stats(const struct iso_controller *c, bool *group_com
 struct iso_fabric_report;
 /* The tenant's P_Key (infiniband / omnipath), or -1 when it has none. */
 int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id);
+/* The P_Key an allocation's members are in: its own (a per-allocation
+ * tenant's, docs/fabric.md), else its tenant's; -1 when none. */
+int iso_controller_alloc_pkey(const struct iso_controller *c, const struct iso_allocation *a);
 /* The tenant's VXLAN VNI on an ethernet fabric; 0 when none (issue 14). */
 uint32_t iso_controller_tenant_vni(const struct iso_controller *c, int64_t tenant_id);
 /* The tenant's RoCE VLAN on an ethernet fabric with fabric.vlan_range; 0
@@ -191,6 +194,8 @@ struct iso_tenant_policy {
 	} limit[ISO_TENANT_LIMITS];
 	bool io_uring_set; /* io_uring: given (set by cluster-admins only) */
 	bool io_uring;
+	bool partition_set; /* partition: given (cluster-admins only) */
+	enum iso_partition_mode partition;
 };
 /* The limits in force for tenant `t` (its own, or the daemon's defaults). */
 void iso_controller_tenant_limits(const struct iso_controller *c, const struct iso_tenant *t,

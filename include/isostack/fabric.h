@@ -46,6 +46,12 @@ int iso_pkey_pool_mark_quarantined(struct iso_pkey_pool *p, uint16_t pkey, int64
  * with err naming `fabric.pkey_range` when none is left. */
 int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
                        struct iso_error *err);
+/* The (pick mod n)-th of the n takeable keys, in key order (pick 0: the
+ * lowest, as take). An allocation's key is taken with a random pick, so that
+ * its number says nothing about which keys others hold (docs/fabric.md,
+ * "Per-allocation partitions"). The same -ENOSPC as take when none is left. */
+int iso_pkey_pool_take_pick(struct iso_pkey_pool *p, int64_t now_ms, uint32_t pick,
+                            uint16_t *out, struct iso_error *err);
 /* Back into quarantine from `now_ms`. */
 void iso_pkey_pool_release(struct iso_pkey_pool *p, uint16_t pkey, int64_t now_ms);
 
@@ -69,6 +75,9 @@ struct iso_partition {
 	uint16_t pkey;     /* 15-bit base */
 	int64_t tenant_id; /* ISO_PART_TENANT only */
 	char tenant[64];   /* ISO_PART_TENANT only */
+	/* ISO_PART_TENANT of one allocation of a per-allocation tenant: its id;
+	 * "" for the tenant's own partition */
+	char alloc[ISO_ID_MAX];
 	bool ipoib, indx0; /* flags rendered on the definition */
 	int n_members;     /* sorted by guid, unique */
 	struct iso_fabric_member *members; /* owned */
@@ -93,13 +102,18 @@ struct iso_port_assignment {
 	int64_t tenant_id;
 	int vf; /* VF index, -1 = the PF (fabric-exclusive node) */
 	uint64_t guid;
+	/* the allocation whose partition the port is in ("": the tenant's own;
+	 * a per-allocation tenant's allocation: its id) */
+	char alloc[ISO_ID_MAX];
 };
 
-/* A tenant's partition as the controller knows it. */
+/* A tenant's partition as the controller knows it: the tenant's own
+ * (alloc NULL or ""), or one allocation's of a per-allocation tenant. */
 struct iso_fabric_tenant {
 	int64_t tenant_id;
 	const char *name;
 	uint16_t pkey;
+	const char *alloc;
 };
 
 /* Builds the intent: Default; every shared service (its GUIDs full, every
@@ -127,6 +141,13 @@ struct iso_fabric_snapshot;
 void iso_port_caps_clear(struct iso_port_caps *c);
 /* From a snapshot (ports with capacity 0 are left out). 0 or -ENOMEM. */
 int iso_port_caps_from_snapshot(const struct iso_fabric_snapshot *s, struct iso_port_caps *out);
+/* How many P_Keys one P_Key table holds when its GUIDs join n_partitions
+ * tenant or allocation partitions: Default + every shared service +
+ * n_partitions. A node's PF and its VFs share one table (ConnectX: 128
+ * entries, docs/reference-fabric.md), so the intent counts, per node, the
+ * distinct partitions of all its GUIDs and refuses more than the port's
+ * capacity (ISO_E_NO_CAPACITY, field "nodes.<node>.port"). */
+int iso_fabric_port_table_count(const struct iso_inventory *inv, int n_partitions);
 /* iso_fabric_intent_build with the capacities read from the fabric (NULL:
  * the inventory's only). */
 int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
@@ -205,6 +226,9 @@ enum iso_violation_kind {
 	ISO_VIOL_NO_GUARD,   /* a node holds overlay members without its VXLAN guard */
 	ISO_VIOL_STRAY_PEER, /* the guard lets in a (peer, vni) that holds no member of its tenant
 	                      */
+	/* two partitions of one tenant (per-allocation: two of its allocations)
+	 * share a key on the fabric */
+	ISO_VIOL_CROSS_PARTITION,
 };
 const char *iso_violation_kind_name(enum iso_violation_kind k);
 

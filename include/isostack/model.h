@@ -30,6 +30,15 @@ bool iso_role_is_tenant_scoped(enum iso_role role);
 #define ISO_DESC_MAX 256
 #define ISO_ID_MAX   40 /* textual object ids: "a-0000000000000001", token ids */
 
+/* How a tenant's allocations map to fabric partitions (P_Keys). */
+enum iso_partition_mode {
+	ISO_PARTITION_PER_TENANT = 0,     /* one P_Key shared by all its allocations */
+	ISO_PARTITION_PER_ALLOCATION = 1, /* each allocation its own P_Key and VFs */
+};
+/* "per-tenant" / "per-allocation"; parse returns -EINVAL for anything else. */
+const char *iso_partition_mode_name(enum iso_partition_mode m);
+int iso_partition_mode_parse(const char *s, enum iso_partition_mode *out);
+
 struct iso_tenant {
 	int64_t id;
 	char name[ISO_NAME_MAX];
@@ -49,6 +58,9 @@ struct iso_tenant {
 	/* io_uring allowed by its members' seccomp filter (docs/sandbox.md);
 	 * false by default, set by cluster-admins only */
 	bool io_uring;
+	/* its fabric partitions (docs/fabric.md, "Per-allocation partitions"):
+	 * one P_Key for the whole tenant, or one per allocation */
+	enum iso_partition_mode partition;
 };
 
 /* The per-tenant limits above as one table (docs/tenancy.md, "Limits"), so

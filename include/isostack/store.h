@@ -34,15 +34,22 @@ struct iso_node_state {
  * (tenant_id > 0) or a key in quarantine since released_ms (tenant_id 0). A
  * port row gives (node, vf) to a tenant; vf -1 is the PF of a node without
  * VFs. */
+/* alloc_id: "" for a tenant's own key or port; an allocation's id for the
+ * key and the VFs of an allocation of a per-allocation tenant
+ * (docs/fabric.md, "Per-allocation partitions"). A key in quarantine has
+ * tenant_id 0, or (after an allocation's release) keeps the tenant and the
+ * allocation it came from with released_ms > 0. */
 struct iso_fabric_key_row {
 	int pkey;
 	int64_t tenant_id;
 	int64_t released_ms;
+	char alloc_id[ISO_ID_MAX];
 };
 struct iso_fabric_port_row {
 	char node[ISO_NAME_MAX];
 	int vf;
 	int64_t tenant_id;
+	char alloc_id[ISO_ID_MAX];
 };
 
 /* Tenancy (docs/tenancy.md). An account is "org:NAME", "tenant:NAME" or

@@ -77,6 +77,12 @@ static json_t *alloc_json(struct api_request *r, const struct iso_allocation *a)
 {
 	json_t *o = api_alloc_json(a), *nodes = json_object_get(o, "nodes"), *m;
 	size_t k;
+	int pkey = iso_controller_alloc_pkey(r->ctl, a);
+	char hex[8];
+
+	/* the P_Key its members are in: its own with per-allocation partitions */
+	snprintf(hex, sizeof(hex), "0x%04x", pkey > 0 ? pkey : 0);
+	json_object_set_new(o, "pkey", pkey > 0 ? json_string(hex) : json_null());
 	json_array_foreach (nodes, k, m) {
 		struct iso_member_device dev[ISO_AGENT_MAX_GPUS]; /* at most 7 per GPU it holds */
 		char cvd[ISO_AGENT_MAX_GPUS * ISO_AGENT_TEXT_MAX] = "";

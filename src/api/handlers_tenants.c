@@ -2,9 +2,11 @@
 #include "api/internal.h"
 
 static const char *const tenant_create_keys[] = {
-    "name", "description", "org", "shares", "isolation", "tags", "limits", "io_uring", NULL};
-static const char *const tenant_update_keys[] = {"description", "org",    "shares",   "isolation",
-                                                 "tags",        "limits", "io_uring", NULL};
+    "name",   "description", "org",       "shares", "isolation",
+    "tags",   "limits",      "io_uring",  "partition", NULL};
+static const char *const tenant_update_keys[] = {"description", "org",      "shares",
+                                                 "isolation",   "tags",     "limits",
+                                                 "io_uring",    "partition", NULL};
 /* "limits": {"max_pending", "max_live", ...}, each optional (the keys and
  * ranges of iso_tenant_limit_def). */
 static int get_limits(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
@@ -45,10 +47,26 @@ static int get_io_uring(json_t *body, struct iso_tenant_policy *pol, struct iso_
 	return 0;
 }
 
+/* "partition": "per-tenant" or "per-allocation", when given. */
+static int get_partition(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
+{
+	const char *mode = NULL;
+
+	if (!json_object_get(body, "partition"))
+		return 0;
+	if (iso_json_get_string(body, "partition", NULL, true, &mode, err) < 0)
+		return -1;
+	if (iso_partition_mode_parse(mode, &pol->partition) < 0)
+		return iso_error_set(err, ISO_E_INVALID, "partition",
+		                     "partition: want per-tenant or per-allocation");
+	pol->partition_set = true;
+	return 0;
+}
+
 /* The tenancy policy fields of a create or update body. */
 static int get_policy(json_t *body, struct iso_tenant_policy *pol, struct iso_error *err)
 {
-	return get_io_uring(body, pol, err) < 0 ||
+	return get_io_uring(body, pol, err) < 0 || get_partition(body, pol, err) < 0 ||
 	               iso_json_get_string(body, "org", NULL, false, &pol->org, err) < 0 ||
 	               iso_json_get_number(body, "shares", NULL, 1e-6, 1e6, &pol->shares, err) <
 	                   0 ||

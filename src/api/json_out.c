@@ -51,6 +51,8 @@ json_t *api_tenant_json(struct iso_controller *ctl, const struct iso_tenant *t)
 	    "tags", t->tags, "limits", "max_pending", lim.max_pending, "max_live", lim.max_live,
 	    "max_user_priority", t->max_user_priority, "writes_per_s", lim.writes_per_s,
 	    "reads_per_s", lim.reads_per_s, "io_uring", t->io_uring);
+	if (o) /* docs/fabric.md, "Per-allocation partitions" */
+		json_object_set_new(o, "partition", json_string(iso_partition_mode_name(t->partition)));
 	uint32_t vni = iso_controller_tenant_vni(ctl, t->id);
 
 	/* issue 14: the tenant's VXLAN VNI, on an ethernet fabric only */

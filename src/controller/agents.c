@@ -414,7 +414,8 @@ static int build_vfs(const struct iso_controller *c, int ni, struct iso_agent_de
 		int n_mine = 0;
 
 		for (int i = 0; i < n->n_e; i++)
-			if (n->e[i].tenant_id == want[v].tenant_id)
+			if (n->e[i].tenant_id == want[v].tenant_id &&
+			    (!want[v].alloc[0] || strcmp(n->e[i].alloc, want[v].alloc) == 0))
 				mine[n_mine++] = &n->e[i];
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sorted */
 		qsort(mine, (size_t)n_mine, sizeof(*mine), member_cmp);
@@ -1208,11 +1209,13 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
  * ready with the GUID the fabric names (a RoCE VF: with the tenant's VLAN
  * and the spoof check on). *has_vf says whether one is due. */
 static const struct iso_agent_vf *vf_ready(const struct agent_node *n, int64_t tenant_id,
-                                           bool *has_vf)
+                                           const char *alloc, bool *has_vf)
 {
 	*has_vf = false;
 	for (int v = 0; v < n->n_want_vf; v++) {
-		if (n->want_vf[v].tenant_id != tenant_id)
+		/* a per-allocation tenant's VF is its allocation's alone */
+		if (n->want_vf[v].tenant_id != tenant_id ||
+		    (n->want_vf[v].alloc[0] && strcmp(n->want_vf[v].alloc, alloc) != 0))
 			continue;
 		*has_vf = true;
 		for (int i = 0; i < n->n_vf; i++) {
@@ -1257,7 +1260,7 @@ static bool slots_ready(const struct agent_node *n, const char *id, int64_t tena
 	/* an agent that makes sandboxes: the member runs in one or not at all */
 	if (n->sandbox_real && (!(sb = sandbox_of(n, id, k)) || !sb->ready))
 		return false;
-	if (!vf_ready(n, tenant_id, &has_vf) && has_vf)
+	if (!vf_ready(n, tenant_id, id, &has_vf) && has_vf)
 		return false;
 	for (int s = 0; s < n_slots; s++) {
 		const struct iso_slot *sl = &slots[s];
@@ -1398,7 +1401,7 @@ bool iso_controller_member_vf(const struct iso_controller *c, const struct iso_a
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n || !c->agents->nodes[ni].seen)
 		return false;
-	if (!(v = vf_ready(&c->agents->nodes[ni], a->tenant_id, &has_vf)))
+	if (!(v = vf_ready(&c->agents->nodes[ni], a->tenant_id, a->id, &has_vf)))
 		return false;
 	out->index = v->index;
 	iso_strlcpy(out->netdev, v->netdev, sizeof(out->netdev));

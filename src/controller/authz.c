@@ -48,6 +48,11 @@ static const struct right rights[] = {
     {"tenant.update.io_uring",
      {A, D, D, D, D},
      "io_uring opens a large kernel attack surface; only a cluster-admin may allow it"},
+    /* one P_Key per allocation: more of the shared pool (docs/fabric.md) */
+    {"tenant.update.partition",
+     {A, D, D, D, D},
+     "the partition mode decides how many P_Keys of the shared pool a tenant takes; only a "
+     "cluster-admin may set it"},
     {"tenant.delete", {A, D, L, L, D}, NULL},
 
     {"org.create", {A, D, D, D, D}, NULL},

@@ -9,6 +9,7 @@
  * after it. An allocation counts as active only once the driver has read the
  * intent back from the fabric; the daemon's tick promotes it then. */
 #include <errno.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,10 +18,23 @@
 
 #define MAX_TENANTS_PER_NODE 256
 
+/* A P_Key held: a tenant's own (alloc ""), or one allocation's of a
+ * per-allocation tenant (docs/fabric.md, "Per-allocation partitions"). */
 struct ctl_key {
 	int64_t tenant_id;
 	char tenant[ISO_NAME_MAX];
 	uint16_t pkey;
+	char alloc[ISO_ID_MAX];
+	bool per_alloc; /* the tenant's own key: its allocations get keys of their own */
+};
+
+/* An allocation's key in quarantine: it still counts against the tenant
+ * that released it until the quarantine ends (its limits.max_live bounds
+ * the keys it holds, live and quarantined together). */
+struct ctl_qkey {
+	int64_t tenant_id;
+	uint16_t pkey;
+	int64_t released_ms;
 };
 
 struct ctl_waiter {
@@ -35,6 +49,15 @@ struct ctl_fabric {
 	struct iso_pkey_pool pool;
 	struct ctl_key *keys;
 	int n_keys, cap_keys;
+	/* staged with the ports: the keys after the transaction, and the keys
+	 * taken from the pool for it (given back at once on an abort) */
+	struct ctl_key *staged_keys;
+	int n_staged_keys;
+	uint16_t *taken;
+	int n_taken;
+	struct ctl_qkey *qkeys;
+	int n_qkeys, cap_qkeys;
+	int64_t stage_now; /* when the staged allocation keys were released */
 	/* committed and staged port assignments */
 	struct iso_port_assignment *ports, *staged;
 	int n_ports, n_staged;
@@ -79,6 +102,9 @@ void ctl_fabric_close(struct iso_controller *c)
 		f->drv->ops->free(f->drv);
 	iso_pkey_pool_free(&f->pool);
 	free(f->keys);
+	free(f->staged_keys);
+	free(f->taken);
+	free(f->qkeys);
 	clear_ports(&f->ports, &f->n_ports);
 	clear_ports(&f->staged, &f->n_staged);
 	iso_fabric_intent_clear(&f->intent);
@@ -89,12 +115,18 @@ void ctl_fabric_close(struct iso_controller *c)
 	c->fabric = NULL;
 }
 
+/* The key of (tenant, allocation) in keys[0..n): alloc "" is the tenant's own. */
+static struct ctl_key *find_key(struct ctl_key *keys, int n, int64_t tenant_id, const char *alloc)
+{
+	for (int i = 0; i < n; i++)
+		if (keys[i].tenant_id == tenant_id && strcmp(keys[i].alloc, alloc) == 0)
+			return &keys[i];
+	return NULL;
+}
+
 static struct ctl_key *key_of(struct ctl_fabric *f, int64_t tenant_id)
 {
-	for (int i = 0; i < f->n_keys; i++)
-		if (f->keys[i].tenant_id == tenant_id)
-			return &f->keys[i];
-	return NULL;
+	return find_key(f->keys, f->n_keys, tenant_id, "");
 }
 
 static int key_add(struct ctl_fabric *f, int64_t tenant_id, const char *name, uint16_t pkey)
@@ -111,6 +143,37 @@ static int key_add(struct ctl_fabric *f, int64_t tenant_id, const char *name, ui
 	iso_strlcpy(f->keys[f->n_keys].tenant, name, sizeof(f->keys[f->n_keys].tenant));
 	f->n_keys++;
 	return 0;
+}
+
+static int qkey_add(struct ctl_fabric *f, int64_t tenant_id, uint16_t pkey, int64_t released_ms)
+{
+	if (f->n_qkeys == f->cap_qkeys) {
+		int cap = f->cap_qkeys ? 2 * f->cap_qkeys : 16;
+		struct ctl_qkey *q = realloc(f->qkeys, (size_t)cap * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		f->qkeys = q;
+		f->cap_qkeys = cap;
+	}
+	f->qkeys[f->n_qkeys++] = (struct ctl_qkey){tenant_id, pkey, released_ms};
+	return 0;
+}
+
+/* The tenant's allocation keys still in quarantine at `now`; forgets the
+ * ones whose quarantine is over. */
+static int qkeys_of(struct ctl_fabric *f, int64_t tenant_id, int64_t now)
+{
+	int n = 0;
+
+	for (int i = 0; i < f->n_qkeys;) {
+		if (now - f->qkeys[i].released_ms >= f->pool.quarantine_ms) {
+			f->qkeys[i] = f->qkeys[--f->n_qkeys];
+			continue;
+		}
+		n += f->qkeys[i].tenant_id == tenant_id;
+		i++;
+	}
+	return n;
 }
 
 static uint64_t port_guid(const struct iso_node *n, int vf)
@@ -144,9 +207,14 @@ static int load(struct iso_controller *c, struct iso_error *err)
 			    "the store holds P_Key 0x%04x outside fabric.pkey_range "
 			    "0x%04x-0x%04x: widen the range again",
 			    keys[i].pkey, f->pool.min, f->pool.max);
-		if (keys[i].tenant_id == 0) {
+		if (keys[i].tenant_id == 0 || keys[i].released_ms > 0) {
 			iso_pkey_pool_mark_quarantined(&f->pool, (uint16_t)keys[i].pkey,
 			                               keys[i].released_ms);
+			/* an allocation's key: counts against its tenant meanwhile */
+			if (keys[i].tenant_id != 0 &&
+			    qkey_add(f, keys[i].tenant_id, (uint16_t)keys[i].pkey,
+			             keys[i].released_ms) < 0)
+				return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 			continue;
 		}
 		r = ops->tenant_get_by_id(c->store, keys[i].tenant_id, &t, err);
@@ -156,6 +224,9 @@ static int load(struct iso_controller *c, struct iso_error *err)
 		    key_add(f, t.id, t.name, (uint16_t)keys[i].pkey) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, "fabric",
 			                     "P_Key 0x%04x cannot be restored", keys[i].pkey);
+		struct ctl_key *k = &f->keys[f->n_keys - 1];
+		iso_strlcpy(k->alloc, keys[i].alloc_id, sizeof(k->alloc));
+		k->per_alloc = !k->alloc[0] && t.partition == ISO_PARTITION_PER_ALLOCATION;
 	}
 	return load_ports(c, ports, n_ports, err);
 }
@@ -180,6 +251,8 @@ static int load_ports(struct iso_controller *c, const struct iso_fabric_port_row
 		                                 .tenant_id = ports[i].tenant_id,
 		                                 .vf = ports[i].vf,
 		                                 .guid = port_guid(n, ports[i].vf)};
+		iso_strlcpy(f->ports[f->n_ports - 1].alloc, ports[i].alloc_id,
+		            sizeof(f->ports[0].alloc));
 	}
 	return 0;
 }
@@ -263,6 +336,35 @@ int iso_controller_tenant_pkey(const struct iso_controller *c, int64_t tenant_id
 	return ctl_fabric_tenant_pkey(c, tenant_id);
 }
 
+int iso_controller_alloc_pkey(const struct iso_controller *c, const struct iso_allocation *a)
+{
+	struct ctl_fabric *f = c->fabric;
+	struct ctl_key *k = f ? find_key(f->keys, f->n_keys, a->tenant_id, a->id) : NULL;
+
+	if (k)
+		return k->pkey;
+	k = f ? key_of(f, a->tenant_id) : NULL;
+	/* a per-allocation tenant's allocation without a key of its own (not
+	 * placed, or released) is in no partition */
+	return k && !k->per_alloc ? k->pkey : -1;
+}
+
+bool ctl_fabric_tenant_per_alloc(const struct iso_controller *c, int64_t tenant_id)
+{
+	struct ctl_key *k = c->fabric ? key_of(c->fabric, tenant_id) : NULL;
+
+	return k && k->per_alloc;
+}
+
+void ctl_fabric_tenant_mode_set(struct iso_controller *c, int64_t tenant_id,
+                                enum iso_partition_mode mode)
+{
+	struct ctl_key *k = c->fabric ? key_of(c->fabric, tenant_id) : NULL;
+
+	if (k)
+		k->per_alloc = mode == ISO_PARTITION_PER_ALLOCATION;
+}
+
 uint16_t ctl_fabric_tenant_vlan(const struct iso_controller *c, int64_t tenant_id)
 {
 	return c->fabric ? (uint16_t)ctl_tnums_of(&c->fabric->vlans, tenant_id) : 0;
@@ -300,6 +402,8 @@ int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *
 		r = key_add(f, t->id, t->name, pkey) < 0
 		        ? iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory")
 		        : 0;
+	if (r == 0)
+		f->keys[f->n_keys - 1].per_alloc = t->partition == ISO_PARTITION_PER_ALLOCATION;
 	if (r < 0)
 		iso_pkey_pool_release(&f->pool, pkey, 0); /* never handed out: free at once */
 	return r;
@@ -352,10 +456,10 @@ void ctl_fabric_tenant_deleted(struct iso_controller *c, int64_t tenant_id, int6
 /* ---- allocations: stage inside the transaction, commit after it ---- */
 
 static const struct iso_port_assignment *find_port(const struct iso_port_assignment *p, int n,
-                                                   int node, int64_t tenant)
+                                                   int node, int64_t tenant, const char *alloc)
 {
 	for (int i = 0; i < n; i++)
-		if (p[i].node == node && p[i].tenant_id == tenant)
+		if (p[i].node == node && p[i].tenant_id == tenant && strcmp(p[i].alloc, alloc) == 0)
 			return &p[i];
 	return NULL;
 }
@@ -380,14 +484,147 @@ static int free_vf(const struct iso_node *n, int ni, const struct iso_port_assig
 	return -2;
 }
 
+/* The distinct allocations of `tenant` with members on node ni, from the
+ * node agents' view of the cluster state (it follows every take and give at
+ * once, inside the transaction): up to `max` ids into out. */
+static int node_allocs(const struct iso_controller *c, int ni, int64_t tenant, const char **out,
+                       int max)
+{
+	struct ctl_overlay_view v;
+	int n = 0;
+
+	ctl_agents_overlay_view(c, ni, &v);
+	for (int i = 0; i < v.n_members; i++) {
+		const char *a;
+		int m;
+		int64_t t;
+		bool seen = false;
+
+		ctl_agents_node_member(c, ni, i, &a, &m, &t);
+		if (t != tenant)
+			continue;
+		for (int j = 0; j < n && !seen; j++)
+			seen = strcmp(out[j], a) == 0;
+		if (!seen && n < max)
+			out[n++] = a;
+	}
+	return n;
+}
+
+static bool alloc_on_node(const struct iso_controller *c, int ni, int64_t tenant, const char *alloc)
+{
+	struct ctl_overlay_view v;
+
+	ctl_agents_overlay_view(c, ni, &v);
+	for (int i = 0; i < v.n_members; i++) {
+		const char *a;
+		int m;
+		int64_t t;
+
+		ctl_agents_node_member(c, ni, i, &a, &m, &t);
+		if (t == tenant && strcmp(a, alloc) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int no_vf(const struct iso_node *node, const char *alloc, struct iso_error *err)
+{
+	char field[ISO_NAME_MAX + 24];
+
+	snprintf(field, sizeof(field), "nodes.%s.port.vfs", node->name);
+	if (alloc[0])
+		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+		                     "node %s has no free VF for allocation %s: a per-allocation "
+		                     "tenant's allocation holds a VF of its own on every node, and "
+		                     "all %d are held",
+		                     node->name, alloc, node->port.n_vfs);
+	return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+	                     "node %s has no free VF for another tenant", node->name);
+}
+
+/* Allocation `alloc` of per-allocation tenant `tk` holds a key of its own in
+ * the staged keys: taken now unless it has one. The tenant's allocation
+ * keys, live and in quarantine after release, never pass its
+ * limits.max_live: per-allocation partitions give a tenant no more keys
+ * than it may hold allocations. The key is a random free one (not the
+ * lowest), so its number tells nothing about which keys others hold. */
+static int stage_alloc_key(struct iso_controller *c, const struct ctl_key *tk, const char *alloc,
+                           int64_t now, struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+	struct iso_tenant t;
+	int held = 0, quarantined, max_live, r;
+	uint16_t pkey;
+
+	if (find_key(f->staged_keys, f->n_staged_keys, tk->tenant_id, alloc))
+		return 0;
+	for (int i = 0; i < f->n_staged_keys; i++)
+		held += f->staged_keys[i].tenant_id == tk->tenant_id && f->staged_keys[i].alloc[0];
+	quarantined = qkeys_of(f, tk->tenant_id, now);
+	r = c->store->ops->tenant_get_by_id(c->store, tk->tenant_id, &t, err);
+	if (r < 0)
+		return r;
+	max_live = t.max_live > 0 ? t.max_live : c->limits.max_live;
+	if (held + quarantined >= max_live)
+		return iso_error_set(err, ISO_E_LIMIT, "limits.max_live",
+		                     "tenant \"%s\" holds %d allocation P_Keys and %d more in "
+		                     "quarantine after release (limits.max_live %d): each allocation "
+		                     "of a per-allocation tenant holds a key until %lld ms after its "
+		                     "release",
+		                     t.name, held, quarantined, max_live,
+		                     (long long)f->pool.quarantine_ms);
+	r = iso_pkey_pool_take_pick(&f->pool, now, randombytes_random(), &pkey, err);
+	if (r < 0)
+		return r;
+	f->taken[f->n_taken++] = pkey;
+	struct ctl_key *k = &f->staged_keys[f->n_staged_keys++];
+	*k = (struct ctl_key){.tenant_id = tk->tenant_id, .pkey = pkey};
+	iso_strlcpy(k->tenant, tk->tenant, sizeof(k->tenant));
+	iso_strlcpy(k->alloc, alloc, sizeof(k->alloc));
+	struct iso_fabric_key_row row = {.pkey = pkey, .tenant_id = tk->tenant_id};
+	iso_strlcpy(row.alloc_id, alloc, sizeof(row.alloc_id));
+	return c->store->ops->fabric_key_put(c->store, &row, err);
+}
+
+/* Allocation keys whose allocation holds no port any more go to quarantine
+ * (in the store now, in the pool at the commit). */
+static int stage_release_keys(struct iso_controller *c, const struct iso_port_assignment *next,
+                              int n_next, int64_t now, struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+
+	for (int i = 0; i < f->n_staged_keys;) {
+		const struct ctl_key *k = &f->staged_keys[i];
+		bool used = !k->alloc[0];
+
+		for (int j = 0; j < n_next && !used; j++)
+			used = next[j].tenant_id == k->tenant_id && strcmp(next[j].alloc, k->alloc) == 0;
+		if (used) {
+			i++;
+			continue;
+		}
+		struct iso_fabric_key_row row = {
+		    .pkey = k->pkey, .tenant_id = k->tenant_id, .released_ms = now};
+		iso_strlcpy(row.alloc_id, k->alloc, sizeof(row.alloc_id));
+		int r = c->store->ops->fabric_key_put(c->store, &row, err);
+		if (r < 0)
+			return r;
+		f->staged_keys[i] = f->staged_keys[--f->n_staged_keys];
+	}
+	return 0;
+}
+
 int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 {
 	struct ctl_fabric *f = c->fabric;
 	const struct iso_store_ops *ops = c->store->ops;
 	_cleanup_free_ struct iso_fabric_tenant *tenants = NULL;
+	_cleanup_free_ const char **allocs = NULL;
 	struct iso_port_assignment *next;
 	int64_t here[MAX_TENANTS_PER_NODE];
-	int n_next = 0, cap, r;
+	int64_t now = iso_now_ms();
+	int n_next = 0, cap, max_members = 1, r;
 	/* RoCE VFs on ethernet: VFs as on InfiniBand, each with its tenant's
 	 * VLAN, no P_Keys and no partitions to program */
 	bool roce = f && !f->partitioned && f->vlans.on;
@@ -396,19 +633,38 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		return 0;
 	ctl_fabric_abort(c);
 	cap = f->n_ports + 16;
-	for (int ni = 0; ni < c->inv->n_nodes; ni++)
-		cap += iso_cluster_state_node_tenants(&c->cs, ni, here, 0);
+	for (int ni = 0; ni < c->inv->n_nodes; ni++) {
+		struct ctl_overlay_view v;
+		ctl_agents_overlay_view(c, ni, &v);
+		cap += iso_cluster_state_node_tenants(&c->cs, ni, here, 0) + v.n_members;
+		max_members = v.n_members > max_members ? v.n_members : max_members;
+	}
 	next = calloc((size_t)cap, sizeof(*next));
 	if (!next)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	f->staged = next;
+	if (!roce) {
+		f->staged_keys = calloc((size_t)(f->n_keys + cap), sizeof(*f->staged_keys));
+		f->taken = calloc((size_t)cap, sizeof(*f->taken));
+		allocs = calloc((size_t)max_members, sizeof(*allocs));
+		if (!f->staged_keys || !f->taken || !allocs)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		if (f->n_keys)
+			memcpy(f->staged_keys, f->keys, (size_t)f->n_keys * sizeof(*f->keys));
+		f->n_staged_keys = f->n_keys;
+	}
 	/* Keep what still has members; drop the rest. */
 	for (int i = 0; i < f->n_ports; i++) {
 		const struct iso_port_assignment *p = &f->ports[i];
-		int n = iso_cluster_state_node_tenants(&c->cs, p->node, here, MAX_TENANTS_PER_NODE);
 		bool live = false;
-		for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE && !live; t++)
-			live = here[t] == p->tenant_id;
+		if (p->alloc[0]) {
+			live = alloc_on_node(c, p->node, p->tenant_id, p->alloc);
+		} else {
+			int n = iso_cluster_state_node_tenants(&c->cs, p->node, here,
+			                                       MAX_TENANTS_PER_NODE);
+			for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE && !live; t++)
+				live = here[t] == p->tenant_id;
+		}
 		if (live) {
 			next[n_next++] = *p;
 			continue;
@@ -417,7 +673,8 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		if (r < 0)
 			return r;
 	}
-	/* Give a port to every tenant new on a node. */
+	/* Give a port to every tenant new on a node, or to every allocation of a
+	 * per-allocation tenant new there. */
 	for (int ni = 0; ni < c->inv->n_nodes; ni++) {
 		const struct iso_node *node = &c->inv->nodes[ni];
 		int n = iso_cluster_state_node_tenants(&c->cs, ni, here, MAX_TENANTS_PER_NODE);
@@ -425,27 +682,42 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		if (!node->has_port || (roce && node->port.n_vfs == 0))
 			continue;
 		for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE; t++) {
-			int vf;
-			if (find_port(next, n_next, ni, here[t]))
-				continue;
-			vf = free_vf(node, ni, next, n_next);
-			if (vf < -1)
-				return iso_error_set(err, ISO_E_NO_CAPACITY, "fabric",
-				                     "node %s has no free VF for another tenant",
-				                     node->name);
-			if (roce ? !ctl_tnums_of(&f->vlans, here[t]) : !key_of(f, here[t]))
-				return iso_error_set(err, ISO_E_INTERNAL, "fabric",
-				                     "tenant %lld has no %s", (long long)here[t],
-				                     roce ? "VLAN" : "P_Key");
-			struct iso_fabric_port_row row = {.vf = vf, .tenant_id = here[t]};
-			iso_strlcpy(row.node, node->name, sizeof(row.node));
-			next[n_next++] = (struct iso_port_assignment){.node = ni,
-			                                              .tenant_id = here[t],
-			                                              .vf = vf,
-			                                              .guid = port_guid(node, vf)};
-			r = ops->fabric_port_put(c->store, &row, err);
-			if (r < 0)
-				return r;
+			const struct ctl_key *tk = roce ? NULL : key_of(f, here[t]);
+			int n_al = 1;
+
+			if (tk && tk->per_alloc)
+				n_al = node_allocs(c, ni, here[t], allocs, max_members);
+			for (int a = 0; a < n_al; a++) {
+				const char *alloc = tk && tk->per_alloc ? allocs[a] : "";
+				int vf;
+
+				if (find_port(next, n_next, ni, here[t], alloc))
+					continue;
+				if (alloc[0]) {
+					r = stage_alloc_key(c, tk, alloc, now, err);
+					if (r < 0)
+						return r;
+				}
+				vf = free_vf(node, ni, next, n_next);
+				if (vf < -1)
+					return no_vf(node, alloc, err);
+				if (roce ? !ctl_tnums_of(&f->vlans, here[t]) : !tk)
+					return iso_error_set(err, ISO_E_INTERNAL, "fabric",
+					                     "tenant %lld has no %s", (long long)here[t],
+					                     roce ? "VLAN" : "P_Key");
+				struct iso_fabric_port_row row = {.vf = vf, .tenant_id = here[t]};
+				iso_strlcpy(row.node, node->name, sizeof(row.node));
+				iso_strlcpy(row.alloc_id, alloc, sizeof(row.alloc_id));
+				next[n_next] = (struct iso_port_assignment){.node = ni,
+				                                            .tenant_id = here[t],
+				                                            .vf = vf,
+				                                            .guid = port_guid(node, vf)};
+				iso_strlcpy(next[n_next].alloc, alloc, sizeof(next[0].alloc));
+				n_next++;
+				r = ops->fabric_port_put(c->store, &row, err);
+				if (r < 0)
+					return r;
+			}
 		}
 	}
 	f->n_staged = n_next;
@@ -453,14 +725,19 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		f->have_staged = true;
 		return 0;
 	}
-	tenants = calloc((size_t)f->n_keys + 1, sizeof(*tenants));
+	r = stage_release_keys(c, next, n_next, now, err);
+	if (r < 0)
+		return r;
+	f->stage_now = now;
+	tenants = calloc((size_t)f->n_staged_keys + 1, sizeof(*tenants));
 	if (!tenants)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
-	for (int i = 0; i < f->n_keys; i++)
-		tenants[i] = (struct iso_fabric_tenant){.tenant_id = f->keys[i].tenant_id,
-		                                        .name = f->keys[i].tenant,
-		                                        .pkey = f->keys[i].pkey};
-	r = iso_fabric_intent_build_caps(c->inv, tenants, f->n_keys, next, n_next, &f->caps,
+	for (int i = 0; i < f->n_staged_keys; i++)
+		tenants[i] = (struct iso_fabric_tenant){.tenant_id = f->staged_keys[i].tenant_id,
+		                                        .name = f->staged_keys[i].tenant,
+		                                        .pkey = f->staged_keys[i].pkey,
+		                                        .alloc = f->staged_keys[i].alloc};
+	r = iso_fabric_intent_build_caps(c->inv, tenants, f->n_staged_keys, next, n_next, &f->caps,
 	                                 &f->staged_intent, err);
 	if (r < 0)
 		return r;
@@ -477,7 +754,44 @@ void ctl_fabric_abort(struct iso_controller *c)
 		return;
 	clear_ports(&f->staged, &f->n_staged);
 	iso_fabric_intent_clear(&f->staged_intent);
+	/* keys taken for a transaction that did not commit were never handed
+	 * out: free at once */
+	for (int i = 0; i < f->n_taken; i++)
+		iso_pkey_pool_release(&f->pool, f->taken[i], 0);
+	free(f->taken);
+	f->taken = NULL;
+	f->n_taken = 0;
+	free(f->staged_keys);
+	f->staged_keys = NULL;
+	f->n_staged_keys = 0;
 	f->have_staged = false;
+}
+
+/* The staged keys become the keys; allocation keys left behind go to
+ * quarantine in the pool (the store has them there already). */
+static void commit_keys(struct ctl_fabric *f)
+{
+	int cap = f->n_staged_keys;
+
+	if (!f->staged_keys)
+		return;
+	for (int i = 0; i < f->n_keys; i++) {
+		const struct ctl_key *k = &f->keys[i];
+		if (!k->alloc[0] || find_key(f->staged_keys, f->n_staged_keys, k->tenant_id, k->alloc))
+			continue;
+		iso_pkey_pool_release(&f->pool, k->pkey, f->stage_now);
+		if (qkey_add(f, k->tenant_id, k->pkey, f->stage_now) < 0)
+			iso_log(ISO_LOG_ERR, "fabric_qkey_lost", "pkey=0x%04x", k->pkey);
+	}
+	free(f->keys);
+	f->keys = ISO_TAKE(f->staged_keys);
+	f->n_keys = f->n_staged_keys;
+	/* staged_keys was sized n_keys + the ports' bound: at least this */
+	f->cap_keys = cap;
+	f->n_staged_keys = 0;
+	free(f->taken);
+	f->taken = NULL;
+	f->n_taken = 0;
 }
 
 uint64_t ctl_fabric_commit(struct iso_controller *c)
@@ -495,6 +809,7 @@ uint64_t ctl_fabric_commit(struct iso_controller *c)
 		f->have_staged = false;
 		return f->generation;
 	}
+	commit_keys(f);
 	iso_fabric_intent_clear(&f->intent);
 	f->intent = f->staged_intent;
 	memset(&f->staged_intent, 0, sizeof(f->staged_intent));
@@ -817,8 +1132,9 @@ int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_
 
 		if (p->node != ni || p->vf < 0)
 			continue;
+		/* the port's partition: its allocation's key, or its tenant's */
 		for (int j = 0; j < f->n_keys && !k; j++)
-			if (f->keys[j].tenant_id == p->tenant_id)
+			if (f->keys[j].tenant_id == p->tenant_id && strcmp(f->keys[j].alloc, p->alloc) == 0)
 				k = &f->keys[j];
 		out[n++] =
 		    (struct ctl_node_vf){.vf = p->vf,
@@ -827,6 +1143,7 @@ int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_
 		                         .tenant = k ? k->tenant : "",
 		                         .pkey = k ? k->pkey : 0,
 		                         .vlan = (uint16_t)ctl_tnums_of(&f->vlans, p->tenant_id)};
+		iso_strlcpy(out[n - 1].alloc, p->alloc, sizeof(out[0].alloc));
 	}
 	return n;
 }

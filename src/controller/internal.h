@@ -193,6 +193,11 @@ int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_
 void ctl_fabric_close(struct iso_controller *c);
 bool ctl_fabric_partitioned(const struct iso_controller *c);
 int ctl_fabric_tenant_pkey(const struct iso_controller *c, int64_t tenant_id); /* -1: none */
+/* Does the tenant have per-allocation partitions (docs/fabric.md)? */
+bool ctl_fabric_tenant_per_alloc(const struct iso_controller *c, int64_t tenant_id);
+/* After a committed tenant update: its partition mode in memory. */
+void ctl_fabric_tenant_mode_set(struct iso_controller *c, int64_t tenant_id,
+                                enum iso_partition_mode mode);
 /* Inside the tenant's transaction. */
 int ctl_fabric_tenant_create(struct iso_controller *c, const struct iso_tenant *t,
                              struct iso_error *err);
@@ -236,6 +241,9 @@ struct ctl_node_vf {
 	const char *tenant; /* "" on RoCE (no P_Key kept with a name) */
 	uint16_t pkey;      /* the tenant's P_Key, without the membership bit */
 	uint16_t vlan;      /* RoCE VFs on ethernet: the tenant's VLAN; else 0 */
+	/* the allocation whose VF it is (a per-allocation tenant's), "" for the
+	 * tenant's (a copy: the node agents keep these past the next mutation) */
+	char alloc[ISO_ID_MAX];
 };
 int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_vf *out, int max);
 

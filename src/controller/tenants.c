@@ -26,10 +26,24 @@ static json_t *policy_json(const struct iso_tenant *t)
 	char shares[32];
 
 	snprintf(shares, sizeof(shares), "%g", t->shares > 0 ? t->shares : 1.0);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "description", t->description, "org",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "description", t->description, "org",
 	                 t->org, "shares", shares, "isolation",
 	                 t->isolation[0] ? t->isolation : "shared", "tags", t->tags, "io_uring",
-	                 t->io_uring);
+	                 t->io_uring, "partition", iso_partition_mode_name(t->partition));
+}
+
+/* partition: per-allocation needs P_Keys (an InfiniBand or Omni-Path
+ * fabric); who may set it is checked by the callers. */
+static int check_partition(const struct iso_controller *c, const struct iso_tenant_policy *pol,
+                           struct iso_error *err)
+{
+	if (!pol || !pol->partition_set || pol->partition != ISO_PARTITION_PER_ALLOCATION ||
+	    ctl_fabric_partitioned(c))
+		return 0;
+	return iso_error_set(err, ISO_E_CONFLICT, "partition",
+	                     "partition: per-allocation needs P_Keys, and this cluster's fabric "
+	                     "(%s) has none",
+	                     iso_fabric_type_name(c->inv->fabric.type));
 }
 
 int iso_controller_tenant_create(struct iso_controller *c, const struct iso_principal *p,
@@ -61,6 +75,11 @@ int iso_controller_tenant_create(struct iso_controller *c, const struct iso_prin
 		return r;
 	if (pol && pol->io_uring_set) /* tenant.create is the cluster-admin's alone */
 		t.io_uring = pol->io_uring;
+	r = check_partition(c, pol, err);
+	if (r < 0)
+		return r;
+	if (pol && pol->partition_set)
+		t.partition = pol->partition;
 	if (ctl_org_exists(c, name))
 		return iso_error_set(err, ISO_E_CONFLICT, "name",
 		                     "name: an organisation is named \"%s\"; organisations and "
@@ -164,11 +183,22 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 			return r;
 		}
 	}
+	/* The partition mode decides how many P_Keys of the shared pool the
+	 * tenant takes (one per allocation): the cluster-admin's alone, refused
+	 * by name like io_uring. */
+	if (pol && pol->partition_set) {
+		r = ctl_authorize(p, "tenant.update.partition", NULL, err);
+		if (r < 0) {
+			if (err)
+				iso_strlcpy(err->field, "partition", sizeof(err->field));
+			return r;
+		}
+	}
 	/* A tenant-admin may set one thing on its own tenant: the ceiling on
 	 * its users' priority. Everything else is the cluster admin's. */
 	bool only_ceiling = pol && pol->limit[ISO_LIMIT_MAX_USER_PRIORITY].set && !description &&
 	                    !pol->org && pol->shares == 0 && !pol->isolation && !pol->tags &&
-	                    !pol->io_uring_set;
+	                    !pol->io_uring_set && !pol->partition_set;
 	for (int l = 0; only_ceiling && l < ISO_TENANT_LIMITS; l++)
 		only_ceiling = l == ISO_LIMIT_MAX_USER_PRIORITY || !pol->limit[l].set;
 	enum ctl_scope scope;
@@ -190,6 +220,12 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		return r;
 	if (pol && pol->io_uring_set)
 		t.io_uring = pol->io_uring;
+	r = check_partition(c, pol, err);
+	if (r < 0)
+		return r;
+	bool mode_change = pol && pol->partition_set && pol->partition != t.partition;
+	if (mode_change)
+		t.partition = pol->partition;
 	/* Moving between organisations: only while it holds nothing, and its
 	 * guarantees must nest under the new one (checked on the tree, undone). */
 	r = ctl_tenancy_move_tenant(c, t.name, t.org, true, err);
@@ -197,6 +233,17 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		return r;
 	t.updated_ms = iso_now_ms();
 	r = ctl_tx_begin(c, err);
+	/* A new mode only while the tenant holds nothing (counted inside the
+	 * transaction, as a delete counts): its allocations' ports and keys are
+	 * never half in one mode and half in the other. */
+	int live = 0;
+	if (r == 0 && mode_change)
+		r = ops->alloc_count_live(c->store, t.id, &live, err);
+	if (r == 0 && live > 0)
+		r = iso_error_set(err, ISO_E_CONFLICT, "partition",
+		                  "partition: tenant \"%s\" holds %d live allocation%s; the "
+		                  "partition mode changes only while it holds none",
+		                  t.name, live, live == 1 ? "" : "s");
 	if (r == 0)
 		r = ops->tenant_update(c->store, &t, err);
 	if (r == 0)
@@ -212,6 +259,7 @@ int iso_controller_tenant_update(struct iso_controller *c, const struct iso_prin
 		return r;
 	ctl_rates_forget(c, t.id);
 	ctl_uring_set(c, t.id, t.io_uring);
+	ctl_fabric_tenant_mode_set(c, t.id, t.partition);
 	if (ctl_tenancy_put_account(c, t.name, ISO_ACCT_TENANT, t.org, t.shares, err) < 0 ||
 	    ctl_tenancy_move_tenant(c, t.name, t.org, false, err) < 0)
 		iso_log(ISO_LOG_ERR, "tenancy_update_failed", "tenant=%s error=\"%s\"", t.name,

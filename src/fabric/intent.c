@@ -85,10 +85,17 @@ static int cmp_part(const void *a, const void *b)
 	return x->pkey < y->pkey ? -1 : x->pkey > y->pkey;
 }
 
-static int find_tenant(const struct iso_fabric_tenant *tenants, int n, int64_t id)
+static const char *alloc_of(const struct iso_fabric_tenant *t)
+{
+	return t->alloc ? t->alloc : "";
+}
+
+/* The partition of an assignment: its tenant's own, or its allocation's. */
+static int find_tenant(const struct iso_fabric_tenant *tenants, int n, int64_t id,
+                       const char *alloc)
 {
 	for (int i = 0; i < n; i++)
-		if (tenants[i].tenant_id == id)
+		if (tenants[i].tenant_id == id && strcmp(alloc_of(&tenants[i]), alloc) == 0)
 			return i;
 	return -1;
 }
@@ -307,7 +314,7 @@ static int check_capacity(const struct iso_inventory *inv, const struct iso_fabr
                           const struct iso_port_caps *caps, struct iso_error *err)
 {
 	const struct iso_node *node = &inv->nodes[a->node];
-	int keys = 1 + inv->fabric.n_services + 1; /* Default, every service, its tenant */
+	int keys = iso_fabric_port_table_count(inv, 1); /* Default, every service, its tenant */
 	int cap = node->port.pkey_capacity, read = read_cap(caps, a->guid);
 	bool from_fabric = read > 0 && read < cap;
 
@@ -323,6 +330,63 @@ static int check_capacity(const struct iso_inventory *inv, const struct iso_fabr
 	                     from_fabric ? " (NodeInfo.PartitionCap read from the fabric; the "
 	                                   "inventory says more)"
 	                                 : "");
+}
+
+static int cmp_int2(const void *a, const void *b)
+{
+	const int *x = a, *y = b;
+	return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int iso_fabric_port_table_count(const struct iso_inventory *inv, int n_partitions)
+{
+	return 1 + inv->fabric.n_services + n_partitions; /* Default, services, partitions */
+}
+
+/* A node's port (its PF) and its VFs share one P_Key table on ConnectX
+ * (128 entries, Default included; docs/reference-fabric.md): count, per
+ * port, the distinct partitions its GUIDs join, and refuse an intent that
+ * would hold more than the table, naming the node's port. The SM would
+ * otherwise drop keys silently (OpenSM ERR 0512). */
+static int check_port_tables(const struct iso_inventory *inv,
+                             const struct iso_port_assignment *assign, const struct slot *slots,
+                             int n, const struct iso_port_caps *caps, struct iso_error *err)
+{
+	_cleanup_free_ int *pairs = malloc(sizeof(int) * 2 * (size_t)(n > 0 ? n : 1));
+
+	if (!pairs)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		pairs[2 * i] = assign[slots[i].assign].node;
+		pairs[2 * i + 1] = slots[i].tenant;
+	}
+	qsort(pairs, (size_t)n, 2 * sizeof(int), cmp_int2);
+	for (int i = 0; i < n;) {
+		int node = pairs[2 * i], parts = 0, j = i;
+		for (; j < n && pairs[2 * j] == node; j++)
+			parts += j == i || pairs[2 * j + 1] != pairs[2 * j - 1];
+		i = j;
+		const struct iso_node *nd = &inv->nodes[node];
+		int keys = iso_fabric_port_table_count(inv, parts);
+		int cap = nd->port.pkey_capacity, read = read_cap(caps, nd->port.guid);
+		bool from_fabric = read > 0 && read < cap;
+		char field[ISO_NAME_MAX + 16];
+
+		if (from_fabric)
+			cap = read;
+		if (keys <= cap)
+			continue;
+		snprintf(field, sizeof(field), "nodes.%s.port", nd->name);
+		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+		                     "node %s port 0x%016llx and its VFs would hold %d P_Keys "
+		                     "(Default, %d shared services, %d tenant and allocation "
+		                     "partitions) but its P_Key table holds %d%s",
+		                     nd->name, (unsigned long long)nd->port.guid, keys,
+		                     inv->fabric.n_services, parts, cap,
+		                     from_fabric ? " (NodeInfo.PartitionCap read from the fabric)"
+		                                 : "");
+	}
+	return 0;
 }
 
 int iso_fabric_intent_build(const struct iso_inventory *inv,
@@ -357,11 +421,12 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 		r = check_assignment(inv, &assign[i], i, err);
 		if (r < 0)
 			return r;
-		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id);
+		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id, assign[i].alloc);
 		if (t < 0)
 			return iso_error_set(err, ISO_E_INVALID, "fabric",
-			                     "assignment %d: tenant id %lld has no P_Key", i,
-			                     (long long)assign[i].tenant_id);
+			                     "assignment %d: tenant id %lld%s%s has no P_Key", i,
+			                     (long long)assign[i].tenant_id,
+			                     assign[i].alloc[0] ? " allocation " : "", assign[i].alloc);
 		active[t] = true;
 		slots[i] = (struct slot){.guid = assign[i].guid, .tenant = t, .assign = i};
 	}
@@ -371,7 +436,17 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 
 	/* One GUID, one tenant: neighbours after sorting by GUID tell. */
 	qsort(slots, (size_t)n_assign, sizeof(*slots), cmp_slot);
-	for (int i = 1; i < n_assign; i++)
+	for (int i = 1; i < n_assign; i++) {
+		const struct iso_fabric_tenant *a = &tenants[slots[i - 1].tenant],
+		                               *b = &tenants[slots[i].tenant];
+		if (slots[i].guid == slots[i - 1].guid && slots[i].tenant != slots[i - 1].tenant &&
+		    a->tenant_id == b->tenant_id)
+			return iso_error_set(err, ISO_E_CONFLICT, "fabric",
+			                     "port GUID 0x%016llx is assigned to two partitions of "
+			                     "tenant '%s' ('%s' and '%s'): one port, one partition",
+			                     (unsigned long long)slots[i].guid, a->name,
+			                     alloc_of(a)[0] ? alloc_of(a) : "the tenant's",
+			                     alloc_of(b)[0] ? alloc_of(b) : "the tenant's");
 		if (slots[i].guid == slots[i - 1].guid && slots[i].tenant != slots[i - 1].tenant)
 			return iso_error_set(err, ISO_E_CONFLICT, "fabric",
 			                     "port GUID 0x%016llx is assigned to tenants '%s' and "
@@ -379,6 +454,7 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 			                     (unsigned long long)slots[i].guid,
 			                     tenants[slots[i - 1].tenant].name,
 			                     tenants[slots[i].tenant].name);
+	}
 	int n_unique = 0;
 	for (int i = 0; i < n_assign; i++) {
 		if (i > 0 && slots[i].guid == slots[i - 1].guid)
@@ -390,6 +466,9 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 		slots[n_unique++] = slots[i];
 		count[slots[i].tenant]++;
 	}
+	r = check_port_tables(inv, assign, slots, n_unique, caps, err);
+	if (r < 0)
+		return r;
 
 	int n_active = 0;
 	for (int t = 0; t < n_tenants; t++)
@@ -398,7 +477,9 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 	in.parts = calloc((size_t)n_parts, sizeof(*in.parts));
 	_cleanup_free_ const char **src = calloc((size_t)n_parts, sizeof(*src));
 	_cleanup_free_ const char **prefix = calloc((size_t)n_parts, sizeof(*prefix));
-	if (!in.parts || !src || !prefix)
+	_cleanup_free_ char(*label)[ISO_NAME_MAX + ISO_ID_MAX + 2] =
+	    calloc((size_t)n_parts, sizeof(*label));
+	if (!in.parts || !src || !prefix || !label)
 		return -ENOMEM;
 
 	/* Default: ALL=limited, SELF=full are implied, so no explicit members. */
@@ -441,10 +522,18 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 		                            .ipoib = true,
 		                            .indx0 = false};
 		iso_strlcpy(p->tenant, tenants[t].name ? tenants[t].name : "", sizeof(p->tenant));
-		src[in.n_parts] = tenants[t].name;
+		iso_strlcpy(p->alloc, alloc_of(&tenants[t]), sizeof(p->alloc));
+		/* an allocation's partition: t_<tenant>_<allocation id> */
+		if (p->alloc[0])
+			snprintf(label[in.n_parts], sizeof(label[0]), "%s_%s",
+			         tenants[t].name ? tenants[t].name : "", p->alloc);
+		else
+			iso_strlcpy(label[in.n_parts], tenants[t].name ? tenants[t].name : "",
+			            sizeof(label[0]));
+		src[in.n_parts] = label[in.n_parts];
 		prefix[in.n_parts] = "t_";
+		part_name(p, "t_", src[in.n_parts], !name_fits("t_", src[in.n_parts]));
 		in.n_parts++;
-		part_name(p, "t_", tenants[t].name, !name_fits("t_", tenants[t].name));
 		p->members = calloc((size_t)count[t], sizeof(*p->members));
 		if (!p->members)
 			return -ENOMEM;

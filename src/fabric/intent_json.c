@@ -31,11 +31,15 @@ json_t *iso_fabric_intent_to_json(const struct iso_fabric_intent *in)
 			                                    : "limited"));
 		}
 		snprintf(pkey, sizeof(pkey), "0x%04x", p->pkey);
-		json_array_append_new(
-		    parts, json_pack("{s:s, s:s, s:s, s:s, s:I, s:b, s:b, s:o}", "name", p->name,
-		                     "kind", kind_names[p->kind], "pkey", pkey, "tenant", p->tenant,
-		                     "tenant_id", (json_int_t)p->tenant_id, "ipoib", p->ipoib,
-		                     "indx0", p->indx0, "members", members));
+		json_t *pj =
+		    json_pack("{s:s, s:s, s:s, s:s, s:I, s:b, s:b, s:o}", "name", p->name, "kind",
+		              kind_names[p->kind], "pkey", pkey, "tenant", p->tenant, "tenant_id",
+		              (json_int_t)p->tenant_id, "ipoib", p->ipoib, "indx0", p->indx0,
+		              "members", members);
+		/* an allocation's own partition (per-allocation tenants) */
+		if (pj && p->alloc[0])
+			json_object_set_new(pj, "allocation", json_string(p->alloc));
+		json_array_append_new(parts, pj);
 	}
 	return json_pack("{s:I, s:o}", "generation", (json_int_t)in->generation, "partitions",
 	                 parts);
@@ -120,6 +124,13 @@ int iso_fabric_intent_parse_json(const char *text, struct iso_fabric_intent *out
 		q->pkey = (uint16_t)v;
 		iso_strlcpy(q->name, name, sizeof(q->name));
 		iso_strlcpy(q->tenant, tenant, sizeof(q->tenant));
+		const char *alloc = json_string_value(json_object_get(p, "allocation"));
+		if (json_object_get(p, "allocation") && (!alloc || strlen(alloc) >= sizeof(q->alloc))) {
+			snprintf(field, sizeof(field), "partitions[%zu].allocation", i);
+			r = bad(err, field, "expected an allocation id");
+			break;
+		}
+		iso_strlcpy(q->alloc, alloc ? alloc : "", sizeof(q->alloc));
 		q->tenant_id = json_integer_value(json_object_get(p, "tenant_id"));
 		q->ipoib = json_is_true(json_object_get(p, "ipoib"));
 		q->indx0 = json_is_true(json_object_get(p, "indx0"));

@@ -86,27 +86,35 @@ static bool quarantine_over(const struct iso_pkey_pool *p, size_t i, int64_t now
 	return now_ms - p->released_ms[i] >= p->quarantine_ms;
 }
 
-int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
-                       struct iso_error *err)
+static bool takeable(const struct iso_pkey_pool *p, size_t i, int64_t now_ms)
 {
-	size_t n = p->state ? (size_t)p->max - p->min + 1 : 0;
+	return p->state[i] == ISO_PKEY_FREE ||
+	       (p->state[i] == ISO_PKEY_QUARANTINED && quarantine_over(p, i, now_ms));
+}
+
+/* The one place a pool runs dry: the refusal names the range and, when keys
+ * wait in quarantine, when the next one is free. */
+int iso_pkey_pool_take_pick(struct iso_pkey_pool *p, int64_t now_ms, uint32_t pick,
+                            uint16_t *out, struct iso_error *err)
+{
+	size_t n = p->state ? (size_t)p->max - p->min + 1 : 0, can = 0;
 	int quarantined = 0;
 	int64_t next_ms = INT64_MAX;
 
 	for (size_t i = 0; i < n; i++) {
-		uint8_t s = p->state[i];
-		if (s == ISO_PKEY_FREE) {
-			p->n_free--;
-		} else if (s == ISO_PKEY_QUARANTINED && quarantine_over(p, i, now_ms)) {
-			/* n_free never counted it: nothing to take back */
-		} else {
-			if (s == ISO_PKEY_QUARANTINED) {
-				quarantined++;
-				int64_t at = p->released_ms[i] + p->quarantine_ms;
-				next_ms = at < next_ms ? at : next_ms;
-			}
-			continue;
+		if (takeable(p, i, now_ms)) {
+			can++;
+		} else if (p->state[i] == ISO_PKEY_QUARANTINED) {
+			quarantined++;
+			int64_t at = p->released_ms[i] + p->quarantine_ms;
+			next_ms = at < next_ms ? at : next_ms;
 		}
+	}
+	for (size_t i = 0, want = can ? pick % can : 0; can && i < n; i++) {
+		if (!takeable(p, i, now_ms) || want-- > 0)
+			continue;
+		if (p->state[i] == ISO_PKEY_FREE)
+			p->n_free--; /* a quarantined key: n_free never counted it */
 		p->state[i] = ISO_PKEY_USED;
 		*out = (uint16_t)(p->min + i);
 		return 0;
@@ -122,6 +130,12 @@ int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
 	                     "no free P_Key in fabric.pkey_range [0x%04x, 0x%04x]: all in use, 0 "
 	                     "quarantined; widen the range",
 	                     p->min, p->max);
+}
+
+int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
+                       struct iso_error *err)
+{
+	return iso_pkey_pool_take_pick(p, now_ms, 0, out, err);
 }
 
 void iso_pkey_pool_release(struct iso_pkey_pool *p, uint16_t pkey, int64_t now_ms)

@@ -34,6 +34,8 @@ const char *iso_violation_kind_name(enum iso_violation_kind k)
 		return "no_guard";
 	case ISO_VIOL_STRAY_PEER:
 		return "stray_peer";
+	case ISO_VIOL_CROSS_PARTITION:
+		return "cross_partition";
 	}
 	return "unknown";
 }
@@ -340,11 +342,29 @@ static int check_base_paths(struct vctx *c, uint16_t base, const struct entry *e
 				continue;
 			const struct tenant_seen *b = &seen[o];
 			int bp = b->full_port >= 0 ? b->full_port : b->any_port;
-			struct iso_violation *v = add(c, ISO_VIOL_CROSS_TENANT, base);
+			const struct iso_partition *pa = &c->in->parts[f0], *pb = &c->in->parts[o];
+			/* two partitions of one tenant: two of its allocations (or an
+			 * allocation and the tenant's own key) that should not meet */
+			bool sibling = pa->tenant_id == pb->tenant_id;
+			struct iso_violation *v =
+			    add(c, sibling ? ISO_VIOL_CROSS_PARTITION : ISO_VIOL_CROSS_TENANT, base);
 			if (!v)
 				return -ENOMEM;
 			add_port(c, v, ports[a->full_port].guid);
 			add_port(c, v, ports[bp].guid);
+			if (sibling) {
+				snprintf(v->message, sizeof(v->message),
+				         "tenant '%s': port 0x%016llx (full, %s) and port 0x%016llx "
+				         "(%s, %s) share P_Key 0x%04x (%s): a path between two of "
+				         "its partitions",
+				         pa->tenant, (unsigned long long)v->ports[0],
+				         pa->alloc[0] ? pa->alloc : "the tenant's key",
+				         (unsigned long long)v->ports[1],
+				         b->full_port >= 0 ? "full" : "limited",
+				         pb->alloc[0] ? pb->alloc : "the tenant's key", base,
+				         part_label(c, base));
+				continue;
+			}
 			snprintf(v->message, sizeof(v->message),
 			         "tenant '%s' port 0x%016llx (full) and tenant '%s' port 0x%016llx "
 			         "(%s) share P_Key 0x%04x (%s): a path between tenants",

@@ -30,6 +30,26 @@ int iso_role_parse(const char *s, enum iso_role *out)
 	return -EINVAL;
 }
 
+static const char *const partition_names[] = {
+    [ISO_PARTITION_PER_TENANT] = "per-tenant",
+    [ISO_PARTITION_PER_ALLOCATION] = "per-allocation",
+};
+
+const char *iso_partition_mode_name(enum iso_partition_mode m)
+{
+	return (unsigned)m < ISO_ARRAY_SIZE(partition_names) ? partition_names[m] : "unknown";
+}
+
+int iso_partition_mode_parse(const char *s, enum iso_partition_mode *out)
+{
+	for (unsigned i = 0; s && i < ISO_ARRAY_SIZE(partition_names); i++)
+		if (strcmp(s, partition_names[i]) == 0) {
+			*out = (enum iso_partition_mode)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 bool iso_role_is_tenant_scoped(enum iso_role role)
 {
 	return role == ISO_ROLE_TENANT_ADMIN || role == ISO_ROLE_TENANT_USER;

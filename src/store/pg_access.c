@@ -13,7 +13,8 @@
 
 #define TENANT_COLS                                                                                \
 	"id, name, description, created_ms, updated_ms, org, shares, isolation, tags, "            \
-	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s, io_uring"
+	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s, io_uring, "            \
+	"partition_mode"
 #define TOKEN_COLS                                                                                 \
 	"id, tenant_id, role, \"user\", description, hash, created_ms, expires_ms, revoked_ms, "   \
 	"node"
@@ -79,6 +80,7 @@ static void read_tenant(struct pg_row *row, void *item)
 	t->writes_per_s = iso_pg_rd_int(row, INT32_MIN, INT32_MAX);
 	t->reads_per_s = iso_pg_rd_int(row, INT32_MIN, INT32_MAX);
 	t->io_uring = iso_pg_rd_bool(row);
+	t->partition = iso_pg_rd_bool(row) ? ISO_PARTITION_PER_ALLOCATION : ISO_PARTITION_PER_TENANT;
 }
 
 /* org, shares, isolation, tags, the limits and io_uring (defaults for a
@@ -95,6 +97,7 @@ static void p_tenant_policy(struct pg_params *p, const struct iso_tenant *t)
 	iso_pg_p_i64(p, t->writes_per_s);
 	iso_pg_p_i64(p, t->reads_per_s);
 	iso_pg_p_i64(p, t->io_uring);
+	iso_pg_p_i64(p, t->partition == ISO_PARTITION_PER_ALLOCATION);
 }
 
 static int get_tenant(struct pg_store *s, const char *sql, struct pg_params *p, const char *what,
@@ -132,10 +135,10 @@ int iso_pg_tenant_insert(struct iso_store *is, struct iso_tenant *t, struct iso_
 	r = iso_pg_query(s,
 	                 "INSERT INTO tenants(name, description, created_ms, updated_ms, org,"
 	                 " shares, isolation, tags, max_pending, max_live, max_user_priority,"
-	                 " writes_per_s, reads_per_s, io_uring) VALUES ($1::text, $2::text,"
-	                 " $3::bigint, $4::bigint, $5::text, $6::float8, $7::text, $8::text,"
-	                 " $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::bigint,"
-	                 " $14::bigint)"
+	                 " writes_per_s, reads_per_s, io_uring, partition_mode) VALUES ($1::text,"
+	                 " $2::text, $3::bigint, $4::bigint, $5::text, $6::float8, $7::text,"
+	                 " $8::text, $9::bigint, $10::bigint, $11::bigint, $12::bigint,"
+	                 " $13::bigint, $14::bigint, $15::bigint)"
 	                 " ON CONFLICT (name) DO NOTHING RETURNING id",
 	                 &p, "tenant insert", "tenant", t->name, &res, err);
 	if (r < 0)
@@ -171,7 +174,8 @@ int iso_pg_tenant_update(struct iso_store *is, const struct iso_tenant *t, struc
 	                 " isolation = $7::text, tags = $8::text, max_pending = $9::bigint,"
 	                 " max_live = $10::bigint, max_user_priority = $11::bigint,"
 	                 " writes_per_s = $12::bigint, reads_per_s = $13::bigint,"
-	                 " io_uring = $14::bigint WHERE id = $1::bigint",
+	                 " io_uring = $14::bigint, partition_mode = $15::bigint"
+	                 " WHERE id = $1::bigint",
 	                 &p, "tenant update", "tenant", t->name, &res, err);
 	if (r == 0 && iso_pg_changes(res) == 0)
 		r = iso_error_set(err, ISO_E_NOT_FOUND, NULL, "tenant %" PRId64 " not found",

@@ -171,10 +171,15 @@ static const char *const migrations[] = {
     "ALTER TABLE audit_heads ADD COLUMN key_id BYTEA;",
     /* 4: the create's Idempotency-Key and the SHA-256 of its request, NULL
      * when none, unique per tenant; as SQLite's version 9. */
-    "ALTER TABLE allocations ADD COLUMN idempotency_key " T ";"
-    "ALTER TABLE allocations ADD COLUMN idempotency_hash " T ";"
-    "CREATE UNIQUE INDEX allocations_idempotency ON allocations(idempotency_key, tenant_id)"
-    "  WHERE idempotency_key IS NOT NULL;",
+    ("ALTER TABLE allocations ADD COLUMN idempotency_key " T ";"
+     "ALTER TABLE allocations ADD COLUMN idempotency_hash " T ";"
+     "CREATE UNIQUE INDEX allocations_idempotency ON allocations(idempotency_key, tenant_id)"
+     "  WHERE idempotency_key IS NOT NULL;"),
+    /* 5: per-allocation partitions, as SQLite's version 10 (docs/fabric.md). */
+    ("ALTER TABLE tenants ADD COLUMN partition_mode BIGINT NOT NULL DEFAULT 0"
+     "  CHECK (partition_mode IN (0, 1));"
+     "ALTER TABLE fabric_keys ADD COLUMN alloc_id " T " NOT NULL DEFAULT '';"
+     "ALTER TABLE fabric_ports ADD COLUMN alloc_id " T " NOT NULL DEFAULT '';"),
 };
 
 /* Serialises migrations between processes opening one database. */

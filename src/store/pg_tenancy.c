@@ -46,10 +46,12 @@ int iso_pg_fabric_key_put(struct iso_store *is, const struct iso_fabric_key_row 
 	iso_pg_p_i64(&p, k->pkey);
 	iso_pg_p_i64(&p, k->tenant_id);
 	iso_pg_p_i64(&p, k->released_ms);
+	P_FIELD(&p, k->alloc_id);
 	return guarded(pg_store_of(is),
-	               "INSERT INTO fabric_keys(pkey, tenant_id, released_ms)"
-	               " VALUES ($1::integer, $2::bigint, $3::bigint) ON CONFLICT (pkey) DO UPDATE"
-	               " SET tenant_id = excluded.tenant_id, released_ms = excluded.released_ms",
+	               "INSERT INTO fabric_keys(pkey, tenant_id, released_ms, alloc_id)"
+	               " VALUES ($1::integer, $2::bigint, $3::bigint, $4::text)"
+	               " ON CONFLICT (pkey) DO UPDATE SET tenant_id = excluded.tenant_id,"
+	               " released_ms = excluded.released_ms, alloc_id = excluded.alloc_id",
 	               &p, "fabric key put", err);
 }
 
@@ -69,13 +71,15 @@ static void read_key(struct pg_row *row, void *item)
 	k->pkey = iso_pg_rd_int(row, 1, 0x7ffe);
 	k->tenant_id = iso_pg_rd_i64(row);
 	k->released_ms = iso_pg_rd_i64(row);
+	PRD_FIELD(row, k->alloc_id);
 }
 
 int iso_pg_fabric_key_list(struct iso_store *is, struct iso_fabric_key_row **out, int *n,
                            struct iso_error *err)
 {
 	return iso_pg_list(pg_store_of(is),
-	                   "SELECT pkey, tenant_id, released_ms FROM fabric_keys ORDER BY pkey",
+	                   "SELECT pkey, tenant_id, released_ms, alloc_id FROM fabric_keys"
+	                   " ORDER BY pkey",
 	                   NULL, sizeof(**out), read_key, "fabric_keys", (void **)out, n, err);
 }
 
@@ -87,10 +91,12 @@ int iso_pg_fabric_port_put(struct iso_store *is, const struct iso_fabric_port_ro
 	P_FIELD(&p, pr->node);
 	iso_pg_p_i64(&p, pr->vf);
 	iso_pg_p_i64(&p, pr->tenant_id);
+	P_FIELD(&p, pr->alloc_id);
 	return guarded(pg_store_of(is),
-	               "INSERT INTO fabric_ports(node, vf, tenant_id)"
-	               " VALUES ($1::text, $2::integer, $3::bigint)"
-	               " ON CONFLICT (node, vf) DO UPDATE SET tenant_id = excluded.tenant_id",
+	               "INSERT INTO fabric_ports(node, vf, tenant_id, alloc_id)"
+	               " VALUES ($1::text, $2::integer, $3::bigint, $4::text)"
+	               " ON CONFLICT (node, vf) DO UPDATE SET tenant_id = excluded.tenant_id,"
+	               " alloc_id = excluded.alloc_id",
 	               &p, "fabric port put", err);
 }
 
@@ -112,13 +118,15 @@ static void read_port(struct pg_row *row, void *item)
 	PRD_FIELD(row, pr->node);
 	pr->vf = iso_pg_rd_int(row, -1, 1 << 20);
 	pr->tenant_id = iso_pg_rd_i64(row);
+	PRD_FIELD(row, pr->alloc_id);
 }
 
 int iso_pg_fabric_port_list(struct iso_store *is, struct iso_fabric_port_row **out, int *n,
                             struct iso_error *err)
 {
 	return iso_pg_list(pg_store_of(is),
-	                   "SELECT node, vf, tenant_id FROM fabric_ports ORDER BY node, vf", NULL,
+	                   "SELECT node, vf, tenant_id, alloc_id FROM fabric_ports ORDER BY node, vf",
+	                   NULL,
 	                   sizeof(**out), read_port, "fabric_ports", (void **)out, n, err);
 }
 

@@ -12,7 +12,8 @@
 
 #define TENANT_COLS                                                                        \
 	"id, name, description, created_ms, updated_ms, org, shares, isolation, tags, "        \
-	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s, io_uring"
+	"max_pending, max_live, max_user_priority, writes_per_s, reads_per_s, io_uring, "        \
+	"partition_mode"
 #define TOKEN_COLS                                                                                 \
 	"id, tenant_id, role, user, description, hash, created_ms, expires_ms, revoked_ms, node"
 #define ALLOC_COLS                                                                                 \
@@ -40,12 +41,13 @@ static const char *const stmt_sql[ST__COUNT] = {
                     " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [ST_TENANT_INSERT] = "INSERT INTO tenants(name, description, created_ms, updated_ms, org,"
                          " shares, isolation, tags, max_pending, max_live, max_user_priority,"
-                         " writes_per_s, reads_per_s, io_uring)"
-                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                         " writes_per_s, reads_per_s, io_uring, partition_mode)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+                         " ?15)",
     [ST_TENANT_UPDATE] = "UPDATE tenants SET name = ?2, description = ?3, updated_ms = ?4,"
                          " org = ?5, shares = ?6, isolation = ?7, tags = ?8, max_pending = ?9,"
                          " max_live = ?10, max_user_priority = ?11, writes_per_s = ?12,"
-                         " reads_per_s = ?13, io_uring = ?14 WHERE id = ?1",
+                         " reads_per_s = ?13, io_uring = ?14, partition_mode = ?15 WHERE id = ?1",
     [ST_TENANT_DELETE] = "DELETE FROM tenants WHERE id = ?1",
     [ST_TENANT_BY_NAME] = "SELECT " TENANT_COLS " FROM tenants WHERE name = ?1",
     [ST_TENANT_BY_ID] = "SELECT " TENANT_COLS " FROM tenants WHERE id = ?1",
@@ -67,15 +69,20 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_NODE_SET] = "INSERT INTO node_state(name, sched) VALUES (?1, ?2)"
                     " ON CONFLICT(name) DO UPDATE SET sched = excluded.sched",
     [ST_NODE_LIST] = "SELECT name, sched FROM node_state ORDER BY name",
-    [ST_FKEY_PUT] = "INSERT INTO fabric_keys(pkey, tenant_id, released_ms) VALUES (?1, ?2, ?3)"
+    [ST_FKEY_PUT] = "INSERT INTO fabric_keys(pkey, tenant_id, released_ms, alloc_id)"
+                    " VALUES (?1, ?2, ?3, ?4)"
                     " ON CONFLICT(pkey) DO UPDATE SET tenant_id = excluded.tenant_id,"
-                    " released_ms = excluded.released_ms",
+                    " released_ms = excluded.released_ms, alloc_id = excluded.alloc_id",
     [ST_FKEY_DELETE] = "DELETE FROM fabric_keys WHERE pkey = ?1",
-    [ST_FKEY_LIST] = "SELECT pkey, tenant_id, released_ms FROM fabric_keys ORDER BY pkey",
-    [ST_FPORT_PUT] = "INSERT INTO fabric_ports(node, vf, tenant_id) VALUES (?1, ?2, ?3)"
-                     " ON CONFLICT(node, vf) DO UPDATE SET tenant_id = excluded.tenant_id",
+    [ST_FKEY_LIST] = "SELECT pkey, tenant_id, released_ms, alloc_id FROM fabric_keys"
+                     " ORDER BY pkey",
+    [ST_FPORT_PUT] = "INSERT INTO fabric_ports(node, vf, tenant_id, alloc_id)"
+                     " VALUES (?1, ?2, ?3, ?4)"
+                     " ON CONFLICT(node, vf) DO UPDATE SET tenant_id = excluded.tenant_id,"
+                     " alloc_id = excluded.alloc_id",
     [ST_FPORT_DELETE] = "DELETE FROM fabric_ports WHERE node = ?1 AND vf = ?2",
-    [ST_FPORT_LIST] = "SELECT node, vf, tenant_id FROM fabric_ports ORDER BY node, vf",
+    [ST_FPORT_LIST] = "SELECT node, vf, tenant_id, alloc_id FROM fabric_ports"
+                      " ORDER BY node, vf",
     [ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                         " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
                         " ?20, ?21, ?22, ?23, ?24, ?25, ?26)",

@@ -71,11 +71,13 @@ static int read_tenant(sqlite3_stmt *st, struct iso_tenant *t, struct iso_error 
 	t->writes_per_s = (int)iso_sqlite_rd_i64(&row);
 	t->reads_per_s = (int)iso_sqlite_rd_i64(&row);
 	t->io_uring = iso_sqlite_rd_bool(&row);
+	t->partition = iso_sqlite_rd_bool(&row) ? ISO_PARTITION_PER_ALLOCATION
+	                                        : ISO_PARTITION_PER_TENANT;
 	snprintf(id, sizeof(id), "%" PRId64, t->id);
 	return iso_sqlite_row_check(&row, "tenants", id, err);
 }
 
-/* org, shares, isolation, tags, the limits and io_uring at ?first..
+/* org, shares, isolation, tags, the limits, io_uring and the partition mode at ?first..
  * (defaults for a zeroed struct). */
 static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tenant *t)
 {
@@ -88,7 +90,8 @@ static int bind_tenant_policy(sqlite3_stmt *st, int first, const struct iso_tena
 	       sqlite3_bind_int(st, first + 6, t->max_user_priority) ||
 	       sqlite3_bind_int(st, first + 7, t->writes_per_s) ||
 	       sqlite3_bind_int(st, first + 8, t->reads_per_s) ||
-	       sqlite3_bind_int(st, first + 9, t->io_uring);
+	       sqlite3_bind_int(st, first + 9, t->io_uring) ||
+	       sqlite3_bind_int(st, first + 10, t->partition == ISO_PARTITION_PER_ALLOCATION);
 }
 
 /* Steps a single-row lookup; `what` names the object for not-found. */

@@ -15,7 +15,7 @@ int iso_sqlite_fabric_key_put(struct iso_store *is, const struct iso_fabric_key_
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_FKEY_PUT];
 
 	if (sqlite3_bind_int(st, 1, k->pkey) || sqlite3_bind_int64(st, 2, k->tenant_id) ||
-	    sqlite3_bind_int64(st, 3, k->released_ms))
+	    sqlite3_bind_int64(st, 3, k->released_ms) || BIND_FIELD(st, 4, k->alloc_id))
 		return iso_sqlite_fail(s->db, "fabric key put", err);
 	return iso_sqlite_exec_stmt(s->db, st, "fabric key put", err);
 }
@@ -47,10 +47,12 @@ int iso_sqlite_fabric_key_list(struct iso_store *is, struct iso_fabric_key_row *
 		if (iso_sqlite_grow((void **)&items, &cap, count, sizeof(*items)) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "store: out of memory");
 		k = &items[count];
+		memset(k, 0, sizeof(*k));
 		iso_sqlite_row_init(&row, st);
 		k->pkey = iso_sqlite_rd_int(&row, 1, 0x7ffe);
 		k->tenant_id = iso_sqlite_rd_i64(&row);
 		k->released_ms = iso_sqlite_rd_i64(&row);
+		RD_FIELD(&row, k->alloc_id);
 		r = iso_sqlite_row_check(&row, "fabric_keys", "key", err);
 		if (r < 0)
 			return r;
@@ -70,7 +72,7 @@ int iso_sqlite_fabric_port_put(struct iso_store *is, const struct iso_fabric_por
 	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_FPORT_PUT];
 
 	if (BIND_FIELD(st, 1, p->node) || sqlite3_bind_int(st, 2, p->vf) ||
-	    sqlite3_bind_int64(st, 3, p->tenant_id))
+	    sqlite3_bind_int64(st, 3, p->tenant_id) || BIND_FIELD(st, 4, p->alloc_id))
 		return iso_sqlite_fail(s->db, "fabric port put", err);
 	return iso_sqlite_exec_stmt(s->db, st, "fabric port put", err);
 }
@@ -108,6 +110,7 @@ int iso_sqlite_fabric_port_list(struct iso_store *is, struct iso_fabric_port_row
 		RD_FIELD(&row, p->node);
 		p->vf = iso_sqlite_rd_int(&row, -1, 1 << 20);
 		p->tenant_id = iso_sqlite_rd_i64(&row);
+		RD_FIELD(&row, p->alloc_id);
 		r = iso_sqlite_row_check(&row, "fabric_ports", p->node, err);
 		if (r < 0)
 			return r;

@@ -193,10 +193,17 @@ static const char *const migrations[] = {
      * (docs/api.md), NULL when none; unique per tenant. Key first, so that
      * one index serves a lookup by (tenant, key) and a cluster role's list
      * filtered by key alone. */
-    "ALTER TABLE allocations ADD COLUMN idempotency_key TEXT;"
-    "ALTER TABLE allocations ADD COLUMN idempotency_hash TEXT;"
-    "CREATE UNIQUE INDEX allocations_idempotency ON allocations(idempotency_key, tenant_id)"
-    "  WHERE idempotency_key IS NOT NULL;",
+    ("ALTER TABLE allocations ADD COLUMN idempotency_key TEXT;"
+     "ALTER TABLE allocations ADD COLUMN idempotency_hash TEXT;"
+     "CREATE UNIQUE INDEX allocations_idempotency ON allocations(idempotency_key, tenant_id)"
+     "  WHERE idempotency_key IS NOT NULL;"),
+    /* 10: per-allocation partitions (docs/fabric.md): the tenant's mode
+     * (0 per-tenant, 1 per-allocation; existing tenants keep one P_Key),
+     * and the allocation that holds a P_Key or a VF ('' = the tenant). */
+    ("ALTER TABLE tenants ADD COLUMN partition_mode INTEGER NOT NULL DEFAULT 0"
+     "  CHECK (partition_mode IN (0, 1));"
+     "ALTER TABLE fabric_keys ADD COLUMN alloc_id TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE fabric_ports ADD COLUMN alloc_id TEXT NOT NULL DEFAULT '';"),
 };
 
 int iso_sqlite_schema_version_known(void)

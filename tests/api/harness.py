@@ -776,7 +776,7 @@ def check_error_shape(tc, r):
 # ---------------------------------------------------------------- objects
 
 TENANT_KEYS = {"name", "description", "pkey", "created", "updated", "org", "shares", "isolation",
-               "tags", "limits", "io_uring"}
+               "tags", "limits", "io_uring", "partition"}
 TOKEN_KEYS = {"id", "role", "tenant", "user", "description", "created", "expires", "revoked"}
 NODE_KEYS = {"name", "pool", "rack", "pdu", "cpus", "memory_mib", "cpus_used", "memory_mib_used",
              "state", "gpus", "gpu_model", "members", "port", "agent", "conditions"}
@@ -799,7 +799,7 @@ CAPACITY_KEYS = {"nodes", "schedulable_nodes", "gpus", "gpus_free", "memory_slic
 ALLOC_KEYS = {"id", "tenant", "name", "state", "reason", "members", "gpus", "cpus", "memory_mib",
               "pool", "owner", "created", "updated", "nodes", "placement",
               "project", "priority", "isolation", "spread", "on_preempt", "duration_s",
-              "idempotency_key"}
+              "idempotency_key", "pkey"}
 ALLOC_GPUS_KEYS = {"count", "whole", "profile", "model"}
 PLACEMENT_KEYS = {"member", "node", "gpu", "whole", "profile", "start", "width"}
 VERSION_KEYS = {"version", "api", "store", "placement", "fabric", "commits"}

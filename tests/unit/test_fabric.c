@@ -751,9 +751,14 @@ static void test_verify_near_capacity(void **state)
 	(void)state;
 	struct world w;
 
-	/* 3 keys on a 3-entry table: at 100%; PFs hold 1 of 3 */
-	world_open(&w, SMALL_INV("3"));
+	/* 3 keys on a 3-entry table: at 100%; PFs hold 1 of 3. The intent
+	 * itself needs 4 (n1's PF and VFs share one table: Default, the
+	 * service, acme, beta), so the fabric is made to report 3 per port. */
+	world_open(&w, SMALL_INV("4"));
 	world_snapshot(&w);
+	for (int i = 0; i < w.snap.n_ports; i++)
+		if (w.snap.ports[i].capacity == 4)
+			w.snap.ports[i].capacity = 3;
 	world_verify(&w);
 	assert_true(w.rep.ok); /* a warning only */
 	assert_int_equal(count_kind(&w.rep, ISO_VIOL_NEAR_CAPACITY), 5);
@@ -788,6 +793,127 @@ static void test_verify_bad_intent(void **state)
 	assert_string_equal(err.field, "intent");
 	assert_non_null(strstr(err.message, "t_a"));
 	assert_int_equal(rep.n_violations, -1);
+}
+
+/* Per-allocation partitions on one ConnectX-size port: the PF and its 127
+ * VFs share one 128-entry P_Key table (docs/reference-fabric.md), so with
+ * Default and one shared service 126 allocation partitions fit and the
+ * 127th is refused naming the node's port. On the sim fabric the fitting
+ * intent verifies clean, each VF in its own allocation's key only; a VF put
+ * into a sibling allocation's key is a cross_partition finding. */
+static void test_port_table_128(void **state)
+{
+	(void)state;
+	enum { VFS = 127 };
+	char yaml[1024];
+	snprintf(yaml, sizeof(yaml),
+	         "%s  - {name: n0, rack: r1, pdu: u1, pool: p, cpus: 4, memory_gib: 16, "
+	         "port: {device: mlx5_0, port: 1, guid: 0x100000, pkey_capacity: 128, "
+	         "vfs: {count: %d, guid_base: 0x200000}}}\n",
+	         YAML_HEAD, VFS);
+	struct iso_inventory *inv = load_inv(yaml);
+	struct iso_fabric_tenant t[VFS];
+	char ids[VFS][ISO_ID_MAX];
+	struct iso_port_assignment as[VFS];
+	struct iso_fabric_intent in = {0};
+	struct iso_error err = {0};
+
+	assert_int_equal(iso_fabric_port_table_count(inv, 126), 128);
+	for (int i = 0; i < VFS; i++) {
+		snprintf(ids[i], sizeof(ids[i]), "a-%016x", i + 1);
+		t[i] = (struct iso_fabric_tenant){
+		    .tenant_id = 1, .name = "acme", .pkey = (uint16_t)(0x0100 + i), .alloc = ids[i]};
+		as[i] = (struct iso_port_assignment){
+		    .node = 0, .tenant_id = 1, .vf = i, .guid = inv->nodes[0].port.vf_guids[i]};
+		iso_strlcpy(as[i].alloc, ids[i], sizeof(as[i].alloc));
+	}
+	assert_int_equal(iso_fabric_intent_build(inv, t, VFS, as, VFS, &in, &err), -ENOSPC);
+	assert_int_equal(err.code, ISO_E_NO_CAPACITY);
+	assert_string_equal(err.field, "nodes.n0.port");
+	assert_non_null(strstr(err.message, "would hold 129 P_Keys"));
+	assert_non_null(strstr(err.message, "holds 128"));
+
+	err = (struct iso_error){0};
+	assert_int_equal(iso_fabric_intent_build(inv, t, VFS - 1, as, VFS - 1, &in, &err), 0);
+	assert_int_equal(in.n_parts, 2 + VFS - 1);
+	const struct iso_partition *p = find_part(&in, 0x0100);
+	assert_non_null(p);
+	assert_string_equal(p->alloc, ids[0]);
+	assert_string_equal(p->tenant, "acme");
+	assert_string_equal(p->name, "t_acme_a_0000000000000001");
+	assert_int_equal(p->n_members, 1);
+	assert_int_equal(p->members[0].guid, inv->nodes[0].port.vf_guids[0]);
+	char *js = iso_fabric_intent_json(&in);
+	assert_non_null(strstr(js, "\"allocation\":\"a-0000000000000001\""));
+	struct iso_fabric_intent back = {0};
+	assert_int_equal(iso_fabric_intent_parse_json(js, &back, &err), 0);
+	assert_string_equal(find_part(&back, 0x0100)->alloc, ids[0]);
+	iso_fabric_intent_clear(&back);
+	free(js);
+
+	struct iso_fabric_driver *d = NULL;
+	struct iso_fabric_snapshot snap = {0};
+	struct iso_fabric_report rep = {0};
+	assert_int_equal(iso_fabric_sim_driver_new(inv, &d, &err), 0);
+	assert_int_equal(d->ops->apply(d, &in, &err), 0);
+	assert_int_equal(d->ops->snapshot(d, &snap, &err), 0);
+	assert_int_equal(iso_fabric_verify(&in, &snap, &rep, &err), 0);
+	assert_true(rep.ok);
+	iso_fabric_report_clear(&rep);
+	iso_fabric_snapshot_clear(&snap);
+	/* VF 0 (allocation 1) full in allocation 2's key */
+	assert_int_equal(iso_fabric_sim_inject(d, inv->nodes[0].port.vf_guids[0], 0x8101), 0);
+	assert_int_equal(d->ops->snapshot(d, &snap, &err), 0);
+	assert_int_equal(iso_fabric_verify(&in, &snap, &rep, &err), 0);
+	assert_false(rep.ok);
+	assert_int_equal(count_kind(&rep, ISO_VIOL_CROSS_TENANT), 0);
+	const struct iso_violation *v = find_viol(&rep, ISO_VIOL_CROSS_PARTITION, 0x0101);
+	assert_non_null(v);
+	assert_int_equal(v->pkey, 0x0101);
+	assert_string_equal(iso_violation_kind_name(v->kind), "cross_partition");
+	assert_non_null(strstr(v->message, "a-0000000000000001"));
+	assert_non_null(strstr(v->message, "a-0000000000000002"));
+	assert_string_equal(v->tenants[0], "acme");
+	assert_string_equal(v->tenants[1], "acme");
+	iso_fabric_report_clear(&rep);
+	iso_fabric_snapshot_clear(&snap);
+	d->ops->free(d);
+
+	/* one VF in two allocations of one tenant: one port, one partition */
+	as[1].guid = as[0].guid;
+	as[1].vf = 0;
+	assert_int_equal(iso_fabric_intent_build(inv, t, 2, as, 2, &back, &err), -EEXIST);
+	assert_int_equal(err.code, ISO_E_CONFLICT);
+	assert_non_null(strstr(err.message, "one port, one partition"));
+	iso_fabric_intent_clear(&in);
+	iso_inventory_free(inv);
+}
+
+/* take_pick: the n-th takeable key in key order, over free and
+ * quarantine-over keys alike; the same refusal as take when none is left. */
+static void test_pool_take_pick(void **state)
+{
+	(void)state;
+	struct iso_pkey_pool p;
+	struct iso_error err = {0};
+	uint16_t k;
+
+	assert_int_equal(iso_pkey_pool_init(&p, 0x100, 0x103, 1000, NULL), 0);
+	assert_int_equal(iso_pkey_pool_take_pick(&p, 0, 2, &k, &err), 0);
+	assert_int_equal(k, 0x102);
+	assert_int_equal(iso_pkey_pool_take_pick(&p, 0, 5, &k, &err), 0); /* 5 mod 3 */
+	assert_int_equal(k, 0x103);
+	iso_pkey_pool_release(&p, 0x102, 10);
+	assert_int_equal(iso_pkey_pool_take_pick(&p, 20, 1, &k, &err), 0); /* 0x100, 0x101 */
+	assert_int_equal(k, 0x101);
+	assert_int_equal(iso_pkey_pool_take_pick(&p, 20, 7, &k, &err), 0);
+	assert_int_equal(k, 0x100);
+	assert_int_equal(iso_pkey_pool_take_pick(&p, 20, 0, &k, &err), -ENOSPC);
+	assert_string_equal(err.field, "fabric.pkey_range");
+	assert_non_null(strstr(err.message, "quarantine"));
+	assert_int_equal(iso_pkey_pool_take_pick(&p, 1010, 3, &k, &err), 0);
+	assert_int_equal(k, 0x102);
+	iso_pkey_pool_free(&p);
 }
 
 /* 10,000 tenant VFs in 1,000 tenants, each with Default, the service key
@@ -1172,6 +1298,8 @@ int main(void)
 	    cmocka_unit_test(test_verify_service_and_default),
 	    cmocka_unit_test(test_verify_drift),
 	    cmocka_unit_test(test_verify_near_capacity),
+	    cmocka_unit_test(test_port_table_128),
+	    cmocka_unit_test(test_pool_take_pick),
 	    cmocka_unit_test(test_verify_bad_intent),
 	    cmocka_unit_test(test_verify_flattened),
 	    cmocka_unit_test(test_verify_scale),

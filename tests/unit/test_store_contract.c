@@ -1074,11 +1074,16 @@ static void test_idem_key_migrated(void **state)
 	struct fx *f = *state;
 	struct iso_allocation a = alloc("a-1", 1, "acme", 100, ISO_ALLOC_ACTIVE, 1), got = {0};
 	struct iso_allocation b = alloc("a-2", 1, "acme", 101, ISO_ALLOC_ACTIVE, 1);
-	static const char undo[] = "DROP INDEX allocations_idempotency;"
+	/* the idempotency keys came one migration before the partition mode:
+	 * undo both */
+	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
+	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
+	                           " DROP INDEX allocations_idempotency;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
-	                           " DELETE FROM schema_version WHERE version ="
-	                           " (SELECT max(version) FROM schema_version)";
+	                           " DELETE FROM schema_version WHERE version >="
+	                           " (SELECT max(version) FROM schema_version) - 1";
 
 	snprintf(a.idem_key, sizeof(a.idem_key), "k1");
 	snprintf(a.idem_hash, sizeof(a.idem_hash), "h1");
@@ -1377,21 +1382,24 @@ static void test_reopen_migrated(void **state)
  * the migration adds the column with false for every existing tenant, even
  * one whose io_uring was true before the column was dropped here. The switch
  * came before the heads' key ids and the allocations' idempotency keys:
- * undone by dropping their columns and the three highest schema_version
+ * undone by dropping their columns and the four highest schema_version
  * rows. */
 static void test_io_uring_migrated(void **state)
 {
 	struct fx *f = *state;
 	struct iso_tenant t = tenant("old"), got;
-	/* io_uring came before the heads' key_id and the allocations'
-	 * idempotency keys: undo all three. */
-	static const char undo[] = "DROP INDEX allocations_idempotency;"
+	/* io_uring came before the heads' key_id, the allocations' idempotency
+	 * keys and the partition mode: undo all four. */
+	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
+	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
+	                           " DROP INDEX allocations_idempotency;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
 	                           " ALTER TABLE tenants DROP COLUMN io_uring;"
 	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
 	                           " DELETE FROM schema_version WHERE version >="
-	                           " (SELECT max(version) FROM schema_version) - 2";
+	                           " (SELECT max(version) FROM schema_version) - 3";
 
 	t.io_uring = true;
 	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
@@ -1414,6 +1422,87 @@ static void test_io_uring_migrated(void **state)
 	fx_reopen(f);
 	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "old", &got, &f->err), 0);
 	assert_true(got.io_uring);
+}
+
+/* Per-allocation partitions: the tenant's mode, and the allocation that
+ * holds a P_Key or a VF, round trip; a store from before the migration reads
+ * its tenants as per-tenant and its keys and ports as the tenant's own. */
+static void test_partition_mode(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_tenant t = tenant("jobs"), got;
+	struct iso_fabric_key_row k = {.pkey = 0x30, .tenant_id = 5, .alloc_id = "a-0000000000000007"};
+	struct iso_fabric_port_row p = {.node = "n1", .vf = 2, .tenant_id = 5,
+	                                .alloc_id = "a-0000000000000007"};
+	struct iso_fabric_key_row *keys = NULL;
+	struct iso_fabric_port_row *ports = NULL;
+	int n = -1;
+
+	t.partition = ISO_PARTITION_PER_ALLOCATION;
+	assert_int_equal(o->tenant_insert(f->s, &t, &f->err), 0);
+	assert_int_equal(o->fabric_key_put(f->s, &k, &f->err), 0);
+	assert_int_equal(o->fabric_port_put(f->s, &p, &f->err), 0);
+	fx_reopen(f);
+	o = f->s->ops;
+	assert_int_equal(o->tenant_get_by_name(f->s, "jobs", &got, &f->err), 0);
+	assert_int_equal(got.partition, ISO_PARTITION_PER_ALLOCATION);
+	got.partition = ISO_PARTITION_PER_TENANT;
+	assert_int_equal(o->tenant_update(f->s, &got, &f->err), 0);
+	assert_int_equal(o->tenant_get_by_name(f->s, "jobs", &got, &f->err), 0);
+	assert_int_equal(got.partition, ISO_PARTITION_PER_TENANT);
+	assert_int_equal(o->fabric_key_list(f->s, &keys, &n, &f->err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(keys[0].alloc_id, "a-0000000000000007");
+	free(keys);
+	/* released into quarantine: the row keeps where it came from */
+	k.released_ms = 99;
+	assert_int_equal(o->fabric_key_put(f->s, &k, &f->err), 0);
+	assert_int_equal(o->fabric_port_list(f->s, &ports, &n, &f->err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ports[0].alloc_id, "a-0000000000000007");
+	free(ports);
+}
+
+static void test_partition_mode_migrated(void **state)
+{
+	struct fx *f = *state;
+	struct iso_tenant t = tenant("old"), got;
+	struct iso_fabric_key_row k = {.pkey = 0x31, .tenant_id = 1};
+	struct iso_fabric_port_row p = {.node = "n1", .vf = 0, .tenant_id = 1};
+	struct iso_fabric_key_row *keys = NULL;
+	struct iso_fabric_port_row *ports = NULL;
+	int n = -1;
+	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
+	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
+	                           " DELETE FROM schema_version WHERE version ="
+	                           " (SELECT max(version) FROM schema_version)";
+
+	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
+	assert_int_equal(f->s->ops->fabric_key_put(f->s, &k, &f->err), 0);
+	assert_int_equal(f->s->ops->fabric_port_put(f->s, &p, &f->err), 0);
+	iso_store_close(f->s);
+	f->s = NULL;
+	if (f->b == B_SQLITE) {
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, undo, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	} else {
+		pg_raw(f->conninfo, undo);
+	}
+	fx_open(f);
+	assert_int_equal(f->s->ops->tenant_get_by_name(f->s, "old", &got, &f->err), 0);
+	assert_int_equal(got.partition, ISO_PARTITION_PER_TENANT);
+	assert_int_equal(f->s->ops->fabric_key_list(f->s, &keys, &n, &f->err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(keys[0].alloc_id, "");
+	free(keys);
+	assert_int_equal(f->s->ops->fabric_port_list(f->s, &ports, &n, &f->err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ports[0].alloc_id, "");
+	free(ports);
 }
 
 /* A head's signer's key id: stored when the head has one, none (all zero)
@@ -1448,13 +1537,17 @@ static void test_audit_key_id_migrated(void **state)
 	struct fx *f = *state;
 	struct iso_audit_head h = {.size = 3, .time_ms = 9}, got;
 	static const uint8_t zero[ISO_AUDIT_KEY_ID_LEN] = {0};
-	/* key ids came one migration before the idempotency keys: undo both */
-	static const char undo[] = "DROP INDEX allocations_idempotency;"
+	/* key ids came before the idempotency keys and the partition mode:
+	 * undo all three */
+	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
+	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
+	                           " DROP INDEX allocations_idempotency;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
 	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
 	                           " DELETE FROM schema_version WHERE version >="
-	                           " (SELECT max(version) FROM schema_version) - 1";
+	                           " (SELECT max(version) FROM schema_version) - 2";
 
 	memset(h.root, 0x33, sizeof(h.root));
 	memset(h.sig, 0x44, sizeof(h.sig));
@@ -1750,6 +1843,10 @@ static void test_pg_corrupt_rows(void **state)
 	    cmocka_unit_test_prestate_setup_teardown(test_audit_head_key_id, fx_setup,             \
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_audit_key_id_migrated, fx_setup,         \
+	                                             fx_teardown, b),                              \
+	    cmocka_unit_test_prestate_setup_teardown(test_partition_mode, fx_setup, fx_teardown,   \
+	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_partition_mode_migrated, fx_setup,       \
 	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_pg_reconnect, fx_setup, fx_teardown, b), \
 	    cmocka_unit_test_prestate_setup_teardown(test_store_selection, fx_setup, fx_teardown,  \
