@@ -204,6 +204,11 @@ struct iso_allocation {
 	bool fail_on_preempt;       /* a victim fails instead of going back to the queue */
 	int64_t duration_ms;        /* expected run time, for backfill (0: unknown) */
 	int64_t started_ms;         /* when it last became active; 0 = not running */
+	/* The create's Idempotency-Key (docs/api.md), "" when none: unique per
+	 * tenant, never changed after the insert; and the SHA-256 (hex) of the
+	 * request it created, that a retry must repeat. */
+	char idem_key[ISO_IDEM_KEY_MAX];
+	char idem_hash[65];
 };
 
 /* Frees placed/slots and zeroes the struct. */

@@ -218,12 +218,20 @@ struct iso_place_constraints {
 	/* Spreading across fault domains (enum iso_spread): 0 none, 1 GPUs,
 	 * 2 nodes, 3 racks: the allocation's members on distinct ones. */
 	int spread;
+	/* Pinning (POST /v1/allocations' "nodes"): member k, for every
+	 * k < n_member_nodes, goes to node member_nodes[k] and nowhere else
+	 * (every other rule still applies there). A member pinned to a node it
+	 * does not fit on now is refused with ISO_E_NO_CAPACITY, field
+	 * "nodes[K]", the message naming the node and why ("member 0: no free
+	 * 3g.40gb placement on n1 (MIG geometry)", "... (cpus)"). */
+	const char *const *member_nodes;
+	int n_member_nodes;
 };
 
 /* iso_placer_place() under constraints `c` (NULL: none): sets
  * cs->constraints for the call. A name that the inventory does not have is
  * refused (ISO_E_INVALID, field "constraints.nodes[I]", ".avoid_nodes[I]",
- * ".racks[I]", ".avoid_racks[I]", ".gpus[I].node" or ".gpus[I].gpu",
+ * ".racks[I]", ".avoid_racks[I]", ".member_nodes[I]", ".gpus[I].node" or ".gpus[I].gpu",
  * ".avoid_gpus[I].node" or ".avoid_gpus[I].gpu"; a negative count or a NULL
  * list with a count: "constraints"). Checking a constraint costs O(1) per
  * candidate after O(list length) set-up. */

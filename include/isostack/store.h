@@ -86,6 +86,9 @@ struct iso_alloc_filter {
 	int state;         /* -1: any, else enum iso_alloc_state */
 	const char *after; /* cursor: id of the last item of the previous page, or NULL */
 	int limit;         /* <= 0: no limit */
+	/* only the allocation(s) created with this Idempotency-Key (one per
+	 * tenant at most), found by its index; NULL: any */
+	const char *idem_key;
 };
 
 struct iso_store_ops {
@@ -194,6 +197,11 @@ struct iso_store_ops {
 	 * slots[] are not read (NULL). */
 	int (*alloc_recent)(struct iso_store *s, int limit, struct iso_allocation **out, int *n,
 	                    struct iso_error *err);
+	/* The allocation of tenant `tenant_id` created with Idempotency-Key
+	 * `key` (a->idem_key, written by alloc_insert and never changed), by
+	 * the unique index on (key, tenant); -ENOENT when none. */
+	int (*alloc_get_by_key)(struct iso_store *s, int64_t tenant_id, const char *key,
+	                        struct iso_allocation *out, struct iso_error *err);
 
 	/* audit log: events by seq (append-only), signed heads by size */
 	int (*audit_append)(struct iso_store *s, const struct iso_audit_record *rec,

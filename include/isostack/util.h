@@ -121,6 +121,12 @@ void iso_format_time(int64_t ms, char *buf, size_t size);
 #define ISO_NAME_MAX 64
 bool iso_name_valid(const char *name);
 
+/* Idempotency keys (POST /v1/allocations' Idempotency-Key header, the
+ * desired document's members' "key"): 1-128 characters of [A-Za-z0-9._:-].
+ * ISO_IDEM_KEY_MAX includes the NUL. */
+#define ISO_IDEM_KEY_MAX 129
+bool iso_idem_key_valid(const char *key);
+
 /* Parses a 64-bit GUID written as 0x-prefixed hex (OpenSM accepts base 0;
  * we accept only the unambiguous hex form). */
 int iso_parse_guid(const char *s, uint64_t *out);

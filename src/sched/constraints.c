@@ -14,7 +14,7 @@ bool ix_constraints_active(const struct iso_cluster_state *cs)
 
 	return c && cs->index && cs->index->c_for == c &&
 	       (c->n_nodes > 0 || c->n_avoid_nodes > 0 || c->n_racks > 0 || c->n_avoid_racks > 0 ||
-	        c->n_gpus > 0 || c->n_avoid_gpus > 0);
+	        c->n_gpus > 0 || c->n_avoid_gpus > 0 || c->n_member_nodes > 0);
 }
 
 static int bad_name(struct iso_error *err, const char *list, int i, const char *what,
@@ -63,7 +63,8 @@ int ix_constraints_resolve(struct iso_cluster_state *cs, struct iso_error *err)
 	    c->n_gpus < 0 || c->n_avoid_gpus < 0 || (c->n_nodes && !c->nodes) ||
 	    (c->n_avoid_nodes && !c->avoid_nodes) || (c->n_racks && !c->racks) ||
 	    (c->n_avoid_racks && !c->avoid_racks) || (c->n_gpus && !c->gpus) ||
-	    (c->n_avoid_gpus && !c->avoid_gpus) || c->exclusive < 0 || c->exclusive > 3 ||
+	    (c->n_avoid_gpus && !c->avoid_gpus) || c->n_member_nodes < 0 ||
+	    (c->n_member_nodes && !c->member_nodes) || c->exclusive < 0 || c->exclusive > 3 ||
 	    c->spread < 0 || c->spread > 3)
 		return iso_error_set(err, ISO_E_INVALID, "constraints", "malformed constraints");
 	gen = ++ix->c_gen;
@@ -113,8 +114,28 @@ int ix_constraints_resolve(struct iso_cluster_state *cs, struct iso_error *err)
 			return g;
 		ix->gpus[g].c_avoid = gen;
 	}
+	for (int i = 0; i < c->n_member_nodes; i++)
+		if (ix_strmap_find(&ix->node_names, c->member_nodes[i]) < 0)
+			return bad_name(err, "member_nodes", i, "node", c->member_nodes[i]);
 	ix->c_for = c;
 	return 0;
+}
+
+void ix_constraints_pin(struct iso_cluster_state *cs, int k)
+{
+	const struct iso_place_constraints *c = cs->constraints;
+	struct iso_sched_index *ix = cs->index;
+
+	if (!ix)
+		return;
+	ix->c_pin = -1;
+	if (k >= 0 && c && ix->c_for == c && k < c->n_member_nodes)
+		ix->c_pin = ix_strmap_find(&ix->node_names, c->member_nodes[k]);
+}
+
+int iso_sched_member_pin(const struct iso_cluster_state *cs)
+{
+	return cs->index ? cs->index->c_pin : -1;
 }
 
 /* Resolves constraints set on cs outside iso_placer_place_ex() (best effort:
@@ -138,6 +159,8 @@ bool iso_place_node_allowed(const struct iso_cluster_state *cs, int node)
 	uint32_t gen;
 
 	if (ix && !ix_request_node_ok(ix, node))
+		return false;
+	if (ix && ix->c_pin >= 0 && node != ix->c_pin)
 		return false;
 	if (!c)
 		return true;
@@ -192,7 +215,9 @@ int iso_placer_place_ex(const struct iso_placer *p, struct iso_cluster_state *cs
 	if (r == 0)
 		r = p->place(p, cs, a, want, err);
 	cs->constraints = saved;
-	if (cs->index)
+	if (cs->index) {
 		cs->index->c_for = NULL;
+		cs->index->c_pin = -1;
+	}
 	return r;
 }

@@ -71,7 +71,13 @@ int iso_sched_first_fit_choose(void *ctx, struct iso_cluster_state *cs,
                                const struct iso_allocation *a, int k, struct iso_slot *out)
 {
 	int order[FF_GPUS_MAX];
+	int pin = iso_sched_member_pin(cs);
 
+	if (pin >= 0) /* a pinned member: its node or nothing, without the walk */
+		return cs->inv->nodes[pin].n_gpus <= FF_GPUS_MAX &&
+		               fit_member(cs, pin, a, k, order, out)
+		           ? pin
+		           : -1;
 	for (int i = 0; i < cs->inv->n_nodes; i++) {
 		if (cs->inv->nodes[i].n_gpus > FF_GPUS_MAX)
 			continue; /* the inventory loader allows far fewer */

@@ -377,6 +377,7 @@ int ix_build(struct iso_cluster_state *cs)
 
 	if (!ix)
 		return -ENOMEM;
+	ix->c_pin = -1;
 	ix->n_nodes = n;
 	ix->fabric_limited =
 	    inv->fabric.type == ISO_FABRIC_INFINIBAND || inv->fabric.type == ISO_FABRIC_OMNIPATH;

@@ -131,6 +131,9 @@ struct iso_sched_index {
 	/* Resolved constraints (constraints.c). */
 	const struct iso_place_constraints *c_for;
 	uint32_t c_gen;
+	/* The node the member being chosen is pinned to (member_nodes), -1
+	 * none; set by iso_sched_place around each member's choice. */
+	int32_t c_pin;
 	uint32_t *rack_allow, *rack_avoid;
 	/* Isolation and spreading (exclusive.c): tenants per rack, and the
 	 * request being placed (set by iso_sched_place). */
@@ -197,6 +200,9 @@ void ix_excl_free(struct iso_sched_index *ix);
 /* Constraints (constraints.c). Resolves cs->constraints into stamps;
  * returns 0 or -EINVAL naming the culprit. */
 int ix_constraints_resolve(struct iso_cluster_state *cs, struct iso_error *err);
+/* Sets ix->c_pin for member k of the request (-1 when k is not pinned or
+ * outside a placement). */
+void ix_constraints_pin(struct iso_cluster_state *cs, int k);
 bool ix_constraints_active(const struct iso_cluster_state *cs);
 
 /* The engine's demand mix and scores (mix.c). */

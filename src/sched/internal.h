@@ -53,6 +53,11 @@ int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int 
  * in which first-fit and the scored baselines try a node's GPUs. */
 void iso_sched_gpu_order(const struct iso_node *node, int *order);
 
+/* The node (index) the member being chosen is pinned to by the request's
+ * member_nodes, -1 when none (constraints.c). A policy may go straight to
+ * it; iso_place_node_allowed() refuses every other node anyway. */
+int iso_sched_member_pin(const struct iso_cluster_state *cs);
+
 /* First-fit's choice (first_fit.c): nodes in inventory order. */
 int iso_sched_first_fit_choose(void *ctx, struct iso_cluster_state *cs,
                                const struct iso_allocation *a, int k, struct iso_slot *out);

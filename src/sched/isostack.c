@@ -514,7 +514,9 @@ static int direct_candidates(const struct req *q)
 		}                                                                                  \
 	} while (0)
 
-	if (c->n_nodes > 0) {
+	if (ix->c_pin >= 0) { /* a pinned member: its node is the only candidate */
+		ADD(ix->c_pin);
+	} else if (c->n_nodes > 0) {
 		for (int i = 0; i < c->n_nodes; i++)
 			ADD(ix_strmap_find(&ix->node_names, c->nodes[i]));
 	} else if (c->n_gpus > 0) {

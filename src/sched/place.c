@@ -42,6 +42,63 @@ static int no_fit(const struct iso_allocation *a, int k, int want, struct iso_er
 	                     k, want, pool, s->cpus, (long long)s->memory_mib, gpus);
 }
 
+/* Why member k of `a` does not fit now on node ni, the node it is pinned
+ * to (member_nodes): the first rule it breaks there, in the order every
+ * policy checks them. Only cluster roles pin, so naming the node's state is
+ * no leak. */
+static int pinned_no_fit(const struct iso_cluster_state *cs, const struct iso_allocation *a,
+                         int k, int ni, struct iso_error *err)
+{
+	const struct iso_shape *s = &a->shape;
+	const struct iso_node *node = &cs->inv->nodes[ni];
+	const struct iso_node_usage *u = &cs->usage[ni];
+	char field[ISO_ERR_FIELD_MAX];
+
+	snprintf(field, sizeof(field), "nodes[%d]", k);
+#define NO_FIT(...) return iso_error_set(err, ISO_E_NO_CAPACITY, field, __VA_ARGS__)
+	if (cs->sched[ni] != ISO_NODE_SCHEDULABLE)
+		NO_FIT("member %d: node %s is %s and takes no new work", k, node->name,
+		       iso_node_sched_name(cs->sched[ni]));
+	if (cs->unreachable && cs->unreachable[ni])
+		NO_FIT("member %d: node %s is unreachable (its agent is silent) and takes no new "
+		       "work",
+		       k, node->name);
+	if (!iso_sched_node_in_pool(node, s))
+		NO_FIT("member %d: node %s is in pool %s, not %s (pool)", k, node->name, node->pool,
+		       s->pool);
+	if ((int64_t)u->cpus_used + s->cpus > node->cpus)
+		NO_FIT("member %d: node %s has %d of %d cpus free, the member needs %d (cpus)", k,
+		       node->name, node->cpus - u->cpus_used, node->cpus, s->cpus);
+	if (u->memory_mib_used + s->memory_mib > node->memory_mib)
+		NO_FIT("member %d: node %s has %lld of %lld MiB memory free, the member needs "
+		       "%lld (memory)",
+		       k, node->name, (long long)(node->memory_mib - u->memory_mib_used),
+		       (long long)node->memory_mib, (long long)s->memory_mib);
+	if (!iso_place_fabric_allows(cs, ni, a->tenant_id))
+		NO_FIT("member %d: node %s has no fabric port (VF) free for another tenant "
+		       "(fabric)",
+		       k, node->name);
+	if (cs->index && !ix_request_node_ok(cs->index, ni))
+		NO_FIT("member %d: node %s is closed to this request by isolation or spread "
+		       "(exclusive work there, or the request's own class or spread)",
+		       k, node->name);
+	if (!iso_place_node_allowed(cs, ni))
+		NO_FIT("member %d: node %s is excluded by the placement's constraints", k,
+		       node->name);
+	if (s->whole)
+		NO_FIT("member %d: no %d free whole GPU%s%s%s on %s (GPUs)", k, s->gpu_count,
+		       s->gpu_count == 1 ? "" : "s", s->gpu_model[0] ? " of " : "", s->gpu_model,
+		       node->name);
+	if (s->gpu_count > 1)
+		NO_FIT("member %d: no %d free %s placements on %s (MIG geometry)", k, s->gpu_count,
+		       s->profile, node->name);
+	if (s->gpu_count == 1)
+		NO_FIT("member %d: no free %s placement on %s (MIG geometry)", k, s->profile,
+		       node->name);
+	NO_FIT("member %d: does not fit on node %s now", k, node->name);
+#undef NO_FIT
+}
+
 static int place_members(struct iso_cluster_state *cs, struct iso_allocation *a, int want,
                          iso_sched_choose_fn choose, void *ctx, struct iso_error *err)
 {
@@ -76,10 +133,13 @@ static int place_members(struct iso_cluster_state *cs, struct iso_allocation *a,
 		memcpy(tmp.slots, a->slots, (size_t)old_slots * sizeof(*tmp.slots));
 
 	for (int k = old_members; k < want; k++) {
-		int ni = choose(ctx, cs, a, k, &tmp.slots[tmp.n_slots]);
+		int ni, pin;
 
+		ix_constraints_pin(cs, k);
+		pin = iso_sched_member_pin(cs);
+		ni = choose(ctx, cs, a, k, &tmp.slots[tmp.n_slots]);
 		if (ni < 0) {
-			r = no_fit(a, k, want, err);
+			r = pin >= 0 ? pinned_no_fit(cs, a, k, pin, err) : no_fit(a, k, want, err);
 			goto fail;
 		}
 		tmp.placed[k].index = k;
@@ -124,6 +184,7 @@ int iso_sched_place(struct iso_cluster_state *cs, struct iso_allocation *a, int 
 
 	ix_request_begin(cs, a);
 	r = place_members(cs, a, want, choose, ctx, err);
+	ix_constraints_pin(cs, -1);
 	ix_request_end(cs);
 	return r;
 }

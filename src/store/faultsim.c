@@ -196,6 +196,10 @@ FS_OP(R, alloc_count_live, (struct iso_store * s, int64_t tenant_id, int *n, str
 FS_OP(R, alloc_recent,
       (struct iso_store * s, int limit, struct iso_allocation **out, int *n, struct iso_error *err),
       (INNER(s), limit, out, n, err))
+FS_OP(R, alloc_get_by_key,
+      (struct iso_store * s, int64_t tenant_id, const char *key, struct iso_allocation *out,
+       struct iso_error *err),
+      (INNER(s), tenant_id, key, out, err))
 FS_OP(W, audit_append,
       (struct iso_store * s, const struct iso_audit_record *rec, struct iso_error *err),
       (INNER(s), rec, err))
@@ -267,6 +271,7 @@ static const struct iso_store_ops faultsim_ops = {
     .alloc_list = fs_alloc_list,
     .alloc_count_live = fs_alloc_count_live,
     .alloc_recent = fs_alloc_recent,
+    .alloc_get_by_key = fs_alloc_get_by_key,
     .audit_append = fs_audit_append,
     .audit_count = fs_audit_count,
     .audit_scan = fs_audit_scan,
@@ -279,7 +284,7 @@ static const struct iso_store_ops faultsim_ops = {
 
 /* An op added to the vtable must be forwarded above: left NULL here, a
  * caller would crash on the wrapper only. */
-_Static_assert(sizeof(struct iso_store_ops) == sizeof(const char *) + 55 * sizeof(void (*)(void)),
+_Static_assert(sizeof(struct iso_store_ops) == sizeof(const char *) + 56 * sizeof(void (*)(void)),
                "struct iso_store_ops changed: forward the new op in src/store/faultsim.c");
 
 int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out, struct iso_error *err)

@@ -630,6 +630,7 @@ static const struct iso_store_ops pg_ops = {
     .alloc_list = iso_pg_alloc_list,
     .alloc_count_live = iso_pg_alloc_count_live,
     .alloc_recent = iso_pg_alloc_recent,
+    .alloc_get_by_key = iso_pg_alloc_get_by_key,
     .audit_append = iso_pg_audit_append,
     .audit_count = iso_pg_audit_count,
     .audit_scan = iso_pg_audit_scan,

@@ -13,7 +13,8 @@
 #define ALLOC_COLS                                                                                 \
 	"id, tenant_id, tenant, name, state, reason, members, whole, gpu_count, profile, "         \
 	"gpu_model, cpus, memory_mib, pool, owner, created_ms, updated_ms, project, priority, "    \
-	"isolation, spread, fail_on_preempt, duration_ms, started_ms"
+	"isolation, spread, fail_on_preempt, duration_ms, started_ms, idempotency_key, "           \
+	"idempotency_hash"
 #define LIVE "state NOT IN ('released', 'failed')" /* as in the partial indexes */
 /* $1, $2: cursor (created_ms, id); $3 owner or NULL; $4 state or NULL;
  * $5 limit (NULL: none); $6 tenant_id in the tenant variants. As in SQLite,
@@ -160,6 +161,13 @@ static int write_alloc(struct pg_store *s, const struct iso_allocation *a, bool 
 	if (r < 0)
 		return r;
 	p_alloc(&p, a, state);
+	if (!update && a->idem_key[0]) { /* only the insert writes the key: it never changes */
+		P_FIELD(&p, a->idem_key);
+		P_FIELD(&p, a->idem_hash);
+	} else if (!update) {
+		iso_pg_p_null(&p);
+		iso_pg_p_null(&p);
+	}
 	r = iso_pg_atomic_begin(s, op, err);
 	if (r < 0)
 		return r;
@@ -184,7 +192,8 @@ static int write_alloc(struct pg_store *s, const struct iso_allocation *a, bool 
 		                 " $8::bigint, $9::bigint, $10::text, $11::text, $12::bigint,"
 		                 " $13::bigint, $14::text, $15::text, $16::bigint, $17::bigint,"
 		                 " $18::text, $19::bigint, $20::text, $21::text, $22::bigint,"
-		                 " $23::bigint, $24::bigint) ON CONFLICT (id) DO NOTHING",
+		                 " $23::bigint, $24::bigint, $25::text, $26::text)"
+		                 " ON CONFLICT (id) DO NOTHING",
 		                 &p, op, "allocation", a->id, &res, err);
 	if (r == 0 && iso_pg_changes(res) == 0)
 		r = update ? iso_error_set(err, ISO_E_NOT_FOUND, NULL,
@@ -420,6 +429,8 @@ static int read_alloc(const PGresult *res, int i, struct iso_allocation *a, stru
 	a->fail_on_preempt = iso_pg_rd_bool(&row);
 	a->duration_ms = iso_pg_rd_i64(&row);
 	a->started_ms = iso_pg_rd_i64(&row);
+	iso_pg_rd_text_or_null(&row, a->idem_key, sizeof(a->idem_key));
+	iso_pg_rd_text_or_null(&row, a->idem_hash, sizeof(a->idem_hash));
 	r = iso_pg_row_check(&row, "allocations", a->id, err);
 	if (r < 0)
 		iso_allocation_clear(a);
@@ -443,6 +454,34 @@ int iso_pg_alloc_get(struct iso_store *is, const char *id, struct iso_allocation
 	if (PQntuples(res) == 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "allocation \"%.*s\" not found",
 		                     ISO_ID_MAX, id);
+	r = read_alloc(res, 0, out, err);
+	if (r == 0)
+		r = read_children(s, out, 1, err);
+	if (r < 0)
+		iso_allocation_clear(out);
+	return r;
+}
+
+int iso_pg_alloc_get_by_key(struct iso_store *is, int64_t tenant_id, const char *key,
+                            struct iso_allocation *out, struct iso_error *err)
+{
+	struct pg_store *s = pg_store_of(is);
+	_cleanup_pgres_ PGresult *res = NULL;
+	struct pg_params p = {0};
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	P_STR(&p, key);
+	iso_pg_p_i64(&p, tenant_id);
+	/* by the unique index allocations_idempotency (key, tenant_id) */
+	r = iso_pg_query(s,
+	                 "SELECT " ALLOC_COLS " FROM allocations WHERE idempotency_key = $1::text"
+	                 " AND tenant_id = $2::bigint",
+	                 &p, "allocation by key", NULL, NULL, &res, err);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) == 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no allocation with that key");
 	r = read_alloc(res, 0, out, err);
 	if (r == 0)
 		r = read_children(s, out, 1, err);
@@ -578,6 +617,17 @@ int iso_pg_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f,
 		iso_pg_p_i64(&p, f->limit);
 	else
 		iso_pg_p_null(&p);
+	if (f->idem_key) {
+		/* by the key's index, whatever else filters (0 or 1 row per tenant) */
+		iso_pg_p_i64(&p, f->tenant_id);
+		P_STR(&p, f->idem_key);
+		iso_pg_p_i64(&p, live);
+		return read_allocs(s,
+		                   ALLOC_LIST(" AND ($6::bigint = 0 OR tenant_id = $6::bigint)"
+		                              " AND idempotency_key = $7::text"
+		                              " AND ($8::bigint = 0 OR " LIVE ")"),
+		                   &p, true, out, n, err);
+	}
 	if (f->tenant_id > 0)
 		iso_pg_p_i64(&p, f->tenant_id);
 	static const char *const sql[2][2] = {

@@ -136,6 +136,7 @@ void iso_pg_row_init(struct pg_row *r, const PGresult *res, int row);
 void iso_pg_rd_text(struct pg_row *r, char *buf, size_t size);
 int64_t iso_pg_rd_i64(struct pg_row *r);
 int64_t iso_pg_rd_i64_or_null(struct pg_row *r); /* NULL -> 0 */
+void iso_pg_rd_text_or_null(struct pg_row *r, char *buf, size_t size); /* NULL -> "" */
 int64_t iso_pg_rd_limit(struct pg_row *r);       /* NULL -> INT64_MAX */
 double iso_pg_rd_double(struct pg_row *r);
 int iso_pg_rd_int(struct pg_row *r, int min, int max);
@@ -235,6 +236,8 @@ int iso_pg_alloc_list(struct iso_store *s, const struct iso_alloc_filter *f,
 int iso_pg_alloc_count_live(struct iso_store *s, int64_t tenant_id, int *n, struct iso_error *err);
 int iso_pg_alloc_recent(struct iso_store *s, int limit, struct iso_allocation **out, int *n,
                         struct iso_error *err);
+int iso_pg_alloc_get_by_key(struct iso_store *s, int64_t tenant_id, const char *key,
+                            struct iso_allocation *out, struct iso_error *err);
 int iso_pg_audit_append(struct iso_store *s, const struct iso_audit_record *rec,
                         struct iso_error *err);
 int iso_pg_audit_count(struct iso_store *s, int64_t *n, struct iso_error *err);

@@ -197,6 +197,17 @@ int64_t iso_pg_rd_i64_or_null(struct pg_row *r)
 	return iso_pg_rd_i64(r);
 }
 
+void iso_pg_rd_text_or_null(struct pg_row *r, char *buf, size_t size)
+{
+	if (r->col < PQnfields(r->res) && is_null(r)) {
+		if (size > 0)
+			buf[0] = '\0';
+		next_col(r, true);
+		return;
+	}
+	iso_pg_rd_text(r, buf, size);
+}
+
 int64_t iso_pg_rd_limit(struct pg_row *r)
 {
 	if (r->col < PQnfields(r->res) && is_null(r)) {

@@ -169,6 +169,12 @@ static const char *const migrations[] = {
     /* 3: each head's signer's key id (8 bytes; docs/audit.md "Key ids and key
      * sets"); NULL for heads signed before, as SQLite's version 8. */
     "ALTER TABLE audit_heads ADD COLUMN key_id BYTEA;",
+    /* 4: the create's Idempotency-Key and the SHA-256 of its request, NULL
+     * when none, unique per tenant; as SQLite's version 9. */
+    "ALTER TABLE allocations ADD COLUMN idempotency_key " T ";"
+    "ALTER TABLE allocations ADD COLUMN idempotency_hash " T ";"
+    "CREATE UNIQUE INDEX allocations_idempotency ON allocations(idempotency_key, tenant_id)"
+    "  WHERE idempotency_key IS NOT NULL;",
 };
 
 /* Serialises migrations between processes opening one database. */

@@ -18,7 +18,8 @@
 #define ALLOC_COLS                                                                                 \
 	"id, tenant_id, tenant, name, state, reason, members, whole, gpu_count, profile, "         \
 	"gpu_model, cpus, memory_mib, pool, owner, created_ms, updated_ms, project, priority, "    \
-	"isolation, spread, fail_on_preempt, duration_ms, started_ms"
+	"isolation, spread, fail_on_preempt, duration_ms, started_ms, idempotency_key, "           \
+	"idempotency_hash"
 #define LIVE "state NOT IN ('released', 'failed')" /* as in the partial indexes */
 /* ?1, ?2: cursor (created_ms, id); ?3 owner or NULL; ?4 state or NULL;
  * ?5 tenant_id; ?6 limit (-1: none). */
@@ -77,7 +78,7 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_FPORT_LIST] = "SELECT node, vf, tenant_id FROM fabric_ports ORDER BY node, vf",
     [ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                         " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-                        " ?20, ?21, ?22, ?23, ?24)",
+                        " ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     [ST_ALLOC_UPDATE] = "UPDATE allocations SET tenant_id = ?2, tenant = ?3, name = ?4,"
                         " state = ?5, reason = ?6, members = ?7, whole = ?8, gpu_count = ?9,"
                         " profile = ?10, gpu_model = ?11, cpus = ?12, memory_mib = ?13,"
@@ -96,6 +97,11 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_ALLOC_COUNT_LIVE_ALL] = "SELECT count(*) FROM allocations WHERE " LIVE,
     [ST_ALLOC_RECENT] = "SELECT " ALLOC_COLS " FROM allocations ORDER BY created_ms DESC, id DESC"
                         " LIMIT ?1",
+    /* Both by the unique index allocations_idempotency (key, tenant_id). */
+    [ST_ALLOC_BY_KEY] = "SELECT " ALLOC_COLS " FROM allocations"
+                        " WHERE idempotency_key = ?1 AND tenant_id = ?2",
+    [ST_ALLOC_LIST_KEY] = ALLOC_LIST(" AND idempotency_key = ?7 AND (?5 = 0 OR tenant_id = ?5)"
+                                     " AND (?8 = 0 OR " LIVE ")"),
     [ST_MEMBER_INSERT] = "INSERT INTO alloc_members(alloc_id, idx, node) VALUES (?1, ?2, ?3)",
     [ST_MEMBER_DELETE] = "DELETE FROM alloc_members WHERE alloc_id = ?1",
     [ST_MEMBER_LIST] = "SELECT idx, node FROM alloc_members WHERE alloc_id = ?1 ORDER BY idx",
@@ -447,6 +453,7 @@ static const struct iso_store_ops sqlite_ops = {
     .alloc_list = iso_sqlite_alloc_list,
     .alloc_count_live = iso_sqlite_alloc_count_live,
     .alloc_recent = iso_sqlite_alloc_recent,
+    .alloc_get_by_key = iso_sqlite_alloc_get_by_key,
     .audit_append = iso_sqlite_audit_append,
     .audit_count = iso_sqlite_audit_count,
     .audit_scan = iso_sqlite_audit_scan,

@@ -61,6 +61,16 @@ static int bind_alloc(sqlite3_stmt *st, const struct iso_allocation *a, const ch
 	       iso_sqlite_bind_i64(st, 24, a->started_ms);
 }
 
+/* ?25, ?26 of ST_ALLOC_INSERT: the key and its request hash, NULL when
+ * none (NULLs never clash in the unique index). Only the insert writes
+ * them: an allocation's key never changes. */
+static int bind_key(sqlite3_stmt *st, const struct iso_allocation *a)
+{
+	if (!a->idem_key[0])
+		return sqlite3_bind_null(st, 25) != SQLITE_OK || sqlite3_bind_null(st, 26) != SQLITE_OK;
+	return BIND_FIELD(st, 25, a->idem_key) || BIND_FIELD(st, 26, a->idem_hash);
+}
+
 static int insert_children(struct sqlite_store *s, const struct iso_allocation *a,
                            struct iso_error *err)
 {
@@ -114,7 +124,7 @@ static int write_alloc(struct sqlite_store *s, const struct iso_allocation *a, b
 		_cleanup_stmt_ sqlite3_stmt *st = s->st[update ? ST_ALLOC_UPDATE : ST_ALLOC_INSERT];
 		const char *op = update ? "allocation update" : "allocation insert";
 
-		if (bind_alloc(st, a, state))
+		if (bind_alloc(st, a, state) || (!update && bind_key(st, a)))
 			r = iso_sqlite_fail(s->db, op, err);
 		else if (sqlite3_step(st) != SQLITE_DONE)
 			r = iso_sqlite_insert_fail(s->db, op, "allocation", a->id, err);
@@ -253,6 +263,8 @@ static int read_alloc(struct sqlite_store *s, sqlite3_stmt *st, bool children,
 	a->fail_on_preempt = iso_sqlite_rd_bool(&row);
 	a->duration_ms = iso_sqlite_rd_i64(&row);
 	a->started_ms = iso_sqlite_rd_i64(&row);
+	iso_sqlite_rd_text_or_null(&row, a->idem_key, sizeof(a->idem_key));
+	iso_sqlite_rd_text_or_null(&row, a->idem_hash, sizeof(a->idem_hash));
 	r = iso_sqlite_row_check(&row, "allocations", a->id, err);
 	if (r == 0 && children)
 		r = read_members(s, a, err);
@@ -279,6 +291,24 @@ int iso_sqlite_alloc_get(struct iso_store *is, const char *id, struct iso_alloca
 		                     ISO_ID_MAX, id);
 	if (rc != SQLITE_ROW)
 		return iso_sqlite_fail(s->db, "allocation get", err);
+	return read_alloc(s, st, true, out, err);
+}
+
+int iso_sqlite_alloc_get_by_key(struct iso_store *is, int64_t tenant_id, const char *key,
+                                struct iso_allocation *out, struct iso_error *err)
+{
+	struct sqlite_store *s = sqlite_store_of(is);
+	_cleanup_stmt_ sqlite3_stmt *st = s->st[ST_ALLOC_BY_KEY];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (BIND_STR(st, 1, key) || iso_sqlite_bind_i64(st, 2, tenant_id))
+		return iso_sqlite_fail(s->db, "allocation by key", err);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return iso_error_set(err, ISO_E_NOT_FOUND, NULL, "no allocation with that key");
+	if (rc != SQLITE_ROW)
+		return iso_sqlite_fail(s->db, "allocation by key", err);
 	return read_alloc(s, st, true, out, err);
 }
 
@@ -380,12 +410,15 @@ int iso_sqlite_alloc_list(struct iso_store *is, const struct iso_alloc_filter *f
 	/* A non-terminal state filter implies live: use the smaller index. */
 	live = f->live_only || (state && !iso_alloc_state_terminal((enum iso_alloc_state)f->state));
 
+	/* By key: the key's index, whatever else filters (0 or 1 row per tenant). */
 	_cleanup_stmt_ sqlite3_stmt *st =
-	    s->st[ST_ALLOC_LIST + (f->tenant_id > 0 ? 1 : 0) + (live ? 2 : 0)];
+	    s->st[f->idem_key ? ST_ALLOC_LIST_KEY
+	                      : ST_ALLOC_LIST + (f->tenant_id > 0 ? 1 : 0) + (live ? 2 : 0)];
 	if (iso_sqlite_bind_i64(st, 1, after_ms) || BIND_STR(st, 2, f->after ? f->after : "") ||
 	    (f->owner && BIND_STR(st, 3, f->owner)) || (state && BIND_STR(st, 4, state)) ||
-	    (f->tenant_id > 0 && iso_sqlite_bind_i64(st, 5, f->tenant_id)) ||
-	    iso_sqlite_bind_i64(st, 6, f->limit > 0 ? f->limit : -1))
+	    ((f->tenant_id > 0 || f->idem_key) && iso_sqlite_bind_i64(st, 5, f->tenant_id)) ||
+	    iso_sqlite_bind_i64(st, 6, f->limit > 0 ? f->limit : -1) ||
+	    (f->idem_key && (BIND_STR(st, 7, f->idem_key) || iso_sqlite_bind_i64(st, 8, live))))
 		return iso_sqlite_fail(s->db, "allocation list", err);
 	return read_allocs(s, st, true, out, n, err);
 }

@@ -59,6 +59,8 @@ enum sqlite_stmt_id {
 	ST_ALLOC_COUNT_LIVE,
 	ST_ALLOC_COUNT_LIVE_ALL,
 	ST_ALLOC_RECENT,
+	ST_ALLOC_BY_KEY,
+	ST_ALLOC_LIST_KEY,
 	ST_MEMBER_INSERT,
 	ST_MEMBER_DELETE,
 	ST_MEMBER_LIST,
@@ -133,6 +135,7 @@ void iso_sqlite_rd_text(struct iso_sqlite_row *r, char *buf, size_t size);
 int64_t iso_sqlite_rd_i64(struct iso_sqlite_row *r);
 double iso_sqlite_rd_double(struct iso_sqlite_row *r);       /* REAL or INTEGER */
 int64_t iso_sqlite_rd_i64_or_null(struct iso_sqlite_row *r); /* NULL -> 0 */
+void iso_sqlite_rd_text_or_null(struct iso_sqlite_row *r, char *buf, size_t size); /* NULL -> "" */
 int iso_sqlite_rd_int(struct iso_sqlite_row *r, int min, int max);
 bool iso_sqlite_rd_bool(struct iso_sqlite_row *r);
 void iso_sqlite_rd_blob(struct iso_sqlite_row *r, uint8_t *buf, size_t exact);
@@ -254,5 +257,7 @@ int iso_sqlite_alloc_count_live(struct iso_store *s, int64_t tenant_id, int *n,
                                 struct iso_error *err);
 int iso_sqlite_alloc_recent(struct iso_store *s, int limit, struct iso_allocation **out, int *n,
                             struct iso_error *err);
+int iso_sqlite_alloc_get_by_key(struct iso_store *s, int64_t tenant_id, const char *key,
+                                struct iso_allocation *out, struct iso_error *err);
 
 #endif

@@ -95,6 +95,17 @@ void iso_sqlite_rd_text(struct iso_sqlite_row *r, char *buf, size_t size)
 	next_col(r, ok);
 }
 
+void iso_sqlite_rd_text_or_null(struct iso_sqlite_row *r, char *buf, size_t size)
+{
+	if (col_is(r, SQLITE_NULL)) {
+		if (size > 0)
+			buf[0] = '\0';
+		next_col(r, true);
+		return;
+	}
+	iso_sqlite_rd_text(r, buf, size);
+}
+
 int64_t iso_sqlite_rd_i64(struct iso_sqlite_row *r)
 {
 	bool ok = col_is(r, SQLITE_INTEGER);

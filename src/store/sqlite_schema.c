@@ -189,6 +189,14 @@ static const char *const migrations[] = {
      * sets"); NULL for heads signed before, read as signed by the key of the
      * set that verifies them. */
     "ALTER TABLE audit_heads ADD COLUMN key_id BLOB;",
+    /* 9: the create's Idempotency-Key and the SHA-256 of its request
+     * (docs/api.md), NULL when none; unique per tenant. Key first, so that
+     * one index serves a lookup by (tenant, key) and a cluster role's list
+     * filtered by key alone. */
+    "ALTER TABLE allocations ADD COLUMN idempotency_key TEXT;"
+    "ALTER TABLE allocations ADD COLUMN idempotency_hash TEXT;"
+    "CREATE UNIQUE INDEX allocations_idempotency ON allocations(idempotency_key, tenant_id)"
+    "  WHERE idempotency_key IS NOT NULL;",
 };
 
 int iso_sqlite_schema_version_known(void)

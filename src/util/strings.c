@@ -21,6 +21,22 @@ int iso_strlcpy(char *dst, const char *src, size_t size)
 	return 0;
 }
 
+bool iso_idem_key_valid(const char *key)
+{
+	size_t n = strlen(key);
+
+	if (n == 0 || n >= ISO_IDEM_KEY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = key[i];
+		/* ranges, not isalnum(): the locale must not widen the set */
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') &&
+		    c != '.' && c != '_' && c != ':' && c != '-')
+			return false;
+	}
+	return true;
+}
+
 bool iso_name_valid(const char *name)
 {
 	size_t n = strlen(name);

@@ -864,6 +864,88 @@ static void test_constraints(void **state)
 	}
 }
 
+/* Pinned members (member_nodes, POST /v1/allocations' "nodes"): member k
+ * on member_nodes[k] and nowhere else, under every policy, also where
+ * another node would score better; a member that does not fit on its node
+ * is refused naming the member, the node and the reason, with nothing
+ * taken. */
+static void test_member_nodes(void **state)
+{
+	(void)state;
+	const struct node_spec spec[] = {
+	    {"n1", .model = "h100-80gb", .n_gpus = 1, .mig = 1, .cpus = 16},
+	    {"n2", .model = "h100-80gb", .n_gpus = 1, .mig = 1, .cpus = 16},
+	    {"n3", .model = "h100-80gb", .n_gpus = 1, .mig = 1, .cpus = 16},
+	};
+	const struct iso_placer *const policies[] = {&iso_placer_isostack, &iso_placer_first_fit,
+	                                             &iso_placer_best_fit, &iso_placer_fgd};
+
+	for (unsigned pi = 0; pi < ISO_ARRAY_SIZE(policies); pi++) {
+		const struct iso_placer *p = policies[pi];
+		struct cluster *c = cluster_new(ISO_FABRIC_ETHERNET, spec, 3);
+		const char *const pins[] = {"n3", "n1"}, *const bad[] = {"n3", "zz"};
+		struct iso_place_constraints k = {.member_nodes = pins, .n_member_nodes = 2};
+		struct iso_allocation a = req("3g.40gb", 1, 1), b = req("4g.40gb", 1, 2);
+		struct iso_allocation h = hold(c, "n1", 0, "3g.40gb", 4);
+		struct iso_error err = {0};
+
+		/* n3 then n1, in that order, though first-fit would start at n1 */
+		assert_int_equal(iso_placer_place_ex(p, &c->cs, &a, 2, &k, &err), 0);
+		assert_string_equal(a.placed[0].node, "n3");
+		assert_string_equal(a.placed[1].node, "n1");
+		check_state(c);
+		assert_true(iso_place_node_allowed(&c->cs, 1)); /* the pin ends with the call */
+		/* n1 now holds two 3g: a 4g pinned there does not fit (geometry),
+		 * though n2 is empty; nothing is taken */
+		k.member_nodes = (const char *const[]){"n1"};
+		k.n_member_nodes = 1;
+		assert_int_equal(iso_placer_place_ex(p, &c->cs, &b, 1, &k, &err), -ENOSPC);
+		assert_int_equal(err.code, ISO_E_NO_CAPACITY);
+		assert_string_equal(err.field, "nodes[0]");
+		assert_string_equal(err.message,
+		                    "member 0: no free 4g.40gb placement on n1 (MIG geometry)");
+		assert_int_equal(b.n_members, 0);
+		check_state(c);
+		/* cpus: the member's node has too few free */
+		b.shape.cpus = 17;
+		k.member_nodes = (const char *const[]){"n2"};
+		assert_int_equal(iso_placer_place_ex(p, &c->cs, &b, 1, &k, &err), -ENOSPC);
+		assert_string_equal(err.field, "nodes[0]");
+		assert_string_equal(err.message,
+		                    "member 0: node n2 has 16 of 16 cpus free, the member needs 17 "
+		                    "(cpus)");
+		b.shape.cpus = 0;
+		/* the second member fails: the first is given back */
+		k.member_nodes = (const char *const[]){"n2", "n1"};
+		k.n_member_nodes = 2;
+		assert_int_equal(iso_placer_place_ex(p, &c->cs, &b, 2, &k, &err), -ENOSPC);
+		assert_string_equal(err.field, "nodes[1]");
+		assert_int_equal(b.n_members, 0);
+		assert_int_equal(c->cs.usage[1].members, 0);
+		check_state(c);
+		/* members past the list are free to go anywhere */
+		iso_allocation_clear(&b);
+		b = req("1g.10gb", 1, 2);
+		k.member_nodes = (const char *const[]){"n2"};
+		k.n_member_nodes = 1;
+		assert_int_equal(iso_placer_place_ex(p, &c->cs, &b, 2, &k, &err), 0);
+		assert_string_equal(b.placed[0].node, "n2");
+		release(c, &b);
+		/* an unknown name is bad input */
+		b = req("4g.40gb", 1, 2);
+		k.member_nodes = bad;
+		k.n_member_nodes = 2;
+		assert_int_equal(iso_placer_place_ex(p, &c->cs, &b, 2, &k, &err), -EINVAL);
+		assert_string_equal(err.field, "constraints.member_nodes[1]");
+		/* outside a pinned placement every node is allowed again */
+		assert_true(iso_place_node_allowed(&c->cs, 1));
+		release(c, &a);
+		release(c, &h);
+		iso_allocation_clear(&b);
+		cluster_free(c);
+	}
+}
+
 /* ---- properties against a brute-force placer ---- */
 
 /* Could node `ni` hold one more member of `a` right now? Exhaustive over
@@ -1140,6 +1222,7 @@ int main(void)
 	    cmocka_unit_test(test_vf_limits),
 	    cmocka_unit_test(test_vf_exclusive_and_portless),
 	    cmocka_unit_test(test_constraints),
+	    cmocka_unit_test(test_member_nodes),
 	    cmocka_unit_test(test_property_vs_brute_force),
 	    cmocka_unit_test(test_random_multi_member),
 	    cmocka_unit_test(test_reindex),

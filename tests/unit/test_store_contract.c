@@ -227,6 +227,8 @@ static void assert_alloc_equal(const struct iso_allocation *a, const struct iso_
 	assert_int_equal(a->fail_on_preempt, b->fail_on_preempt);
 	assert_int_equal(a->duration_ms, b->duration_ms);
 	assert_int_equal(a->started_ms, b->started_ms);
+	assert_string_equal(a->idem_key, b->idem_key);
+	assert_string_equal(a->idem_hash, b->idem_hash);
 	if (!children)
 		return;
 	assert_int_equal(a->n_members, b->n_members);
@@ -915,6 +917,195 @@ static void test_alloc_list(void **state)
 		iso_allocation_clear(&as[i]);
 }
 
+/* The plan of `sql` (one row of text per step, joined), to see which index
+ * serves it. PostgreSQL is told to avoid sequential scans, so that a tiny
+ * table does not hide an index the query cannot use. */
+static void plan_of(struct fx *f, const char *sql, char *out, size_t size)
+{
+	char q[1024];
+
+	out[0] = '\0';
+	if (f->b == B_SQLITE) {
+		sqlite3 *db = NULL;
+		sqlite3_stmt *st = NULL;
+		snprintf(q, sizeof(q), "EXPLAIN QUERY PLAN %s", sql);
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW)
+			snprintf(out + strlen(out), size - strlen(out), "%s\n",
+			         (const char *)sqlite3_column_text(st, 3));
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		return;
+	}
+	PGconn *c = PQconnectdb(f->conninfo);
+	PGresult *res;
+	snprintf(q, sizeof(q), "SET enable_seqscan = off; EXPLAIN %s", sql);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	res = PQexec(c, q);
+	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+	for (int i = 0; i < PQntuples(res); i++)
+		snprintf(out + strlen(out), size - strlen(out), "%s\n", PQgetvalue(res, i, 0));
+	PQclear(res);
+	PQfinish(c);
+}
+
+/* Idempotency keys (docs/api.md): written by the insert with the request's
+ * hash, unique per (tenant, key) and only per tenant, never changed by an
+ * update, found by alloc_get_by_key and the list filter through their
+ * index, and read back after a reopen. */
+static void test_alloc_idem_key(void **state)
+{
+	struct fx *f = *state;
+	const struct iso_store_ops *o = f->s->ops;
+	struct iso_allocation a = alloc("a-1", 1, "acme", 100, ISO_ALLOC_ACTIVE, 2);
+	struct iso_allocation b = alloc("a-2", 2, "beta", 101, ISO_ALLOC_PENDING, 1);
+	struct iso_allocation c = alloc("a-3", 1, "acme", 102, ISO_ALLOC_ACTIVE, 1);
+	struct iso_allocation d = alloc("a-4", 1, "acme", 103, ISO_ALLOC_ACTIVE, 1);
+	struct iso_allocation e = alloc("a-5", 1, "acme", 104, ISO_ALLOC_ACTIVE, 1);
+	struct iso_allocation got = {0}, *list = NULL;
+	char plan[2048];
+	int n = -1;
+
+	snprintf(a.idem_key, sizeof(a.idem_key), "slurm-42");
+	memset(a.idem_hash, 'a', 64);
+	snprintf(b.idem_key, sizeof(b.idem_key), "slurm-42"); /* another tenant: its own */
+	memset(b.idem_hash, 'b', 64);
+	assert_int_equal(o->alloc_insert(f->s, &a, &f->err), 0);
+	assert_int_equal(o->alloc_insert(f->s, &b, &f->err), 0);
+	/* the same key in the same tenant clashes, and nothing of it stays */
+	snprintf(c.idem_key, sizeof(c.idem_key), "slurm-42");
+	assert_int_equal(o->alloc_insert(f->s, &c, &f->err), -EEXIST);
+	assert_int_equal(f->err.code, ISO_E_CONFLICT);
+	assert_int_equal(o->alloc_get(f->s, "a-3", &got, &f->err), -ENOENT);
+	/* allocations without a key never clash */
+	c.idem_key[0] = '\0';
+	assert_int_equal(o->alloc_insert(f->s, &c, &f->err), 0);
+	assert_int_equal(o->alloc_insert(f->s, &d, &f->err), 0);
+	/* a 128-character key is stored whole */
+	memset(e.idem_key, 'K', 128);
+	e.idem_key[128] = '\0';
+	memset(e.idem_hash, 'e', 64);
+	assert_int_equal(o->alloc_insert(f->s, &e, &f->err), 0);
+
+	assert_int_equal(o->alloc_get_by_key(f->s, 1, "slurm-42", &got, &f->err), 0);
+	assert_alloc_equal(&a, &got, true);
+	iso_allocation_clear(&got);
+	assert_int_equal(o->alloc_get_by_key(f->s, 2, "slurm-42", &got, &f->err), 0);
+	assert_alloc_equal(&b, &got, true);
+	iso_allocation_clear(&got);
+	assert_int_equal(o->alloc_get_by_key(f->s, 1, e.idem_key, &got, &f->err), 0);
+	assert_string_equal(got.id, "a-5");
+	iso_allocation_clear(&got);
+	assert_int_equal(o->alloc_get_by_key(f->s, 3, "slurm-42", &got, &f->err), -ENOENT);
+	assert_int_equal(f->err.code, ISO_E_NOT_FOUND);
+	assert_int_equal(o->alloc_get_by_key(f->s, 1, "slurm-43", &got, &f->err), -ENOENT);
+	assert_int_equal(o->alloc_get_by_key(f->s, 1, "", &got, &f->err), -ENOENT);
+
+	/* an update keeps the key whatever the struct says */
+	struct iso_allocation upd = alloc("a-1", 1, "acme", 100, ISO_ALLOC_RELEASED, 1);
+	assert_int_equal(o->alloc_update(f->s, &upd, &f->err), 0);
+	assert_int_equal(o->alloc_get(f->s, "a-1", &got, &f->err), 0);
+	assert_string_equal(got.idem_key, "slurm-42");
+	assert_string_equal(got.idem_hash, a.idem_hash);
+	assert_int_equal(got.state, ISO_ALLOC_RELEASED);
+	iso_allocation_clear(&got);
+	iso_allocation_clear(&upd);
+
+	/* the list filter: every tenant's, one tenant's, with state and live */
+	{
+		struct iso_alloc_filter fl = {.state = -1, .idem_key = "slurm-42"};
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		ids_are(list, n, (const char *const[]){"a-1", "a-2"}, 2);
+		fl.tenant_id = 2;
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(list[0].idem_key, "slurm-42");
+		ids_are(list, n, (const char *const[]){"a-2"}, 1);
+		fl.tenant_id = 1;
+		fl.live_only = true; /* a-1 is released now */
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		ids_are(list, n, NULL, 0);
+		fl.live_only = false;
+		fl.state = ISO_ALLOC_RELEASED;
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		ids_are(list, n, (const char *const[]){"a-1"}, 1);
+		fl.state = -1;
+		fl.owner = "bob";
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		ids_are(list, n, NULL, 0);
+		fl.owner = NULL;
+		fl.tenant_id = 0;
+		fl.after = "a-1";
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		ids_are(list, n, (const char *const[]){"a-2"}, 1);
+		fl.after = NULL;
+		fl.idem_key = "nope";
+		assert_int_equal(o->alloc_list(f->s, &fl, &list, &n, &f->err), 0);
+		ids_are(list, n, NULL, 0);
+	}
+
+	/* by the index, not a scan of the history */
+	plan_of(f, "SELECT id FROM allocations WHERE idempotency_key = 'slurm-42' AND tenant_id = 1",
+	        plan, sizeof(plan));
+	assert_non_null(strstr(plan, "allocations_idempotency"));
+	plan_of(f, "SELECT id FROM allocations WHERE idempotency_key = 'slurm-42'", plan,
+	        sizeof(plan));
+	assert_non_null(strstr(plan, "allocations_idempotency"));
+
+	/* read back after a reopen */
+	fx_reopen(f);
+	o = f->s->ops;
+	assert_int_equal(o->alloc_get_by_key(f->s, 2, "slurm-42", &got, &f->err), 0);
+	assert_alloc_equal(&b, &got, true);
+	iso_allocation_clear(&got);
+	iso_allocation_clear(&a);
+	iso_allocation_clear(&b);
+	iso_allocation_clear(&c);
+	iso_allocation_clear(&d);
+	iso_allocation_clear(&e);
+}
+
+/* A store from before idempotency keys: its allocations come back without
+ * one, and the migration's unique index then holds. */
+static void test_idem_key_migrated(void **state)
+{
+	struct fx *f = *state;
+	struct iso_allocation a = alloc("a-1", 1, "acme", 100, ISO_ALLOC_ACTIVE, 1), got = {0};
+	struct iso_allocation b = alloc("a-2", 1, "acme", 101, ISO_ALLOC_ACTIVE, 1);
+	static const char undo[] = "DROP INDEX allocations_idempotency;"
+	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
+	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
+	                           " DELETE FROM schema_version WHERE version ="
+	                           " (SELECT max(version) FROM schema_version)";
+
+	snprintf(a.idem_key, sizeof(a.idem_key), "k1");
+	snprintf(a.idem_hash, sizeof(a.idem_hash), "h1");
+	assert_int_equal(f->s->ops->alloc_insert(f->s, &a, &f->err), 0);
+	iso_store_close(f->s);
+	f->s = NULL;
+	if (f->b == B_SQLITE) {
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, undo, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	} else {
+		pg_raw(f->conninfo, undo);
+	}
+	fx_open(f);
+	assert_int_equal(f->s->ops->alloc_get(f->s, "a-1", &got, &f->err), 0);
+	assert_string_equal(got.idem_key, "");
+	assert_string_equal(got.idem_hash, "");
+	iso_allocation_clear(&got);
+	snprintf(b.idem_key, sizeof(b.idem_key), "k1");
+	assert_int_equal(f->s->ops->alloc_insert(f->s, &b, &f->err), 0);
+	assert_int_equal(f->s->ops->alloc_get_by_key(f->s, 1, "k1", &got, &f->err), 0);
+	assert_string_equal(got.id, "a-2");
+	iso_allocation_clear(&got);
+	iso_allocation_clear(&a);
+	iso_allocation_clear(&b);
+}
+
 /* ---- audit log ---- */
 
 struct scan {
@@ -1184,17 +1375,22 @@ static void test_reopen_migrated(void **state)
 /* A database from before the tenants' io_uring switch (docs/sandbox.md):
  * the migration adds the column with false for every existing tenant, even
  * one whose io_uring was true before the column was dropped here. The switch
- * is the newest migration of both backends: undone by dropping its column
- * and the highest schema_version row. */
+ * came before the heads' key ids and the allocations' idempotency keys:
+ * undone by dropping their columns and the three highest schema_version
+ * rows. */
 static void test_io_uring_migrated(void **state)
 {
 	struct fx *f = *state;
 	struct iso_tenant t = tenant("old"), got;
-	/* io_uring came one migration before the heads' key_id: undo both. */
-	static const char undo[] = "ALTER TABLE tenants DROP COLUMN io_uring;"
+	/* io_uring came before the heads' key_id and the allocations'
+	 * idempotency keys: undo all three. */
+	static const char undo[] = "DROP INDEX allocations_idempotency;"
+	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
+	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
+	                           " ALTER TABLE tenants DROP COLUMN io_uring;"
 	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
 	                           " DELETE FROM schema_version WHERE version >="
-	                           " (SELECT max(version) FROM schema_version) - 1";
+	                           " (SELECT max(version) FROM schema_version) - 2";
 
 	t.io_uring = true;
 	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
@@ -1251,9 +1447,13 @@ static void test_audit_key_id_migrated(void **state)
 	struct fx *f = *state;
 	struct iso_audit_head h = {.size = 3, .time_ms = 9}, got;
 	static const uint8_t zero[ISO_AUDIT_KEY_ID_LEN] = {0};
-	static const char undo[] = "ALTER TABLE audit_heads DROP COLUMN key_id;"
-	                           " DELETE FROM schema_version WHERE version ="
-	                           " (SELECT max(version) FROM schema_version)";
+	/* key ids came one migration before the idempotency keys: undo both */
+	static const char undo[] = "DROP INDEX allocations_idempotency;"
+	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
+	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
+	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
+	                           " DELETE FROM schema_version WHERE version >="
+	                           " (SELECT max(version) FROM schema_version) - 1";
 
 	memset(h.root, 0x33, sizeof(h.root));
 	memset(h.sig, 0x44, sizeof(h.sig));
@@ -1530,6 +1730,10 @@ static void test_pg_corrupt_rows(void **state)
 	    cmocka_unit_test_prestate_setup_teardown(test_alloc_roundtrip, fx_setup, fx_teardown,  \
 	                                             b),                                           \
 	    cmocka_unit_test_prestate_setup_teardown(test_alloc_list, fx_setup, fx_teardown, b),   \
+	    cmocka_unit_test_prestate_setup_teardown(test_alloc_idem_key, fx_setup, fx_teardown,   \
+	                                             b),                                           \
+	    cmocka_unit_test_prestate_setup_teardown(test_idem_key_migrated, fx_setup,             \
+	                                             fx_teardown, b),                              \
 	    cmocka_unit_test_prestate_setup_teardown(test_audit, fx_setup, fx_teardown, b),        \
 	    cmocka_unit_test_prestate_setup_teardown(test_audit_long_scan, fx_setup, fx_teardown,  \
 	                                             b),                                           \

@@ -88,6 +88,28 @@ static void test_names(void **state)
 	assert_false(iso_name_valid(n64));
 }
 
+static void test_idem_keys(void **state)
+{
+	char k128[129], k129[130];
+	(void)state;
+
+	assert_true(iso_idem_key_valid("slurm-42"));
+	assert_true(iso_idem_key_valid("A.b_c:d-0"));
+	assert_true(iso_idem_key_valid("x"));
+	assert_false(iso_idem_key_valid(""));
+	assert_false(iso_idem_key_valid("a b"));
+	assert_false(iso_idem_key_valid("a/b"));
+	assert_false(iso_idem_key_valid("a\"b"));
+	assert_false(iso_idem_key_valid("a\tb"));
+	assert_false(iso_idem_key_valid("caf\xc3\xa9"));
+	memset(k128, 'K', 128);
+	k128[128] = '\0';
+	memset(k129, 'K', 129);
+	k129[129] = '\0';
+	assert_true(iso_idem_key_valid(k128));
+	assert_false(iso_idem_key_valid(k129));
+}
+
 static void test_guids(void **state)
 {
 	uint64_t g = 0;
@@ -282,6 +304,7 @@ int main(void)
 	    cmocka_unit_test(test_error_table),
 	    cmocka_unit_test(test_error_field_truncated),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_idem_keys),
 	    cmocka_unit_test(test_guids),
 	    cmocka_unit_test(test_ipv4),
 	    cmocka_unit_test(test_strlcpy),
