@@ -165,6 +165,49 @@ struct iso_agent_sandbox_handle {
  * (ISO_E_UNAVAILABLE), "refused: only root ..." (ISO_E_FORBIDDEN). */
 int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsigned member,
                              struct iso_agent_sandbox_handle *h, struct iso_error *err);
+/* ---- a member by its allocation's key (issue 15; the Slurm plugin) ---- */
+
+#define ISO_AGENT_CUDA_MAX (ISO_AGENT_MAX_GPUS * ISO_AGENT_TEXT_MAX)
+
+/* What the agent tells of the member of this node whose allocation has a
+ * tenant and a key. */
+struct iso_agent_member_info {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	bool ready; /* true on success; false with reason on "not ready yet" */
+	char reason[ISO_AGENT_REASON_MAX + 32];
+	/* its GPU instances' UUIDs as the agent made them, comma-joined
+	 * ("MIG-...,MIG-..."; "GPU-..." for a GPU held whole without MIG) */
+	char cuda_visible_devices[ISO_AGENT_CUDA_MAX];
+	bool has_pkey;     /* the member has an InfiniBand VF */
+	uint16_t pkey;     /* the tenant's P_Key, full membership (0x8001) */
+	int pkey_index;    /* its index in the VF's P_Key table as read; -1: unknown */
+	bool sandbox_real; /* the node's sandbox mode: real, or off (--sandbox off) */
+	bool has_sandbox;  /* false only when sandbox_real is false */
+	struct iso_agent_sandbox_handle sandbox;
+};
+
+/* Asks the agent whose state dir is `state_dir` (root only) for the
+ * member of `tenant`'s allocation with idempotency key `key` on this node.
+ * 0 with *info; a refusal is -errno with the agent's words in
+ * err->message: "no allocation with key K for tenant T on this node" and
+ * "released" (ISO_E_NOT_FOUND), "not ready yet (why)" (ISO_E_UNAVAILABLE,
+ * also info->reason), "cannot reach the agent at PATH: ..."
+ * (ISO_E_UNAVAILABLE, field state_dir), a bad tenant or key
+ * (ISO_E_INVALID, field tenant or key). With the node's sandboxes off the
+ * answer has no sandbox (has_sandbox false, sandbox_real false). */
+int iso_agent_member_lookup(const char *state_dir, const char *tenant, const char *key,
+                            struct iso_agent_member_info *info, struct iso_error *err);
+/* Where a VF's tenant P_Key sits in its P_Key table as this host shows it:
+ * SYSFS/sys/class/infiniband/<the VF's RDMA device>/ports/1/pkeys/<i>
+ * (mlx5; sim: the tree under node_dir/vf-sim, which the sim driver keeps:
+ * index 0 0xffff, the tenant's P_Key at 1 while the VF is set up). The
+ * entry whose low 15 bits are pkey's, full membership first. *out -1 when
+ * not there, no RDMA device is seen, or the driver cannot read the table
+ * (ibsim, none); -errno only for a bad argument. */
+int iso_agent_vf_pkey_index(const struct iso_vf_host *h, const char *node_dir, const char *device,
+                            unsigned index, uint16_t pkey, int *out, struct iso_error *err);
+
 /* iso_agent_sandbox_lookup, then iso_sandbox_enter with the member's
  * seccomp policy: the calling process is in the sandbox when it returns 0
  * (irreversible; for the Slurm/CNI plugins, in a single-threaded child). */

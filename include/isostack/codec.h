@@ -245,10 +245,14 @@ struct iso_agent_vf_want {
  * overlay. */
 #define ISO_AGENT_MEMBERS_MAX 1024
 #define ISO_AGENT_PEERS_MAX   4096
+#define ISO_CODEC_KEY_MAX     129 /* an idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
 struct iso_agent_member_want {
 	char allocation[ISO_AGENT_ALLOC_MAX];
 	unsigned member;
 	char tenant[ISO_NAME_MAX];
+	/* the allocation's idempotency key (issue 15; "slurm-<jobid>" for a
+	 * Slurm job), "" when it has none (then "key" is absent) */
+	char key[ISO_CODEC_KEY_MAX];
 	unsigned cpus;
 	uint64_t memory_mib;
 	bool io_uring;
@@ -286,7 +290,10 @@ json_t *iso_codec_desired_encode(const struct iso_agent_desired *d);
  * reference to each. `members` NULL: the key is left out. */
 json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
                                json_t *vfs, json_t *members);
-/* One entry of "members" ("overlay" null unless m->has_overlay). */
+/* Is s an idempotency key: 1-128 characters of [A-Za-z0-9._:-]? */
+bool iso_codec_key_valid(const char *s);
+/* One entry of "members" ("overlay" null unless m->has_overlay; "key"
+ * only when m->key is not ""). */
 json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m);
 /* Parses a document strictly (docs/agents.md): every field known and
  * typed, `node` equal to `node`. An error names the field

@@ -703,6 +703,8 @@ static int sandboxes_start(const struct iso_agent_config *cfg, struct agent_sand
 		                     cfg->state_dir, strerror(errno));
 	if ((r = agent_sandboxes_init(sb, cfg->state_dir, real, cfg->cgroup_root, &roots, err)) < 0)
 		return r;
+	sb->vf = cfg->vf; /* the P_Key index a (tenant, key) answer reads */
+	sb->nodes_expected = cfg->n_nodes;
 	if (cfg->rdma_hca_handles)
 		sb->rdma_hca_handles = cfg->rdma_hca_handles;
 	if (cfg->rdma_hca_objects)

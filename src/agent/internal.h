@@ -162,16 +162,32 @@ struct agent_table_entry {
 	char node[ISO_NAME_MAX];
 	char allocation[ISO_AGENT_ALLOC_MAX];
 	unsigned member;
-	bool ready;
+	bool ready; /* its sandbox is there (real mode) */
 	char reason[ISO_AGENT_REASON_MAX];
 	struct iso_sandbox sb;
 	char cpus[ISO_AGENT_CPUS_MAX];
 	bool io_uring;
+	/* issue 15, the (tenant, key) lookup: the member's tenant and its
+	 * allocation's key ("" when none); member_ready: what a plugin may
+	 * start on (real mode: `ready`; off: its GPU instances and VF ready),
+	 * else member_reason; its instances' UUIDs as the agent made them,
+	 * comma-joined; its VF (an InfiniBand one) and the tenant's P_Key */
+	char tenant[ISO_NAME_MAX];
+	char key[ISO_CODEC_KEY_MAX];
+	bool member_ready;
+	char member_reason[ISO_AGENT_REASON_MAX];
+	char cuda[ISO_AGENT_CUDA_MAX];
+	bool has_vf;
+	char vf_device[32];
+	unsigned vf_index;
+	uint16_t pkey; /* 0: none (RoCE, or no VF) */
 };
 
 struct agent_tombstone {
 	char allocation[ISO_AGENT_ALLOC_MAX];
 	unsigned member;
+	char tenant[ISO_NAME_MAX]; /* "" when only the record was known */
+	char key[ISO_CODEC_KEY_MAX];
 };
 
 /* The sandboxes of every node this agent serves: written by the node
@@ -198,6 +214,14 @@ struct agent_sandboxes {
 	enum iso_rdma_netns_mode rdma_mode;
 	int64_t rdma_hca_handles, rdma_hca_objects;
 	bool rdma_nocg_logged;
+	/* issue 15: where a member's VF's P_Key table is read (the agent's VF
+	 * driver; the sim's tree is under state_root/<node>/vf-sim), and the
+	 * nodes whose first tick has published (a key not found before every
+	 * node ticked is "the agent is starting", not unknown) */
+	struct iso_vf_host vf;
+	char state_root[4096];
+	size_t nodes_expected, n_ticked;
+	char (*ticked)[ISO_NAME_MAX];
 };
 
 /* dir: the agent's state dir; cgroup_root NULL when mode is off. */
@@ -230,15 +254,33 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 int agent_sandboxes_lookup(struct agent_sandboxes *s, const char *allocation, unsigned member,
                            struct agent_table_entry *out, char *reason, size_t size);
 
+/* The answer for (tenant, key) (issue 15): 0 with *out, the entry of the
+ * lowest member of this node whose allocation has that tenant and key, or
+ * a refusal in reason: "no allocation with key K for tenant T on this
+ * node" (-ENOENT), "released" (-ENOENT), "not ready yet (...)" (-EAGAIN;
+ * also while not every node has ticked since the start). */
+int agent_sandboxes_lookup_key(struct agent_sandboxes *s, const char *tenant, const char *key,
+                               struct agent_table_entry *out, char *reason, size_t size);
+
 /* ---- the socket (socket.c) ---- */
 
 #define AGENT_SOCKET_NAME "agent.sock"
 #define AGENT_REQUEST_MAX 1024
-#define AGENT_ANSWER_MAX  4096
+#define AGENT_ANSWER_MAX  (ISO_AGENT_CUDA_MAX + 2048)
 
-/* Strict parse of one request: {"allocation": A, "member": M}. */
-int agent_request_parse(const char *text, size_t len, char *allocation, size_t alloc_size,
-                        unsigned *member, struct iso_error *err);
+/* One request, either shape. */
+struct agent_request {
+	bool by_key; /* {"tenant","key"}, else {"allocation","member"} */
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	char tenant[ISO_NAME_MAX];
+	char key[ISO_CODEC_KEY_MAX];
+};
+/* Strict parse of one request: {"allocation": A, "member": M}, or (a
+ * "tenant" or "key" in it) {"tenant": T, "key": K}; the error names the
+ * field. */
+int agent_request_parse(const char *text, size_t len, struct agent_request *out,
+                        struct iso_error *err);
 /* The answer to one request's bytes from a caller of uid `uid` (malloc'd
  * JSON text). */
 char *agent_socket_answer(struct agent_sandboxes *s, unsigned uid, const char *req, size_t len);

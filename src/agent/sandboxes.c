@@ -232,8 +232,10 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 	s->roots = *roots;
 	s->rdma_hca_handles = AGENT_RDMA_HCA_HANDLES;
 	s->rdma_hca_objects = AGENT_RDMA_HCA_OBJECTS;
-	if (!(s->tombs = calloc(AGENT_TOMBSTONES, sizeof(*s->tombs))))
+	if (!(s->tombs = calloc(AGENT_TOMBSTONES, sizeof(*s->tombs))) ||
+	    !(s->ticked = calloc(ISO_AGENT_NODES_MAX, sizeof(*s->ticked))))
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	iso_strlcpy(s->state_root, state_dir, sizeof(s->state_root));
 	if (snprintf(s->dir, sizeof(s->dir), "%s/%s", state_dir, AGENT_SANDBOX_DIR) >=
 	    (int)sizeof(s->dir))
 		return iso_error_set(err, ISO_E_INVALID, "state_dir", "state dir path too long");
@@ -249,19 +251,34 @@ void agent_sandboxes_free(struct agent_sandboxes *s)
 {
 	free(s->entries);
 	free(s->tombs);
+	free(s->ticked);
 	s->entries = NULL;
 	s->tombs = NULL;
+	s->ticked = NULL;
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->work);
 }
 
-static void tombstone_locked(struct agent_sandboxes *s, const char *alloc, unsigned member)
+/* tenant and key "" when only the record is known (a destroy): the
+ * table's entry, published after, fills them in. */
+static void tombstone_locked(struct agent_sandboxes *s, const char *alloc, unsigned member,
+                             const char *tenant, const char *key)
 {
+	struct agent_tombstone *t;
+
 	for (size_t i = 0; i < s->n_tombs; i++)
-		if (s->tombs[i].member == member && strcmp(s->tombs[i].allocation, alloc) == 0)
+		if (s->tombs[i].member == member && strcmp(s->tombs[i].allocation, alloc) == 0) {
+			if (!s->tombs[i].tenant[0] && tenant[0]) {
+				iso_strlcpy(s->tombs[i].tenant, tenant, sizeof(s->tombs[i].tenant));
+				iso_strlcpy(s->tombs[i].key, key, sizeof(s->tombs[i].key));
+			}
 			return;
-	iso_strlcpy(s->tombs[s->tomb_next].allocation, alloc, sizeof(s->tombs[0].allocation));
-	s->tombs[s->tomb_next].member = member;
+		}
+	t = &s->tombs[s->tomb_next];
+	iso_strlcpy(t->allocation, alloc, sizeof(t->allocation));
+	t->member = member;
+	iso_strlcpy(t->tenant, tenant, sizeof(t->tenant));
+	iso_strlcpy(t->key, key, sizeof(t->key));
 	s->tomb_next = (s->tomb_next + 1) % AGENT_TOMBSTONES;
 	if (s->n_tombs < AGENT_TOMBSTONES)
 		s->n_tombs++;
@@ -287,7 +304,15 @@ static int publish(struct agent_sandboxes *s, const char *node, const struct age
 			still =
 			    v[j].member == e->member && strcmp(v[j].allocation, e->allocation) == 0;
 		if (!still)
-			tombstone_locked(s, e->allocation, e->member);
+			tombstone_locked(s, e->allocation, e->member, e->tenant, e->key);
+	}
+	/* this node has published: keys not found from now on are unknown */
+	{
+		bool seen = false;
+		for (size_t i = 0; i < s->n_ticked && !seen; i++)
+			seen = strcmp(s->ticked[i], node) == 0;
+		if (!seen && s->n_ticked < s->nodes_expected && s->ticked)
+			iso_strlcpy(s->ticked[s->n_ticked++], node, sizeof(s->ticked[0]));
 	}
 	s->n = keep;
 	if (s->n + n > s->cap) {
@@ -363,6 +388,43 @@ int agent_sandboxes_lookup(struct agent_sandboxes *s, const char *allocation, un
 			break;
 		}
 out:
+	pthread_mutex_unlock(&s->lock);
+	if (r == 0)
+		reason[0] = '\0';
+	return r;
+}
+
+int agent_sandboxes_lookup_key(struct agent_sandboxes *s, const char *tenant, const char *key,
+                               struct agent_table_entry *out, char *reason, size_t size)
+{
+	const struct agent_table_entry *best = NULL;
+	int r = -ENOENT;
+
+	snprintf(reason, size, "no allocation with key %s for tenant %s on this node", key, tenant);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct agent_table_entry *e = &s->entries[i];
+		if (e->key[0] && strcmp(e->key, key) == 0 && strcmp(e->tenant, tenant) == 0 &&
+		    (!best || e->member < best->member))
+			best = e;
+	}
+	if (best && best->member_ready) {
+		*out = *best;
+		r = 0;
+	} else if (best) {
+		snprintf(reason, size, "not ready yet (%s)", best->member_reason);
+		r = -EAGAIN;
+	} else if (s->n_ticked < s->nodes_expected) {
+		snprintf(reason, size, "not ready yet (the agent is starting)");
+		r = -EAGAIN;
+	} else {
+		for (size_t i = 0; i < s->n_tombs; i++)
+			if (s->tombs[i].key[0] && strcmp(s->tombs[i].key, key) == 0 &&
+			    strcmp(s->tombs[i].tenant, tenant) == 0) {
+				snprintf(reason, size, "released");
+				break;
+			}
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (r == 0)
 		reason[0] = '\0';
@@ -657,10 +719,52 @@ static void remove_released(struct agent_sandboxes *s, const char *node,
 		iso_log(ISO_LOG_INFO, "agent.sandbox_destroyed", "node=%s sandbox=%s holder=%d",
 		        node, rec->sb.name, rec->sb.holder_pid);
 		pthread_mutex_lock(&s->lock);
-		tombstone_locked(s, rec->allocation, rec->member);
+		tombstone_locked(s, rec->allocation, rec->member, "", "");
 		pthread_mutex_unlock(&s->lock);
 	}
 	*n = keep;
+}
+
+/* The entry's fields for the (tenant, key) lookup: tenant, key, the
+ * UUIDs of its instances in this tick's status (in the status's order),
+ * its InfiniBand VF and the tenant's P_Key. UUIDs that would not fit make
+ * it not ready rather than cut the list. */
+static void member_lookup_fields(const struct iso_agent_desired *d, const json_t *status,
+                                 const struct iso_agent_member_want *m, struct agent_table_entry *e)
+{
+	json_t *insts = json_object_get(status, "instances"), *it;
+	size_t i, len = 0;
+
+	iso_strlcpy(e->tenant, m->tenant, sizeof(e->tenant));
+	iso_strlcpy(e->key, m->key, sizeof(e->key));
+	json_array_foreach (insts, i, it) {
+		const char *a = json_string_value(json_object_get(it, "allocation"));
+		const char *u = json_string_value(json_object_get(it, "uuid"));
+		json_int_t mem = json_integer_value(json_object_get(it, "member"));
+		int n;
+
+		if (!a || !u || !*u || !same_member(a, (unsigned)mem, m->allocation, m->member))
+			continue;
+		n = snprintf(e->cuda + len, sizeof(e->cuda) - len, "%s%s", len ? "," : "", u);
+		if (n < 0 || (size_t)n >= sizeof(e->cuda) - len) {
+			e->cuda[len] = '\0';
+			break;
+		}
+		len += (size_t)n;
+	}
+	for (size_t v = 0; v < d->n_vfs && !e->has_vf; v++) {
+		const struct iso_agent_vf_want *w = &d->vfs[v];
+		if (w->vlan) /* RoCE: no P_Key */
+			continue;
+		for (unsigned k = 0; k < w->n_members && !e->has_vf; k++)
+			if (same_member(w->members[k].allocation, w->members[k].member,
+			                m->allocation, m->member)) {
+				e->has_vf = true;
+				iso_strlcpy(e->vf_device, w->device, sizeof(e->vf_device));
+				e->vf_index = w->index;
+				e->pkey = w->pkey;
+			}
+	}
 }
 
 /* One member: its entry, its sandbox made when due. */
@@ -681,8 +785,14 @@ static void one_member(struct agent_sandboxes *s, struct iso_gpu *g, const char 
 	iso_strlcpy(e->allocation, m->allocation, sizeof(e->allocation));
 	e->member = m->member;
 	e->io_uring = m->io_uring;
+	member_lookup_fields(d, status, m, e);
 	if (!s->real) {
 		iso_strlcpy(e->reason, "sandboxes are off on this node", sizeof(e->reason));
+		/* no sandbox to wait for: ready for a plugin once its GPU
+		 * instances and VF are */
+		why = gate(d, status, m);
+		e->member_ready = !*why;
+		iso_strlcpy(e->member_reason, why, sizeof(e->member_reason));
 		return;
 	}
 	for (size_t i = 0; i < n_recs && !rec; i++)
@@ -800,6 +910,12 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 		           tick);
 	if (s->real)
 		agent_overlay_tick(node, d, entries, status, &s->overlay_clean);
+	/* real mode: a plugin starts a member once its sandbox is there */
+	for (size_t i = 0; s->real && i < d->n_members; i++) {
+		entries[i].member_ready = entries[i].ready;
+		iso_strlcpy(entries[i].member_reason, entries[i].reason,
+		            sizeof(entries[i].member_reason));
+	}
 	for (size_t i = 0; s->real && i < d->n_members; i++)
 		entry_status(arr, &entries[i]);
 	if (publish(s, node, entries, d->n_members) < 0)

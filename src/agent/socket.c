@@ -38,16 +38,18 @@ static bool alloc_id_valid(const char *s)
 	return true;
 }
 
-int agent_request_parse(const char *text, size_t len, char *allocation, size_t alloc_size,
-                        unsigned *member, struct iso_error *err)
+int agent_request_parse(const char *text, size_t len, struct agent_request *out,
+                        struct iso_error *err)
 {
 	static const char *const keys[] = {"allocation", "member", NULL};
+	static const char *const key_keys[] = {"tenant", "key", NULL};
 	json_error_t je;
 	json_t *doc;
-	const char *a = NULL;
+	const char *a = NULL, *t = NULL, *k = NULL;
 	int64_t m = 0;
 	int r;
 
+	memset(out, 0, sizeof(*out));
 	if (len > AGENT_REQUEST_MAX)
 		return iso_error_set(err, ISO_E_TOO_LARGE, "", "request over %d bytes",
 		                     AGENT_REQUEST_MAX);
@@ -58,6 +60,26 @@ int agent_request_parse(const char *text, size_t len, char *allocation, size_t a
 		json_decref(doc);
 		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
 	}
+	if (json_object_get(doc, "tenant") || json_object_get(doc, "key")) {
+		/* issue 15: {"tenant": T, "key": K} */
+		r = 0;
+		if ((r = iso_json_check_keys(doc, NULL, key_keys, err)) < 0 ||
+		    (r = iso_json_get_string(doc, "tenant", NULL, true, &t, err)) < 0 ||
+		    (r = iso_json_get_string(doc, "key", NULL, true, &k, err)) < 0)
+			;
+		else if (!iso_name_valid(t))
+			r = iso_error_set(err, ISO_E_INVALID, "tenant", "not a tenant name");
+		else if (!iso_codec_key_valid(k))
+			r = iso_error_set(err, ISO_E_INVALID, "key",
+			                  "expected 1-128 characters of [A-Za-z0-9._:-]");
+		if (r == 0) {
+			out->by_key = true;
+			iso_strlcpy(out->tenant, t, sizeof(out->tenant));
+			iso_strlcpy(out->key, k, sizeof(out->key));
+		}
+		json_decref(doc);
+		return r;
+	}
 	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
 	    (r = iso_json_get_string(doc, "allocation", NULL, true, &a, err)) < 0 ||
 	    (r = iso_json_get_int(doc, "member", NULL, true, 0, ISO_CODEC_MEMBER_MAX, &m, err)) <
@@ -65,14 +87,14 @@ int agent_request_parse(const char *text, size_t len, char *allocation, size_t a
 		json_decref(doc);
 		return r;
 	}
-	if (!alloc_id_valid(a) || strlen(a) >= alloc_size) {
+	if (!alloc_id_valid(a)) {
 		json_decref(doc);
 		return iso_error_set(
 		    err, ISO_E_INVALID, "allocation",
 		    "allocation: expected an allocation id (a- and 16 hex digits)");
 	}
-	iso_strlcpy(allocation, a, alloc_size);
-	*member = (unsigned)m;
+	iso_strlcpy(out->allocation, a, sizeof(out->allocation));
+	out->member = (unsigned)m;
 	json_decref(doc);
 	return 0;
 }
@@ -86,30 +108,77 @@ static char *answer_error(enum iso_errcode code, const char *message)
 	return s;
 }
 
+static json_t *handle_json(const struct agent_sandboxes *s, const struct agent_table_entry *e)
+{
+	return json_pack("{s:s, s:i, s:I, s:s, s:s, s:b}", "name", e->sb.name, "holder_pid",
+	                 e->sb.holder_pid, "holder_start", (json_int_t)e->sb.holder_start,
+	                 "cgroup_root", s->cg.root, "cpus", e->cpus, "io_uring", e->io_uring);
+}
+
+/* The (tenant, key) answer: the member, its devices and P_Key, and its
+ * sandbox's handle (null fields with the node's sandboxes off). The P_Key
+ * index is read now, from the VF's table as the host shows it. */
+static json_t *member_json(const struct agent_sandboxes *s, const struct agent_table_entry *e)
+{
+	json_t *o = s->real
+	                ? handle_json(s, e)
+	                : json_pack("{s:n, s:n, s:n, s:n, s:n, s:b}", "name", "holder_pid",
+	                            "holder_start", "cgroup_root", "cpus", "io_uring", e->io_uring);
+	char pkey[8], node_dir[sizeof(s->state_root) + ISO_NAME_MAX + 2];
+	int index = -1;
+
+	if (!o)
+		return NULL;
+	if (e->has_vf && e->pkey) {
+		struct iso_error err = {0};
+		snprintf(node_dir, sizeof(node_dir), "%s/%s", s->state_root, e->node);
+		if (iso_agent_vf_pkey_index(&s->vf, node_dir, e->vf_device, e->vf_index, e->pkey,
+		                            &index, &err) < 0)
+			index = -1;
+		snprintf(pkey, sizeof(pkey), "0x%04x", e->pkey);
+	}
+	if (json_object_set_new(o, "allocation", json_string(e->allocation)) < 0 ||
+	    json_object_set_new(o, "member", json_integer(e->member)) < 0 ||
+	    json_object_set_new(o, "ready", json_true()) < 0 ||
+	    json_object_set_new(o, "cuda_visible_devices", json_string(e->cuda)) < 0 ||
+	    json_object_set_new(o, "pkey", e->has_vf && e->pkey ? json_string(pkey) : json_null()) <
+	        0 ||
+	    json_object_set_new(o, "pkey_index", index >= 0 ? json_integer(index) : json_null()) <
+	        0 ||
+	    json_object_set_new(o, "sandbox_mode", json_string(s->real ? "real" : "off")) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 char *agent_socket_answer(struct agent_sandboxes *s, unsigned uid, const char *req, size_t len)
 {
-	char alloc[ISO_AGENT_ALLOC_MAX] = "", reason[ISO_AGENT_REASON_MAX + 32] = "";
-	struct agent_table_entry e = {0};
+	char reason[ISO_AGENT_REASON_MAX + ISO_CODEC_KEY_MAX + ISO_NAME_MAX + 64] = "";
+	_cleanup_free_ struct agent_table_entry *e = calloc(1, sizeof(*e));
+	struct agent_request rq;
 	struct iso_error err = {0};
-	unsigned member;
 	json_t *o;
 	char *text;
 	int r;
 
+	if (!e)
+		return NULL;
 	if (uid != 0)
 		return answer_error(ISO_E_FORBIDDEN, "refused: only root may join a sandbox");
-	if (agent_request_parse(req, len, alloc, sizeof(alloc), &member, &err) < 0) {
+	if (agent_request_parse(req, len, &rq, &err) < 0) {
 		char msg[ISO_ERR_MSG_MAX + ISO_ERR_FIELD_MAX + 8];
 		snprintf(msg, sizeof(msg), "%s%s%s", err.field, err.field[0] ? ": " : "",
 		         err.message);
 		return answer_error(err.code, msg);
 	}
-	r = agent_sandboxes_lookup(s, alloc, member, &e, reason, sizeof(reason));
+	if (rq.by_key)
+		r = agent_sandboxes_lookup_key(s, rq.tenant, rq.key, e, reason, sizeof(reason));
+	else
+		r = agent_sandboxes_lookup(s, rq.allocation, rq.member, e, reason, sizeof(reason));
 	if (r < 0)
 		return answer_error(r == -EAGAIN ? ISO_E_UNAVAILABLE : ISO_E_NOT_FOUND, reason);
-	o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:b}", "name", e.sb.name, "holder_pid",
-	              e.sb.holder_pid, "holder_start", (json_int_t)e.sb.holder_start, "cgroup_root",
-	              s->cg.root, "cpus", e.cpus, "io_uring", e.io_uring);
+	o = rq.by_key ? member_json(s, e) : handle_json(s, e);
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
@@ -251,17 +320,60 @@ void agent_socket_stop(struct agent_socket *sk)
 
 /* ---- the client ---- */
 
+/* An {"error","message"} answer as -errno with the agent's words. */
+static int answer_refusal(json_t *doc, struct iso_error *err)
+{
+	static const char *const ekeys[] = {"error", "message", NULL};
+	const char *code = NULL, *msg = NULL;
+	enum iso_errcode c = ISO_E_INTERNAL;
+	int r;
+
+	if ((r = iso_json_check_keys(doc, NULL, ekeys, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "error", NULL, true, &code, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "message", NULL, true, &msg, err)) < 0)
+		return r;
+	iso_errcode_parse(code, &c);
+	return iso_error_set(err, c == ISO_OK ? ISO_E_INTERNAL : c, "", "%s", msg);
+}
+
+/* The handle's fields of an answer (`keys` the answer's whole key set). */
+static int handle_parse(json_t *doc, const char *const *keys, struct iso_agent_sandbox_handle *h,
+                        struct iso_error *err)
+{
+	const char *name = NULL, *root = NULL, *cpus = NULL;
+	int64_t pid = 0, start = 0;
+	bool uring = false;
+	int r;
+
+	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "name", NULL, true, &name, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "holder_pid", NULL, true, 1, INT_MAX, &pid, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "holder_start", NULL, true, 0, INT64_MAX, &start, err)) <
+	        0 ||
+	    (r = iso_json_get_string(doc, "cgroup_root", NULL, true, &root, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "cpus", NULL, true, &cpus, err)) < 0 ||
+	    (r = iso_json_get_bool(doc, "io_uring", NULL, true, &uring, err)) < 0)
+		return r;
+	memset(h, 0, sizeof(*h));
+	if (!iso_name_valid(name) || iso_strlcpy(h->sb.name, name, sizeof(h->sb.name)) < 0 ||
+	    iso_strlcpy(h->cgroup_root, root, sizeof(h->cgroup_root)) < 0 ||
+	    iso_strlcpy(h->cpus, cpus, sizeof(h->cpus)) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, "",
+		                     "the agent's answer holds a bad name");
+	h->sb.holder_pid = (int)pid;
+	h->sb.holder_start = (unsigned long long)start;
+	h->io_uring = uring;
+	return 0;
+}
+
+static const char *const handle_keys[] = {
+    "name", "holder_pid", "holder_start", "cgroup_root", "cpus", "io_uring", NULL};
+
 static int answer_parse(const char *text, size_t len, struct iso_agent_sandbox_handle *h,
                         struct iso_error *err)
 {
-	static const char *const keys[] = {
-	    "name", "holder_pid", "holder_start", "cgroup_root", "cpus", "io_uring", NULL};
-	static const char *const ekeys[] = {"error", "message", NULL};
 	json_error_t je;
 	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	const char *name = NULL, *root = NULL, *cpus = NULL, *code = NULL, *msg = NULL;
-	int64_t pid = 0, start = 0;
-	bool uring = false;
 	int r;
 
 	if (!doc || !json_is_object(doc)) {
@@ -270,66 +382,24 @@ static int answer_parse(const char *text, size_t len, struct iso_agent_sandbox_h
 		                     "the agent's answer is not a JSON "
 		                     "object");
 	}
-	if (json_object_get(doc, "error")) {
-		enum iso_errcode c = ISO_E_INTERNAL;
-		if ((r = iso_json_check_keys(doc, NULL, ekeys, err)) < 0 ||
-		    (r = iso_json_get_string(doc, "error", NULL, true, &code, err)) < 0 ||
-		    (r = iso_json_get_string(doc, "message", NULL, true, &msg, err)) < 0) {
-			json_decref(doc);
-			return r;
-		}
-		iso_errcode_parse(code, &c);
-		r = iso_error_set(err, c == ISO_OK ? ISO_E_INTERNAL : c, "", "%s", msg);
-		json_decref(doc);
-		return r;
-	}
-	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
-	    (r = iso_json_get_string(doc, "name", NULL, true, &name, err)) < 0 ||
-	    (r = iso_json_get_int(doc, "holder_pid", NULL, true, 1, INT_MAX, &pid, err)) < 0 ||
-	    (r = iso_json_get_int(doc, "holder_start", NULL, true, 0, INT64_MAX, &start, err)) <
-	        0 ||
-	    (r = iso_json_get_string(doc, "cgroup_root", NULL, true, &root, err)) < 0 ||
-	    (r = iso_json_get_string(doc, "cpus", NULL, true, &cpus, err)) < 0 ||
-	    (r = iso_json_get_bool(doc, "io_uring", NULL, true, &uring, err)) < 0) {
-		json_decref(doc);
-		return r;
-	}
-	memset(h, 0, sizeof(*h));
-	if (!iso_name_valid(name) || iso_strlcpy(h->sb.name, name, sizeof(h->sb.name)) < 0 ||
-	    iso_strlcpy(h->cgroup_root, root, sizeof(h->cgroup_root)) < 0 ||
-	    iso_strlcpy(h->cpus, cpus, sizeof(h->cpus)) < 0) {
-		json_decref(doc);
-		return iso_error_set(err, ISO_E_INTERNAL, "",
-		                     "the agent's answer holds a bad name");
-	}
-	h->sb.holder_pid = (int)pid;
-	h->sb.holder_start = (unsigned long long)start;
-	h->io_uring = uring;
+	r = json_object_get(doc, "error") ? answer_refusal(doc, err)
+	                                  : handle_parse(doc, handle_keys, h, err);
 	json_decref(doc);
-	return 0;
+	return r;
 }
 
-int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsigned member,
-                             struct iso_agent_sandbox_handle *h, struct iso_error *err)
+/* One request, one answer (at most AGENT_ANSWER_MAX bytes, into buf). */
+static int ask(const char *state_dir, const char *req, size_t n, char *buf, size_t size,
+               size_t *got_len, struct iso_error *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct timeval tv = {(time_t)IO_TIMEOUT_S * 5, 0};
 	_cleanup_close_ int fd = -1;
-	char req[160], buf[AGENT_ANSWER_MAX + 1];
 	size_t len = 0, off = 0;
-	int n, r;
+	int r;
 
-	memset(h, 0, sizeof(*h));
 	if ((r = socket_path(state_dir, sa.sun_path, sizeof(sa.sun_path), err)) < 0)
 		return r;
-	if (!alloc_id_valid(allocation))
-		return iso_error_set(
-		    err, ISO_E_INVALID, "allocation",
-		    "allocation: expected an allocation id (a- and 16 hex digits)");
-	if (member > ISO_CODEC_MEMBER_MAX)
-		return iso_error_set(err, ISO_E_INVALID, "member", "member: 0..%d",
-		                     ISO_CODEC_MEMBER_MAX);
-	n = snprintf(req, sizeof(req), "{\"allocation\":\"%s\",\"member\":%u}", allocation, member);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "socket: %s", strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -338,8 +408,8 @@ int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsi
 		return iso_error_set(err, ISO_E_UNAVAILABLE, "state_dir",
 		                     "cannot reach the agent at %s: %s", sa.sun_path,
 		                     strerror(errno));
-	while (off < (size_t)n) {
-		ssize_t w = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
+	while (off < n) {
+		ssize_t w = send(fd, req + off, n - off, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -349,7 +419,7 @@ int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsi
 	}
 	shutdown(fd, SHUT_WR);
 	for (;;) {
-		ssize_t got = read(fd, buf + len, sizeof(buf) - 1 - len);
+		ssize_t got = read(fd, buf + len, size - 1 - len);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
@@ -358,12 +428,168 @@ int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsi
 		if (got == 0)
 			break;
 		len += (size_t)got;
-		if (len == sizeof(buf) - 1)
+		if (len == size - 1)
 			return iso_error_set(err, ISO_E_INTERNAL, "",
-			                     "the agent's answer is over %d bytes",
-			                     AGENT_ANSWER_MAX);
+			                     "the agent's answer is over %zu bytes", size - 2);
 	}
+	buf[len] = '\0';
+	*got_len = len;
+	return 0;
+}
+
+int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsigned member,
+                             struct iso_agent_sandbox_handle *h, struct iso_error *err)
+{
+	char req[160], buf[AGENT_ANSWER_MAX + 1];
+	size_t len = 0;
+	int n, r;
+
+	memset(h, 0, sizeof(*h));
+	if (!alloc_id_valid(allocation))
+		return iso_error_set(
+		    err, ISO_E_INVALID, "allocation",
+		    "allocation: expected an allocation id (a- and 16 hex digits)");
+	if (member > ISO_CODEC_MEMBER_MAX)
+		return iso_error_set(err, ISO_E_INVALID, "member", "member: 0..%d",
+		                     ISO_CODEC_MEMBER_MAX);
+	n = snprintf(req, sizeof(req), "{\"allocation\":\"%s\",\"member\":%u}", allocation, member);
+	if ((r = ask(state_dir, req, (size_t)n, buf, sizeof(buf), &len, err)) < 0)
+		return r;
 	return answer_parse(buf, len, h, err);
+}
+
+/* The (tenant, key) answer, strictly. */
+static int member_parse(const char *text, size_t len, struct iso_agent_member_info *info,
+                        struct iso_error *err)
+{
+	static const char *const keys[] = {
+	    "allocation",   "member",      "ready", "cuda_visible_devices",
+	    "pkey",         "pkey_index",  "name",  "holder_pid",
+	    "holder_start", "cgroup_root", "cpus",  "io_uring",
+	    "sandbox_mode", NULL};
+	json_error_t je;
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	const char *alloc = NULL, *cuda = NULL, *pkey = NULL, *mode = NULL;
+	int64_t member = 0, index = -1;
+	bool ready = false;
+	int r;
+
+	if (!doc || !json_is_object(doc)) {
+		json_decref(doc);
+		return iso_error_set(err, ISO_E_INTERNAL, "",
+		                     "the agent's answer is not a JSON object");
+	}
+	if (json_object_get(doc, "error")) {
+		r = answer_refusal(doc, err);
+		json_decref(doc);
+		return r;
+	}
+	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "allocation", NULL, true, &alloc, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "member", NULL, true, 0, ISO_CODEC_MEMBER_MAX, &member,
+	                          err)) < 0 ||
+	    (r = iso_json_get_bool(doc, "ready", NULL, true, &ready, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "cuda_visible_devices", NULL, true, &cuda, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "pkey", NULL, false, &pkey, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "pkey_index", NULL, false, 0, 65535, &index, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "sandbox_mode", NULL, true, &mode, err)) < 0)
+		goto out;
+	r = -EINVAL;
+	if (!alloc_id_valid(alloc)) {
+		iso_error_set(err, ISO_E_INTERNAL, "allocation",
+		              "the agent's answer: allocation: not an allocation id");
+		goto out;
+	}
+	if (strcmp(mode, "real") != 0 && strcmp(mode, "off") != 0) {
+		iso_error_set(err, ISO_E_INTERNAL, "sandbox_mode",
+		              "the agent's answer: sandbox_mode: not real or off");
+		goto out;
+	}
+	if (!ready) {
+		iso_error_set(err, ISO_E_INTERNAL, "ready",
+		              "the agent's answer: ready false without a reason");
+		goto out;
+	}
+	iso_strlcpy(info->allocation, alloc, sizeof(info->allocation));
+	info->member = (unsigned)member;
+	info->ready = true;
+	if (iso_strlcpy(info->cuda_visible_devices, cuda, sizeof(info->cuda_visible_devices)) < 0) {
+		iso_error_set(err, ISO_E_INTERNAL, "cuda_visible_devices",
+		              "the agent's answer: cuda_visible_devices: too long");
+		goto out;
+	}
+	if (pkey) {
+		char *end = NULL;
+		unsigned long v;
+		errno = 0;
+		v = strtoul(pkey, &end, 16);
+		if (strncmp(pkey, "0x", 2) != 0 || strlen(pkey) != 6 || errno || *end || v == 0 ||
+		    v > 0xffff) {
+			iso_error_set(err, ISO_E_INTERNAL, "pkey",
+			              "the agent's answer: pkey: not 0x and 4 hex digits");
+			goto out;
+		}
+		info->has_pkey = true;
+		info->pkey = (uint16_t)v;
+	}
+	info->pkey_index = (int)index;
+	info->sandbox_real = strcmp(mode, "real") == 0;
+	if (info->sandbox_real) {
+		if ((r = handle_parse(doc, keys, &info->sandbox, err)) < 0)
+			goto out;
+		info->has_sandbox = true;
+	} else {
+		bool uring = false;
+		static const char *const nulls[] = {"name", "holder_pid", "holder_start",
+		                                    "cgroup_root", "cpus"};
+		for (size_t i = 0; i < ISO_ARRAY_SIZE(nulls); i++)
+			if (!json_is_null(json_object_get(doc, nulls[i]))) {
+				iso_error_set(
+				    err, ISO_E_INTERNAL, nulls[i],
+				    "the agent's answer: %s: a sandbox with sandboxes off",
+				    nulls[i]);
+				goto out;
+			}
+		if ((r = iso_json_get_bool(doc, "io_uring", NULL, true, &uring, err)) < 0)
+			goto out;
+		info->sandbox.io_uring = uring;
+	}
+	r = 0;
+out:
+	json_decref(doc);
+	return r;
+}
+
+int iso_agent_member_lookup(const char *state_dir, const char *tenant, const char *key,
+                            struct iso_agent_member_info *info, struct iso_error *err)
+{
+	char req[ISO_NAME_MAX + ISO_CODEC_KEY_MAX + 64];
+	_cleanup_free_ char *buf = malloc(AGENT_ANSWER_MAX + 1);
+	size_t len = 0;
+	int n, r;
+
+	memset(info, 0, sizeof(*info));
+	info->pkey_index = -1;
+	if (!buf)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	if (!tenant || !iso_name_valid(tenant))
+		return iso_error_set(err, ISO_E_INVALID, "tenant",
+		                     "tenant: not a tenant name (\"%s\")", tenant ? tenant : "");
+	if (!key || !iso_codec_key_valid(key))
+		return iso_error_set(err, ISO_E_INVALID, "key",
+		                     "key: expected 1-128 characters of [A-Za-z0-9._:-]");
+	/* both are of characters JSON needs no escape for */
+	n = snprintf(req, sizeof(req), "{\"tenant\":\"%s\",\"key\":\"%s\"}", tenant, key);
+	if ((r = ask(state_dir, req, (size_t)n, buf, AGENT_ANSWER_MAX + 1, &len, err)) < 0)
+		return r;
+	if ((r = member_parse(buf, len, info, err)) < 0) {
+		/* nothing half-filled; "not ready yet (why)" kept as the reason */
+		memset(info, 0, sizeof(*info));
+		info->pkey_index = -1;
+		if (err && err->code == ISO_E_UNAVAILABLE)
+			iso_strlcpy(info->reason, err->message, sizeof(info->reason));
+	}
+	return r;
 }
 
 int iso_agent_sandbox_join(const char *state_dir, const char *allocation, unsigned member,

@@ -36,6 +36,7 @@
 #include "isostack/agent.h"
 #include "isostack/codec.h"
 #include "isostack/sandbox.h"
+#include "internal.h"
 
 #define SAVED_PREFIX "vf-"
 #define SAVED_SUFFIX ".guid"
@@ -286,6 +287,8 @@ static int vf_write(struct vf *v, uint64_t guid, bool policy, struct iso_error *
 	return put(v->h, path, text, err);
 }
 
+static void sim_pkey_set(const char *root, const char *dev, unsigned index, uint16_t pkey);
+
 /* ---- saved originals: state_dir/vf-<dev>-<index>.guid ---- */
 
 static void saved_path(const char *state_dir, const char *dev, unsigned index, char *buf,
@@ -443,7 +446,7 @@ static json_t *mlx5_vf(const struct iso_vf_host *h, const char *state_dir, const
 /* Gives every VF the document no longer holds its saved GUID back; the
  * saved file goes once the VF reads it back. */
 static void mlx5_restore(const struct iso_vf_host *h, const char *state_dir,
-                         const struct iso_agent_desired *d, struct iso_vf_tick *tick)
+                         const struct iso_agent_desired *d, bool sim, struct iso_vf_tick *tick)
 {
 	DIR *dir = opendir(state_dir);
 	struct dirent *de;
@@ -501,6 +504,8 @@ static void mlx5_restore(const struct iso_vf_host *h, const char *state_dir,
 		}
 		saved_path(state_dir, dev, (unsigned)index, path, sizeof(path));
 		unlink(path);
+		if (sim) /* the tenant left: its P_Key leaves the VF's table */
+			sim_pkey_set(h->sysfs_root, dev, (unsigned)index, 0);
 		tick->restored++;
 		iso_log(ISO_LOG_INFO, "agent.vf_restored", "node=%s device=%s vf=%lu guid=%s",
 		        d->node, dev, index, text);
@@ -570,6 +575,53 @@ static int sim_file(const char *path, const char *text)
 	return write(fd, text, len) == (ssize_t)len ? 0 : -EIO;
 }
 
+/* The VF's own RDMA device, <dev>vf<index>, whose `device` is the VF's PCI
+ * function (as mlx5_ib names a VF's device on a host), and its P_Key table
+ * ports/1/pkeys/0..SIM_PKEYS-1: the default P_Key 0xffff at 0, the rest
+ * empty (0x0000). What the subnet manager adds for the tenant is modelled
+ * by sim_pkey_set. */
+#define SIM_PKEYS 16
+
+static int sim_vf_rdma(const char *root, const char *dev, unsigned index, const char *pci)
+{
+	char path[PATH_MAX];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%svf%u/ports/1/pkeys", root, dev,
+	         index);
+	if ((r = sim_mkdirs(path)) < 0)
+		return r;
+	for (unsigned i = 0; i < SIM_PKEYS; i++) {
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%svf%u/ports/1/pkeys/%u",
+		         root, dev, index, i);
+		if ((r = sim_file(path, i == 0 ? "0xffff\n" : "0x0000\n")) < 0)
+			return r;
+	}
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%svf%u/device", root, dev, index);
+	if (symlink(pci, path) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* The subnet manager's part, modelled: once the VF is set up its tenant's
+ * P_Key is at index 1 of its table; pkey 0 (released) empties it. Not a
+ * driver write (a real agent never writes a P_Key table), so not traced. */
+static void sim_pkey_set(const char *root, const char *dev, unsigned index, uint16_t pkey)
+{
+	char path[PATH_MAX], text[16], have[16] = "";
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%svf%u/ports/1/pkeys/1", root, dev,
+	         index);
+	snprintf(text, sizeof(text), "0x%04x\n", pkey);
+	if (get(path, have, sizeof(have)) == 0 && strcmp(have, text) == 0)
+		return;
+	if ((fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)) < 0 ||
+	    write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		iso_log(ISO_LOG_WARN, "agent.vf_sim_failed", "path=%s msg=\"%s\"", path,
+		        strerror(errno));
+}
+
 /* What a VF looks like when `sriov_numvfs` made it: GUID zero, policy
  * Down, a PCI function with a netdev; created once, then only the driver's
  * own writes change it. */
@@ -618,7 +670,7 @@ static int sim_vf(const char *root, const char *dev, unsigned index)
 	         index);
 	if (symlink(path, link) < 0 && errno != EEXIST)
 		return -errno;
-	return 0;
+	return sim_vf_rdma(root, dev, index, path);
 }
 
 /* ---- RoCE VFs: the tenant's VLAN and the spoof check ---- */
@@ -787,7 +839,7 @@ int iso_agent_vf_reconcile(const struct iso_vf_host *given, const char *state_di
 		h = &sim;
 	}
 	if (h->driver == ISO_VF_MLX5)
-		mlx5_restore(h, state_dir, d, tick);
+		mlx5_restore(h, state_dir, d, given->driver == ISO_VF_SIM, tick);
 	for (size_t i = 0; i < d->n_vfs; i++) {
 		const struct iso_agent_vf_want *w = &d->vfs[i];
 		struct iso_error e = {0};
@@ -831,8 +883,59 @@ int iso_agent_vf_reconcile(const struct iso_vf_host *given, const char *state_di
 			                  "this host has no VF driver (isostack-agent --vf-driver "
 			                  "none)");
 		}
+		/* sim: the VF set up, the subnet manager's P_Key for its tenant */
+		if (entry && given->driver == ISO_VF_SIM && w->pkey &&
+		    json_is_true(json_object_get(entry, "ready")))
+			sim_pkey_set(root, w->device, w->index, w->pkey);
 		if (!entry || json_array_append_new(vfs, entry) < 0)
 			return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	}
+	return 0;
+}
+
+/* ---- the P_Key table (issue 15: NCCL_IB_PKEY is an index in it) ---- */
+
+int iso_agent_vf_pkey_index(const struct iso_vf_host *h, const char *node_dir, const char *device,
+                            unsigned index, uint16_t pkey, int *out, struct iso_error *err)
+{
+	char root[PATH_MAX], rdev[ISO_RDMA_NAME_MAX], path[PATH_MAX + 128], buf[32];
+	struct agent_host_roots roots = {"/dev", "/proc", root};
+	struct agent_vf_ref vf = {device, index};
+	int limited = -1;
+
+	*out = -1;
+	if (!device || !*device || strchr(device, '/') || device[0] == '.')
+		return iso_error_set(err, ISO_E_INVALID, "device", "bad HCA name");
+	if (h->driver == ISO_VF_SIM)
+		snprintf(root, sizeof(root), "%s/vf-sim", node_dir);
+	else if (h->driver == ISO_VF_MLX5)
+		iso_strlcpy(root, h->sysfs_root && *h->sysfs_root ? h->sysfs_root : "/",
+		            sizeof(root));
+	else
+		return 0; /* ibsim: the SM's table is in the simulator; none: no VF */
+	if (agent_vf_rdma_device(&roots, &vf, rdev, err) <= 0)
+		return 0;
+	for (unsigned i = 0; i < 65536; i++) {
+		unsigned long v;
+		char *end = NULL;
+
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/1/pkeys/%u", root,
+		         rdev, i);
+		if (get(path, buf, sizeof(buf)) < 0)
+			break;
+		errno = 0;
+		v = strtoul(buf, &end, 16);
+		if (errno || end == buf || (*end && strcmp(end, "\n") != 0) || v > 0xffff)
+			continue;
+		if ((v & 0x7fff) == 0 || (v & 0x7fff) != (pkey & 0x7fffu))
+			continue;
+		if (v & 0x8000) {
+			*out = (int)i;
+			return 0;
+		}
+		if (limited < 0)
+			limited = (int)i;
+	}
+	*out = limited;
 	return 0;
 }

@@ -88,10 +88,30 @@ json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m)
 		                          "node_index", (int)m->node_index, "peers", peers)))
 			return NULL;
 	}
-	return json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation,
-	                 "member", (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus,
-	                 "memory_mib", (json_int_t)m->memory_mib, "io_uring", m->io_uring,
-	                 "overlay", overlay);
+	json_t *o =
+	    json_pack("{s:s, s:i, s:s, s:i, s:I, s:b, s:o}", "allocation", m->allocation, "member",
+	              (int)m->member, "tenant", m->tenant, "cpus", (int)m->cpus, "memory_mib",
+	              (json_int_t)m->memory_mib, "io_uring", m->io_uring, "overlay", overlay);
+
+	if (o && m->key[0] && json_object_set_new(o, "key", json_string(m->key)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+bool iso_codec_key_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n >= ISO_CODEC_KEY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == ':' ||
+		      s[i] == '-'))
+			return false;
+	return true;
 }
 
 json_t *iso_codec_desired_wrap(const char *node, uint64_t generation, uint64_t term, json_t *gpus,
@@ -443,12 +463,13 @@ static int parse_overlay(const json_t *o, const char *at, struct iso_agent_membe
 }
 
 /* One entry of "members": {"allocation","member","tenant","cpus",
- * "memory_mib","io_uring","overlay"} (docs/agents.md). */
+ * "memory_mib","io_uring","overlay"[,"key"]} (docs/agents.md). */
 static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
                         struct iso_error *err)
 {
-	static const char *const keys[] = {"allocation", "member",   "tenant",  "cpus",
-	                                   "memory_mib", "io_uring", "overlay", NULL};
+	static const char *const keys[] = {"allocation", "member",  "tenant", "cpus", "memory_mib",
+	                                   "io_uring",   "overlay", "key",    NULL};
+	const json_t *key;
 	char field[ISO_ERR_FIELD_MAX], at[32], oat[48];
 	struct iso_agent_member_want *w = &d->members[d->n_members];
 	const json_t *io_uring = json_object_get(o, "io_uring"), *overlay;
@@ -488,6 +509,15 @@ static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
 	w->member = (unsigned)member;
 	w->cpus = (unsigned)cpus;
 	w->io_uring = json_is_true(io_uring);
+	/* "key" (issue 15): the allocation's idempotency key; absent is none */
+	if ((key = json_object_get(o, "key"))) {
+		if (!json_is_string(key) || !iso_codec_key_valid(json_string_value(key)))
+			return iso_error_set(err, ISO_E_INVALID, FIELD("%s.key", at),
+			                     "desired state: %s must be 1-128 characters of "
+			                     "[A-Za-z0-9._:-]",
+			                     field);
+		iso_strlcpy(w->key, json_string_value(key), sizeof(w->key));
+	}
 	for (size_t j = 0; j + 1 < d->n_members; j++)
 		if (d->members[j].member == w->member &&
 		    strcmp(d->members[j].allocation, w->allocation) == 0)

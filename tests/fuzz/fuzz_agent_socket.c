@@ -1,14 +1,17 @@
 /* fuzz_agent_socket.c: what the node agent's unix socket reads from a
  * caller (src/agent/socket.c, docs/agent.md "Sandboxes"): one request,
- * {"allocation": A, "member": M}, and, from the state dir after a restart,
+ * {"allocation": A, "member": M} or (issue 15) {"tenant": T, "key": K},
+ * and, from the state dir after a restart,
  * the sandbox records (STATE_DIR/sandboxes/<name>.json). The first byte
  * picks which: even, the bytes are a request answered by
  * agent_socket_answer over a table holding one ready, one waiting and one
  * released member; odd, they are a record for agent_record_decode.
  * Properties: an answer is always a JSON object, either a handle (of the
- * ready member, exactly what the table holds) or {"error","message"} with
- * a known code and a message; a request the parser takes names a valid
- * allocation id and a member 0..1023; a refusal of the parser or of the
+ * ready member, exactly what the table holds; for a key, only acme's
+ * slurm-1, with its devices and P_Key) or {"error","message"} with a known
+ * code and a message; a request the parser takes names a valid allocation
+ * id and a member 0..1023, or a tenant name and a valid key; a refusal of
+ * the parser or of the
  * record decode says why; a decoded record names a valid sandbox. */
 #include <string.h>
 
@@ -32,7 +35,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		snprintf(e[i].sb.name, sizeof(e[i].sb.name), "iso-%s-%d", A1, i);
 		iso_strlcpy(e[i].cpus, "2-3", sizeof(e[i].cpus));
 	}
-	e[0].ready = true;
+	e[0].ready = e[0].member_ready = true;
+	for (int i = 0; i < 2; i++) {
+		iso_strlcpy(e[i].tenant, "acme", sizeof(e[i].tenant));
+		snprintf(e[i].key, sizeof(e[i].key), "slurm-%d", i + 1);
+	}
+	iso_strlcpy(e[0].cuda, "MIG-aaa,MIG-bbb", sizeof(e[0].cuda));
+	e[0].has_vf = true;
+	iso_strlcpy(e[0].vf_device, "mlx5_0", sizeof(e[0].vf_device));
+	e[0].pkey = 0x8001;
+	iso_strlcpy(e[1].member_reason, "waiting for its GPU instances",
+	            sizeof(e[1].member_reason));
+	table.real = true;
 	e[0].sb.holder_pid = 4242;
 	e[0].sb.holder_start = 777;
 	iso_strlcpy(e[1].reason, "waiting for its GPU instances", sizeof(e[1].reason));
@@ -42,6 +56,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	table.tombs = tombs;
 	iso_strlcpy(tombs[0].allocation, A1, sizeof(tombs[0].allocation));
 	tombs[0].member = 5;
+	iso_strlcpy(tombs[0].tenant, "acme", sizeof(tombs[0].tenant));
+	iso_strlcpy(tombs[0].key, "slurm-5", sizeof(tombs[0].key));
 	table.n_tombs = 1;
 	table.tomb_next = 1;
 	return 0;
@@ -49,21 +65,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static void request(const char *text, size_t len)
 {
-	char alloc[ISO_AGENT_ALLOC_MAX];
-	unsigned member = 0;
+	struct agent_request rq;
 	struct iso_error err = {0};
-	int r = agent_request_parse(text, len, alloc, sizeof(alloc), &member, &err);
+	int r = agent_request_parse(text, len, &rq, &err);
 	char *answer;
 	json_t *doc;
 	json_error_t je;
 
 	fuzz_check_refusal(r, &err, "agent_request_parse");
-	if (r == 0) {
-		FUZZ_ASSERT(strlen(alloc) == 18 && strncmp(alloc, "a-", 2) == 0 &&
-		                strspn(alloc + 2, "0123456789abcdef") == 16,
-		            "allocation \"%s\"", alloc);
-		FUZZ_ASSERT(member <= 1023, "member %u", member);
+	if (r == 0 && !rq.by_key) {
+		FUZZ_ASSERT(strlen(rq.allocation) == 18 && strncmp(rq.allocation, "a-", 2) == 0 &&
+		                strspn(rq.allocation + 2, "0123456789abcdef") == 16,
+		            "allocation \"%s\"", rq.allocation);
+		FUZZ_ASSERT(rq.member <= 1023, "member %u", rq.member);
 	}
+	if (r == 0 && rq.by_key)
+		FUZZ_ASSERT(iso_name_valid(rq.tenant) && iso_codec_key_valid(rq.key),
+		            "tenant \"%s\" key \"%s\"", rq.tenant, rq.key);
 	answer = agent_socket_answer(&table, 0, text, len);
 	FUZZ_ASSERT(answer != NULL, "no answer");
 	doc = json_loads(answer, JSON_REJECT_DUPLICATES, &je);
@@ -76,8 +94,21 @@ static void request(const char *text, size_t len)
 		    iso_errcode_parse(json_string_value(json_object_get(doc, "error")), &c) == 0,
 		    "code in %s", answer);
 		FUZZ_ASSERT(r < 0 || c == ISO_E_NOT_FOUND || c == ISO_E_UNAVAILABLE, "%s", answer);
+	} else if (r == 0 && rq.by_key) {
+		FUZZ_ASSERT(strcmp(rq.tenant, "acme") == 0 && strcmp(rq.key, "slurm-1") == 0,
+		            "a member for another key: %s", answer);
+		FUZZ_ASSERT(
+		    json_is_true(json_object_get(doc, "ready")) &&
+		        strcmp(json_string_value(json_object_get(doc, "allocation")), A1) == 0 &&
+		        json_integer_value(json_object_get(doc, "member")) == 0 &&
+		        strcmp(json_string_value(json_object_get(doc, "cuda_visible_devices")),
+		               "MIG-aaa,MIG-bbb") == 0 &&
+		        strcmp(json_string_value(json_object_get(doc, "pkey")), "0x8001") == 0 &&
+		        json_is_null(json_object_get(doc, "pkey_index")) &&
+		        json_integer_value(json_object_get(doc, "holder_pid")) == 4242,
+		    "%s", answer);
 	} else {
-		FUZZ_ASSERT(r == 0 && member == 0 && strcmp(alloc, A1) == 0,
+		FUZZ_ASSERT(r == 0 && rq.member == 0 && strcmp(rq.allocation, A1) == 0,
 		            "a handle for another member: %s", answer);
 		FUZZ_ASSERT(json_integer_value(json_object_get(doc, "holder_pid")) == 4242, "%s",
 		            answer);

@@ -447,6 +447,7 @@ static void test_members_round_trip(void **state)
 	static struct iso_agent_member_want members[] = {{.allocation = A1,
 	                                                  .member = 0,
 	                                                  .tenant = "acme",
+	                                                  .key = "slurm-42",
 	                                                  .cpus = 4,
 	                                                  .memory_mib = 16384,
 	                                                  .io_uring = false,
@@ -472,6 +473,11 @@ static void test_members_round_trip(void **state)
 	json_t *m1 = json_array_get(json_object_get(j, "members"), 1);
 	assert_non_null(json_object_get(m1, "overlay"));
 	assert_true(json_is_null(json_object_get(m1, "overlay")));
+	/* a key when the allocation has one (issue 15), else no "key" at all */
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "members"), 0), "key")),
+	                    "slurm-42");
+	assert_null(json_object_get(m1, "key"));
 	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
 	assert_int_equal(out.n_members, 2);
 	for (size_t i = 0; i < 2; i++) {
@@ -479,6 +485,7 @@ static void test_members_round_trip(void **state)
 		assert_string_equal(b->allocation, a->allocation);
 		assert_int_equal(b->member, a->member);
 		assert_string_equal(b->tenant, a->tenant);
+		assert_string_equal(b->key, a->key);
 		assert_int_equal(b->cpus, a->cpus);
 		assert_true(b->memory_mib == a->memory_mib);
 		assert_int_equal(b->io_uring, a->io_uring);
@@ -510,6 +517,22 @@ static void test_members_round_trip(void **state)
 #define M_OK(rest) MEMBER(A1, 0, rest)
 #define OVL(vni, index, peers)                                                                     \
 	", \"overlay\": {\"vni\": " #vni ", \"node_index\": " #index ", \"peers\": [" peers "]}"
+
+#define K16  "0123456789abcdef"
+#define K129 K16 K16 K16 K16 K16 K16 K16 K16 "x"
+
+static void test_key_charset(void **state)
+{
+	(void)state;
+	assert_true(iso_codec_key_valid("slurm-42"));
+	assert_true(iso_codec_key_valid("A.b_c:d-9"));
+	assert_true(iso_codec_key_valid(K16 K16 K16 K16 K16 K16 K16 K16));
+	assert_false(iso_codec_key_valid(K129));
+	assert_false(iso_codec_key_valid(""));
+	assert_false(iso_codec_key_valid("a b"));
+	assert_false(iso_codec_key_valid("a/b"));
+	assert_false(iso_codec_key_valid("caf\xc3\xa9"));
+}
 
 static void test_members_refusals(void **state)
 {
@@ -551,6 +574,12 @@ static void test_members_refusals(void **state)
 	    {MDOC(M_OK(", \"overlay\": null") "," M_OK(", \"overlay\": null")),
 	     "members[1].member"},
 	    {MDOC(M_OK(", \"overlay\": 7")), "members[0].overlay"},
+	    {MDOC(M_OK(", \"overlay\": null, \"key\": 42")), "members[0].key"},
+	    {MDOC(M_OK(", \"overlay\": null, \"key\": \"\"")), "members[0].key"},
+	    {MDOC(M_OK(", \"overlay\": null, \"key\": \"slurm 42\"")), "members[0].key"},
+	    {MDOC(M_OK(", \"overlay\": null, \"key\": \"a/b\"")), "members[0].key"},
+	    {MDOC(M_OK(", \"overlay\": null, \"key\": null")), "members[0].key"},
+	    {MDOC(M_OK(", \"overlay\": null, \"key\": \"" K129 "\"")), "members[0].key"},
 	    {MDOC(M_OK(", \"overlay\": {\"vni\": 1, \"node_index\": 0, \"peers\": [], \"x\": 1}")),
 	     "members[0].overlay.x"},
 	    {MDOC(M_OK(OVL(0, 0, ""))), "members[0].overlay.vni"},
@@ -777,6 +806,7 @@ int main(void)
 	    cmocka_unit_test(test_desired_refusals),
 	    cmocka_unit_test(test_members_round_trip),
 	    cmocka_unit_test(test_members_refusals),
+	    cmocka_unit_test(test_key_charset),
 	    cmocka_unit_test(test_status_sandboxes_round_trip),
 	    cmocka_unit_test(test_cpus_valid),
 	    cmocka_unit_test(test_status_sandbox_overlay_refusals),

@@ -265,31 +265,82 @@ static void test_request_parser_bad_input(void **state)
 	    {"{\"allocation\":\"" A1 "\",\"member\":0,\"member\":1}", "", NULL},
 	    {"{\"allocation\":\"" A1 "\",\"member\":0} x", "", NULL},
 	};
-	char alloc[ISO_AGENT_ALLOC_MAX], big[AGENT_REQUEST_MAX + 2];
-	unsigned member = 99;
+	char big[AGENT_REQUEST_MAX + 2];
+	struct agent_request rq;
 	struct iso_error e;
 
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(bad); i++) {
 		memset(&e, 0, sizeof(e));
-		assert_true(agent_request_parse(bad[i].text, strlen(bad[i].text), alloc,
-		                                sizeof(alloc), &member, &e) < 0);
+		assert_true(agent_request_parse(bad[i].text, strlen(bad[i].text), &rq, &e) < 0);
 		if (strcmp(e.field, bad[i].field) != 0)
 			fail_msg("%s: field \"%s\", want \"%s\" (%s)", bad[i].text, e.field,
 			         bad[i].field, e.message);
 		if (bad[i].message)
 			assert_string_equal(e.message, bad[i].message);
-		assert_int_equal(member, 99);
+		assert_string_equal(rq.allocation, "");
+		assert_string_equal(rq.key, "");
 	}
 	memset(big, ' ', sizeof(big));
-	assert_true(agent_request_parse(big, sizeof(big), alloc, sizeof(alloc), &member, &e) < 0);
+	assert_true(agent_request_parse(big, sizeof(big), &rq, &e) < 0);
 	assert_int_equal(e.code, ISO_E_TOO_LARGE);
 	{
 		const char *good = "{\"allocation\":\"" A1 "\",\"member\":3}\n";
-		assert_int_equal(
-		    agent_request_parse(good, strlen(good), alloc, sizeof(alloc), &member, &e), 0);
+		assert_int_equal(agent_request_parse(good, strlen(good), &rq, &e), 0);
 	}
-	assert_string_equal(alloc, A1);
-	assert_int_equal(member, 3);
+	assert_false(rq.by_key);
+	assert_string_equal(rq.allocation, A1);
+	assert_int_equal(rq.member, 3);
+	{
+		const char *good = "{\"key\":\"slurm-42\",\"tenant\":\"acme\"}";
+		assert_int_equal(agent_request_parse(good, strlen(good), &rq, &e), 0);
+	}
+	assert_true(rq.by_key);
+	assert_string_equal(rq.tenant, "acme");
+	assert_string_equal(rq.key, "slurm-42");
+}
+
+#define K16 "0123456789abcdef"
+
+/* issue 15: the second shape, {"tenant": T, "key": K}, as strictly. */
+static void test_key_request_bad_input(void **state)
+{
+	static const struct {
+		const char *text, *field;
+	} bad[] = {
+	    {"{\"tenant\":\"acme\"}", "key"},
+	    {"{\"key\":\"slurm-1\"}", "tenant"},
+	    {"{\"tenant\":\"acme\",\"key\":\"slurm-1\",\"member\":0}", "member"},
+	    {"{\"tenant\":\"acme\",\"key\":\"slurm-1\",\"allocation\":\"" A1 "\"}", "allocation"},
+	    {"{\"allocation\":\"" A1 "\",\"member\":0,\"key\":\"slurm-1\"}", "allocation"},
+	    {"{\"tenant\":7,\"key\":\"slurm-1\"}", "tenant"},
+	    {"{\"tenant\":\"Acme!\",\"key\":\"slurm-1\"}", "tenant"},
+	    {"{\"tenant\":\"\",\"key\":\"slurm-1\"}", "tenant"},
+	    {"{\"tenant\":\"acme\",\"key\":1}", "key"},
+	    {"{\"tenant\":\"acme\",\"key\":\"\"}", "key"},
+	    {"{\"tenant\":\"acme\",\"key\":\"slurm 1\"}", "key"},
+	    {"{\"tenant\":\"acme\",\"key\":\"../x\"}", "key"},
+	    {"{\"tenant\":\"acme\",\"key\":\"" K16 K16 K16 K16 K16 K16 K16 K16 "x\"}", "key"},
+	    {"{\"tenant\":\"acme\",\"key\":null}", "key"},
+	    {"{\"tenant\":\"acme\",\"key\":\"a\",\"key\":\"b\"}", ""},
+	};
+	struct agent_request rq;
+	struct iso_error e;
+
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(bad); i++) {
+		memset(&e, 0, sizeof(e));
+		assert_true(agent_request_parse(bad[i].text, strlen(bad[i].text), &rq, &e) < 0);
+		if (strcmp(e.field, bad[i].field) != 0)
+			fail_msg("%s: field \"%s\", want \"%s\" (%s)", bad[i].text, e.field,
+			         bad[i].field, e.message);
+		assert_false(rq.by_key);
+	}
+	/* 128 characters is the longest key */
+	{
+		const char *good =
+		    "{\"tenant\":\"acme\",\"key\":\"" K16 K16 K16 K16 K16 K16 K16 K16 "\"}";
+		assert_int_equal(agent_request_parse(good, strlen(good), &rq, &e), 0);
+		assert_int_equal(strlen(rq.key), 128);
+	}
 }
 
 static struct agent_table_entry entry(const char *alloc, unsigned member, bool ready,
@@ -413,6 +464,187 @@ static void test_socket_answers(void **state)
 	json_decref(st);
 }
 
+/* issue 15: a member found by (tenant, key), through the real socket, over
+ * what the node's ticks publish (sandboxes off here, as on a node run with
+ * --sandbox off: ready once its GPU instances and VF are), the sim VF
+ * driver's P_Key table, then a real-mode entry with its handle. */
+static void test_member_lookup_by_key(void **state)
+{
+	struct agent_host_roots roots = {"/dev", "/proc", "/"};
+	struct agent_sandboxes s;
+	struct agent_socket *sk = NULL;
+	struct iso_agent_member_info mi;
+	struct iso_error e = {0};
+	atomic_bool stop = false;
+	struct iso_agent_member_want mw = {
+	    .allocation = A1, .member = 0, .tenant = "acme", .key = "slurm-42", .cpus = 1};
+	struct iso_agent_vf_member vm = {.allocation = A1, .member = 0};
+	struct iso_agent_vf_want vw = {.index = 3,
+	                               .device = "mlx5_0",
+	                               .guid = 0x0002c90300a0b0c1ULL,
+	                               .tenant = "acme",
+	                               .pkey = 0x8001,
+	                               .n_members = 1,
+	                               .members = &vm};
+	struct iso_agent_desired d = {
+	    .node = "n1", .n_members = 1, .members = &mw, .n_vfs = 1, .vfs = &vw};
+	struct iso_agent_desired none = {.node = "n1"};
+	struct iso_vf_host sim = {.driver = ISO_VF_SIM};
+	struct agent_sandbox_tick tick;
+	struct iso_vf_tick vt;
+	char node_dir[PATH_MAX + 8];
+	json_t *st;
+
+	assert_int_equal(agent_sandboxes_init(&s, dir, false, NULL, &roots, &e), 0);
+	s.vf = sim;
+	s.nodes_expected = 1;
+	assert_int_equal(agent_socket_start(&s, dir, &stop, &sk, &e), 0);
+
+	/* before the node's first tick: the agent is starting, not "unknown" */
+	assert_true(iso_agent_member_lookup(dir, "acme", "slurm-42", &mi, &e) < 0);
+	assert_int_equal(e.code, ISO_E_UNAVAILABLE);
+	assert_string_equal(e.message, "not ready yet (the agent is starting)");
+	assert_string_equal(mi.reason, e.message);
+
+	/* its instance not ready yet */
+	st = json_pack("{s:[{s:s, s:i, s:s, s:b}], s:[{s:i, s:b}]}", "instances", "allocation", A1,
+	               "member", 0, "uuid", "MIG-aaa", "ready", 0, "vfs", "index", 3, "ready", 1);
+	assert_int_equal(agent_sandboxes_reconcile(&s, NULL, "n1", &d, st, &tick, &e), 0);
+	json_decref(st);
+	assert_true(iso_agent_member_lookup(dir, "acme", "slurm-42", &mi, &e) < 0);
+	assert_int_equal(e.code, ISO_E_UNAVAILABLE);
+	assert_string_equal(e.message, "not ready yet (waiting for its GPU instances)");
+	assert_false(mi.ready);
+
+	/* ready: two instances (another member's is not its), its VF, no
+	 * sandbox on this node */
+	st = json_pack("{s:[{s:s, s:i, s:s, s:b}, {s:s, s:i, s:s, s:b}, {s:s, s:i, s:s, s:b}],"
+	               " s:[{s:i, s:b}]}",
+	               "instances", "allocation", A1, "member", 0, "uuid", "MIG-aaa", "ready", 1,
+	               "allocation", A1, "member", 1, "uuid", "MIG-zzz", "ready", 1, "allocation",
+	               A1, "member", 0, "uuid", "MIG-bbb", "ready", 1, "vfs", "index", 3, "ready",
+	               1);
+	assert_int_equal(agent_sandboxes_reconcile(&s, NULL, "n1", &d, st, &tick, &e), 0);
+	assert_int_equal(iso_agent_member_lookup(dir, "acme", "slurm-42", &mi, &e), 0);
+	assert_string_equal(mi.allocation, A1);
+	assert_int_equal(mi.member, 0);
+	assert_true(mi.ready);
+	assert_string_equal(mi.cuda_visible_devices, "MIG-aaa,MIG-bbb");
+	assert_true(mi.has_pkey);
+	assert_int_equal(mi.pkey, 0x8001);
+	assert_int_equal(mi.pkey_index, -1); /* the VF's table is not set up yet */
+	assert_false(mi.sandbox_real);
+	assert_false(mi.has_sandbox);
+
+	/* the sim VF driver sets the VF up: its table holds the tenant's
+	 * P_Key at index 1, which the answer reads */
+	snprintf(node_dir, sizeof(node_dir), "%s/n1", dir);
+	assert_int_equal(mkdir(node_dir, 0700), 0);
+	assert_int_equal(iso_agent_vf_reconcile(&sim, node_dir, &d, st, &vt, &e), 0);
+	assert_int_equal(vt.programmed, 1);
+	json_decref(st);
+	assert_int_equal(iso_agent_member_lookup(dir, "acme", "slurm-42", &mi, &e), 0);
+	assert_int_equal(mi.pkey_index, 1);
+
+	/* another tenant's key, or a key nobody has: not here */
+	assert_true(iso_agent_member_lookup(dir, "globex", "slurm-42", &mi, &e) < 0);
+	assert_int_equal(e.code, ISO_E_NOT_FOUND);
+	assert_string_equal(e.message, "no allocation with key slurm-42 for tenant globex on this "
+	                               "node");
+	assert_true(iso_agent_member_lookup(dir, "acme", "slurm-43", &mi, &e) < 0);
+	assert_int_equal(e.code, ISO_E_NOT_FOUND);
+	/* bad arguments never reach the agent */
+	assert_true(iso_agent_member_lookup(dir, "Acme!", "slurm-42", &mi, &e) < 0);
+	assert_string_equal(e.field, "tenant");
+	assert_true(iso_agent_member_lookup(dir, "acme", "slurm 42", &mi, &e) < 0);
+	assert_string_equal(e.field, "key");
+
+	/* released: the next tick no longer holds it; the VF's P_Key goes too */
+	st = json_object();
+	assert_int_equal(agent_sandboxes_reconcile(&s, NULL, "n1", &none, st, &tick, &e), 0);
+	assert_true(iso_agent_member_lookup(dir, "acme", "slurm-42", &mi, &e) < 0);
+	assert_int_equal(e.code, ISO_E_NOT_FOUND);
+	assert_string_equal(e.message, "released");
+	{
+		int idx = 7;
+		assert_int_equal(iso_agent_vf_reconcile(&sim, node_dir, &none, st, &vt, &e), 0);
+		assert_int_equal(vt.restored, 1);
+		assert_int_equal(
+		    iso_agent_vf_pkey_index(&sim, node_dir, "mlx5_0", 3, 0x8001, &idx, &e), 0);
+		assert_int_equal(idx, -1);
+	}
+	json_decref(st);
+
+	/* a real-mode node: the answer carries the sandbox's handle */
+	{
+		struct agent_table_entry v = entry(A2, 2, true, "");
+		iso_strlcpy(v.tenant, "acme", sizeof(v.tenant));
+		iso_strlcpy(v.key, "slurm-7", sizeof(v.key));
+		iso_strlcpy(v.cuda, "GPU-1", sizeof(v.cuda));
+		v.member_ready = true;
+		pthread_mutex_lock(&s.lock);
+		s.real = true;
+		iso_strlcpy(s.cg.root, "/sys/fs/cgroup", sizeof(s.cg.root));
+		memcpy(&s.entries[0], &v, sizeof(v));
+		s.n = 1;
+		pthread_mutex_unlock(&s.lock);
+	}
+	assert_int_equal(iso_agent_member_lookup(dir, "acme", "slurm-7", &mi, &e), 0);
+	assert_true(mi.sandbox_real);
+	assert_true(mi.has_sandbox);
+	assert_string_equal(mi.sandbox.sb.name, "iso-" A2 "-2");
+	assert_int_equal(mi.sandbox.sb.holder_pid, 4242);
+	assert_string_equal(mi.sandbox.cgroup_root, "/sys/fs/cgroup");
+	assert_false(mi.has_pkey);
+	assert_int_equal(mi.pkey_index, -1);
+	assert_string_equal(mi.cuda_visible_devices, "GPU-1");
+
+	atomic_store(&stop, true);
+	agent_socket_stop(sk);
+	agent_sandboxes_free(&s);
+}
+
+/* The P_Key index as the mlx5 driver reads it from a fake sysfs tree (the
+ * VF's RDMA device, ports/1/pkeys/<i>): full membership first, then a
+ * limited one; ibsim and none cannot read it. */
+static void test_sim_pkey_table(void **state)
+{
+	struct iso_vf_host mlx5 = {.driver = ISO_VF_MLX5, .sysfs_root = dir};
+	struct iso_vf_host ibsim = {.driver = ISO_VF_IBSIM, .ibsim_net = "/nonexistent"};
+	struct iso_error e = {0};
+	char cmd[PATH_MAX * 2 + 256];
+	int idx = 9;
+
+	put("sys/bus/pci/devices/0000:81:00.2/vendor", "0x15b3\n");
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "mkdir -p '%s/sys/class/infiniband/mlx5_0/device' && "
+	    "ln -s '%s/sys/bus/pci/devices/0000:81:00.2' "
+	    "'%s/sys/class/infiniband/mlx5_0/device/virtfn1' && "
+	    "mkdir -p '%s/sys/class/infiniband/mlx5_3' && "
+	    "ln -s '%s/sys/bus/pci/devices/0000:81:00.2' '%s/sys/class/infiniband/mlx5_3/device'",
+	    dir, dir, dir, dir, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	put("sys/class/infiniband/mlx5_3/ports/1/pkeys/0", "0xffff\n");
+	put("sys/class/infiniband/mlx5_3/ports/1/pkeys/1", "0x0000\n");
+	put("sys/class/infiniband/mlx5_3/ports/1/pkeys/2", "0x0001\n"); /* limited */
+	put("sys/class/infiniband/mlx5_3/ports/1/pkeys/3", "garbage\n");
+	put("sys/class/infiniband/mlx5_3/ports/1/pkeys/4", "0x8001\n");
+	assert_int_equal(iso_agent_vf_pkey_index(&mlx5, dir, "mlx5_0", 1, 0x8001, &idx, &e), 0);
+	assert_int_equal(idx, 4);
+	put("sys/class/infiniband/mlx5_3/ports/1/pkeys/4", "0x0000\n");
+	assert_int_equal(iso_agent_vf_pkey_index(&mlx5, dir, "mlx5_0", 1, 0x8001, &idx, &e), 0);
+	assert_int_equal(idx, 2);
+	assert_int_equal(iso_agent_vf_pkey_index(&mlx5, dir, "mlx5_0", 1, 0x8002, &idx, &e), 0);
+	assert_int_equal(idx, -1);
+	/* another VF (no RDMA device seen) */
+	assert_int_equal(iso_agent_vf_pkey_index(&mlx5, dir, "mlx5_0", 2, 0x8001, &idx, &e), 0);
+	assert_int_equal(idx, -1);
+	assert_int_equal(iso_agent_vf_pkey_index(&ibsim, dir, "mlx5_0", 1, 0x8001, &idx, &e), 0);
+	assert_int_equal(idx, -1);
+	assert_true(iso_agent_vf_pkey_index(&mlx5, dir, "../x", 1, 0x8001, &idx, &e) < 0);
+}
+
 /* ---- records ---- */
 
 static void test_record_round_trip_and_bad_input(void **state)
@@ -508,6 +740,9 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_device_list_from_fake_trees, setup, teardown),
 	    cmocka_unit_test(test_request_parser_bad_input),
+	    cmocka_unit_test(test_key_request_bad_input),
+	    cmocka_unit_test_setup_teardown(test_member_lookup_by_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sim_pkey_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_socket_answers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_round_trip_and_bad_input, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_records_found_at_start, setup, teardown),
