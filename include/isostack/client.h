@@ -24,7 +24,7 @@ ISO_PUBLIC_BEGIN
 #define ISO_CLIENT_DEFAULT_TIMEOUT_MS 30000L
 #define ISO_CLIENT_MAX_RESPONSE       ((size_t)16 * 1024 * 1024) /* default response body limit */
 #define ISO_CLIENT_REQUEST_ID_MAX     65                         /* 64 chars + NUL, as in the API */
-#define ISO_CLIENT_MAX_URLS           8  /* in a comma-separated list of controllers */
+#define ISO_CLIENT_MAX_URLS           8 /* in a comma-separated list of controllers */
 
 struct iso_client;
 
@@ -83,6 +83,16 @@ const char *iso_client_url(const struct iso_client *c);
  * On failure *out is left cleared. */
 int iso_client_request(struct iso_client *c, const char *method, const char *path,
                        const json_t *body, struct iso_response *out, struct iso_error *err);
+
+/* iso_client_request with extra request headers: `headers` is NULL or a
+ * NULL-terminated list of "Name: value" lines (e.g. "Idempotency-Key:
+ * slurm-42"), each printable ASCII, at most 1024 bytes, and none of the
+ * headers the client sets itself (Authorization, Content-Type, Accept,
+ * Expect, X-Request-Id); else ISO_E_INVALID, field "headers", nothing sent.
+ * A request retried on another controller of the URL list carries them too. */
+int iso_client_request_headers(struct iso_client *c, const char *method, const char *path,
+                               const json_t *body, const char *const *headers,
+                               struct iso_response *out, struct iso_error *err);
 
 /* GETs a list endpoint (`{"items":[...],"next":...}`) and follows `next`
  * cursors with `after=` until the last page. On success out->body is

@@ -403,9 +403,38 @@ static int set_options(struct iso_client *c, const char *method, struct request_
 	return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
+/* An extra header the caller adds ("Idempotency-Key: slurm-42"): a token
+ * name, ':', then printable ASCII only, so that it can neither split nor
+ * extend the request; the ones this client sets itself are refused. */
+static int check_header(const char *h, struct iso_error *err)
+{
+	static const char *const own[] = {"authorization", "content-type", "accept", "expect",
+	                                  "x-request-id"};
+	size_t name = strcspn(h, ":");
+
+	if (name == 0 || h[name] != ':' || strlen(h) > 1024)
+		return iso_error_set(err, ISO_E_INVALID, "headers",
+		                     "a request header must be 'Name: value', at most 1024 bytes");
+	for (size_t i = 0; h[i]; i++) {
+		unsigned char ch = (unsigned char)h[i];
+		bool ok = i < name ? (ch > 0x20 && ch < 0x7f) : (ch >= 0x20 && ch < 0x7f);
+		if (!ok)
+			return iso_error_set(err, ISO_E_INVALID, "headers",
+			                     "request header holds a control, space or non-ASCII "
+			                     "character at position %zu",
+			                     i + 1);
+	}
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(own); i++)
+		if (strlen(own[i]) == name && strncasecmp(h, own[i], name) == 0)
+			return iso_error_set(err, ISO_E_INVALID, "headers",
+			                     "request header %.*s is set by the client itself",
+			                     (int)name, h);
+	return 0;
+}
+
 static int request_once(struct iso_client *c, const char *method, const char *path,
-                        const json_t *body, struct iso_response *out, bool *not_sent,
-                        struct iso_error *err)
+                        const json_t *body, const char *const *extra, struct iso_response *out,
+                        bool *not_sent, struct iso_error *err)
 {
 	_cleanup_(request_ctx_clear) struct request_ctx r = {0};
 	struct header_state hs = {{0}};
@@ -422,6 +451,11 @@ static int request_once(struct iso_client *c, const char *method, const char *pa
 	ret = iso_client_check_path(path, err);
 	if (ret < 0)
 		return ret;
+	for (size_t i = 0; extra && extra[i]; i++) {
+		ret = check_header(extra[i], err);
+		if (ret < 0)
+			return ret;
+	}
 	if (asprintf(&r.url, "%s%s", c->url, path) < 0) {
 		r.url = NULL;
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
@@ -440,6 +474,9 @@ static int request_once(struct iso_client *c, const char *method, const char *pa
 	    append_header(&r.headers, "Expect:") < 0 || append_header(&r.headers, idhdr) < 0 ||
 	    (c->auth && append_header(&r.headers, c->auth) < 0))
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (size_t i = 0; extra && extra[i]; i++)
+		if (append_header(&r.headers, extra[i]) < 0)
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	r.body.max = c->max_response;
 	if (set_options(c, method, &r, &hs, errbuf) < 0)
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "%s %s: libcurl refused an option",
@@ -497,11 +534,18 @@ static int leader_of(struct iso_client *c, const struct iso_response *resp)
 int iso_client_request(struct iso_client *c, const char *method, const char *path,
                        const json_t *body, struct iso_response *out, struct iso_error *err)
 {
+	return iso_client_request_headers(c, method, path, body, NULL, out, err);
+}
+
+int iso_client_request_headers(struct iso_client *c, const char *method, const char *path,
+                               const json_t *body, const char *const *headers,
+                               struct iso_response *out, struct iso_error *err)
+{
 	int tries = 2 * (c->n_urls + 1);
 
 	for (int t = 0;; t++) {
 		bool not_sent = false;
-		int r = request_once(c, method, path, body, out, &not_sent, err);
+		int r = request_once(c, method, path, body, headers, out, &not_sent, err);
 		int next = -1;
 
 		if (c->n_urls < 2 || t + 1 >= tries)

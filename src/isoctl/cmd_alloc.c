@@ -300,12 +300,38 @@ static int create_body(struct isoctl *ctx, const char *const *flag, json_t *body
 	return r;
 }
 
+/* Ends a wait that failed: "allocation ID is STATE[ after S s][: REASON]"
+ * printed, or kept in *why. Returns `code`. */
+static int wait_failed(struct iso_error *why, int code, const char *id, const char *state,
+                       long long after_s, const char *reason)
+{
+	char msg[ISO_ERR_MSG_MAX], after[48] = "";
+	bool has_reason = reason && reason[0];
+
+	if (after_s > 0)
+		snprintf(after, sizeof(after), " after %lld s", after_s);
+	snprintf(msg, sizeof(msg), "allocation %s is %s%s%s%s%s", id, after_s > 0 ? "still " : "",
+	         state, after, has_reason ? ": " : "", has_reason ? reason : "");
+	if (why) {
+		iso_error_set(why,
+		              code == ISOCTL_EXIT_WAIT_FAILED ? ISO_E_CONFLICT : ISO_E_UNAVAILABLE,
+		              NULL, "%s", msg);
+	} else {
+		fputs("isoctl: ", stderr);
+		isoctl_fputs_clean(msg, stderr);
+		fputc('\n', stderr);
+	}
+	return code;
+}
+
 /* --wait: polls the allocation until it is active (0), ends released or
  * failed (9), or `seconds` pass (10). Placement in the sim is immediate;
  * what takes time is a pending allocation waiting for capacity and
  * provisioning waiting for the fabric driver's confirmation. The last
- * answer stays in *resp for printing. Returns an exit code. */
-static int wait_active(struct isoctl *ctx, struct iso_response *resp, long long seconds)
+ * answer stays in *resp for printing. Returns an exit code; with `why`
+ * nothing is printed and a failure is described there. */
+int isoctl_alloc_wait(struct isoctl *ctx, struct iso_response *resp, long long seconds,
+                      struct iso_error *why)
 {
 	uint64_t deadline = iso_mono_ns() + (uint64_t)seconds * 1000000000ull;
 	long delay_ms = 100;
@@ -331,25 +357,11 @@ static int wait_active(struct isoctl *ctx, struct iso_response *resp, long long 
 			return ISOCTL_EXIT_INTERNAL;
 		if (strcmp(state, "active") == 0)
 			return 0;
-		if (strcmp(state, "failed") == 0 || strcmp(state, "released") == 0) {
-			fprintf(stderr, "isoctl: allocation %s is %s", id, state);
-			if (reason && reason[0]) {
-				fputs(": ", stderr);
-				isoctl_fputs_clean(reason, stderr);
-			}
-			fputc('\n', stderr);
-			return ISOCTL_EXIT_WAIT_FAILED;
-		}
-		if (now >= deadline) {
-			fprintf(stderr, "isoctl: allocation %s is still %s after %lld s", id, state,
-			        seconds);
-			if (reason && reason[0]) {
-				fputs(": ", stderr);
-				isoctl_fputs_clean(reason, stderr);
-			}
-			fputc('\n', stderr);
-			return ISOCTL_EXIT_WAIT_TIMEOUT;
-		}
+		if (strcmp(state, "failed") == 0 || strcmp(state, "released") == 0)
+			return wait_failed(why, ISOCTL_EXIT_WAIT_FAILED, id, state, 0, reason);
+		if (now >= deadline)
+			return wait_failed(why, ISOCTL_EXIT_WAIT_TIMEOUT, id, state, seconds,
+			                   reason);
 		if ((uint64_t)delay_ms * 1000000ull > deadline - now)
 			delay_ms = (long)((deadline - now) / 1000000ull) + 1;
 		ts.tv_sec = delay_ms / 1000;
@@ -357,7 +369,7 @@ static int wait_active(struct isoctl *ctx, struct iso_response *resp, long long 
 		nanosleep(&ts, NULL);
 		delay_ms = delay_ms * 2 > 2000 ? 2000 : delay_ms * 2;
 		iso_response_clear(resp);
-		r = isoctl_call(ctx, "GET", path, NULL, resp);
+		r = isoctl_call_quiet(ctx, "GET", path, NULL, NULL, resp, why);
 		if (r)
 			return r;
 	}
@@ -438,7 +450,7 @@ static int alloc_create(struct isoctl *ctx, int argc, char **argv)
 	if (!r)
 		r = isoctl_call(ctx, "POST", "/v1/allocations", body, &resp);
 	if (!r && wait_s)
-		r = wait_active(ctx, &resp, wait_s);
+		r = isoctl_alloc_wait(ctx, &resp, wait_s, NULL);
 	return r ? r : isoctl_render(ctx, &resp, print_alloc);
 }
 

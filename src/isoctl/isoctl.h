@@ -88,6 +88,12 @@ int isoctl_cmd_org(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_project(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_quota(struct isoctl *ctx, int argc, char **argv);
 
+/* Polls allocation resp->body until it is active (0), ends released or
+ * failed (9) or `seconds` pass (10); the last answer stays in *resp. With
+ * `why` nothing is printed and a failure is described there (cmd_alloc.c). */
+int isoctl_alloc_wait(struct isoctl *ctx, struct iso_response *resp, long long seconds,
+                      struct iso_error *why);
+
 /* ---- option parsing ---- */
 enum {
 	ISOCTL_OPT_URL = 1000,
@@ -168,6 +174,12 @@ int isoctl_parse_int(const struct isoctl *ctx, const char *flag, const char *s, 
  * error and return its exit code, else return 0 with *resp filled. */
 int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
                 struct iso_response *resp);
+/* isoctl_call with extra headers ("Name: value", NULL-terminated; NULL:
+ * none) that prints nothing: a failure is described in *why (the server's
+ * message and field, or the transport's) and its exit code returned. For
+ * commands that report errors their own way (`slurm prolog`). */
+int isoctl_call_quiet(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+                      const char *const *headers, struct iso_response *resp, struct iso_error *why);
 /* Same for a list: every page, combined into {"items":[...]}. */
 int isoctl_list(struct isoctl *ctx, const char *path, struct iso_response *resp);
 

@@ -196,9 +196,11 @@ static int server_failed(const struct isoctl *ctx, const struct iso_response *re
 	return exit_for_status(resp->status);
 }
 
-/* One request, or with method NULL every page of the list at `path`. */
+/* One request, or with method NULL every page of the list at `path`. With
+ * `why` the failure is not printed but described there (the server's code,
+ * message and field, or the transport's error). */
 static int request(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
-                   struct iso_response *resp)
+                   const char *const *headers, struct iso_response *resp, struct iso_error *why)
 {
 	struct iso_error err = {0};
 	int r;
@@ -211,13 +213,24 @@ static int request(struct isoctl *ctx, const char *method, const char *path, con
 	if (r)
 		return r;
 	if (method)
-		r = iso_client_request(ctx->client, method, path, body, resp, &err);
+		r = iso_client_request_headers(ctx->client, method, path, body, headers, resp,
+		                               &err);
 	else
 		r = iso_client_list_all(ctx->client, path, resp, &err);
-	if (r < 0)
-		return transport_failed(ctx, &err);
+	if (r < 0) {
+		if (!why)
+			return transport_failed(ctx, &err);
+		*why = err;
+		return err.code == ISO_E_UNAVAILABLE ? ISOCTL_EXIT_UNAVAILABLE
+		                                     : ISOCTL_EXIT_INTERNAL;
+	}
 	if (!iso_response_ok(resp)) {
-		r = server_failed(ctx, resp);
+		if (why) {
+			iso_response_error(resp, why);
+			r = exit_for_status(resp->status);
+		} else {
+			r = server_failed(ctx, resp);
+		}
 		iso_response_clear(resp);
 		return r;
 	}
@@ -227,12 +240,18 @@ static int request(struct isoctl *ctx, const char *method, const char *path, con
 int isoctl_call(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
                 struct iso_response *resp)
 {
-	return request(ctx, method, path, body, resp);
+	return request(ctx, method, path, body, NULL, resp, NULL);
+}
+
+int isoctl_call_quiet(struct isoctl *ctx, const char *method, const char *path, const json_t *body,
+                      const char *const *headers, struct iso_response *resp, struct iso_error *why)
+{
+	return request(ctx, method, path, body, headers, resp, why);
 }
 
 int isoctl_list(struct isoctl *ctx, const char *path, struct iso_response *resp)
 {
-	return request(ctx, NULL, path, NULL, resp);
+	return request(ctx, NULL, path, NULL, NULL, resp, NULL);
 }
 
 int isoctl_set_string(const struct isoctl *ctx, json_t *obj, const char *key, const char *what,
