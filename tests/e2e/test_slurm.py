@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,21 @@ class Cluster:
     def pkeys(self, guid):
         """{base: full member?} of the port's table."""
         return {v & 0x7FFF: bool(v & 0x8000) for v in self.pkey_table(guid) if v & 0x7FFF}
+
+    def agent_member(self, node, tenant, key):
+        """The agent socket's answer for (tenant, key) on `node`, as the plugin gets it."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(harness.T(10))
+            s.connect(os.path.join(self.dir, "agent", node, "agent.sock"))
+            s.sendall(json.dumps({"tenant": tenant, "key": key}).encode())
+            s.shutdown(socket.SHUT_WR)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return json.loads(data)
 
     def fake_uuids(self, node):
         """The MIG UUIDs of the instances the fake NVML of `node` holds."""
@@ -336,12 +352,19 @@ class SlurmE2E(harness.ApiTestCase):
             self.assertEqual(int(env["UCX_IB_PKEY"], 16) & 0x7FFF, key, env)
             self.assertEqual(int(env["OMPI_MCA_btl_openib_pkey"], 16) & 0x7FFF, key, env)
             # the VF's table, read by smpquery while the job runs: the key
-            # full at the index NCCL_IB_PKEY names
+            # full member; NCCL_IB_PKEY is its index there, as the agent
+            # read it (the ibsim VF driver reads no table: no index)
             vf = m["vf"]["guid"]
             self.wait_until("key 0x%x full on %s's VF %s" % (key, n, vf),
                             lambda: self.c.pkeys(vf).get(key) is True, 20)
             table = self.c.pkey_table(vf)
-            self.assertEqual(table[int(env["NCCL_IB_PKEY"])], key | 0x8000, (env, table))
+            info = self.c.agent_member(n, tenant, "slurm-" + jobid)
+            self.assertEqual(info.get("cuda_visible_devices"), env["CUDA_VISIBLE_DEVICES"], info)
+            if info.get("pkey_index") is None:
+                self.assertNotIn("NCCL_IB_PKEY", env, (env, info))
+            else:
+                self.assertEqual(int(env["NCCL_IB_PKEY"]), info["pkey_index"], (env, info))
+                self.assertEqual(table[info["pkey_index"]], key | 0x8000, (env, table))
         return a
 
     def check_clean(self, a):
