@@ -87,6 +87,7 @@ int isoctl_cmd_store(struct isoctl *ctx, int argc, char **argv);  /* offline */
 int isoctl_cmd_org(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_project(struct isoctl *ctx, int argc, char **argv);
 int isoctl_cmd_quota(struct isoctl *ctx, int argc, char **argv);
+int isoctl_cmd_slurm(struct isoctl *ctx, int argc, char **argv); /* cmd_slurm.c */
 
 /* Polls allocation resp->body until it is active (0), ends released or
  * failed (9) or `seconds` pass (10); the last answer stays in *resp. With

@@ -32,6 +32,8 @@ static const char usage[] =
     "  sim                          offline MIG placement benchmark on trace CSVs (no server)\n"
     "  fabric ibsim-net|discover    offline fabric tools: ibsim net file, ibnetdiscover to YAML\n"
     "  store migrate                offline: copy a SQLite state dir into PostgreSQL\n"
+    "  slurm prolog|epilog|reap|gres  Slurm's controller: a job's allocation, orphans,\n"
+    "                               GRES lines (docs/slurm.md)\n"
     "  help                         this text\n"
     "Run 'isoctl COMMAND --help' for a command's arguments and flags.\n"
     "\n"
@@ -83,7 +85,7 @@ static const struct isoctl_cmd commands[] = {
     {"usage", .simple = &isoctl_cmd_usage},   {"alloc", .run = isoctl_cmd_alloc},
     {"audit", .run = isoctl_cmd_audit},       {"sim", .run = isoctl_cmd_sim},
     {"fabric", .run = isoctl_cmd_fabric},     {"help", .run = cmd_help},
-    {"store", .run = isoctl_cmd_store},
+    {"store", .run = isoctl_cmd_store},       {"slurm", .run = isoctl_cmd_slurm},
 };
 
 int main(int argc, char **argv)
