@@ -33,9 +33,9 @@
 #     build/slurm/isostack.so agent_state_dir=STATE_DIR/agent/%n
 #     allow_no_sandbox=1` when the plugin is built, else no line (a warning).
 #   - PrologSlurmctld/EpilogSlurmctld: STATE_DIR/slurm/prolog.sh, epilog.sh,
-#     which exec `isoctl slurm prolog|epilog` with ISOSTACK_URL and a
-#     cluster-admin token file (0600) when isoctl has the slurm command, else
-#     they exit 0 (a warning).
+#     which exec `isoctl slurm prolog|epilog` with ISOSTACK_URL and
+#     ISOSTACK_TOKEN_FILE, a cluster-admin token of its own (0600), when
+#     isoctl has the slurm command, else they exit 0 (a warning).
 #   - ibsim + OpenSM on the fabric of examples/cluster-slurm.yaml
 #     (scripts/ibsim-fabric.sh in STATE_DIR/ib; net file by `isoctl fabric
 #     ibsim-net`), isostackd with the opensm driver (cwd STATE_DIR, store in
@@ -59,7 +59,7 @@
 # SLURMD_PORT (the first of four), ISOSTACK_PORT (default: free ports,
 # chosen at the first start and kept in STATE_DIR/ports), SLURM_NODE_CPUS
 # (default nproc), SLURM_NODE_MEMORY_MB (default 4096), WAIT_S (60: the
-# bound on each wait). Exit 77 when slurmctld, slurmd, munged, ibsim or
+# bound on each wait), PROLOG_TIMEOUT_S (30: `isoctl slurm prolog --timeout`). Exit 77 when slurmctld, slurmd, munged, ibsim or
 # opensm is missing (tests skip).
 set -euo pipefail
 
@@ -71,6 +71,7 @@ FABRIC=$REPO/scripts/ibsim-fabric.sh
 CONFIG_SRC=$REPO/examples/cluster-slurm.yaml
 NODES=(n1 n2 n3 n4)
 WAIT_S=${WAIT_S:-60}
+PROLOG_TIMEOUT_S=${PROLOG_TIMEOUT_S:-30}
 
 say() { echo "slurm-test-cluster: $*" >&2; }
 die() {
@@ -308,8 +309,9 @@ write_prologs() {
 			cat >"$f.tmp" <<EOF
 #!/bin/sh
 # PrologSlurmctld/EpilogSlurmctld of the test cluster (scripts/slurm-test-cluster.sh).
-export SLURM_CONF='$CONF' ISOSTACK_URL='$URL' PATH="/usr/sbin:/usr/bin:/sbin:/bin"
-exec '$ISOCTL' slurm $what --token-file '$PROLOG_TOKEN'
+export SLURM_CONF='$CONF' ISOSTACK_URL='$URL' ISOSTACK_TOKEN_FILE='$PROLOG_TOKEN'
+export PATH="/usr/sbin:/usr/bin:/sbin:/bin"
+exec '$ISOCTL' slurm $what $([ $what = prolog ] && echo "--timeout $PROLOG_TIMEOUT_S")
 EOF
 		else
 			say "warning: $ISOCTL has no 'slurm $what': the $what is a no-op (jobs get no allocation)"
