@@ -125,6 +125,41 @@ int iso_response_error(const struct iso_response *r, struct iso_error *err);
  * string, NULL when out of memory. */
 char *iso_client_escape(const char *s);
 
+/* ---- the Slurm account -> tenant map (src/client/tenant_map.c; issue
+ * 15, docs/slurm.md) ---- */
+
+/* A job's tenant is its Slurm account (SLURM_JOB_ACCOUNT, which Slurm
+ * lower-cases), renamed by an optional file shared by the SPANK plugin
+ * (`tenant_map=FILE`) and `isoctl slurm` (`--tenant-map FILE`): one
+ * `ACCOUNT TENANT` a line, blanks and `#` comments (whole lines or after
+ * the pair) ignored. An account is 1-63 characters of [A-Za-z0-9._-],
+ * compared case-insensitively and listed once; a tenant is a tenant name. */
+#define ISO_TENANT_MAP_MAX_BYTES (1024 * 1024)
+#define ISO_TENANT_MAP_MAX_LINES 65536
+
+struct iso_tenant_map_entry {
+	char account[ISO_NAME_MAX]; /* lower-cased */
+	char tenant[ISO_NAME_MAX];
+	unsigned line;
+};
+struct iso_tenant_map {
+	size_t n;
+	struct iso_tenant_map_entry *entries; /* malloc'd */
+};
+
+/* Reads and parses `path` into *out (cleared first, and left clear after a
+ * failure). -errno with *err: field "tenant_map", message "FILE:LINE: why"
+ * (or "FILE: why" when it cannot be read). */
+int iso_tenant_map_load(const char *path, struct iso_tenant_map *out, struct iso_error *err);
+/* The same over text already read; `name` stands for the file in errors. */
+int iso_tenant_map_parse(const char *text, size_t len, const char *name, struct iso_tenant_map *out,
+                         struct iso_error *err);
+/* The tenant of `account`: its map entry's, or NULL when the map (which
+ * may be NULL) does not list it (the caller then uses the account itself,
+ * when that is a tenant name). */
+const char *iso_tenant_map_lookup(const struct iso_tenant_map *map, const char *account);
+void iso_tenant_map_clear(struct iso_tenant_map *map);
+
 ISO_PUBLIC_END
 
 #endif

@@ -46,7 +46,9 @@ LAYERS = [
     ["api", "client"],  # client/ is drawn beside api/: the HTTP client isoctl uses
     ["sandbox"],  # the job sandbox (cgroups, seccomp, namespaces): over util/ and model/
     ["agent"],  # the node agent's reconcile and loop: over gpu/, client/ and sandbox/
-    ["isoctl", "isostackd", "isostack-agent"],
+    # the mains; slurm/ is the SPANK plugin (build/slurm/isostack.so), a thin
+    # main over isostack-client like isostack-agent
+    ["isoctl", "isostackd", "isostack-agent", "slurm"],
 ]
 
 # Edges between modules of one layer, (from, to): each says which of the two
@@ -65,7 +67,7 @@ LIBRARY = {
     "store": "server", "fabric": "server", "controller": "server", "api": "server",
     "gpu": "client", "client": "client", "agent": "client", "sandbox": "client",
 }
-MAINS = {"isoctl", "isostackd", "isostack-agent"}
+MAINS = {"isoctl", "isostackd", "isostack-agent", "slurm"}
 
 # The libraries a library's modules may include headers of.
 USES = {"core": {"core"}, "server": {"server", "core"}, "client": {"client", "core"}}
