@@ -483,7 +483,9 @@ class SlurmE2E(harness.ApiTestCase):
             self.assertTrue(j["comment"].startswith("isostack: "), j)
             self.assertFalse(os.path.exists(os.path.join(self.c.jobs, tag + ".n4.env")),
                              "the job ran: " + self.out(tag))
-            self.assertIn("isostack", self.out(tag))
+            self.assertIn("cannot reach", j["comment"], j)
+            # the plugin's refusal names the job's key: it asked the agent
+            self.assertIn("slurm-" + jobid, self.out(tag))
             self.assert_no_drain()
         finally:
             self.c.start()
@@ -498,6 +500,7 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertRegex(j["comment"], r"globex.*(hard limit|quota)", j)
         self.assertFalse(os.path.exists(os.path.join(self.c.jobs, tag + ".n1.env")),
                          "the job ran: " + self.out(tag))
+        self.assertIn("slurm-" + jobid, self.out(tag))
         self.assertIsNone(self.alloc_of(jobid, "globex"))
         self.assert_no_drain()
 
