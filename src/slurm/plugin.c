@@ -176,8 +176,13 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
 		return fail("cannot read the job's id, uid and gid");
-	if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS)
-		node[0] = '\0';
+	/* this slurmd's node name: the job's environment has it only later
+	 * (the task's), slurmstepd's own has it from slurmd */
+	if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS) {
+		const char *n = getenv("SLURMD_NODENAME");
+		if (!n || iso_strlcpy(node, n, sizeof(node)) < 0)
+			node[0] = '\0';
+	}
 	if (iso_slurm_state_dir(args.agent_state_dir, node, dir, sizeof(dir), &err) < 0)
 		return fail("job %u: %s", jobid, err.message);
 	if (spank_getenv(sp, "SLURM_JOB_ACCOUNT", account, sizeof(account)) != ESPANK_SUCCESS)
