@@ -1,0 +1,601 @@
+#!/bin/bash
+# slurm-test-cluster.sh: a whole Slurm cluster with isostack on one host, for
+# the end-to-end tests of the Slurm integration (issue 15, tests/e2e/
+# test_slurm.py) and for trying it by hand (docs/slurm.md, "Test cluster").
+# Everything lives under STATE_DIR: nothing in /etc, no system socket, no
+# fixed port, so several clusters (and the machine's own Slurm or munge, if
+# any) never meet.
+#
+# Usage: scripts/slurm-test-cluster.sh start|stop|status STATE_DIR
+#        scripts/slurm-test-cluster.sh restart COMPONENT STATE_DIR
+#   start   brings up whatever of the cluster is not running (so a second
+#           start after a component died restarts just that one) and waits
+#           until it works; prints, as its LAST three lines, shell to eval:
+#           export SLURM_CONF=... / ISOSTACK_URL=... / ISOSTACK_TOKEN=...
+#   stop    cancels the cluster's jobs, then stops every process start
+#           started (by pid file, never by name), waiting until each is
+#           gone; nothing running: nothing to do. Removes nothing.
+#   status  one line per component; exit 0 when all run, 3 when none, 1 else
+#   restart stops one component (slurmctld, isostackd, opensm, munged, a
+#           slurmd nX, an agent agent-nX) and starts it again (as start does:
+#           slurmctld keeps its state, isostackd its store).
+#
+# What runs (pid files in STATE_DIR/run, logs in STATE_DIR/log):
+#   - munged on a private socket (STATE_DIR/munge/munge.socket), its own key;
+#     Slurm is pointed at it by AuthInfo=socket=...
+#   - slurmctld (-D -i) and four slurmd (-D -N n1..n4) of Debian's slurm-wlm,
+#     which is built with MULTIPLE_SLURMD: NodeHostname=localhost, one Port
+#     each, %n in the spool dir, pid and log files. proctrack/linuxproc,
+#     task/none, select/cons_tres, no accounting, SlurmUser=root (CI runs as
+#     root). CPUs= per node is the host's core count; SlurmdParameters=
+#     config_overrides lets all four claim the same cores.
+#   - PlugStackConfig=STATE_DIR/slurm/plugstack.conf: `required
+#     build/slurm/isostack.so agent_state_dir=STATE_DIR/agent/%n
+#     allow_no_sandbox=1` when the plugin is built, else no line (a warning).
+#   - PrologSlurmctld/EpilogSlurmctld: STATE_DIR/slurm/prolog.sh, epilog.sh,
+#     which exec `isoctl slurm prolog|epilog` with ISOSTACK_URL and
+#     ISOSTACK_TOKEN_FILE, a cluster-admin token of its own (0600), when
+#     isoctl has the slurm command, else they exit 0 (a warning).
+#   - ibsim + OpenSM on the fabric of examples/cluster-slurm.yaml
+#     (scripts/ibsim-fabric.sh in STATE_DIR/ib; net file by `isoctl fabric
+#     ibsim-net`), isostackd with the opensm driver (cwd STATE_DIR, store in
+#     STATE_DIR/isostack), one isostack-agent per node (--node nX,
+#     --state-dir STATE_DIR/agent/nX, a node-agent token each) with the nvml
+#     driver over the fake NVML of tests/fakes (two H100-80GB, MIG on, per
+#     node; the fake's state in STATE_DIR/nvml/nX.json) and the ibsim VF
+#     driver.
+#   - Tenants acme and globex with quotas: acme 4 whole GPUs and 28 H100
+#     slices, globex 1 whole GPU and 7 slices, no borrowing; so a 2-GPU job
+#     of globex is over quota.
+#
+# Sandboxes are off (--sandbox off, and allow_no_sandbox=1 for the plugin):
+# the four agents share one small host, and a real sandbox per member would
+# give four nodes' members cpusets of the same few cores and a cgroup tree
+# each agent believes is its own. The sandbox itself is tested on one node
+# (tests/api/test_agent_sandbox.py); here the job gets its MIG devices and
+# P_Key from the agent, which is what the Slurm integration adds.
+#
+# Environment: BUILD (build, relative to the repository), SLURMCTLD_PORT,
+# SLURMD_PORT (the first of four), ISOSTACK_PORT (default: free ports,
+# chosen at the first start and kept in STATE_DIR/ports), SLURM_NODE_CPUS
+# (default nproc), SLURM_NODE_MEMORY_MB (default 4096), WAIT_S (60: the
+# bound on each wait), PROLOG_TIMEOUT_S (30: `isoctl slurm prolog --timeout`). Exit 77 when slurmctld, slurmd, munged, ibsim or
+# opensm is missing (tests skip).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
+ISOCTL=$BUILD/isoctl
+FABRIC=$REPO/scripts/ibsim-fabric.sh
+CONFIG_SRC=$REPO/examples/cluster-slurm.yaml
+NODES=(n1 n2 n3 n4)
+WAIT_S=${WAIT_S:-60}
+PROLOG_TIMEOUT_S=${PROLOG_TIMEOUT_S:-30}
+
+say() { echo "slurm-test-cluster: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+usage() {
+	echo "usage: $0 start|stop|status STATE_DIR | restart COMPONENT STATE_DIR" >&2
+	exit 2
+}
+
+[ $# -ge 2 ] || usage
+cmd=$1
+component=
+if [ "$cmd" = restart ]; then
+	[ $# -eq 3 ] || usage
+	component=$2
+	shift
+fi
+[ $# -eq 2 ] || usage
+case "$2" in
+/*) S=$2 ;;
+*) S=$(pwd)/$2 ;;
+esac
+S=${S%/}
+
+RUN=$S/run
+LOG=$S/log
+SLURM_DIR=$S/slurm
+MUNGE_DIR=$S/munge
+IB=$S/ib
+ISO=$S/isostack
+AGENTS=$S/agent
+NVML=$S/nvml
+CONF=$SLURM_DIR/slurm.conf
+MUNGE_SOCK=$MUNGE_DIR/munge.socket
+ADMIN_TOKEN=$ISO/admin.token
+PROLOG_TOKEN=$SLURM_DIR/prolog.token
+PLUGIN=$BUILD/slurm/isostack.so
+FAKE_NVML=$BUILD/tests/fakes/libnvidia-ml.so.1
+# munge's socket path must fit sun_path (108 bytes, with munge's ".lock").
+[ ${#MUNGE_SOCK} -le 96 ] || die "STATE_DIR is too long for a unix socket path: $S"
+
+# ---- processes ----
+
+# A zombie counts as gone: where nobody reaps orphans, kill -0 still works on one.
+running() { kill -0 "$1" 2>/dev/null && ! grep -q ') Z ' "/proc/$1/stat" 2>/dev/null; }
+alive() { [ -s "$RUN/$1.pid" ] && running "$(cat "$RUN/$1.pid")"; }
+
+# wait_for SECONDS COMMAND...: polls every 0.1 s
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ "$n" -gt 0 ]; do
+		if "$@"; then return 0; fi
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# wait_up NAME SECONDS COMMAND...: wait_for, but gives up as soon as the
+# process NAME (run/NAME.pid) is gone.
+wait_up() {
+	local name=$1 n=$(($2 * 10))
+	shift 2
+	while [ "$n" -gt 0 ]; do
+		if "$@"; then return 0; fi
+		alive "$name" || {
+			say "$name exited"
+			return 1
+		}
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# spawn NAME COMMAND...: runs COMMAND in the foreground of its own session
+# (detached from the caller's terminal and signals), output to log/NAME.log,
+# its pid in run/NAME.pid. setsid does not fork here (the subshell is no
+# process group leader), so $! is the daemon's own pid.
+spawn() {
+	local name=$1
+	shift
+	(exec setsid "$@") </dev/null >>"$LOG/$name.log" 2>&1 &
+	echo $! >"$RUN/$name.pid"
+}
+
+# stop_pid NAME: SIGTERM, up to 10 s, then SIGKILL; removes the pid file.
+stop_pid() {
+	local name=$1 pid
+	if alive "$name"; then
+		pid=$(cat "$RUN/$name.pid")
+		kill "$pid" 2>/dev/null || true
+		wait_for 10 sh -c "! kill -0 $pid 2>/dev/null || grep -q ') Z ' /proc/$pid/stat 2>/dev/null" || {
+			say "$name ($pid) did not stop on SIGTERM: SIGKILL"
+			kill -9 "$pid" 2>/dev/null || true
+			wait_for 5 sh -c "! kill -0 $pid 2>/dev/null || grep -q ') Z ' /proc/$pid/stat 2>/dev/null" || true
+		}
+	fi
+	rm -f "$RUN/$name.pid"
+}
+
+log_tail() {
+	local f
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		echo "--- last lines of $f:" >&2
+		tail -n 15 "$f" >&2
+	done
+}
+
+need_tools() {
+	local t
+	for t in slurmctld slurmd munged munge sinfo sbatch scontrol squeue scancel; do
+		if ! command -v "$t" >/dev/null && [ ! -x "/usr/sbin/$t" ]; then
+			say "$t is missing (apt-get install slurmctld slurmd slurm-client munge; scripts/deps.sh)"
+			exit 77
+		fi
+	done
+	for t in isoctl isostackd isostack-agent; do
+		[ -x "$BUILD/$t" ] || die "$BUILD/$t is not built (ninja -C $BUILD)"
+	done
+	[ -f "$FAKE_NVML" ] || die "$FAKE_NVML is not built (ninja -C $BUILD)"
+}
+PATH=$PATH:/usr/sbin:/sbin
+
+# ---- ports ----
+
+port_free() { ! ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .; }
+
+# free_ports N: the first of N consecutive free TCP ports, from a random start.
+free_ports() {
+	local n=$1 base i ok
+	for _ in $(seq 200); do
+		base=$((20000 + RANDOM % 30000))
+		ok=1
+		for i in $(seq 0 $((n - 1))); do
+			port_free $((base + i)) || {
+				ok=0
+				break
+			}
+		done
+		[ $ok -eq 1 ] && {
+			echo $base
+			return 0
+		}
+	done
+	die "no $n consecutive free TCP ports found"
+}
+
+# The ports are chosen once and kept: a restarted component gets its old one.
+load_ports() {
+	if [ -f "$S/ports" ]; then
+		# shellcheck disable=SC1091
+		. "$S/ports"
+	fi
+	SLURMCTLD_PORT=${SLURMCTLD_PORT:-$(free_ports 1)}
+	SLURMD_PORT=${SLURMD_PORT:-$(free_ports 4)}
+	ISOSTACK_PORT=${ISOSTACK_PORT:-$(free_ports 1)}
+	printf 'SLURMCTLD_PORT=%s\nSLURMD_PORT=%s\nISOSTACK_PORT=%s\n' \
+		"$SLURMCTLD_PORT" "$SLURMD_PORT" "$ISOSTACK_PORT" >"$S/ports"
+	URL=http://127.0.0.1:$ISOSTACK_PORT
+}
+
+# ---- configuration ----
+
+write_slurm_conf() {
+	local cpus=${SLURM_NODE_CPUS:-$(nproc)} mem=${SLURM_NODE_MEMORY_MB:-4096}
+	local last=$((SLURMD_PORT + ${#NODES[@]} - 1))
+	cat >"$CONF.tmp" <<EOF
+# Written by scripts/slurm-test-cluster.sh: the Slurm test cluster in $S.
+ClusterName=isotest
+SlurmctldHost=localhost
+SlurmctldPort=$SLURMCTLD_PORT
+SlurmdPort=$SLURMD_PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCK
+StateSaveLocation=$SLURM_DIR/ctld
+SlurmctldPidFile=$RUN/slurmctld.pid
+SlurmctldLogFile=$LOG/slurmctld.log
+SlurmdSpoolDir=$SLURM_DIR/spool/%n
+SlurmdPidFile=$RUN/slurmd-%n.pid
+SlurmdLogFile=$LOG/slurmd-%n.log
+SlurmdParameters=config_overrides
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+MinJobAge=30
+PlugStackConfig=$SLURM_DIR/plugstack.conf
+PrologSlurmctld=$SLURM_DIR/prolog.sh
+EpilogSlurmctld=$SLURM_DIR/epilog.sh
+NodeName=n[1-${#NODES[@]}] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$SLURMD_PORT-$last] CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=test Nodes=n[1-${#NODES[@]}] Default=YES MaxTime=INFINITE State=UP
+EOF
+	mv "$CONF.tmp" "$CONF"
+}
+
+write_plugstack() {
+	if [ -f "$PLUGIN" ]; then
+		printf '# scripts/slurm-test-cluster.sh\nrequired %s agent_state_dir=%s/%%n allow_no_sandbox=1\n' \
+			"$PLUGIN" "$AGENTS" >"$SLURM_DIR/plugstack.conf"
+	else
+		say "warning: $PLUGIN is not built: jobs run without the isostack plugin (no --isostack-* options)"
+		printf '# scripts/slurm-test-cluster.sh: %s was not built when the cluster started\n' \
+			"$PLUGIN" >"$SLURM_DIR/plugstack.conf"
+	fi
+}
+
+# The PrologSlurmctld/EpilogSlurmctld wrappers. slurmctld gives them a bare
+# environment: they name the cluster's slurm.conf (isoctl calls scontrol and
+# squeue), the controller and the token file themselves.
+write_prologs() {
+	local what f
+	for what in prolog epilog; do
+		f=$SLURM_DIR/$what.sh
+		if "$ISOCTL" slurm "$what" --help >/dev/null 2>&1; then
+			cat >"$f.tmp" <<EOF
+#!/bin/sh
+# PrologSlurmctld/EpilogSlurmctld of the test cluster (scripts/slurm-test-cluster.sh).
+export SLURM_CONF='$CONF' ISOSTACK_URL='$URL' ISOSTACK_TOKEN_FILE='$PROLOG_TOKEN'
+export PATH="/usr/sbin:/usr/bin:/sbin:/bin"
+exec '$ISOCTL' slurm $what $([ $what = prolog ] && echo "--timeout $PROLOG_TIMEOUT_S")
+EOF
+		else
+			say "warning: $ISOCTL has no 'slurm $what': the $what is a no-op (jobs get no allocation)"
+			cat >"$f.tmp" <<EOF
+#!/bin/sh
+# PrologSlurmctld/EpilogSlurmctld of the test cluster: a no-op, because
+# $ISOCTL had no 'slurm $what' command when the cluster started.
+exit 0
+EOF
+		fi
+		chmod 755 "$f.tmp"
+		mv "$f.tmp" "$f"
+	done
+}
+
+# ---- components ----
+
+start_munge() {
+	alive munged && return 0
+	if [ ! -s "$MUNGE_DIR/munge.key" ]; then
+		(umask 077 && dd if=/dev/urandom of="$MUNGE_DIR/munge.key" bs=1024 count=1 status=none)
+	fi
+	chmod 600 "$MUNGE_DIR/munge.key"
+	rm -f "$MUNGE_SOCK" "$MUNGE_SOCK.lock"
+	spawn munged munged -F --socket="$MUNGE_SOCK" --key-file="$MUNGE_DIR/munge.key" \
+		--pid-file="$MUNGE_DIR/munged.pid" --log-file="$LOG/munged.log" \
+		--seed-file="$MUNGE_DIR/munged.seed"
+	wait_up munged "$WAIT_S" sh -c "munge -n -S '$MUNGE_SOCK' 2>/dev/null | unmunge -S '$MUNGE_SOCK' >/dev/null 2>&1" || {
+		log_tail "$LOG/munged.log"
+		die "munged did not answer on $MUNGE_SOCK"
+	}
+}
+
+start_fabric() {
+	alive opensm && alive ibsim && return 0
+	# the fabric's own pid files are its directory's; run/ keeps links to them
+	if [ -s "$IB/ibsim.pid" ] && running "$(cat "$IB/ibsim.pid")"; then
+		"$FABRIC" opensm "$IB" >>"$LOG/fabric.log" 2>&1 || {
+			log_tail "$IB/opensm.log"
+			die "OpenSM did not come up"
+		}
+	else
+		"$FABRIC" stop "$IB" >/dev/null 2>&1 || true
+		"$ISOCTL" fabric ibsim-net --config "$CONFIG_SRC" >"$IB/ibsim.net"
+		printf 'Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n' >"$IB/partitions.conf"
+		local rc=0
+		"$FABRIC" start "$IB" "$IB/ibsim.net" >>"$LOG/fabric.log" 2>&1 || rc=$?
+		[ $rc -eq 77 ] && {
+			say "ibsim or opensm is missing (apt-get install ibsim-utils opensm)"
+			exit 77
+		}
+		[ $rc -eq 0 ] || {
+			log_tail "$LOG/fabric.log" "$IB/opensm.log"
+			die "ibsim/OpenSM did not come up"
+		}
+	fi
+	ln -sf "$IB/ibsim.pid" "$RUN/ibsim.pid"
+	ln -sf "$IB/opensm.pid" "$RUN/opensm.pid"
+}
+
+iso() { "$ISOCTL" --url "$URL" --token-file "$ADMIN_TOKEN" "$@"; }
+
+start_isostackd() {
+	if ! alive isostackd; then
+		(
+			cd "$S"
+			# shellcheck disable=SC1091 # the fabric's IBSIM_SOCKNAME and LD_PRELOAD
+			. "$IB/env"
+			spawn isostackd "$BUILD/isostackd" --config "$S/cluster.yaml" --state-dir "$ISO" \
+				--listen "127.0.0.1:$ISOSTACK_PORT"
+		)
+	fi
+	wait_up isostackd "$WAIT_S" sh -c "[ -s '$ADMIN_TOKEN' ] && '$ISOCTL' --url '$URL' health >/dev/null 2>&1" || {
+		log_tail "$LOG/isostackd.log"
+		die "isostackd did not answer on $URL"
+	}
+}
+
+# token_file FILE ARGS...: a token issued once with ARGS, kept in FILE (0600).
+token_file() {
+	local f=$1
+	shift
+	[ -s "$f" ] && return 0
+	(umask 077 && iso token issue "$@" -o token >"$f.tmp" 2>>"$LOG/isoctl.log") || {
+		rm -f "$f.tmp"
+		die "token issue $* failed"
+	}
+	mv "$f.tmp" "$f"
+}
+
+start_agents() {
+	local n
+	for n in "${NODES[@]}"; do
+		alive "agent-$n" && continue
+		mkdir -p "$AGENTS/$n"
+		chmod 700 "$AGENTS/$n"
+		token_file "$AGENTS/$n.token" --role node-agent --node "$n" --description "agent of $n"
+		[ -f "$NVML/$n-config.json" ] ||
+			echo '{"gpus": [{"model": "H100-80GB"}, {"model": "H100-80GB"}]}' >"$NVML/$n-config.json"
+		ISOSTACK_NVML_LIBRARY=$FAKE_NVML ISOSTACK_FAKE_NVML_CONFIG=$NVML/$n-config.json \
+			ISOSTACK_FAKE_NVML_STATE=$NVML/$n.json \
+			spawn "agent-$n" "$BUILD/isostack-agent" --controller "$URL" \
+			--token-file "$AGENTS/$n.token" --node "$n" --gpu-driver nvml \
+			--vf-driver ibsim --ibsim-net "$IB/ibsim.net" --state-dir "$AGENTS/$n" \
+			--heartbeat-s 1 --sandbox off
+	done
+	# Every node's agent connected (isostackd shows its lease).
+	for n in "${NODES[@]}"; do
+		wait_up "agent-$n" "$WAIT_S" sh -c "'$ISOCTL' --url '$URL' --token-file '$ADMIN_TOKEN' -o json node get $n 2>/dev/null | grep -q '\"connected\": true'" || {
+			log_tail "$LOG/agent-$n.log"
+			die "the agent of $n did not connect to isostackd"
+		}
+	done
+}
+
+# Tenants and quotas, made when missing (a restarted cluster keeps its store).
+setup_tenants() {
+	local t
+	for t in acme globex; do
+		iso tenant get "$t" >/dev/null 2>&1 || iso tenant create "$t" >/dev/null ||
+			die "tenant create $t failed"
+	done
+	local q
+	for q in "acme gpus 4" "acme h100-80gb 28" "globex gpus 1" "globex h100-80gb 7"; do
+		# shellcheck disable=SC2086 # three words
+		set -- $q
+		iso quota set "$1" --kind "$2" --guaranteed "$3" --borrow-limit 0 >/dev/null ||
+			die "quota set $1 --kind $2 failed"
+	done
+	token_file "$PROLOG_TOKEN" --role cluster-admin --description "slurm PrologSlurmctld of $S"
+}
+
+start_slurmctld() {
+	alive slurmctld || spawn slurmctld slurmctld -D -i -f "$CONF"
+	wait_up slurmctld "$WAIT_S" sh -c "SLURM_CONF='$CONF' scontrol ping 2>/dev/null | grep -q 'is UP'" || {
+		log_tail "$LOG/slurmctld.log"
+		die "slurmctld did not answer on port $SLURMCTLD_PORT"
+	}
+}
+
+start_slurmds() {
+	local n
+	for n in "${NODES[@]}"; do
+		alive "slurmd-$n" && continue
+		mkdir -p "$SLURM_DIR/spool/$n"
+		spawn "slurmd-$n" slurmd -D -N "$n" -f "$CONF"
+	done
+}
+
+# Every node answers: idle, or busy with a job (a restarted slurmctld).
+nodes_idle() {
+	local states
+	states=$(SLURM_CONF=$CONF sinfo -h -N -o '%N %t' 2>/dev/null | sort -u) || return 1
+	[ "$(echo "$states" | grep -cE ' (idle|alloc|mix|comp)$')" -eq ${#NODES[@]} ] &&
+		[ "$(echo "$states" | grep -c .)" -eq ${#NODES[@]} ]
+}
+
+wait_nodes() {
+	local n
+	wait_for "$WAIT_S" nodes_idle || {
+		for n in "${NODES[@]}"; do alive "slurmd-$n" || say "slurmd -N $n exited"; done
+		SLURM_CONF=$CONF sinfo -N >&2 || true
+		log_tail "$LOG/slurmctld.log" "$LOG"/slurmd-n*.log
+		die "the nodes did not come up idle within ${WAIT_S}s"
+	}
+}
+
+print_env() {
+	echo "export SLURM_CONF='$CONF'"
+	echo "export ISOSTACK_URL='$URL'"
+	echo "export ISOSTACK_TOKEN='$(cat "$ADMIN_TOKEN")'"
+}
+
+components() {
+	local n
+	echo munged ibsim opensm isostackd
+	for n in "${NODES[@]}"; do echo "agent-$n"; done
+	echo slurmctld
+	for n in "${NODES[@]}"; do echo "slurmd-$n"; done
+}
+
+start() {
+	need_tools
+	mkdir -p "$S" "$RUN" "$LOG" "$SLURM_DIR/ctld" "$SLURM_DIR/spool" "$MUNGE_DIR" "$IB" \
+		"$ISO" "$AGENTS" "$NVML"
+	# munged wants its socket's directories open to all (x); the secrets
+	# (key, tokens, the store) are in files and directories of mode 0600/0700.
+	chmod 755 "$S" "$MUNGE_DIR"
+	chmod 700 "$ISO" "$AGENTS"
+	load_ports
+	cp "$CONFIG_SRC" "$S/cluster.yaml"
+	start_munge
+	start_fabric
+	start_isostackd
+	start_agents
+	setup_tenants
+	write_slurm_conf
+	write_plugstack
+	write_prologs
+	start_slurmctld
+	start_slurmds
+	wait_nodes
+	say "up: slurmctld :$SLURMCTLD_PORT, slurmd n1..n4 :$SLURMD_PORT.., isostackd $URL; logs in $LOG"
+	print_env
+}
+
+# The cluster's slurmstepd (a job's step daemon outlives its slurmd): each
+# keeps the slurmd log of its node open, which is in this STATE_DIR.
+stepds() {
+	local p fd
+	for p in $(pgrep -x slurmstepd || true); do
+		for fd in /proc/"$p"/fd/*; do
+			case "$(readlink "$fd" 2>/dev/null)" in
+			"$LOG"/slurmd-*)
+				echo "$p"
+				break
+				;;
+			esac
+		done
+	done
+	return 0
+}
+
+stop() {
+	local n p
+	[ -d "$RUN" ] || return 0
+	# The jobs first, while slurmctld and the slurmd run: their step daemons
+	# and tasks are nobody's children here.
+	if alive slurmctld; then
+		SLURM_CONF=$CONF scancel --quiet --full --state=RUNNING,PENDING,SUSPENDED -u root 2>/dev/null || true
+		SLURM_CONF=$CONF scancel --quiet -u root 2>/dev/null || true
+		wait_for 20 sh -c "[ -z \"\$(SLURM_CONF='$CONF' squeue -h -t R,PD,CG,S -o %i 2>/dev/null)\" ]" ||
+			say "warning: jobs still listed after scancel"
+	fi
+	for n in "${NODES[@]}"; do stop_pid "slurmd-$n"; done
+	stop_pid slurmctld
+	for p in $(stepds); do
+		say "killing a step daemon left behind ($p)"
+		pkill -9 -P "$p" 2>/dev/null || true
+		kill -9 "$p" 2>/dev/null || true
+	done
+	for n in "${NODES[@]}"; do stop_pid "agent-$n"; done
+	stop_pid isostackd
+	"$FABRIC" stop "$IB" >/dev/null 2>&1 || true
+	rm -f "$RUN/opensm.pid" "$RUN/ibsim.pid"
+	stop_pid munged
+	return 0
+}
+
+status() {
+	local c up=0 down=0 pid
+	for c in $(components); do
+		if alive "$c"; then
+			pid=$(cat "$RUN/$c.pid")
+			echo "$c running (pid $pid)"
+			up=$((up + 1))
+		else
+			echo "$c stopped"
+			down=$((down + 1))
+		fi
+	done
+	if [ -f "$S/ports" ]; then
+		load_ports
+		echo "slurmctld port $SLURMCTLD_PORT, slurmd ports $SLURMD_PORT-$((SLURMD_PORT + 3)), isostackd $URL"
+	fi
+	[ $down -eq 0 ] && return 0
+	[ $up -eq 0 ] && return 3
+	return 1
+}
+
+restart() {
+	case "$component" in
+	munged | slurmctld | isostackd | slurmd-n[1-4] | agent-n[1-4]) stop_pid "$component" ;;
+	n[1-4]) stop_pid "slurmd-$component" ;;
+	opensm) alive opensm && kill "$(cat "$RUN/opensm.pid")" && wait_for 10 sh -c "! kill -0 $(cat "$RUN/opensm.pid") 2>/dev/null" ;;
+	*) die "restart: unknown component '$component' (munged, opensm, isostackd, agent-nX, slurmctld, nX)" ;;
+	esac
+	start
+}
+
+case "$cmd" in
+start) start ;;
+stop) stop ;;
+status) status ;;
+restart) restart ;;
+*) usage ;;
+esac

@@ -1,0 +1,569 @@
+#!/usr/bin/env python3
+"""test_slurm.py: Slurm jobs isolated by isostack, end to end (issue 15).
+
+The whole test cluster of scripts/slurm-test-cluster.sh, started and stopped
+here in a fresh STATE_DIR: munge, slurmctld and four slurmd (n1..n4) of
+Debian's slurm-wlm, the isostack SPANK plugin (build/slurm/isostack.so) in
+the plugstack, `isoctl slurm prolog|epilog` as PrologSlurmctld/
+EpilogSlurmctld, isostackd with the opensm driver on ibsim + OpenSM, and one
+isostack-agent per node over the fake NVML and the ibsim VF driver.
+
+Each job prints the environment the plugin gave it and waits for a file, so
+that the test looks at the allocation, the fake NVML's instances and the VF's
+P_Key table (smpquery, independently of isostack) exactly while the job runs,
+then lets it end (or cancels it) and checks that nothing is left: the
+allocation released, its MIG instances gone from the fake, its tenant's key
+off the VF and the VF in no partition.
+
+Skips (77) when slurmd, munge, ibsim or opensm is missing; the tests that need
+the plugin and `isoctl slurm` skip, naming what is missing, until those exist.
+
+argv: isostackd isoctl"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.environ.get("ISO_SOURCE_ROOT") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "api"))
+import harness  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "scripts", "slurm-test-cluster.sh")
+NODES = ["n1", "n2", "n3", "n4"]
+DEFAULT = {0x7FFF: False}  # a VF in no tenant's partition: the default one, limited
+
+
+def build_dir():
+    return os.path.dirname(harness.Binaries.isostackd)
+
+
+class Endpoint:
+    """What harness.Client needs: request() to one port."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def request(self, method, path, body=None, **kw):
+        return harness.http_request(self.port, method, path, body=body, **kw)
+
+
+class Cluster:
+    """The script's cluster in a temp dir: start, stop, its env and files."""
+
+    def __init__(self):
+        # short: munge's socket path must fit sun_path
+        self.dir = tempfile.mkdtemp(prefix="isoslurm.", dir="/tmp")
+        self.env = dict(os.environ, BUILD=build_dir())
+        self.jobs = os.path.join(self.dir, "jobs")
+        os.makedirs(self.jobs)
+        os.chmod(self.dir, 0o755)
+
+    def script(self, *args, check=True, timeout=240):
+        r = subprocess.run(["bash", SCRIPT] + list(args) + [self.dir], capture_output=True,
+                           text=True, env=self.env, timeout=harness.T(timeout))
+        if check and r.returncode != 0:
+            raise AssertionError("slurm-test-cluster.sh %s: exit %d\n%s" % (
+                " ".join(args), r.returncode, r.stderr[-4000:]))
+        return r
+
+    def start(self):
+        r = self.script("start", check=False)
+        if r.returncode == 77:
+            raise unittest.SkipTest("slurm-test-cluster: " + r.stderr.strip().splitlines()[-1])
+        if r.returncode != 0:
+            raise AssertionError("slurm-test-cluster.sh start: exit %d\n%s" % (
+                r.returncode, r.stderr[-6000:]))
+        lines = r.stdout.strip().splitlines()[-3:]
+        for line in lines:
+            m = re.match(r"^export (SLURM_CONF|ISOSTACK_URL|ISOSTACK_TOKEN)='([^']*)'$", line)
+            if not m:
+                raise AssertionError("start's last lines are not the exports: %r" % lines)
+            self.env[m.group(1)] = m.group(2)
+        self.port = int(self.env["ISOSTACK_URL"].rsplit(":", 1)[1])
+        self.warnings = r.stderr
+        return r
+
+    def stop(self):
+        self.script("stop", check=False)
+
+    def cleanup(self):
+        self.stop()
+        if os.environ.get("ISO_TEST_KEEP"):
+            sys.stderr.write("test_slurm: kept %s\n" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run(self, *argv, conf=None, check=True, timeout=60):
+        env = dict(self.env)
+        if conf:
+            env["SLURM_CONF"] = conf
+        r = subprocess.run(list(argv), capture_output=True, text=True, env=env,
+                           timeout=harness.T(timeout))
+        if check and r.returncode != 0:
+            raise AssertionError("%s: exit %d: %s%s" % (" ".join(argv), r.returncode, r.stdout,
+                                                         r.stderr))
+        return r
+
+    def pid(self, name):
+        with open(os.path.join(self.dir, "run", name + ".pid")) as f:
+            return int(f.read())
+
+    def fabric_env(self):
+        env = dict(os.environ)
+        with open(os.path.join(self.dir, "ib", "env")) as f:
+            for line in f:
+                m = re.match(r"^(IBSIM_SOCKNAME|LD_PRELOAD)=(.*)$", line.strip())
+                if m:
+                    env[m.group(1)] = m.group(2)
+        return env
+
+    def pkey_table(self, guid):
+        """The P_Key table of port `guid` as smpquery reads it, in index order."""
+        r = subprocess.run(["smpquery", "-G", "pkeys", guid], capture_output=True, text=True,
+                           env=self.fabric_env(), timeout=harness.T(30))
+        if r.returncode != 0:
+            raise AssertionError("smpquery pkeys %s: %s" % (guid, r.stderr))
+        table = []
+        for line in r.stdout.splitlines():
+            m = re.match(r"^\s*\d+:((?:\s+0x[0-9a-f]{4})+)\s*$", line)
+            if m:
+                table.extend(int(v, 16) for v in m.group(1).split())
+        return table
+
+    def pkeys(self, guid):
+        """{base: full member?} of the port's table."""
+        return {v & 0x7FFF: bool(v & 0x8000) for v in self.pkey_table(guid) if v & 0x7FFF}
+
+    def agent_member(self, node, tenant, key):
+        """The agent socket's answer for (tenant, key) on `node`, as the plugin gets it."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(harness.T(10))
+            s.connect(os.path.join(self.dir, "agent", node, "agent.sock"))
+            s.sendall(json.dumps({"tenant": tenant, "key": key}).encode())
+            s.shutdown(socket.SHUT_WR)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return json.loads(data)
+
+    def fake_uuids(self, node):
+        """The MIG UUIDs of the instances the fake NVML of `node` holds."""
+        path = os.path.join(self.dir, "nvml", node + ".json")
+        if not os.path.exists(path):
+            return set()
+        with open(path) as f:
+            st = json.load(f)
+        return {ci["uuid"] for g in st["gpus"] for i in g["instances"] for ci in i["cis"]}
+
+
+def gone(pid):
+    """The process has exited (a zombie counts: nobody may reap it here)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def isostack_missing():
+    """What of the Slurm integration is not built, or None."""
+    missing = []
+    if not os.path.exists(os.path.join(build_dir(), "slurm", "isostack.so")):
+        missing.append("the SPANK plugin build/slurm/isostack.so")
+    r = subprocess.run([harness.Binaries.isoctl, "slurm", "prolog", "--help"],
+                       capture_output=True)
+    if r.returncode != 0:
+        missing.append("'isoctl slurm'")
+    return " and ".join(missing) or None
+
+
+ENV_VARS = ("CUDA_VISIBLE_DEVICES", "UCX_IB_PKEY", "NCCL_IB_PKEY", "OMPI_MCA_btl_openib_pkey",
+            "ISOSTACK_ALLOCATION", "SLURMD_NODENAME", "SLURM_JOB_ACCOUNT")
+
+
+class SlurmE2E(harness.ApiTestCase):
+    wait_timeout = 60
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster()
+        try:
+            cls.c.start()
+        except BaseException:
+            cls.c.cleanup()
+            raise
+        cls.admin = harness.Client(Endpoint(cls.c.port), cls.c.env["ISOSTACK_TOKEN"])
+        cls.missing = isostack_missing()
+        cls.seq = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.cleanup()
+        # stop leaves no process of the cluster behind
+        left = subprocess.run(["grep", "-l", cls.c.dir] + [
+            "/proc/%s/cmdline" % p for p in os.listdir("/proc") if p.isdigit()],
+            capture_output=True, text=True).stdout.split()
+        if left:
+            raise AssertionError("processes left by stop: %r" % left)
+
+    def tearDown(self):
+        # a test's leftover job must not hold nodes for the next test
+        if self.c.run("squeue", "-h", "-o", "%i", check=False).stdout.strip():
+            self.c.run("scancel", "-u", "root", check=False)
+            self.wait_until("every job gone", lambda: not self.c.run(
+                "squeue", "-h", "-t", "R,PD,CG,S", "-o", "%i", check=False).stdout.strip(), 60)
+
+    def wait_context(self):
+        return "\n" + self.log_tails()
+
+    def log_tails(self):
+        out = []
+        for name in ["slurmctld.log", "slurmd-n1.log", "slurmd-n2.log", "isostackd.log",
+                     "agent-n1.log"]:
+            p = os.path.join(self.c.dir, "log", name)
+            if os.path.exists(p):
+                with open(p, errors="replace") as f:
+                    out.append("--- %s:\n%s" % (name, "".join(f.readlines()[-15:])))
+        return "\n".join(out)
+
+    def need_isostack(self):
+        if self.missing:
+            self.skipTest("needs " + self.missing)
+
+    # ---- jobs ----
+
+    def job_script(self, tag, srun=False, wait=True):
+        """A job that writes its isostack env to jobs/TAG.NODE.env (every task
+        with srun, else the batch step) and waits for jobs/TAG.go."""
+        j = self.c.jobs
+        body = ("env | grep -E '^(%s)=' | sort > %s/%s.$SLURMD_NODENAME.tmp && "
+                "mv %s/%s.$SLURMD_NODENAME.tmp %s/%s.$SLURMD_NODENAME.env; " % (
+                    "|".join(ENV_VARS), j, tag, j, tag, j, tag))
+        if wait:
+            body += "while [ ! -e %s/%s.go ]; do sleep 0.2; done" % (j, tag)
+        if srun:
+            body = "srun --ntasks-per-node=1 sh -c \"%s\"" % body.replace('"', '\\"').replace(
+                "$", "\\$")
+        return "#!/bin/sh\n" + body + "\n"
+
+    def submit(self, account, *opts, srun=False, wait=True, conf=None, check=True):
+        SlurmE2E.seq += 1
+        tag = "j%d" % SlurmE2E.seq
+        path = os.path.join(self.c.jobs, tag + ".sh")
+        with open(path, "w") as f:
+            f.write(self.job_script(tag, srun=srun, wait=wait))
+        r = self.c.run("sbatch", "--parsable", "-A", account, "-o",
+                       os.path.join(self.c.jobs, tag + ".out"), *opts, path, conf=conf,
+                       check=check)
+        if not check:
+            return r, tag
+        return r.stdout.strip().split(";")[0], tag
+
+    def release(self, tag):
+        open(os.path.join(self.c.jobs, tag + ".go"), "w").close()
+
+    def job(self, jobid):
+        """{state, comment, nodes, reason} from squeue (finished jobs too)."""
+        r = self.c.run("squeue", "-h", "-t", "all", "-j", jobid, "-o", "%T|%N|%r|%k",
+                       check=False)
+        line = r.stdout.strip()
+        if not line:
+            return {"state": "GONE", "nodes": "", "reason": "", "comment": ""}
+        state, nodes, reason, comment = line.split("|", 3)
+        return {"state": state, "nodes": nodes, "reason": reason,
+                "comment": "" if comment == "(null)" else comment}
+
+    def wait_job(self, jobid, states, timeout=60):
+        return self.wait_until("job %s in %s" % (jobid, states), lambda: (
+            lambda j: j if j["state"] in states else None)(self.job(jobid)), timeout)
+
+    def hostnames(self, nodelist):
+        r = self.c.run("scontrol", "show", "hostnames", nodelist)
+        return r.stdout.split()
+
+    def task_env(self, tag, node, timeout=60):
+        p = os.path.join(self.c.jobs, "%s.%s.env" % (tag, node))
+        self.wait_until("%s wrote its env on %s" % (tag, node), lambda: os.path.exists(p),
+                        timeout)
+        with open(p) as f:
+            return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+    def out(self, tag):
+        p = os.path.join(self.c.jobs, tag + ".out")
+        if not os.path.exists(p):
+            return ""
+        with open(p, errors="replace") as f:
+            return f.read()
+
+    def assert_no_drain(self):
+        r = self.c.run("sinfo", "-h", "-N", "-o", "%N %t")
+        states = dict(line.split() for line in r.stdout.splitlines())
+        self.assertEqual(sorted(states), NODES, r.stdout)
+        for n, s in states.items():
+            self.assertNotIn("drain", s, "node %s: %s" % (n, r.stdout))
+            self.assertNotIn(s, ("drng", "drain", "down", "down*"), "node %s: %s" % (n, r.stdout))
+
+    # ---- isostack ----
+
+    def alloc_of(self, jobid, tenant):
+        r = self.admin.get("/v1/allocations?idempotency_key=slurm-%s&tenant=%s" % (jobid, tenant))
+        self.assertStatus(r, 200)
+        items = r.body["items"]
+        self.assertLessEqual(len(items), 1, items)
+        return items[0] if items else None
+
+    def tenant_pkey(self, tenant):
+        for p in self.admin.get("/v1/fabric/intent").body["partitions"]:
+            if p["kind"] == "tenant" and p["tenant"] == tenant:
+                return p
+        return None
+
+    def partitions_with(self, guid):
+        guid = int(guid, 16)
+        found = []
+        for p in self.admin.get("/v1/fabric/intent").body["partitions"]:
+            if p["kind"] != "tenant":
+                continue
+            if guid in {int(m["guid"] if isinstance(m, dict) else m, 16)
+                        for m in p.get("members", p.get("guids", []))}:
+                found.append(p)
+        return found
+
+    def check_running(self, jobid, tag, tenant, nodes):
+        """While the job runs: one active allocation keyed slurm-JOBID with a
+        member per node of the job, each task's env its member's, the MIG
+        UUIDs the fake's, the tenant's P_Key full on each member's VF.
+        Returns the allocation."""
+        a = self.wait_until("job %s's allocation active" % jobid, lambda: (
+            lambda x: x if x and x["state"] == "active" else None)(self.alloc_of(jobid, tenant)))
+        self.assertEqual(a["tenant"], tenant)
+        self.assertEqual(a["name"], "slurm-" + jobid)
+        self.assertEqual(a["idempotency_key"], "slurm-" + jobid)
+        members = {m["node"]: m for m in a["nodes"]}
+        self.assertEqual(sorted(members), sorted(nodes), a)
+        part = self.tenant_pkey(tenant)
+        self.assertIsNotNone(part, "no partition for " + tenant)
+        key = int(part["pkey"], 16) & 0x7FFF
+        for n in nodes:
+            m = members[n]
+            env = self.task_env(tag, n)
+            self.assertEqual(env.get("SLURMD_NODENAME"), n, env)
+            self.assertEqual(env.get("ISOSTACK_ALLOCATION"), a["id"], env)
+            self.assertEqual(env.get("CUDA_VISIBLE_DEVICES"), m["cuda_visible_devices"], (env, m))
+            uuids = env["CUDA_VISIBLE_DEVICES"].split(",")
+            for u in uuids:
+                self.assertTrue(u.startswith("MIG-"), env)
+                self.assertIn(u, self.c.fake_uuids(n), "%s is not an instance of %s" % (u, n))
+            self.assertEqual(int(env["UCX_IB_PKEY"], 16) & 0x7FFF, key, env)
+            self.assertEqual(int(env["OMPI_MCA_btl_openib_pkey"], 16) & 0x7FFF, key, env)
+            # the VF's table, read by smpquery while the job runs: the key
+            # full member; NCCL_IB_PKEY is its index there, as the agent
+            # read it (the ibsim VF driver reads no table: no index)
+            vf = m["vf"]["guid"]
+            self.wait_until("key 0x%x full on %s's VF %s" % (key, n, vf),
+                            lambda: self.c.pkeys(vf).get(key) is True, 20)
+            table = self.c.pkey_table(vf)
+            info = self.c.agent_member(n, tenant, "slurm-" + jobid)
+            self.assertEqual(info.get("cuda_visible_devices"), env["CUDA_VISIBLE_DEVICES"], info)
+            if info.get("pkey_index") is None:
+                self.assertNotIn("NCCL_IB_PKEY", env, (env, info))
+            else:
+                self.assertEqual(int(env["NCCL_IB_PKEY"]), info["pkey_index"], (env, info))
+                self.assertEqual(table[info["pkey_index"]], key | 0x8000, (env, table))
+        return a
+
+    def check_clean(self, a):
+        """Nothing of allocation `a` is left: released, its instances gone
+        from the fake, its VFs in no partition and back to the default key."""
+        self.wait_until("allocation %s released" % a["id"], lambda: self.admin.get(
+            "/v1/allocations/" + a["id"]).body["state"] in ("released", "failed"))
+        for m in a["nodes"]:
+            n = m["node"]
+            uuids = set(m["cuda_visible_devices"].split(","))
+            self.wait_until("%s's instances destroyed on %s" % (a["id"], n),
+                            lambda: not (uuids & self.c.fake_uuids(n)), 30)
+            vf = m["vf"]["guid"]
+            self.assertEqual(self.partitions_with(vf), [])
+            self.wait_until("VF %s of %s back to the default partition" % (vf, n),
+                            lambda: self.c.pkeys(vf) == DEFAULT, 20)
+
+    # ---- the tests ----
+
+    def test_a_plain_jobs_run_on_every_node(self):
+        """The Slurm half alone: a job of account acme on each node."""
+        jobs = [self.submit("acme", "-w", n, wait=False) for n in NODES]
+        for (jobid, tag), n in zip(jobs, NODES):
+            j = self.wait_job(jobid, ("COMPLETED", "FAILED", "CANCELLED"))
+            if self.missing:
+                self.assertEqual(j["state"], "COMPLETED", (j, self.out(tag)))
+                env = self.task_env(tag, n)
+                self.assertEqual(env["SLURMD_NODENAME"], n)
+                self.assertEqual(env["SLURM_JOB_ACCOUNT"], "acme")
+                self.assertNotIn("ISOSTACK_ALLOCATION", env)
+        if self.missing:
+            self.assertIn("warning", self.c.warnings)
+        self.assert_no_drain()
+
+    def test_mig_jobs_of_two_accounts_on_one_node(self):
+        self.need_isostack()
+        ja, ta = self.submit("acme", "-w", "n1", "--isostack-profile=1g.10gb")
+        jb, tb = self.submit("globex", "-w", "n1", "--isostack-profile=1g.10gb")
+        aa = self.check_running(ja, ta, "acme", ["n1"])
+        ab = self.check_running(jb, tb, "globex", ["n1"])
+        ea, eb = self.task_env(ta, "n1"), self.task_env(tb, "n1")
+        self.assertNotEqual(ea["CUDA_VISIBLE_DEVICES"], eb["CUDA_VISIBLE_DEVICES"])
+        self.assertNotEqual(int(ea["UCX_IB_PKEY"], 16), int(eb["UCX_IB_PKEY"], 16))
+        va, vb = aa["nodes"][0]["vf"]["guid"], ab["nodes"][0]["vf"]["guid"]
+        self.assertNotEqual(va, vb)
+        # each VF holds its own tenant's key only
+        kb = int(eb["UCX_IB_PKEY"], 16) & 0x7FFF
+        self.assertNotIn(kb, self.c.pkeys(va))
+        # job end
+        self.release(ta)
+        self.release(tb)
+        self.assertEqual(self.wait_job(ja, ("COMPLETED", "FAILED"))["state"], "COMPLETED")
+        self.assertEqual(self.wait_job(jb, ("COMPLETED", "FAILED"))["state"], "COMPLETED")
+        self.check_clean(aa)
+        self.check_clean(ab)
+
+    def test_whole_gpu_job(self):
+        self.need_isostack()
+        jobid, tag = self.submit("acme", "-w", "n2", "--isostack-gpus=1")
+        a = self.check_running(jobid, tag, "acme", ["n2"])
+        env = self.task_env(tag, "n2")
+        self.assertEqual(len(env["CUDA_VISIBLE_DEVICES"].split(",")), 1, env)
+        self.release(tag)
+        self.wait_job(jobid, ("COMPLETED", "FAILED"))
+        self.check_clean(a)
+
+    def test_two_node_job_one_allocation_one_partition(self):
+        self.need_isostack()
+        jobid, tag = self.submit("acme", "-N", "2", "-w", "n3,n4", "--isostack-profile=1g.10gb",
+                                 srun=True)
+        a = self.check_running(jobid, tag, "acme", ["n3", "n4"])
+        self.assertEqual(len(a["nodes"]), 2)
+        vfs = [m["vf"]["guid"] for m in a["nodes"]]
+        parts = [self.partitions_with(v) for v in vfs]
+        self.assertEqual(len(parts[0]), 1, parts)
+        self.assertEqual(parts[0], parts[1])
+        e3, e4 = self.task_env(tag, "n3"), self.task_env(tag, "n4")
+        self.assertEqual(e3["UCX_IB_PKEY"], e4["UCX_IB_PKEY"])
+        self.release(tag)
+        self.wait_job(jobid, ("COMPLETED", "FAILED"))
+        self.check_clean(a)
+
+    def test_scancel_leaves_nothing(self):
+        self.need_isostack()
+        jobid, tag = self.submit("acme", "-w", "n2", "--isostack-profile=2g.20gb")
+        a = self.check_running(jobid, tag, "acme", ["n2"])
+        self.c.run("scancel", jobid)
+        self.wait_job(jobid, ("CANCELLED", "GONE"))
+        self.check_clean(a)
+
+    def test_slurmctld_restart_then_reap_leaves_nothing(self):
+        self.need_isostack()
+        jobid, tag = self.submit("acme", "-w", "n3", "--isostack-profile=1g.10gb")
+        a = self.check_running(jobid, tag, "acme", ["n3"])
+        # slurmctld stops (SIGTERM: it saves its state; a SIGKILL a second
+        # after the job started loses the start, and the restarted slurmctld
+        # launches the job again and drains the node for the duplicate);
+        # the job ends while it is away; it comes back
+        pid = self.c.pid("slurmctld")
+        os.kill(pid, signal.SIGTERM)
+        self.wait_until("slurmctld stopped", lambda: gone(pid), 30)
+        self.release(tag)
+        time.sleep(1)
+        self.c.start()
+        self.wait_job(jobid, ("COMPLETED", "FAILED", "GONE"))
+        self.c.run(harness.Binaries.isoctl, "slurm", "reap")
+        self.check_clean(a)
+        self.assert_no_drain()
+
+    def test_isostackd_down_fails_the_job_not_the_node(self):
+        self.need_isostack()
+        os.kill(self.c.pid("isostackd"), signal.SIGTERM)
+        try:
+            self.wait_until("isostackd stopped", lambda: subprocess.run(
+                ["bash", SCRIPT, "status", self.c.dir], capture_output=True,
+                text=True).stdout.find("isostackd stopped") >= 0, 20)
+            jobid, tag = self.submit("acme", "-w", "n4", "--isostack-profile=1g.10gb",
+                                     wait=False)
+            j = self.wait_job(jobid, ("FAILED", "COMPLETED", "CANCELLED"), timeout=150)
+            self.assertEqual(j["state"], "FAILED", (j, self.out(tag)))
+            self.assertTrue(j["comment"].startswith("isostack: "), j)
+            self.assertFalse(os.path.exists(os.path.join(self.c.jobs, tag + ".n4.env")),
+                             "the job ran: " + self.out(tag))
+            self.assertIn("cannot reach", j["comment"], j)
+            # the plugin's refusal names the job's key: it asked the agent
+            self.assertIn("slurm-" + jobid, self.out(tag))
+            self.assert_no_drain()
+        finally:
+            self.c.start()
+
+    def test_over_quota_fails_with_isostacks_reason(self):
+        self.need_isostack()
+        # globex: 1 whole GPU (slurm-test-cluster.sh)
+        jobid, tag = self.submit("globex", "-w", "n1", "--isostack-gpus=2", wait=False)
+        j = self.wait_job(jobid, ("FAILED", "COMPLETED", "CANCELLED"), timeout=120)
+        self.assertEqual(j["state"], "FAILED", (j, self.out(tag)))
+        self.assertTrue(j["comment"].startswith("isostack: "), j)
+        self.assertRegex(j["comment"], r"globex.*(hard limit|quota)", j)
+        self.assertFalse(os.path.exists(os.path.join(self.c.jobs, tag + ".n1.env")),
+                         "the job ran: " + self.out(tag))
+        self.assertIn("slurm-" + jobid, self.out(tag))
+        self.assertIsNone(self.alloc_of(jobid, "globex"))
+        self.assert_no_drain()
+
+    def test_plugin_missing_the_job_does_not_run(self):
+        self.need_isostack()
+        conf = self.c.env["SLURM_CONF"]
+        sdir = os.path.dirname(conf)
+        with open(conf) as f:
+            text = f.read()
+        missing = os.path.join(sdir, "plugstack-missing.conf")
+        with open(missing, "w") as f:
+            f.write("required %s/no-such-isostack.so agent_state_dir=%s/agent/%%n\n" % (
+                sdir, self.c.dir))
+        # On the submit host: sbatch refuses, nothing is submitted.
+        submit_missing = os.path.join(sdir, "submit-missing.conf")
+        with open(submit_missing, "w") as f:
+            f.write(re.sub(r"(?m)^PlugStackConfig=.*$", "PlugStackConfig=" + missing, text))
+        r, tag = self.submit("acme", "-w", "n1", wait=False, conf=submit_missing, check=False)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertEqual(self.c.run("squeue", "-h", "-o", "%i").stdout.strip(), "")
+        # On the nodes (the plugstack is read at every launch): the job's
+        # script never runs.
+        plug = os.path.join(sdir, "plugstack.conf")
+        shutil.copy(plug, plug + ".good")
+        try:
+            shutil.copy(missing, plug)
+            submit_good = os.path.join(sdir, "submit-good.conf")
+            with open(submit_good, "w") as f:
+                f.write(re.sub(r"(?m)^PlugStackConfig=.*$", "PlugStackConfig=" + plug + ".good",
+                               text))
+            jobid, tag = self.submit("acme", "-w", "n1", "--isostack-profile=1g.10gb",
+                                     wait=False, conf=submit_good)
+            j = self.wait_job(jobid, ("FAILED", "COMPLETED", "CANCELLED", "PENDING"), timeout=60)
+            time.sleep(2)
+            self.assertFalse(os.path.exists(os.path.join(self.c.jobs, tag + ".n1.env")),
+                             "the job ran without the plugin: %r %s" % (j, self.out(tag)))
+            self.c.run("scancel", jobid, check=False)
+        finally:
+            shutil.copy(plug + ".good", plug)
+            # a node that a failed launch drained comes back for the next tests
+            self.c.run("scontrol", "update", "NodeName=n1", "State=RESUME", check=False)
+
+
+if __name__ == "__main__":
+    harness.main(__doc__)
