@@ -409,8 +409,10 @@ start_agents() {
 		mkdir -p "$AGENTS/$n"
 		chmod 700 "$AGENTS/$n"
 		token_file "$AGENTS/$n.token" --role node-agent --node "$n" --description "agent of $n"
+		# each node's own UUID numbers (n1: 1000001.., n2: 2000001..), so a
+		# task handed another node's member is caught by its UUIDs
 		[ -f "$NVML/$n-config.json" ] ||
-			echo '{"gpus": [{"model": "H100-80GB"}, {"model": "H100-80GB"}]}' >"$NVML/$n-config.json"
+			echo "{\"gpus\": [{\"model\": \"H100-80GB\"}, {\"model\": \"H100-80GB\"}], \"uuid_base\": ${n#n}000001}" >"$NVML/$n-config.json"
 		ISOSTACK_NVML_LIBRARY=$FAKE_NVML ISOSTACK_FAKE_NVML_CONFIG=$NVML/$n-config.json \
 			ISOSTACK_FAKE_NVML_STATE=$NVML/$n.json \
 			spawn "agent-$n" "$BUILD/isostack-agent" --controller "$URL" \

@@ -160,6 +160,20 @@ int iso_tenant_map_parse(const char *text, size_t len, const char *name, struct 
 const char *iso_tenant_map_lookup(const struct iso_tenant_map *map, const char *account);
 void iso_tenant_map_clear(struct iso_tenant_map *map);
 
+/* A Slurm job's allocation is found by its Idempotency-Key,
+ * "slurm:CLUSTER:JOBID:RESTART" (src/client/slurm_key.c, docs/slurm.md): the
+ * cluster because job ids are unique only per slurmctld, the restart count
+ * because a requeued job keeps its id. */
+#define ISO_SLURM_CLUSTER_MAX 63
+bool iso_slurm_cluster_valid(const char *cluster);
+/* Writes the key; -EINVAL naming SLURM_CLUSTER_NAME or SLURM_JOB_ID. */
+int iso_slurm_job_key(char *buf, size_t size, const char *cluster, uint32_t job, uint32_t restart,
+                      struct iso_error *err);
+/* True when `key` is a job key of `cluster`, with its job id (and restart
+ * count when `restart` is not NULL); false for anything else. */
+bool iso_slurm_job_key_parse(const char *key, const char *cluster, uint32_t *job,
+                             uint32_t *restart);
+
 ISO_PUBLIC_END
 
 #endif

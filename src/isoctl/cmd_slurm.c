@@ -17,12 +17,12 @@
 #include "isoctl/slurm.h"
 #include "isostack/client.h"
 
-#define KEY_PREFIX         "slurm-"
+#define NAME_PREFIX        "slurm-"
 #define COMMENT_MAX        480   /* bytes of reason in the job's comment */
 #define SLURM_CMD_TIMEOUT  30000 /* ms, at most, for one scontrol or squeue */
 #define PROLOG_TIMEOUT_DEF 60
 
-enum { OPT_TENANT_MAP, OPT_TIMEOUT, OPT_EVERY, NUM_FLAGS };
+enum { OPT_TENANT_MAP, OPT_TIMEOUT, OPT_EVERY, OPT_CLUSTER, NUM_FLAGS };
 
 static const char usage_slurm[] =
     "Usage: isoctl slurm SUBCOMMAND ...\n"
@@ -31,7 +31,7 @@ static const char usage_slurm[] =
     "  prolog [--tenant-map FILE] [--timeout S]  PrologSlurmctld: create the job's\n"
     "                          allocation and wait until it is active; always exit 0\n"
     "  epilog [--tenant-map FILE]  EpilogSlurmctld: release it; always exit 0\n"
-    "  reap [--every S]        release allocations whose Slurm job is gone\n"
+    "  reap [--cluster NAME] [--every S]  release allocations whose Slurm job is gone\n"
     "  gres                    the slurm.conf and gres.conf lines of the GPU nodes\n"
     "Run 'isoctl slurm SUBCOMMAND --help' for details, 'isoctl --help' for global flags.\n";
 
@@ -88,10 +88,11 @@ static int job_tenant(const char *map_path, char *out, size_t size, struct iso_e
 			tenant = iso_tenant_map_lookup(&map, account);
 	}
 	if (!iso_name_valid(tenant))
-		return iso_error_set(err, ISO_E_INVALID, "SLURM_JOB_ACCOUNT",
-		                     "SLURM_JOB_ACCOUNT: '%.64s' is not a tenant name; map it to one "
-		                     "with --tenant-map",
-		                     tenant);
+		return iso_error_set(
+		    err, ISO_E_INVALID, "SLURM_JOB_ACCOUNT",
+		    "SLURM_JOB_ACCOUNT: '%.64s' is not a tenant name; map it to one "
+		    "with --tenant-map",
+		    tenant);
 	iso_strlcpy(out, tenant, size);
 	return 0;
 }
@@ -176,11 +177,25 @@ static int release_key(struct isoctl *ctx, const char *key, const char *tenant, 
 	return rc;
 }
 
+/* The job's Idempotency-Key (iso_slurm_job_key) from the environment
+ * slurmctld gives PrologSlurmctld and EpilogSlurmctld: SLURM_CLUSTER_NAME,
+ * and SLURM_JOB_RESTART_COUNT (0 when absent: the job never ran before). */
+static int job_key(uint32_t job, char *key, size_t size, struct iso_error *err)
+{
+	const char *restart = env_value("SLURM_JOB_RESTART_COUNT");
+	uint32_t n = 0;
+
+	if (restart && strcmp(restart, "0") != 0 &&
+	    isoctl_slurm_parse_job_id("SLURM_JOB_RESTART_COUNT", restart, &n, err) < 0)
+		return -EINVAL;
+	return iso_slurm_job_key(key, size, getenv("SLURM_CLUSTER_NAME"), job, n, err);
+}
+
 /* ---- prolog ---- */
 
 struct prolog {
 	uint32_t job;
-	char key[32];
+	char key[ISO_IDEM_KEY_MAX];
 	char tenant[ISO_NAME_MAX];
 	const char *nodelist, *name, *profile, *isolation;
 	long long gpus; /* 0: none asked */
@@ -213,7 +228,9 @@ static int prolog_env(struct prolog *pr, const char *map_path, struct iso_error 
 	r = isoctl_slurm_parse_job_id("SLURM_JOB_ID", getenv("SLURM_JOB_ID"), &pr->job, err);
 	if (r < 0)
 		return r;
-	snprintf(pr->key, sizeof(pr->key), KEY_PREFIX "%u", pr->job);
+	r = job_key(pr->job, pr->key, sizeof(pr->key), err);
+	if (r < 0)
+		return r;
 	r = job_tenant(map_path, pr->tenant, sizeof(pr->tenant), err);
 	if (r < 0)
 		return r;
@@ -305,7 +322,7 @@ static int prolog_body(const struct prolog *pr, json_t *body)
 	char name[48];
 	int bad = 0;
 
-	snprintf(name, sizeof(name), KEY_PREFIX "%u", pr->job);
+	snprintf(name, sizeof(name), NAME_PREFIX "%u", pr->job);
 	if (!nodes || json_object_set_new(body, "nodes", nodes) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < pr->nnodes; i++)
@@ -425,7 +442,8 @@ static int slurm_prolog(struct isoctl *ctx, int argc, char **argv)
 	    "Usage: isoctl slurm prolog [--tenant-map FILE] [--timeout S]\n"
 	    "\n"
 	    "PrologSlurmctld (docs/slurm.md): creates the job's allocation (POST\n"
-	    "/v1/allocations, Idempotency-Key slurm-JOBID), one member pinned to each\n"
+	    "/v1/allocations, Idempotency-Key slurm:CLUSTER:JOBID:RESTART), one member pinned to "
+	    "each\n"
 	    "node Slurm chose, and waits until it is active. Reads SLURM_JOB_ID,\n"
 	    "SLURM_JOB_ACCOUNT (the tenant), SLURM_JOB_NODELIST, SLURM_JOB_NAME,\n"
 	    "SLURM_JOB_CPUS_PER_NODE and the plugin's SPANK_ISOSTACK_PROFILE,\n"
@@ -477,7 +495,7 @@ static int slurm_epilog(struct isoctl *ctx, int argc, char **argv)
 	    "Usage: isoctl slurm epilog [--tenant-map FILE]\n"
 	    "\n"
 	    "EpilogSlurmctld (docs/slurm.md): releases the allocation with key\n"
-	    "slurm-SLURM_JOB_ID (found with GET /v1/allocations?idempotency_key=,\n"
+	    "slurm:CLUSTER:JOBID:RESTART (found with GET /v1/allocations?idempotency_key=,\n"
 	    "of the tenant of SLURM_JOB_ACCOUNT when it is set). Always exits 0; none,\n"
 	    "or one released already, is fine. What it cannot release, `isoctl slurm\n"
 	    "reap` does later.\n"
@@ -486,7 +504,7 @@ static int slurm_epilog(struct isoctl *ctx, int argc, char **argv)
 	    ISOCTL_FLAG("tenant-map", required_argument, OPT_TENANT_MAP), ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
 	const char *flag[NUM_FLAGS] = {0};
-	char key[32], tenant[ISO_NAME_MAX];
+	char key[ISO_IDEM_KEY_MAX], tenant[ISO_NAME_MAX];
 	struct iso_error why = {0};
 	uint32_t job;
 
@@ -496,7 +514,10 @@ static int slurm_epilog(struct isoctl *ctx, int argc, char **argv)
 		fprintf(stderr, "isostack: %s\n", why.message);
 		return ISOCTL_EXIT_OK;
 	}
-	snprintf(key, sizeof(key), KEY_PREFIX "%u", job);
+	if (job_key(job, key, sizeof(key), &why) < 0) {
+		fprintf(stderr, "isostack: %s\n", why.message);
+		return ISOCTL_EXIT_OK;
+	}
 	if (!env_value("SLURM_JOB_ACCOUNT")) {
 		release_key(ctx, key, NULL, false, &why);
 		return ISOCTL_EXIT_OK;
@@ -514,7 +535,7 @@ static int slurm_epilog(struct isoctl *ctx, int argc, char **argv)
 /* ---- reap ---- */
 
 struct candidate {
-	char id[64], key[32], tenant[ISO_NAME_MAX];
+	char id[64], key[ISO_IDEM_KEY_MAX], tenant[ISO_NAME_MAX];
 	uint32_t job;
 };
 
@@ -525,53 +546,59 @@ static int cmp_job(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The job id of a key "slurm-N" (N as isoctl slurm prolog writes it). */
-static bool key_job(const char *key, uint32_t *job)
-{
-	const char *n = key + strlen(KEY_PREFIX);
-
-	if (strncmp(key, KEY_PREFIX, strlen(KEY_PREFIX)) != 0 || n[0] == '0')
-		return false;
-	return isoctl_slurm_parse_job_id("key", n, job, NULL) == 0;
-}
-
 /* One pass: live slurm- allocations first, then squeue, so that a job
  * that starts in between is never taken for gone. Returns an exit code. */
-static int reap_once(struct isoctl *ctx)
+static int reap_once(struct isoctl *ctx, const char *cluster)
 {
 	const char *squeue = program("SQUEUE", "squeue");
 	const char *argv[] = {squeue, "--all", "--json", NULL};
-	_cleanup_response_ struct iso_response resp = {0};
+	/* the live states, each listed by the store's live index: never the
+	 * released history, which grows with every job ever run */
+	static const char *const states[] = {"pending", "placed", "provisioning", "active"};
 	_cleanup_(isoctl_proc_clear) struct isoctl_proc p = {0};
 	_cleanup_free_ struct candidate *c = NULL;
 	_cleanup_free_ uint32_t *live = NULL;
 	struct iso_error why = {0};
-	size_t i, n = 0, nlive = 0, released = 0;
-	const json_t *items;
-	json_t *a;
+	size_t i, n = 0, cap = 0, nlive = 0, released = 0;
 	int r, rc = 0;
 
-	r = isoctl_list(ctx, "/v1/allocations", &resp);
-	if (r)
-		return r;
-	items = json_object_get(resp.body, "items");
-	c = calloc(json_array_size(items) + 1, sizeof(*c));
-	if (!c)
-		return isoctl_oom();
-	json_array_foreach (items, i, a) {
-		const char *key = json_string_value(json_object_get(a, "idempotency_key"));
-		const char *id = json_string_value(json_object_get(a, "id"));
-		const char *tenant = json_string_value(json_object_get(a, "tenant"));
-		uint32_t job;
+	for (size_t s = 0; s < ISO_ARRAY_SIZE(states); s++) {
+		_cleanup_response_ struct iso_response resp = {0};
+		_cleanup_free_ char *path = strdup("/v1/allocations");
+		const json_t *items;
+		json_t *a;
 
-		if (!key || !id || !live_state(json_string_value(json_object_get(a, "state"))))
-			continue;
-		if (!key_job(key, &job))
-			continue; /* not ours: another client's key */
-		iso_strlcpy(c[n].id, id, sizeof(c[n].id));
-		iso_strlcpy(c[n].key, key, sizeof(c[n].key));
-		iso_strlcpy(c[n].tenant, tenant ? tenant : "", sizeof(c[n].tenant));
-		c[n++].job = job;
+		if (!path || isoctl_query_add(&path, "state", states[s]) < 0)
+			return isoctl_oom();
+		r = isoctl_list(ctx, path, &resp);
+		if (r)
+			return r;
+		items = json_object_get(resp.body, "items");
+		if (n + json_array_size(items) + 1 > cap) {
+			size_t want = n + json_array_size(items) + 1;
+			struct candidate *grown = realloc(c, want * sizeof(*c));
+			if (!grown)
+				return isoctl_oom();
+			c = grown;
+			cap = want;
+		}
+		json_array_foreach (items, i, a) {
+			const char *key = json_string_value(json_object_get(a, "idempotency_key"));
+			const char *id = json_string_value(json_object_get(a, "id"));
+			const char *tenant = json_string_value(json_object_get(a, "tenant"));
+			uint32_t job;
+
+			if (!key || !id ||
+			    !live_state(json_string_value(json_object_get(a, "state"))))
+				continue;
+			if (!iso_slurm_job_key_parse(key, cluster, &job, NULL))
+				continue; /* not ours: another cluster's or client's key */
+			memset(&c[n], 0, sizeof(c[n]));
+			iso_strlcpy(c[n].id, id, sizeof(c[n].id));
+			iso_strlcpy(c[n].key, key, sizeof(c[n].key));
+			iso_strlcpy(c[n].tenant, tenant ? tenant : "", sizeof(c[n].tenant));
+			c[n++].job = job;
+		}
 	}
 	if (n == 0)
 		return 0;
@@ -602,32 +629,43 @@ static int reap_once(struct isoctl *ctx)
 static int slurm_reap(struct isoctl *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-	    "Usage: isoctl slurm reap [--every S]\n"
+	    "Usage: isoctl slurm reap [--cluster NAME] [--every S]\n"
 	    "\n"
-	    "Releases every live allocation whose key is slurm-JOBID and whose job\n"
+	    "Releases every live allocation whose key is slurm:NAME:JOBID:RESTART and whose job\n"
 	    "`squeue --all --json` no longer lists (or lists finished), printing each.\n"
 	    "When squeue fails, or reports an error (slurmctld unreachable), nothing is\n"
 	    "released (exit 7). Needs a cluster-admin token, and squeue must see every\n"
 	    "job: run it as root or SlurmUser (PrivateData=jobs hides others' jobs).\n"
+	    "  --cluster NAME  the Slurm cluster's ClusterName (default: SLURM_CLUSTER_NAME);\n"
+	    "              another cluster's jobs are never touched\n"
 	    "  --every S   run a pass every S seconds (1-86400) until stopped; a\n"
 	    "              failed pass is printed and the next one runs\n"
 	    "Environment: SQUEUE (default squeue).\n";
-	static const struct option options[] = {ISOCTL_FLAG("every", required_argument, OPT_EVERY),
-	                                        ISOCTL_GLOBAL_OPTIONS};
+	static const struct option options[] = {
+	    ISOCTL_FLAG("every", required_argument, OPT_EVERY),
+	    ISOCTL_FLAG("cluster", required_argument, OPT_CLUSTER), ISOCTL_GLOBAL_OPTIONS};
 	struct isoctl_parser p = ISOCTL_PARSER(argc, argv, options, usage);
-	const char *flag[NUM_FLAGS] = {0};
+	const char *flag[NUM_FLAGS] = {0}, *cluster;
 	long long every = 0;
 
 	if (isoctl_parse_line(ctx, &p, flag, NUM_FLAGS, 0, 0, NULL) < 0)
 		return p.exit_code;
 	if (flag[OPT_EVERY] && isoctl_parse_int(ctx, "--every", flag[OPT_EVERY], 1, 86400, &every))
 		return ISOCTL_EXIT_USAGE;
+	cluster = flag[OPT_CLUSTER] ? flag[OPT_CLUSTER] : getenv("SLURM_CLUSTER_NAME");
+	if (!iso_slurm_cluster_valid(cluster)) {
+		fprintf(stderr, "isoctl: --cluster: %s\n",
+		        cluster
+		            ? "not a Slurm cluster name (1-63 of [A-Za-z0-9._-])"
+		            : "required (or SLURM_CLUSTER_NAME): the ClusterName of slurm.conf");
+		return ISOCTL_EXIT_USAGE;
+	}
 	if (!every)
-		return reap_once(ctx);
+		return reap_once(ctx, cluster);
 	for (;;) {
 		struct timespec ts = {.tv_sec = (time_t)every};
 
-		reap_once(ctx);
+		reap_once(ctx, cluster);
 		fflush(stderr);
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;

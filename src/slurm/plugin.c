@@ -12,7 +12,7 @@
  *   (`isoctl slurm prolog`) as SPANK_ISOSTACK_* (spank_job_control_setenv).
  * - Remote (slurmstepd), task_init_privileged, as root in each task's
  *   child before it becomes the user: asks the node's agent for the job's
- *   member (tenant from SLURM_JOB_ACCOUNT, key slurm-<jobid>), waiting up
+ *   member (tenant from SLURM_JOB_ACCOUNT, key slurm:CLUSTER:JOBID:RESTART), waiting up
  *   to `wait` s while it is not ready, sets the task's environment, and
  *   joins the member's sandbox as the job's uid/gid. Any failure returns -1:
  *   the task exits 1 and the job fails; the node is not drained.
@@ -158,9 +158,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	struct iso_tenant_map map = {0};
 	_cleanup_free_ struct iso_agent_member_info *mi = calloc(1, sizeof(*mi));
 	_cleanup_free_ struct iso_slurm_env *env = calloc(1, sizeof(*env));
-	char node[ISO_NAME_MAX + 1] = "", account[256] = "", tenant[ISO_NAME_MAX], key[64];
+	char node[ISO_NAME_MAX + 1] = "", account[256] = "", tenant[ISO_NAME_MAX],
+	                         key[ISO_IDEM_KEY_MAX];
+	char cluster[ISO_SLURM_CLUSTER_MAX + 2] = "";
 	char dir[PATH_MAX];
-	uint32_t jobid = 0;
+	uint32_t jobid = 0, restart = 0;
 	uid_t uid = 0;
 	gid_t gid = 0;
 	double deadline;
@@ -176,9 +178,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
 		return fail("cannot read the job's id, uid and gid");
-	/* this slurmd's node name: the job's environment has it only later
-	 * (the task's), slurmstepd's own has it from slurmd */
-	if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS) {
+	/* This slurmd's node name from slurmstepd's own environment, which
+	 * slurmd sets. Never the job's: a step launched from inside a batch
+	 * job inherits the batch node's SLURMD_NODENAME, and its task on
+	 * another node would ask that node's agent for the wrong member. */
+	{
 		const char *n = getenv("SLURMD_NODENAME");
 		if (!n || iso_strlcpy(node, n, sizeof(node)) < 0)
 			node[0] = '\0';
@@ -193,7 +197,15 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	iso_tenant_map_clear(&map);
 	if (r < 0)
 		return fail("job %u: %s", jobid, err.message);
-	snprintf(key, sizeof(key), "slurm-%u", jobid);
+	if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &restart) != ESPANK_SUCCESS)
+		return fail("job %u: cannot read the job's restart count", jobid);
+	if (spank_getenv(sp, "SLURM_CLUSTER_NAME", cluster, sizeof(cluster)) != ESPANK_SUCCESS) {
+		const char *c = getenv("SLURM_CLUSTER_NAME");
+		if (!c || iso_strlcpy(cluster, c, sizeof(cluster)) < 0)
+			cluster[0] = '\0';
+	}
+	if (iso_slurm_job_key(key, sizeof(key), cluster, jobid, restart, &err) < 0)
+		return fail("job %u: %s", jobid, err.message);
 
 	/* the member, waiting while the agent says "not ready yet" (or cannot
 	 * be reached: an agent restarting) */

@@ -3,7 +3,7 @@
 "Prolog, epilog and orphans") against a real isostackd, with fake scontrol and
 squeue (tests/api/slurm_fakes, chosen by SCONTROL and SQUEUE) that print what
 Slurm 22.05 prints and log how they were called. The prolog creates one
-allocation pinned to the job's nodes and keyed slurm-ID, once however often it
+allocation pinned to the job's nodes and keyed slurm:CLUSTER:ID:RESTART, once however often it
 runs, and on any failure exits 0 all the same with the reason on stderr and in
 the job's comment; the epilog releases it; the reaper releases only what
 squeue no longer lists and nothing when squeue fails. Real Slurm: branch
@@ -24,6 +24,12 @@ import harness  # noqa: E402
 from harness import T  # noqa: E402
 
 FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slurm_fakes")
+CLUSTER = "testc"
+
+
+def key(job, restart=0, cluster=CLUSTER):
+    """The Idempotency-Key of a Slurm job's allocation (docs/slurm.md)."""
+    return "slurm:%s:%d:%d" % (cluster, job, restart)
 
 
 def job_line(job, name, nodes, mem, cpus=4, num_nodes=None):
@@ -84,7 +90,7 @@ class SlurmIsoctlCase(harness.SharedDaemonCase):
              if not k.startswith(("ISOSTACK_", "SLURM_", "SPANK_"))}
         e.update({"ISOSTACK_URL": self.d.url(), "ISOSTACK_TOKEN": self.d.admin_token,
                   "FAKE_SLURM_DIR": self.dir, "SCONTROL": os.path.join(FAKES, "scontrol"),
-                  "SQUEUE": os.path.join(FAKES, "squeue")})
+                  "SQUEUE": os.path.join(FAKES, "squeue"), "SLURM_CLUSTER_NAME": CLUSTER})
         e.update(env or {})
         e = {k: v for k, v in e.items() if v is not None}
         p = subprocess.run([harness.Binaries.isoctl] + list(argv), env=e, stdout=subprocess.PIPE,
@@ -108,13 +114,13 @@ class SlurmIsoctlCase(harness.SharedDaemonCase):
         self.assertEqual(p.returncode, 0, "prolog must always exit 0: %s" % p.stderr)
         return p
 
-    def by_key(self, job, tenant=None):
-        path = "/v1/allocations?idempotency_key=slurm-%d" % job
+    def by_key(self, job, tenant=None, restart=0):
+        path = "/v1/allocations?idempotency_key=" + key(job, restart)
         if tenant:
             path += "&tenant=" + tenant
         r = self.admin.get(path)
         self.assertStatus(r, 200)
-        items = [a for a in r.body["items"] if a.get("idempotency_key") == "slurm-%d" % job]
+        items = [a for a in r.body["items"] if a.get("idempotency_key") == key(job, restart)]
         self.assertEqual(len(items), len(r.body["items"]), "the key filter: %r" % r.body)
         return items
 
@@ -159,6 +165,28 @@ class SlurmIsoctlCase(harness.SharedDaemonCase):
         self.assertEqual(items[0]["state"], "active")
         r = self.admin.get("/v1/allocations?tenant=acme")
         self.assertEqual(len([a for a in r.body["items"] if a["name"] == "slurm-4102"]), 1)
+
+    def test_requeued_job_gets_a_new_allocation(self):
+        # A requeued job keeps its id; its restart count makes a new key, so
+        # its second run is not handed the first run's released allocation.
+        self.prolog(4108, ["sm-n01"])
+        p = self.isoctl("slurm", "epilog", env={"SLURM_JOB_ID": "4108", "SLURM_JOB_ACCOUNT": "acme"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.prolog(4108, ["sm-n01"], extra={"SLURM_JOB_RESTART_COUNT": "1"})
+        self.assertEqual(self.comments(4108), [], p.stderr)
+        [first], [second] = self.by_key(4108), self.by_key(4108, restart=1)
+        self.assertEqual((first["state"], second["state"]), ("released", "active"))
+        p = self.isoctl("slurm", "epilog", env={"SLURM_JOB_ID": "4108", "SLURM_JOB_ACCOUNT": "acme",
+                                                "SLURM_JOB_RESTART_COUNT": "1"})
+        self.assertEqual(self.by_key(4108, restart=1)[0]["state"], "released", p.stdout)
+
+    def test_prolog_needs_the_cluster_name(self):
+        for job, bad in ((4190, None), (4191, ""), (4192, "a b"), (4193, "c:d")):
+            with self.subTest(cluster=bad):
+                p = self.prolog(job, ["sm-n01"], extra={"SLURM_CLUSTER_NAME": bad})
+                self.assertRefused(p, job, "SLURM_CLUSTER_NAME")
+        p = self.prolog(4194, ["sm-n01"], extra={"SLURM_JOB_RESTART_COUNT": "-1"})
+        self.assertRefused(p, 4194, "SLURM_JOB_RESTART_COUNT")
 
     def test_prolog_whole_gpus_and_isolation(self):
         self.prolog(4103, ["sm-n01"], extra={"SPANK_ISOSTACK_PROFILE": None,
@@ -254,7 +282,7 @@ class SlurmIsoctlCase(harness.SharedDaemonCase):
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         p = self.isoctl("slurm", "epilog", env={"SLURM_JOB_ID": "4139", "SLURM_JOB_ACCOUNT": "acme"})
         self.assertEqual((p.returncode, p.stderr), (0, ""))
-        self.assertIn("no allocation with key slurm-4139", p.stdout)
+        self.assertIn("no allocation with key " + key(4139), p.stdout)
         p = self.isoctl("slurm", "epilog", env={"SLURM_JOB_ID": "x"})
         self.assertEqual(p.returncode, 0)
         self.assertIn("SLURM_JOB_ID", p.stderr)
@@ -278,9 +306,9 @@ class SlurmIsoctlCase(harness.SharedDaemonCase):
         self.assertEqual(len(self.live(4140)), 1)
         self.assertEqual(self.live(4141), [])
         self.assertEqual(self.live(4142), [])
-        self.assertIn("(slurm-4141, tenant acme): job 4141 is gone", p.stdout)
-        self.assertIn("slurm-4142", p.stdout)
-        self.assertNotIn("slurm-4140", p.stdout)
+        self.assertIn("(%s, tenant acme): job 4141 is gone" % key(4141), p.stdout)
+        self.assertIn(key(4142), p.stdout)
+        self.assertNotIn(key(4140), p.stdout)
         # 23.02's job_state is a list; COMPLETING means the epilog still runs.
         self.squeue((4140, ["COMPLETING", "COMPLETED"]))
         p = self.isoctl("slurm", "reap")
@@ -311,10 +339,28 @@ class SlurmIsoctlCase(harness.SharedDaemonCase):
                 self.assertIn("squeue --json", p.stderr)
                 self.assertEqual(len(self.live(4150)), 1)
 
+    def test_reap_leaves_other_clusters_alone(self):
+        # Job ids are per slurmctld: another cluster's job 4160 is not this
+        # cluster's, whatever this cluster's squeue says.
+        self.prolog(4160, ["sm-n01"], extra={"SLURM_CLUSTER_NAME": "other"})
+        self.squeue()
+        p = self.isoctl("slurm", "reap")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = self.admin.get("/v1/allocations?idempotency_key=" + key(4160, cluster="other"))
+        self.assertEqual([a["state"] for a in r.body["items"]], ["active"], p.stdout)
+        p = self.isoctl("slurm", "reap", "--cluster", "other")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = self.admin.get("/v1/allocations?idempotency_key=" + key(4160, cluster="other"))
+        self.assertEqual([a["state"] for a in r.body["items"]], ["released"], p.stdout)
+
     def test_reap_usage(self):
         p = self.isoctl("slurm", "reap", "--every", "0")
         self.assertEqual(p.returncode, 2)
         self.assertIn("--every", p.stderr)
+        for bad in ({"SLURM_CLUSTER_NAME": None}, {"SLURM_CLUSTER_NAME": "a b"}):
+            p = self.isoctl("slurm", "reap", env=bad)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--cluster", p.stderr)
 
     # ---- gres ----
 

@@ -188,6 +188,14 @@ def isostack_missing():
     return " and ".join(missing) or None
 
 
+CLUSTER = "isotest"  # slurm-test-cluster.sh's ClusterName
+
+
+def job_key(jobid, restart=0):
+    """The Idempotency-Key of a Slurm job's allocation (docs/slurm.md)."""
+    return "slurm:%s:%s:%d" % (CLUSTER, jobid, restart)
+
+
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "UCX_IB_PKEY", "NCCL_IB_PKEY", "OMPI_MCA_btl_openib_pkey",
             "ISOSTACK_ALLOCATION", "SLURMD_NODENAME", "SLURM_JOB_ACCOUNT")
 
@@ -317,7 +325,7 @@ class SlurmE2E(harness.ApiTestCase):
     # ---- isostack ----
 
     def alloc_of(self, jobid, tenant):
-        r = self.admin.get("/v1/allocations?idempotency_key=slurm-%s&tenant=%s" % (jobid, tenant))
+        r = self.admin.get("/v1/allocations?idempotency_key=%s&tenant=%s" % (job_key(jobid), tenant))
         self.assertStatus(r, 200)
         items = r.body["items"]
         self.assertLessEqual(len(items), 1, items)
@@ -349,7 +357,7 @@ class SlurmE2E(harness.ApiTestCase):
             lambda x: x if x and x["state"] == "active" else None)(self.alloc_of(jobid, tenant)))
         self.assertEqual(a["tenant"], tenant)
         self.assertEqual(a["name"], "slurm-" + jobid)
-        self.assertEqual(a["idempotency_key"], "slurm-" + jobid)
+        self.assertEqual(a["idempotency_key"], job_key(jobid))
         members = {m["node"]: m for m in a["nodes"]}
         self.assertEqual(sorted(members), sorted(nodes), a)
         part = self.tenant_pkey(tenant)
@@ -374,7 +382,7 @@ class SlurmE2E(harness.ApiTestCase):
             self.wait_until("key 0x%x full on %s's VF %s" % (key, n, vf),
                             lambda: self.c.pkeys(vf).get(key) is True, 20)
             table = self.c.pkey_table(vf)
-            info = self.c.agent_member(n, tenant, "slurm-" + jobid)
+            info = self.c.agent_member(n, tenant, job_key(jobid))
             self.assertEqual(info.get("cuda_visible_devices"), env["CUDA_VISIBLE_DEVICES"], info)
             if info.get("pkey_index") is None:
                 self.assertNotIn("NCCL_IB_PKEY", env, (env, info))
@@ -471,6 +479,29 @@ class SlurmE2E(harness.ApiTestCase):
         self.wait_job(jobid, ("CANCELLED", "GONE"))
         self.check_clean(a)
 
+    def test_node_failure_leaves_nothing(self):
+        self.need_isostack()
+        jobid, tag = self.submit("acme", "-w", "n2", "--no-requeue", "--isostack-profile=1g.10gb")
+        a = self.check_running(jobid, tag, "acme", ["n2"])
+        # n2's slurmd dies with the job on it, and Slurm takes the node down
+        # (as it would after SlurmdTimeout): the job ends NODE_FAIL, its
+        # EpilogSlurmctld releases the allocation (the reaper would too)
+        pid = self.c.pid("slurmd-n2")
+        os.kill(pid, signal.SIGKILL)
+        self.wait_until("slurmd n2 stopped", lambda: gone(pid), 30)
+        try:
+            self.c.run("scontrol", "update", "NodeName=n2", "State=DOWN",
+                       "Reason=isostack-test-node-failure")
+            j = self.wait_job(jobid, ("NODE_FAIL", "FAILED", "CANCELLED", "GONE"), timeout=90)
+            self.assertNotEqual(j["state"], "COMPLETED", j)
+            self.c.run(harness.Binaries.isoctl, "slurm", "reap", "--cluster", CLUSTER)
+            self.check_clean(a)
+        finally:
+            self.c.start()
+            self.c.run("scontrol", "update", "NodeName=n2", "State=RESUME", check=False)
+            self.wait_until("n2 back", lambda: "idle" in self.c.run(
+                "sinfo", "-h", "-n", "n2", "-o", "%t").stdout, 60)
+
     def test_slurmctld_restart_then_reap_leaves_nothing(self):
         self.need_isostack()
         jobid, tag = self.submit("acme", "-w", "n3", "--isostack-profile=1g.10gb")
@@ -486,7 +517,7 @@ class SlurmE2E(harness.ApiTestCase):
         time.sleep(1)
         self.c.start()
         self.wait_job(jobid, ("COMPLETED", "FAILED", "GONE"))
-        self.c.run(harness.Binaries.isoctl, "slurm", "reap")
+        self.c.run(harness.Binaries.isoctl, "slurm", "reap", "--cluster", CLUSTER)
         self.check_clean(a)
         self.assert_no_drain()
 
@@ -506,7 +537,7 @@ class SlurmE2E(harness.ApiTestCase):
                              "the job ran: " + self.out(tag))
             self.assertIn("cannot reach", j["comment"], j)
             # the plugin's refusal names the job's key: it asked the agent
-            self.assertIn("slurm-" + jobid, self.out(tag))
+            self.assertIn(job_key(jobid), self.out(tag))
             self.assert_no_drain()
         finally:
             self.c.start()
@@ -521,7 +552,7 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertRegex(j["comment"], r"globex.*(hard limit|quota)", j)
         self.assertFalse(os.path.exists(os.path.join(self.c.jobs, tag + ".n1.env")),
                          "the job ran: " + self.out(tag))
-        self.assertIn("slurm-" + jobid, self.out(tag))
+        self.assertIn(job_key(jobid), self.out(tag))
         self.assertIsNone(self.alloc_of(jobid, "globex"))
         self.assert_no_drain()
 

@@ -199,7 +199,7 @@ PartitionName=p Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
         seen = r.stderr + log
         self.assertIn("isostack: job ", seen)
         self.assertIn(f"cannot reach the agent at {sock}", seen)
-        self.assertIn("tenant acme, key slurm-", seen)
+        self.assertIn("tenant acme, key slurm:", seen)
         self.assertGreaterEqual(time.time() - t0, 1.0, "wait=1 was not honoured")
         # the failure is the job's: the node goes back to idle, never drained
         deadline = time.time() + 20

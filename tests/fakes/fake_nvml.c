@@ -164,6 +164,10 @@ static struct {
 	struct fake_event events[MAX_EVENTS];
 	unsigned long long next_seq;
 	unsigned long long next_uuid;
+	/* the config's uuid_base: where a fresh state's UUID numbers start, so
+	 * that fakes of several nodes on one host never hand out one UUID
+	 * twice (a test can then tell one node's instances from another's) */
+	unsigned long long uuid_base;
 	char error[512]; /* the detail behind the last NVML_ERROR_UNKNOWN */
 	struct nvmlDevice_st gpu_h[MAX_GPUS];
 	struct nvmlDevice_st mig_h[MAX_GPUS][MAX_CI];
@@ -229,6 +233,7 @@ static nvmlReturn_t load_config(void)
 	json_t *root, *gpus;
 
 	memset(F.gpus, 0, sizeof(F.gpus));
+	F.uuid_base = 1;
 	if (!path || !*path) {
 		F.n_gpus = 8;
 		for (unsigned i = 0; i < 8; i++) {
@@ -261,6 +266,15 @@ static nvmlReturn_t load_config(void)
 		F.gpus[i].mig = !mig || json_is_true(mig);
 	}
 	F.n_gpus = (unsigned)json_array_size(gpus);
+	json_t *base = json_object_get(root, "uuid_base");
+	if (base && (!json_is_integer(base) || json_integer_value(base) < 1 ||
+	             json_integer_value(base) > (json_int_t)1 << 40)) {
+		json_decref(root);
+		return fail_unknown("fake NVML config %s: uuid_base: expected an integer 1..2^40",
+		                    path);
+	}
+	if (base)
+		F.uuid_base = (unsigned long long)json_integer_value(base);
 	json_decref(root);
 	return NVML_SUCCESS;
 }
@@ -277,7 +291,7 @@ static void clear_instances(void)
 		memset(F.gpus[g].gi, 0, sizeof(F.gpus[g].gi));
 	F.n_events = 0;
 	F.next_seq = 1;
-	F.next_uuid = 1;
+	F.next_uuid = F.uuid_base;
 }
 
 #define UINT_FIELD(o, k, max, out)                                                                 \
