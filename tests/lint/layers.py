@@ -38,6 +38,7 @@ import tempfile
 LAYERS = [
     ["util"],
     ["model"],
+    ["smfile"],  # the SM's files both sides read: header, refusal rule, log scan
     ["mig", "inventory", "audit", "fabric", "store", "gpu", "codec"],  # codec: JSON shapes
     ["sched"],
     ["tenancy"],
@@ -61,7 +62,7 @@ SIDEWAYS = {
 # Which library holds each module (the mains hold none: they link libraries).
 LIBRARY = {
     "util": "core", "model": "core", "mig": "core", "inventory": "core", "audit": "core",
-    "sched": "core", "tenancy": "core", "sim": "core", "codec": "core",
+    "sched": "core", "tenancy": "core", "sim": "core", "codec": "core", "smfile": "core",
     "store": "server", "fabric": "server", "controller": "server", "api": "server",
     "gpu": "client", "client": "client", "agent": "client", "sandbox": "client",
 }
