@@ -9,34 +9,23 @@
  * block the controller; intents arriving within coalesce_ms become one
  * write. Facts: docs/reference-fabric.md; design: docs/fabric.md. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "isostack/smfile.h"
 
 #define POLL_MS          50
 #define SM_DOWN_RETRY_MS 1000
-#define LOG_CARRY        256
 #define MAX_SMS          65
-
-/* What OpenSM writes when it did not do what the file said. */
-static const char *const incident_marks[] = {
-    "retrying with default config", /* the file was refused: fabric flattened */
-    "ERR 0507",                     /* switch port enforcement turned off */
-    "ERR 0512",                     /* a port's P_Key table is full */
-    "PARSE ERROR",                  /* the line that made it refuse the file */
-};
 
 struct sm_watch {
 	struct iso_sm_files files;
-	off_t log_off;
-	char carry[LOG_CARRY]; /* tail of the last read, for marks split across reads */
+	struct iso_sm_log log; /* its log_file, scanned for incidents (src/smfile/log.c) */
 };
 
 /* One intent and its rendered text, as it travels through the mailbox. */
@@ -271,59 +260,6 @@ static int write_all_sms(struct osm_driver *d, const char *text, struct iso_erro
 	return 0;
 }
 
-static void log_mark(struct sm_watch *w)
-{
-	struct stat st;
-
-	w->carry[0] = '\0';
-	w->log_off = w->files.log_file[0] && stat(w->files.log_file, &st) == 0 ? st.st_size : 0;
-}
-
-/* Reads what OpenSM logged since the mark; returns the first incident line
- * (copied into `line`) or false. */
-static bool log_scan(struct sm_watch *w, char *line, size_t size)
-{
-	char buf[LOG_CARRY + 65536];
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	size_t carry;
-	ssize_t n;
-
-	if (!w->files.log_file[0])
-		return false;
-	fd = open(w->files.log_file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return false;
-	if (st.st_size < w->log_off) /* rotated or truncated */
-		w->log_off = 0;
-	for (;;) {
-		carry = strlen(w->carry);
-		memcpy(buf, w->carry, carry);
-		n = pread(fd, buf + carry, sizeof(buf) - carry - 1, w->log_off);
-		if (n <= 0)
-			return false;
-		w->log_off += n;
-		buf[carry + (size_t)n] = '\0';
-		for (size_t i = 0; i < ISO_ARRAY_SIZE(incident_marks); i++) {
-			char *hit = strstr(buf, incident_marks[i]);
-			if (hit) {
-				char *bol = hit, *eol = strchr(hit, '\n');
-				while (bol > buf && bol[-1] != '\n')
-					bol--;
-				snprintf(line, size, "%.*s",
-				         (int)(eol ? eol - bol : (long)strlen(bol)), bol);
-				w->carry[0] = '\0';
-				return true;
-			}
-		}
-		/* keep the unterminated tail: a mark may straddle two reads */
-		carry = strlen(buf);
-		carry = carry > LOG_CARRY - 1 ? LOG_CARRY - 1 : carry;
-		memcpy(w->carry, buf + strlen(buf) - carry, carry);
-		w->carry[carry] = '\0';
-	}
-}
-
 /* Signals every SM that has a pid file. Only the primary being down holds
  * the intent back; a standby reads the same file when it takes over. */
 static bool hup_all(struct osm_driver *d)
@@ -392,7 +328,7 @@ static int confirm(struct osm_driver *d, struct work *w)
 		int found = 0, r_read;
 
 		for (int i = 0; i < d->n_sms; i++) {
-			if (log_scan(&d->sms[i], line, sizeof(line))) {
+			if (iso_sm_log_scan(&d->sms[i].log, line, sizeof(line))) {
 				set_incident(d, "generation %" PRIu64 ": OpenSM reports: %s",
 				             w->in.generation, line);
 				restore_good(d);
@@ -428,7 +364,7 @@ static int confirm(struct osm_driver *d, struct work *w)
 		/* OpenSM logs a refused file before it programs the tables: a
 		 * flattened table read above has its log line by now. */
 		for (int i = 0; all && i < d->n_sms; i++) {
-			if (log_scan(&d->sms[i], line, sizeof(line))) {
+			if (iso_sm_log_scan(&d->sms[i].log, line, sizeof(line))) {
 				set_incident(d, "generation %" PRIu64 ": OpenSM reports: %s",
 				             w->in.generation, line);
 				restore_good(d);
@@ -472,7 +408,7 @@ static int process(struct osm_driver *d, struct work *w)
 		return RETRY;
 	}
 	for (int i = 0; i < d->n_sms; i++)
-		log_mark(&d->sms[i]);
+		iso_sm_log_mark(&d->sms[i].log);
 	if (!hup_all(d)) {
 		iso_log(ISO_LOG_WARN, "fabric.opensm_down", "pid_file=%s generation=%" PRIu64,
 		        d->sms[0].files.pid_file, w->in.generation);
@@ -672,6 +608,9 @@ int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fab
 	for (int i = 0; i < fc->n_standby; i++)
 		d->sms[i + 1].files = fc->standby[i];
 	d->n_sms = fc->n_standby + 1;
+	for (int i = 0; i < d->n_sms; i++)
+		iso_strlcpy(d->sms[i].log.path, d->sms[i].files.log_file,
+		            sizeof(d->sms[i].log.path));
 	d->coalesce_ms = fc->coalesce_ms;
 	d->confirm_timeout_ms = fc->confirm_timeout_ms > 0 ? fc->confirm_timeout_ms : 10000;
 	pthread_mutex_init(&d->mu, NULL);
