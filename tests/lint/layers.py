@@ -37,8 +37,8 @@ import tempfile
 # Lowest first. A module may include headers of modules in earlier rows.
 LAYERS = [
     ["util"],
-    ["model"],
     ["smfile"],  # the SM's files both sides read: header, refusal rule, log scan
+    ["model"],
     ["mig", "inventory", "audit", "fabric", "store", "gpu", "codec"],  # codec: JSON shapes
     ["sched"],
     ["tenancy"],
