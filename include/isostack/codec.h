@@ -330,8 +330,7 @@ struct iso_sm_document {
 	char *text; /* owned */
 };
 json_t *iso_codec_sm_document_encode(const struct iso_sm_document *d);
-int iso_codec_sm_document_decode(json_t *body, struct iso_sm_document *out,
-                                 struct iso_error *err);
+int iso_codec_sm_document_decode(json_t *body, struct iso_sm_document *out, struct iso_error *err);
 void iso_codec_sm_document_clear(struct iso_sm_document *d);
 
 /* The SM agent's report (PUT /v1/fabric/sm/status): {"version","term",

@@ -298,11 +298,11 @@ static int check_sm(const struct iso_agent_config *cfg, bool vf_given, struct is
 	if (!sm->partitions) {
 		if (sm->pid_file || sm->log_file || sm->n_standby)
 			return iso_error_set(err, ISO_E_INVALID,
-			                     sm->pid_file  ? "--sm-pid-file"
+			                     sm->pid_file   ? "--sm-pid-file"
 			                     : sm->log_file ? "--sm-log"
 			                                    : "--sm-standby",
 			                     "%s needs --sm-partitions",
-			                     sm->pid_file  ? "--sm-pid-file"
+			                     sm->pid_file   ? "--sm-pid-file"
 			                     : sm->log_file ? "--sm-log"
 			                                    : "--sm-standby");
 		return 0;

@@ -37,7 +37,7 @@ struct sm_loop {
 	struct iso_client *client;
 	char mark_path[4096];
 	struct iso_sm_mark high; /* the highest written: refused below */
-	char *good;              /* the file before the last one written (restored on an incident) */
+	char *good; /* the file before the last one written (restored on an incident) */
 	struct iso_sm_log log;
 	struct iso_sm_report rep;
 	bool hup_due;
@@ -223,8 +223,8 @@ static void take(struct sm_loop *s, const struct iso_sm_document *d)
 	s->rep.refused = false;
 	if (r == 0) {
 		if (write_doc(s, d, &e) < 0) {
-			iso_log(ISO_LOG_ERR, "agent.sm_write_failed", "generation=%" PRIu64
-			        " msg=\"%s\"", d->generation, e.message);
+			iso_log(ISO_LOG_ERR, "agent.sm_write_failed",
+			        "generation=%" PRIu64 " msg=\"%s\"", d->generation, e.message);
 			return;
 		}
 		iso_log(ISO_LOG_INFO, "agent.sm_written",
@@ -312,8 +312,8 @@ static int sm_open(struct sm_loop *s, struct iso_error *err)
 		return r;
 	if ((r = slurp(cfg->sm.partitions, &text, &len, err)) < 0)
 		return r;
-	if (text && (r = iso_sm_header_parse(cfg->sm.partitions, text, len, &file, &has, &off,
-	                                     err)) < 0)
+	if (text &&
+	    (r = iso_sm_header_parse(cfg->sm.partitions, text, len, &file, &has, &off, err)) < 0)
 		return r;
 	if (!text)
 		file = (struct iso_sm_mark){0};
@@ -350,8 +350,8 @@ int iso_agent_sm_run(const struct iso_agent_config *cfg, struct iso_error *err)
 		    iso_response_error(&resp, &e) < 0) {
 			if (atomic_load(cfg->stop))
 				break;
-			iso_log(ISO_LOG_WARN, "agent.sm_poll_failed", "status=%ld field=%s msg=\"%s\"",
-			        resp.status, e.field, e.message);
+			iso_log(ISO_LOG_WARN, "agent.sm_poll_failed",
+			        "status=%ld field=%s msg=\"%s\"", resp.status, e.field, e.message);
 			json_decref(sent); /* the report goes again once it is back */
 			sent = NULL;
 			signal_and_scan(&s); /* the SM still gets what was written */

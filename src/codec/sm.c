@@ -21,8 +21,7 @@ void iso_codec_sm_document_clear(struct iso_sm_document *d)
 	memset(d, 0, sizeof(*d));
 }
 
-int iso_codec_sm_document_decode(json_t *body, struct iso_sm_document *out,
-                                 struct iso_error *err)
+int iso_codec_sm_document_decode(json_t *body, struct iso_sm_document *out, struct iso_error *err)
 {
 	static const char *const keys[] = {"term", "generation", "text", NULL};
 	int64_t term = 0, gen = 0;
@@ -61,8 +60,8 @@ json_t *iso_codec_sm_report_encode(const struct iso_sm_report *r)
 	if (o && r->refused &&
 	    json_object_set_new(o, "refused",
 	                        json_pack("{s:I, s:I, s:s}", "term", (json_int_t)r->refused_term,
-	                                  "generation", (json_int_t)r->refused_generation,
-	                                  "reason", r->refused_reason)) < 0)
+	                                  "generation", (json_int_t)r->refused_generation, "reason",
+	                                  r->refused_reason)) < 0)
 		goto fail;
 	if (o && r->incident &&
 	    json_object_set_new(o, "incident",
@@ -96,8 +95,8 @@ static int get_text(json_t *obj, const char *key, const char *prefix, char *out,
 
 int iso_codec_sm_report_decode(json_t *body, struct iso_sm_report *out, struct iso_error *err)
 {
-	static const char *const keys[] = {"version", "term", "generation", "refused", "incident",
-	                                   NULL};
+	static const char *const keys[] = {"version", "term",     "generation",
+	                                   "refused", "incident", NULL};
 	static const char *const refused_keys[] = {"term", "generation", "reason", NULL};
 	static const char *const incident_keys[] = {"generation", "line", NULL};
 	int64_t term = 0, gen = 0, v;
@@ -136,7 +135,8 @@ int iso_codec_sm_report_decode(json_t *body, struct iso_sm_report *out, struct i
 			return iso_error_set(err, ISO_E_INVALID, "incident",
 			                     "incident: must be an object");
 		if (iso_json_check_keys(o, "incident", incident_keys, err) < 0 ||
-		    iso_json_get_int(o, "generation", "incident", true, 1, INT64_MAX, &v, err) < 0 ||
+		    iso_json_get_int(o, "generation", "incident", true, 1, INT64_MAX, &v, err) <
+		        0 ||
 		    get_text(o, "line", "incident", out->incident_line, sizeof(out->incident_line),
 		             err) < 0)
 			return -EINVAL;

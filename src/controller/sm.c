@@ -79,8 +79,8 @@ static json_t *document(struct iso_controller *c, uint64_t *gen)
 	*gen = 0;
 	if (!d || term == 0 || d->ops->sm_document(d, &g, &text) < 0)
 		return NULL;
-	doc = (struct iso_sm_document){.term = term, .generation = term << 32 | (g & 0xffffffffu),
-	                               .text = text};
+	doc = (struct iso_sm_document){
+	    .term = term, .generation = term << 32 | (g & 0xffffffffu), .text = text};
 	*gen = doc.generation;
 	return iso_codec_sm_document_encode(&doc);
 }
@@ -101,8 +101,8 @@ int iso_controller_sm_partitions(struct iso_controller *c, const struct iso_prin
 	if (!c->sm && !(c->sm = calloc(1, sizeof(*c->sm))))
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	*out = document(c, &gen);
-	if (*out && (!wait || !wait->fn || wait->wait_s == 0 || wait->after != gen ||
-	             c->sm->closing))
+	if (*out &&
+	    (!wait || !wait->fn || wait->wait_s == 0 || wait->after != gen || c->sm->closing))
 		return 0;
 	if (!*out && (!wait || !wait->fn || wait->wait_s == 0 || c->sm->closing))
 		return iso_error_set(err, ISO_E_UNAVAILABLE, NULL,
@@ -176,11 +176,10 @@ int iso_controller_sm_status(struct iso_controller *c, const struct iso_principa
 		        "term=%" PRIu64 " generation=%" PRIu64 " intent_generation=%" PRIu64, term,
 		        rep->generation, rep->generation & 0xffffffffu);
 	c->sm->reported = rep->generation;
-	d->ops->sm_applied(d, rep->generation & 0xffffffffu,
-	                   rep->incident && rep->incident_generation >> 32 == term
-	                       ? rep->incident_line
-	                       : NULL,
-	                   rep->incident_generation & 0xffffffffu);
+	d->ops->sm_applied(
+	    d, rep->generation & 0xffffffffu,
+	    rep->incident && rep->incident_generation >> 32 == term ? rep->incident_line : NULL,
+	    rep->incident_generation & 0xffffffffu);
 	return 0;
 }
 

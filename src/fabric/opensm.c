@@ -346,7 +346,8 @@ static bool agent_wrote(struct osm_driver *d, uint64_t gen)
 		if (stop_or_newer(d))
 			return false;
 		if (!logged)
-			iso_log(ISO_LOG_INFO, "fabric.opensm_agent_wait", "generation=%" PRIu64, gen);
+			iso_log(ISO_LOG_INFO, "fabric.opensm_agent_wait", "generation=%" PRIu64,
+			        gen);
 		logged = true;
 		nap(d, POLL_MS);
 	}

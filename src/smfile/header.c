@@ -28,8 +28,8 @@ static bool number(const char **p, const char *end, uint64_t max, uint64_t *out)
 	const char *s = *p;
 	uint64_t v = 0;
 
-	if (s == end || *s < '0' || *s > '9' || (*s == '0' && s + 1 < end && s[1] >= '0' &&
-	                                         s[1] <= '9'))
+	if (s == end || *s < '0' || *s > '9' ||
+	    (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
 		return false;
 	for (; s < end && *s >= '0' && *s <= '9'; s++) {
 		if (v > (max - (uint64_t)(*s - '0')) / 10)

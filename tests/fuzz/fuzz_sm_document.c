@@ -72,11 +72,10 @@ static void document(const uint8_t *data, size_t size)
 	size_t off = 0;
 	FUZZ_ASSERT(n > 0, "header format failed");
 	memcpy(file + n, d.text, len + 1);
-	FUZZ_ASSERT(iso_sm_header_parse("out.conf", file, (size_t)n + len, &back, &has, &off,
-	                                &err) == 0 &&
-	                has && back.term == m.term && back.generation == m.generation &&
-	                off == (size_t)n,
-	            "the written header does not read back");
+	FUZZ_ASSERT(
+	    iso_sm_header_parse("out.conf", file, (size_t)n + len, &back, &has, &off, &err) == 0 &&
+	        has && back.term == m.term && back.generation == m.generation && off == (size_t)n,
+	    "the written header does not read back");
 	free(file);
 	iso_codec_sm_document_clear(&d);
 }

@@ -1206,8 +1206,8 @@ static void test_fabric_partitions_writer(void **state)
 	iso_inventory_free(inv);
 	inv = NULL;
 	/* local is today's behaviour */
-	if (load(DRV("  driver: opensm\n  partitions_writer: local\n  partitions_file: /p\n"),
-	         &inv, &err) != 0)
+	if (load(DRV("  driver: opensm\n  partitions_writer: local\n  partitions_file: /p\n"), &inv,
+	         &err) != 0)
 		fail_msg("%s", err.message);
 	assert_false(inv->fabric.partitions_by_agent);
 	assert_string_equal(inv->fabric.sm_node, "");
@@ -1223,8 +1223,9 @@ static void test_fabric_partitions_writer(void **state)
 	expect_fail_at(DRV("  driver: opensm\n  partitions_writer: agent\n  sm_node: n1\n"
 	                   "  log_file: /l\n"),
 	               8, "fabric.log_file", "--sm-log");
-	expect_fail_at(DRV("  driver: opensm\n  partitions_writer: remote\n  partitions_file: /p\n"),
-	               6, "fabric.partitions_writer", "unknown writer 'remote'");
+	expect_fail_at(
+	    DRV("  driver: opensm\n  partitions_writer: remote\n  partitions_file: /p\n"), 6,
+	    "fabric.partitions_writer", "unknown writer 'remote'");
 	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  sm_node: n1\n"), 7,
 	               "fabric.sm_node", "only used with fabric.partitions_writer agent");
 	expect_fail_at(DRV("  partitions_writer: agent\n"), 5, "fabric.partitions_writer",

@@ -31,8 +31,9 @@ static void test_header_round_trip(void **state)
 	(void)state;
 	n = iso_sm_header_format(buf, sizeof(buf), &m);
 	assert_true(n > 0);
-	assert_string_equal(buf, "# isostack term 7 generation 30064771075: do not edit; written by "
-	                         "isostack-agent\n");
+	assert_string_equal(buf,
+	                    "# isostack term 7 generation 30064771075: do not edit; written by "
+	                    "isostack-agent\n");
 	snprintf(text, sizeof(text), "%sDefault=0x7fff, ipoib : ALL=limited, SELF=full ;\n", buf);
 	assert_int_equal(iso_sm_header_parse("p.conf", text, strlen(text), &back, &has, &off, &err),
 	                 0);
@@ -59,7 +60,8 @@ static void test_header_absent(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
 		assert_int_equal(
-		    iso_sm_header_parse("p.conf", none[i], strlen(none[i]), &m, &has, &off, &err), 0);
+		    iso_sm_header_parse("p.conf", none[i], strlen(none[i]), &m, &has, &off, &err),
+		    0);
 		assert_false(has);
 		assert_int_equal(m.term, 0);
 		assert_int_equal(off, 0);
@@ -87,7 +89,8 @@ static void test_header_bad(void **state)
 	    {"# isostack term 5 generation 1\n", "end of the line"},
 	    {"# isostack term 5 generation 1: do not edit; written by isostack-agent \n",
 	     "end of the line"},
-	    {"# isostack term 5 generation 1: do not edit; written by isostack-agent", "no newline"},
+	    {"# isostack term 5 generation 1: do not edit; written by isostack-agent",
+	     "no newline"},
 	    {"# isostack term 5  generation 1: do not edit; written by isostack-agent\n",
 	     "generation"},
 	};
@@ -177,7 +180,8 @@ static json_t *load(const char *s)
 
 static void test_document_codec(void **state)
 {
-	struct iso_sm_document d = {.term = 3, .generation = (3ULL << 32) | 2,
+	struct iso_sm_document d = {.term = 3,
+	                            .generation = (3ULL << 32) | 2,
 	                            .text = strdup("Default=0x7fff : ALL ;\n")},
 	                       back;
 	struct iso_error err = {0};
@@ -217,11 +221,15 @@ static void test_document_codec(void **state)
 
 static void test_report_codec(void **state)
 {
-	struct iso_sm_report r = {.version = "0.9.0", .term = 4, .generation = (4ULL << 32) | 1,
-	                          .refused = true, .refused_term = 3,
+	struct iso_sm_report r = {.version = "0.9.0",
+	                          .term = 4,
+	                          .generation = (4ULL << 32) | 1,
+	                          .refused = true,
+	                          .refused_term = 3,
 	                          .refused_generation = (3ULL << 32) | 9,
 	                          .refused_reason = "term 3 is below term 4",
-	                          .incident = true, .incident_generation = (4ULL << 32) | 1,
+	                          .incident = true,
+	                          .incident_generation = (4ULL << 32) | 1,
 	                          .incident_line = "ERR 0512: table full"},
 	                     back;
 	struct iso_error err = {0};
@@ -280,8 +288,8 @@ static void test_log_scan(void **state)
 	      f);
 	fclose(f);
 	assert_true(iso_sm_log_scan(&w, line, sizeof(line)));
-	assert_string_equal(line,
-	                    "osm_prtn: Partition configuration in error; retrying with default config");
+	assert_string_equal(
+	    line, "osm_prtn: Partition configuration in error; retrying with default config");
 	assert_false(iso_sm_log_scan(&w, line, sizeof(line)));
 	/* truncated (OpenSM restarted): read from the start again */
 	f = fopen(path, "w");
