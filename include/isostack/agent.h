@@ -228,6 +228,8 @@ enum iso_agent_sandbox_mode {
 
 #define ISO_AGENT_NODES_MAX 256
 
+#define ISO_AGENT_SM_STANDBY_MAX 8
+
 struct iso_agent_config {
 	const char *controller; /* base URL */
 	const char *token;
@@ -246,7 +248,27 @@ struct iso_agent_config {
 	/* --rdma-hca-handles/--rdma-hca-objects: rdma.max of a member's VF RDMA
 	 * device; -1 "max", 0 the default (16 and 8192; docs/agent.md) */
 	int64_t rdma_hca_handles, rdma_hca_objects;
+	/* --sm-partitions, --sm-pid-file, --sm-log, --sm-standby: this agent
+	 * serves the subnet manager of the SM host (fabric.partitions_writer
+	 * agent; docs/agent.md "The SM host") instead of GPUs and sandboxes */
+	struct iso_agent_sm {
+		const char *partitions; /* OpenSM's partitions.conf (-P); NULL: not an SM agent */
+		const char *pid_file;   /* its pid, for SIGHUP */
+		const char *log_file;   /* its log (-f), scanned for incidents; NULL: none */
+		const char *standby[ISO_AGENT_SM_STANDBY_MAX]; /* standbys' partitions.conf */
+		size_t n_standby;
+	} sm;
 };
+
+/* The SM agent's state: the highest term and generation it wrote, in
+ * STATE_DIR/sm-mark ("term T generation G"). */
+#define ISO_AGENT_SM_MARK_FILE "sm-mark"
+/* Serves the SM (src/agent/sm.c): long-polls GET /v1/fabric/sm/partitions,
+ * refuses a document below the highest mark written (the state file's and
+ * the partitions file's header, whichever is higher), writes the file with
+ * its header atomically (and every standby's), SIGHUPs the SM, scans its log
+ * and reports with PUT /v1/fabric/sm/status, until *cfg->stop. */
+int iso_agent_sm_run(const struct iso_agent_config *cfg, struct iso_error *err);
 
 /* Parses the command line (docs/agent.md), after the lines of --config FILE
  * when given. Returns 0 and fills *cfg (strings point into argv or

@@ -320,6 +320,41 @@ int iso_json_get_bool(json_t *obj, const char *key, const char *prefix, bool req
 int iso_json_get_number(json_t *obj, const char *key, const char *prefix, double min, double max,
                         double *out, struct iso_error *err);
 
+/* ---- the subnet manager's partitions.conf through the SM host's agent ----
+ * (docs/fabric.md, "partitions.conf through the SM host's agent"). The
+ * document GET /v1/fabric/sm/partitions serves: {"term","generation","text"},
+ * the file OpenSM is to read, rendered and parse-checked by the controller,
+ * with the leader's term (the node agents' term) and the served generation
+ * (term << 32 | the intent's generation). The decode is the agent's: every
+ * key known, both numbers in range, the text as iso_sm_text_check wants it.
+ * Field names are the keys. */
+struct iso_sm_document {
+	uint64_t term, generation;
+	char *text; /* owned */
+};
+json_t *iso_codec_sm_document_encode(const struct iso_sm_document *d);
+int iso_codec_sm_document_decode(json_t *body, struct iso_sm_document *out, struct iso_error *err);
+void iso_codec_sm_document_clear(struct iso_sm_document *d);
+
+/* The SM agent's report (PUT /v1/fabric/sm/status): {"version","term",
+ * "generation"[,"refused":{"term","generation","reason"}][,"incident":
+ * {"generation","line"}]}. term/generation: the highest document written to
+ * the file and signalled to the primary SM (0, 0: none yet); refused: the
+ * last document it would not write; incident: what OpenSM logged after the
+ * file of that generation (the previous file is back). */
+struct iso_sm_report {
+	char version[65];
+	uint64_t term, generation;
+	bool refused;
+	uint64_t refused_term, refused_generation;
+	char refused_reason[256];
+	bool incident;
+	uint64_t incident_generation;
+	char incident_line[256];
+};
+json_t *iso_codec_sm_report_encode(const struct iso_sm_report *r);
+int iso_codec_sm_report_decode(json_t *body, struct iso_sm_report *out, struct iso_error *err);
+
 ISO_PUBLIC_END
 
 #endif

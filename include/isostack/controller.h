@@ -466,6 +466,22 @@ int iso_controller_node_desired(struct iso_controller *c, const struct iso_princ
 /* Answers every waiting request now, and any that comes later at once
  * (before the API stops). */
 void iso_controller_agents_release_waiters(struct iso_controller *c);
+/* The SM host's partitions document (GET /v1/fabric/sm/partitions,
+ * docs/fabric.md "partitions.conf through the SM host's agent"):
+ * {"term","generation","text"} with this leader's term, for the agent of
+ * fabric.sm_node only (every other principal ISO_E_FORBIDDEN); ISO_E_NOT_FOUND
+ * unless the opensm driver runs with fabric.partitions_writer agent. With
+ * `wait` and the served generation still wait->after, registered like a node's
+ * desired state (*out NULL, at most 4 waiting). */
+int iso_controller_sm_partitions(struct iso_controller *c, const struct iso_principal *p,
+                                 const struct iso_desired_wait *wait, json_t **out,
+                                 struct iso_error *err);
+struct iso_sm_report;
+/* The SM agent's report (PUT /v1/fabric/sm/status): a term above this
+ * controller's is ISO_E_CONFLICT (a newer leader exists); what it wrote
+ * under this term advances the driver's applied generation. */
+int iso_controller_sm_status(struct iso_controller *c, const struct iso_principal *p,
+                             const struct iso_sm_report *rep, struct iso_error *err);
 /* The controller's fencing term: stored, bumped at every start. */
 int64_t iso_controller_agent_term(const struct iso_controller *c);
 

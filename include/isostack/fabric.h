@@ -369,6 +369,18 @@ struct iso_fabric_driver_ops {
 	int (*snapshot)(struct iso_fabric_driver *d, struct iso_fabric_snapshot *out,
 	                struct iso_error *err);
 	void (*free)(struct iso_fabric_driver *d);
+	/* Only a driver whose SM files are written by the SM host's agent
+	 * (opensm with fabric.partitions_writer agent); NULL for the others.
+	 * sm_document: the newest file to write, rendered and parse-checked by
+	 * apply(), and its intent generation; 0 with *text malloc'd, -ENOENT
+	 * before the first apply. sm_applied: what the agent reported, under
+	 * this controller's term: the intent generation it wrote and signalled,
+	 * and (incident != NULL) what OpenSM logged after the file of
+	 * incident_generation. applied advances; confirmation is still the
+	 * driver's SMP read-back. */
+	int (*sm_document)(struct iso_fabric_driver *d, uint64_t *generation, char **text);
+	void (*sm_applied)(struct iso_fabric_driver *d, uint64_t generation, const char *incident,
+	                   uint64_t incident_generation);
 };
 struct iso_fabric_driver {
 	const struct iso_fabric_driver_ops *ops;
@@ -393,7 +405,10 @@ int iso_fabric_sim_inject(struct iso_fabric_driver *d, uint64_t guid, uint16_t r
  * ERR 0512 (an incident: the previous good file is restored), and confirms
  * by reading the changed ports' P_Key tables back over SMP. A worker thread
  * does all of it; apply() and poll() never block. Needs fabric.type
- * infiniband and fabric.partitions_file. */
+ * infiniband and fabric.partitions_file. With fabric.partitions_writer
+ * agent it writes nothing and signals nothing: apply() publishes the file
+ * (sm_document) for the SM host's agent, the worker waits for the agent's
+ * report (sm_applied) and then reads back as above. */
 int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fabric_driver **out,
                                  struct iso_error *err);
 /* Writes inv->fabric.opafm_file (opafm_driver.c). No FM runs beside us to

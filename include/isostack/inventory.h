@@ -49,6 +49,12 @@ struct iso_fabric_config {
 	int64_t pkey_quarantine_ms;   /* a released P_Key waits this long; default 300000 */
 	int coalesce_ms;              /* changes within this window share one reload; default 50 */
 	int confirm_timeout_ms;       /* read-back must confirm within this; default 10000 */
+	/* opensm: who writes partitions.conf. false ("local", the default):
+	 * isostackd writes the files above. true ("agent"): the agent of node
+	 * sm_node (a node of `nodes:`) writes it on the SM host, fenced by the
+	 * leader's term (docs/fabric.md); the files above are its flags then. */
+	bool partitions_by_agent;
+	char sm_node[ISO_NAME_MAX];
 	char name[ISO_NAME_MAX];
 	int n_sm_nodes;                 /* infiniband / omnipath */
 	char (*sm_nodes)[ISO_NAME_MAX]; /* owned; hostnames of subnet managers */

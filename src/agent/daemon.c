@@ -35,6 +35,9 @@ const char iso_agent_usage[] =
     "                      [--ibsim-net FILE] [--sandbox real|off]\n"
     "                      [--cgroup-root DIR] [--rdma-hca-handles N]\n"
     "                      [--rdma-hca-objects N] [--config FILE]\n"
+    "       isostack-agent --controller URL --token-file FILE --node SM_NODE\n"
+    "                      --state-dir DIR --sm-partitions FILE --sm-pid-file FILE\n"
+    "                      [--sm-log FILE] [--sm-standby FILE ...]\n"
     "       isostack-agent exec --state-dir DIR --allocation A --member M\n"
     "                      [--uid U --gid G] -- CMD...\n"
     "  --controller URL   isostackd's base URL (http[s]://host:port); several\n"
@@ -57,6 +60,13 @@ const char iso_agent_usage[] =
     "                     1..2147483647 or max (default 16)\n"
     "  --rdma-hca-objects N  rdma.max hca_object (QPs, CQs, MRs, ...), 1..2147483647\n"
     "                     or max (default 8192)\n"
+    "  --sm-partitions FILE  serve the subnet manager instead (fabric.partitions_writer\n"
+    "                     agent): write OpenSM's partitions.conf there, fenced by the\n"
+    "                     leader's term; --node is fabric.sm_node, no --gpu-driver\n"
+    "  --sm-pid-file FILE OpenSM's pid file, for SIGHUP (required with --sm-partitions)\n"
+    "  --sm-log FILE      OpenSM's log (-f), scanned for refused or degraded files\n"
+    "  --sm-standby FILE  a standby SM's partitions.conf, written the same (repeat, at\n"
+    "                     most 8)\n"
     "  --config FILE      \"keyword value\" lines, keywords the long flags' names; the\n"
     "                     command line overrides them (--node replaces the file's)\n"
     "  --help             this text\n"
@@ -65,6 +75,7 @@ const char iso_agent_usage[] =
 enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTBEAT, O_HELP };
 enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET, O_CONFIG };
 enum { O_SANDBOX = 400, O_CGROUP_ROOT, O_RDMA_HANDLES, O_RDMA_OBJECTS };
+enum { O_SM_PARTITIONS = 500, O_SM_PID, O_SM_LOG, O_SM_STANDBY };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -82,6 +93,10 @@ static const struct option longopts[] = {
     {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
     {"rdma-hca-handles", required_argument, NULL, O_RDMA_HANDLES},
     {"rdma-hca-objects", required_argument, NULL, O_RDMA_OBJECTS},
+    {"sm-partitions", required_argument, NULL, O_SM_PARTITIONS},
+    {"sm-pid-file", required_argument, NULL, O_SM_PID},
+    {"sm-log", required_argument, NULL, O_SM_LOG},
+    {"sm-standby", required_argument, NULL, O_SM_STANDBY},
     {NULL, 0, NULL, 0},
 };
 
@@ -246,9 +261,73 @@ static int apply_option(struct parse_state *ps, int ch, const char *val, struct 
 		*dst = v;
 		break;
 	}
+	case O_SM_PARTITIONS:
+	case O_SM_PID:
+	case O_SM_LOG: {
+		const char *flag = ch == O_SM_PARTITIONS ? "--sm-partitions"
+		                   : ch == O_SM_PID      ? "--sm-pid-file"
+		                                         : "--sm-log";
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, flag, "%s: empty path", flag);
+		*(ch == O_SM_PARTITIONS ? &ps->cfg->sm.partitions
+		  : ch == O_SM_PID      ? &ps->cfg->sm.pid_file
+		                        : &ps->cfg->sm.log_file) = val;
+		break;
+	}
+	case O_SM_STANDBY:
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, "--sm-standby",
+			                     "--sm-standby: empty path");
+		if (ps->cfg->sm.n_standby == ISO_AGENT_SM_STANDBY_MAX)
+			return iso_error_set(err, ISO_E_INVALID, "--sm-standby",
+			                     "--sm-standby: at most %d standby SMs",
+			                     ISO_AGENT_SM_STANDBY_MAX);
+		ps->cfg->sm.standby[ps->cfg->sm.n_standby++] = val;
+		break;
 	default:
 		return iso_error_set(err, ISO_E_INVALID, "", "unknown option");
 	}
+	return 0;
+}
+
+/* --sm-*: the SM host's agent serves OpenSM's files and nothing else. */
+static int check_sm(const struct iso_agent_config *cfg, bool vf_given, struct iso_error *err)
+{
+	const struct iso_agent_sm *sm = &cfg->sm;
+
+	if (!sm->partitions) {
+		if (sm->pid_file || sm->log_file || sm->n_standby)
+			return iso_error_set(err, ISO_E_INVALID,
+			                     sm->pid_file   ? "--sm-pid-file"
+			                     : sm->log_file ? "--sm-log"
+			                                    : "--sm-standby",
+			                     "%s needs --sm-partitions",
+			                     sm->pid_file   ? "--sm-pid-file"
+			                     : sm->log_file ? "--sm-log"
+			                                    : "--sm-standby");
+		return 0;
+	}
+	if (!sm->pid_file)
+		return iso_error_set(err, ISO_E_INVALID, "--sm-pid-file",
+		                     "--sm-pid-file is required with --sm-partitions (OpenSM "
+		                     "rereads the file on SIGHUP)");
+	if (cfg->n_nodes != 1)
+		return iso_error_set(err, ISO_E_INVALID, "--node",
+		                     "--node: one node with --sm-partitions (fabric.sm_node)");
+	if (cfg->driver || vf_given || cfg->sandbox != ISO_AGENT_SANDBOX_AUTO)
+		return iso_error_set(err, ISO_E_INVALID,
+		                     cfg->driver ? "--gpu-driver"
+		                     : vf_given  ? "--vf-driver"
+		                                 : "--sandbox",
+		                     "%s: not with --sm-partitions (this agent serves the SM "
+		                     "only; run another for the node's GPUs)",
+		                     cfg->driver ? "--gpu-driver"
+		                     : vf_given  ? "--vf-driver"
+		                                 : "--sandbox");
+	for (size_t i = 0; i < sm->n_standby; i++)
+		if (strcmp(sm->standby[i], sm->partitions) == 0)
+			return iso_error_set(err, ISO_E_INVALID, "--sm-standby",
+			                     "--sm-standby %s is --sm-partitions", sm->standby[i]);
 	return 0;
 }
 
@@ -401,7 +480,9 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 		                     "--token-file is required");
 	if (cfg->n_nodes == 0)
 		return iso_error_set(err, ISO_E_INVALID, "--node", "--node is required");
-	if (!cfg->driver)
+	if ((r = check_sm(cfg, ps.vf_given, err)) < 0)
+		return r;
+	if (!cfg->driver && !cfg->sm.partitions)
 		return iso_error_set(err, ISO_E_INVALID, "--gpu-driver",
 		                     "--gpu-driver is required");
 	if (!cfg->state_dir)
@@ -425,7 +506,7 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 		cfg->cgroup_root = "/sys/fs/cgroup";
 	cfg->dev_root = "/dev";
 	cfg->proc_root = "/proc";
-	if (!ps.vf_given && cfg->driver == &iso_gpu_sim_ops)
+	if (!ps.vf_given && cfg->driver && cfg->driver == &iso_gpu_sim_ops)
 		cfg->vf.driver = ISO_VF_SIM; /* a sim host has sim VFs */
 	if (read_token(ps.token_file, token_buf, err) < 0)
 		return -EINVAL;
@@ -734,6 +815,11 @@ int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err)
 	struct agent_socket *sock = NULL;
 	int r = 0;
 
+	if (cfg->sm.partitions) {
+		free(loops);
+		free(sb);
+		return iso_agent_sm_run(cfg, err);
+	}
 	if (!loops || !sb) {
 		free(loops);
 		free(sb);

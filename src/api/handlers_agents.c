@@ -94,3 +94,47 @@ int api_node_status(struct api_request *r)
 		api_reply(r, MHD_HTTP_NO_CONTENT, json_null());
 	return ret;
 }
+
+/* GET /v1/fabric/sm/partitions?after=G&wait_s=S: the partitions.conf the
+ * SM host's agent is to write (docs/fabric.md, "partitions.conf through the
+ * SM host's agent"), long-polled like a node's desired state. */
+int api_sm_partitions(struct api_request *r)
+{
+	static const char *const keys[] = {"after", "wait_s", NULL};
+	struct iso_desired_wait wait = {.fn = desired_ready, .arg = r};
+	json_t *doc = NULL;
+	int64_t after, wait_s;
+
+	if (api_check_query(r, keys) < 0)
+		return -1;
+	after = query_number(r, "after", INT64_MAX);
+	wait_s = after < 0 ? -1 : query_number(r, "wait_s", 60);
+	if (after < 0 || wait_s < 0)
+		return -1;
+	if (wait_s > 0 && !api_query(r, "after"))
+		return iso_error_set(&r->err, ISO_E_INVALID, "after",
+		                     "after: required with wait_s (the generation you hold)");
+	wait.after = (uint64_t)after;
+	wait.wait_s = r->conn ? (int)wait_s : 0;
+	if (iso_controller_sm_partitions(r->ctl, &r->who, &wait, &doc, &r->err) < 0)
+		return -1;
+	if (!doc)
+		return api_park(r) ? 0 : -1;
+	api_reply(r, MHD_HTTP_OK, doc);
+	return 0;
+}
+
+/* PUT /v1/fabric/sm/status: what the SM host's agent wrote or refused. */
+int api_sm_status(struct api_request *r)
+{
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	struct iso_sm_report rep;
+
+	if (api_check_query(r, NULL) < 0 || api_body_object(r, false, &body) < 0)
+		return -1;
+	if (iso_codec_sm_report_decode(body, &rep, &r->err) < 0 ||
+	    iso_controller_sm_status(r->ctl, &r->who, &rep, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_NO_CONTENT, json_null());
+	return 0;
+}

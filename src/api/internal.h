@@ -211,6 +211,8 @@ int api_node_down(struct api_request *r);
 int api_node_up(struct api_request *r);
 int api_node_desired(struct api_request *r);
 int api_node_status(struct api_request *r);
+int api_sm_partitions(struct api_request *r);
+int api_sm_status(struct api_request *r);
 int api_pool_cordon(struct api_request *r);
 int api_pool_drain(struct api_request *r);
 int api_pool_uncordon(struct api_request *r);

@@ -132,6 +132,8 @@ static const struct route routes[] = {
     {"GET", "v1/fabric", api_fabric_status, ROUTE_AUTH, "fabric.read", "fabric"},
     {"GET", "v1/fabric/intent", api_fabric_intent, ROUTE_AUTH, "fabric.read", "fabric"},
     {"GET", "v1/fabric/verify", api_fabric_verify, ROUTE_AUTH, "fabric.verify", "fabric"},
+    {"GET", "v1/fabric/sm/partitions", api_sm_partitions, ROUTE_AUTH, "fabric.sm.read", "fabric"},
+    {"PUT", "v1/fabric/sm/status", api_sm_status, ROUTE_AUTH, "fabric.sm.status", "fabric"},
     {"GET", "v1/audit/events", api_audit_events, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/head", api_audit_head, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.pubkey", "audit"},

@@ -908,6 +908,7 @@ void iso_controller_agents_release_waiters(struct iso_controller *c)
 {
 	struct ctl_agents *ag = c->agents;
 
+	ctl_sm_tick(c, true); /* the SM host's agent's long poll too */
 	if (ag)
 		ag->closing = true; /* a request still coming in is answered at once */
 	for (int i = 0; ag && ag->waiters > 0 && i < ag->n; i++)

@@ -104,6 +104,15 @@ static const struct right rights[] = {
 
     {"fabric.read", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
     {"fabric.verify", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
+    /* the SM host's agent (fabric.sm_node) reads the partitions.conf it is
+     * to write and reports what it did: a command to the fabric, so only
+     * that agent (sm.c narrows N to fabric.sm_node) */
+    {"fabric.sm.read",
+     {D, D, D, D, N},
+     "only the agent of the SM host (fabric.sm_node) reads the SM's partitions document"},
+    {"fabric.sm.status",
+     {D, D, D, D, N},
+     "only the agent of the SM host (fabric.sm_node) reports the SM's partitions"},
 
     {"audit.read",
      {A, A, T, D, D},

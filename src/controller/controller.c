@@ -375,6 +375,7 @@ void iso_controller_tick(struct iso_controller *c)
 {
 	ctl_audit_failures_flush(c, false);
 	ctl_fabric_tick(c);
+	ctl_sm_tick(c, false);
 	ctl_preempt_tick(c);
 	ctl_agents_tick(c);
 	ctl_alloc_gate_pass(c);
@@ -409,6 +410,7 @@ void iso_controller_free(struct iso_controller *c)
 {
 	if (!c)
 		return;
+	ctl_sm_close(c);
 	ctl_fabric_close(c);
 	ctl_tenancy_close(c);
 	ctl_queue_close(c);

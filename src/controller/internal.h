@@ -49,6 +49,7 @@ struct iso_controller {
 	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
 	uint64_t auth_epoch;               /* bumped at every transaction's end */
 	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
+	struct ctl_sm *sm;           /* sm.c: the SM host's agent's long polls */
 	struct ctl_uring *uring;     /* uring.c: tenants whose io_uring switch is on */
 	struct iso_tenant_limits limits; /* defaults for tenants that set none */
 	bool queue_more;                 /* the last queue pass stopped at its depth */
@@ -258,6 +259,12 @@ void ctl_agents_close(struct iso_controller *c);
 void ctl_agents_settle(struct iso_controller *c);
 /* Waiters past their deadline, leases. */
 void ctl_agents_tick(struct iso_controller *c);
+
+/* ---- the SM host's agent (sm.c) ---- */
+/* Answers the SM agent's long polls whose document moved or whose wait is
+ * over; `all` answers every one (the API is stopping). */
+void ctl_sm_tick(struct iso_controller *c, bool all);
+void ctl_sm_close(struct iso_controller *c);
 
 /* ---- demand.c: what an allocation is charged (what it denies others) ---- */
 int ctl_costs_open(struct iso_controller *c, struct iso_error *err);

@@ -9,34 +9,23 @@
  * block the controller; intents arriving within coalesce_ms become one
  * write. Facts: docs/reference-fabric.md; design: docs/fabric.md. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "isostack/smfile.h"
 
 #define POLL_MS          50
 #define SM_DOWN_RETRY_MS 1000
-#define LOG_CARRY        256
 #define MAX_SMS          65
-
-/* What OpenSM writes when it did not do what the file said. */
-static const char *const incident_marks[] = {
-    "retrying with default config", /* the file was refused: fabric flattened */
-    "ERR 0507",                     /* switch port enforcement turned off */
-    "ERR 0512",                     /* a port's P_Key table is full */
-    "PARSE ERROR",                  /* the line that made it refuse the file */
-};
 
 struct sm_watch {
 	struct iso_sm_files files;
-	off_t log_off;
-	char carry[LOG_CARRY]; /* tail of the last read, for marks split across reads */
+	struct iso_sm_log log; /* its log_file, scanned for incidents (src/smfile/log.c) */
 };
 
 /* One intent and its rendered text, as it travels through the mailbox. */
@@ -71,6 +60,16 @@ struct osm_driver {
 	int n_dirty, cap_dirty;
 
 	pthread_mutex_t snap_mu; /* serialises every use of smp (worker and snapshot) */
+
+	/* fabric.partitions_writer agent: the SM host's agent writes the file
+	 * (docs/fabric.md, "partitions.conf through the SM host's agent") */
+	bool by_agent;
+	/* under mu */
+	char *pub_text;     /* the newest file, for the agent */
+	uint64_t pub_gen;   /* its intent generation */
+	uint64_t agent_gen; /* the highest generation the agent wrote and signalled */
+	uint64_t agent_incident_gen;
+	char agent_incident[200];
 };
 
 static uint64_t ms_ns(int64_t ms)
@@ -271,59 +270,6 @@ static int write_all_sms(struct osm_driver *d, const char *text, struct iso_erro
 	return 0;
 }
 
-static void log_mark(struct sm_watch *w)
-{
-	struct stat st;
-
-	w->carry[0] = '\0';
-	w->log_off = w->files.log_file[0] && stat(w->files.log_file, &st) == 0 ? st.st_size : 0;
-}
-
-/* Reads what OpenSM logged since the mark; returns the first incident line
- * (copied into `line`) or false. */
-static bool log_scan(struct sm_watch *w, char *line, size_t size)
-{
-	char buf[LOG_CARRY + 65536];
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	size_t carry;
-	ssize_t n;
-
-	if (!w->files.log_file[0])
-		return false;
-	fd = open(w->files.log_file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return false;
-	if (st.st_size < w->log_off) /* rotated or truncated */
-		w->log_off = 0;
-	for (;;) {
-		carry = strlen(w->carry);
-		memcpy(buf, w->carry, carry);
-		n = pread(fd, buf + carry, sizeof(buf) - carry - 1, w->log_off);
-		if (n <= 0)
-			return false;
-		w->log_off += n;
-		buf[carry + (size_t)n] = '\0';
-		for (size_t i = 0; i < ISO_ARRAY_SIZE(incident_marks); i++) {
-			char *hit = strstr(buf, incident_marks[i]);
-			if (hit) {
-				char *bol = hit, *eol = strchr(hit, '\n');
-				while (bol > buf && bol[-1] != '\n')
-					bol--;
-				snprintf(line, size, "%.*s",
-				         (int)(eol ? eol - bol : (long)strlen(bol)), bol);
-				w->carry[0] = '\0';
-				return true;
-			}
-		}
-		/* keep the unterminated tail: a mark may straddle two reads */
-		carry = strlen(buf);
-		carry = carry > LOG_CARRY - 1 ? LOG_CARRY - 1 : carry;
-		memcpy(w->carry, buf + strlen(buf) - carry, carry);
-		w->carry[carry] = '\0';
-	}
-}
-
 /* Signals every SM that has a pid file. Only the primary being down holds
  * the intent back; a standby reads the same file when it takes over. */
 static bool hup_all(struct osm_driver *d)
@@ -380,6 +326,47 @@ static void describe_port(const struct iso_port_table *t, const uint16_t *keys, 
 		snprintf(buf + off, size - off, "] besides 0x7fff");
 }
 
+/* Waits until the SM host's agent reports `gen` (or a later one) written
+ * and signalled; false when the driver stops or a newer intent comes. */
+static bool agent_wrote(struct osm_driver *d, uint64_t gen)
+{
+	bool logged = false;
+
+	for (;;) {
+		uint64_t got;
+
+		pthread_mutex_lock(&d->mu);
+		got = d->agent_gen;
+		pthread_mutex_unlock(&d->mu);
+		if (got >= gen) {
+			iso_log(ISO_LOG_INFO, "fabric.opensm_agent_applied", "generation=%" PRIu64,
+			        gen);
+			return true;
+		}
+		if (stop_or_newer(d))
+			return false;
+		if (!logged)
+			iso_log(ISO_LOG_INFO, "fabric.opensm_agent_wait", "generation=%" PRIu64,
+			        gen);
+		logged = true;
+		nap(d, POLL_MS);
+	}
+}
+
+/* What the SM host's agent found in OpenSM's log after generation `gen`'s
+ * file (it has put the previous file back already). */
+static bool agent_incident(struct osm_driver *d, uint64_t gen, char *line, size_t size)
+{
+	bool hit;
+
+	pthread_mutex_lock(&d->mu);
+	hit = d->by_agent && d->agent_incident_gen == gen && d->agent_incident[0];
+	if (hit)
+		iso_strlcpy(line, d->agent_incident, size);
+	pthread_mutex_unlock(&d->mu);
+	return hit;
+}
+
 static int confirm(struct osm_driver *d, struct work *w)
 {
 	uint64_t deadline = iso_mono_ns() + ms_ns(d->confirm_timeout_ms);
@@ -392,12 +379,18 @@ static int confirm(struct osm_driver *d, struct work *w)
 		int found = 0, r_read;
 
 		for (int i = 0; i < d->n_sms; i++) {
-			if (log_scan(&d->sms[i], line, sizeof(line))) {
+			if (iso_sm_log_scan(&d->sms[i].log, line, sizeof(line))) {
 				set_incident(d, "generation %" PRIu64 ": OpenSM reports: %s",
 				             w->in.generation, line);
 				restore_good(d);
 				return DONE;
 			}
+		}
+		if (agent_incident(d, w->in.generation, line, sizeof(line))) {
+			set_incident(d,
+			             "generation %" PRIu64 ": OpenSM reports (SM host's agent): %s",
+			             w->in.generation, line);
+			return DONE;
 		}
 		pthread_mutex_lock(&d->snap_mu);
 		r_read = iso_smp_read_guids(d->smp, d->dirty, d->n_dirty, &snap, &e);
@@ -428,12 +421,18 @@ static int confirm(struct osm_driver *d, struct work *w)
 		/* OpenSM logs a refused file before it programs the tables: a
 		 * flattened table read above has its log line by now. */
 		for (int i = 0; all && i < d->n_sms; i++) {
-			if (log_scan(&d->sms[i], line, sizeof(line))) {
+			if (iso_sm_log_scan(&d->sms[i].log, line, sizeof(line))) {
 				set_incident(d, "generation %" PRIu64 ": OpenSM reports: %s",
 				             w->in.generation, line);
 				restore_good(d);
 				return DONE;
 			}
+		}
+		if (all && agent_incident(d, w->in.generation, line, sizeof(line))) {
+			set_incident(d,
+			             "generation %" PRIu64 ": OpenSM reports (SM host's agent): %s",
+			             w->in.generation, line);
+			return DONE;
 		}
 		if (all) {
 			pthread_mutex_lock(&d->mu);
@@ -467,16 +466,23 @@ static int process(struct osm_driver *d, struct work *w)
 		set_incident(d, "out of memory");
 		return DONE;
 	}
-	if (write_all_sms(d, w->text, &e) < 0) {
-		iso_log(ISO_LOG_WARN, "fabric.opensm_write", "msg=\"%s\"", e.message);
-		return RETRY;
-	}
-	for (int i = 0; i < d->n_sms; i++)
-		log_mark(&d->sms[i]);
-	if (!hup_all(d)) {
-		iso_log(ISO_LOG_WARN, "fabric.opensm_down", "pid_file=%s generation=%" PRIu64,
-		        d->sms[0].files.pid_file, w->in.generation);
-		return RETRY;
+	if (d->by_agent) {
+		/* apply() published it; the SM host's agent writes and signals */
+		if (!agent_wrote(d, w->in.generation))
+			return DONE; /* stopping, or superseded by a newer intent */
+	} else {
+		if (write_all_sms(d, w->text, &e) < 0) {
+			iso_log(ISO_LOG_WARN, "fabric.opensm_write", "msg=\"%s\"", e.message);
+			return RETRY;
+		}
+		for (int i = 0; i < d->n_sms; i++)
+			iso_sm_log_mark(&d->sms[i].log);
+		if (!hup_all(d)) {
+			iso_log(ISO_LOG_WARN, "fabric.opensm_down",
+			        "pid_file=%s generation=%" PRIu64, d->sms[0].files.pid_file,
+			        w->in.generation);
+			return RETRY;
+		}
 	}
 	iso_fabric_intent_clear(&d->last);
 	if (iso_fabric_intent_copy(&w->in, &d->last) < 0) {
@@ -556,7 +562,18 @@ static int osm_apply(struct iso_fabric_driver *base, const struct iso_fabric_int
 		free(w.text);
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	}
+	char *pub = d->by_agent ? strdup(w.text) : NULL;
+	if (d->by_agent && !pub) {
+		work_clear(&w);
+		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	}
 	pthread_mutex_lock(&d->mu);
+	if (d->by_agent) {
+		/* the agent's long poll sees it at the controller's next tick */
+		free(d->pub_text);
+		d->pub_text = pub;
+		d->pub_gen = in->generation;
+	}
 	if (d->has_pending) {
 		work_clear(&d->pending); /* a burst: the newest intent wins, the window stays */
 	} else {
@@ -593,6 +610,38 @@ static int osm_snapshot(struct iso_fabric_driver *base, struct iso_fabric_snapsh
 	return r;
 }
 
+static int osm_sm_document(struct iso_fabric_driver *base, uint64_t *generation, char **text)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+	int r = -ENOENT;
+
+	*text = NULL;
+	pthread_mutex_lock(&d->mu);
+	if (d->pub_text) {
+		*text = strdup(d->pub_text);
+		*generation = d->pub_gen;
+		r = *text ? 0 : -ENOMEM;
+	}
+	pthread_mutex_unlock(&d->mu);
+	return r;
+}
+
+static void osm_sm_applied(struct iso_fabric_driver *base, uint64_t generation,
+                           const char *incident, uint64_t incident_generation)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+
+	pthread_mutex_lock(&d->mu);
+	if (generation > d->agent_gen)
+		d->agent_gen = generation;
+	if (incident && incident_generation >= d->agent_incident_gen) {
+		d->agent_incident_gen = incident_generation;
+		iso_strlcpy(d->agent_incident, incident, sizeof(d->agent_incident));
+	}
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
 static void osm_free(struct iso_fabric_driver *base)
 {
 	struct osm_driver *d = (struct osm_driver *)base;
@@ -607,6 +656,7 @@ static void osm_free(struct iso_fabric_driver *base)
 	work_clear(&d->pending);
 	iso_fabric_intent_clear(&d->last);
 	free(d->good_text);
+	free(d->pub_text);
 	free(d->dirty);
 	if (d->smp)
 		iso_smp_free(d->smp);
@@ -622,6 +672,17 @@ static const struct iso_fabric_driver_ops osm_ops = {
     .poll = osm_poll,
     .snapshot = osm_snapshot,
     .free = osm_free,
+};
+
+/* fabric.partitions_writer agent: the same driver, the files on the SM host */
+static const struct iso_fabric_driver_ops osm_agent_ops = {
+    .name = "opensm",
+    .apply = osm_apply,
+    .poll = osm_poll,
+    .snapshot = osm_snapshot,
+    .free = osm_free,
+    .sm_document = osm_sm_document,
+    .sm_applied = osm_sm_applied,
 };
 
 /* The file already in place, if it is one we would write: what to restore
@@ -658,7 +719,7 @@ int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fab
 		return iso_error_set(err, ISO_E_INVALID, "fabric.driver",
 		                     "the opensm driver needs fabric.type infiniband, not %s",
 		                     iso_fabric_type_name(fc->type));
-	if (!fc->sm.partitions_file[0])
+	if (!fc->partitions_by_agent && !fc->sm.partitions_file[0])
 		return iso_error_set(err, ISO_E_INVALID, "fabric.partitions_file",
 		                     "the opensm driver needs fabric.partitions_file");
 	if (fc->n_standby + 1 > MAX_SMS)
@@ -667,11 +728,16 @@ int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fab
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
-	d->base.ops = &osm_ops;
+	d->base.ops = fc->partitions_by_agent ? &osm_agent_ops : &osm_ops;
+	d->by_agent = fc->partitions_by_agent;
 	d->sms[0].files = fc->sm;
 	for (int i = 0; i < fc->n_standby; i++)
 		d->sms[i + 1].files = fc->standby[i];
-	d->n_sms = fc->n_standby + 1;
+	/* with the agent writing, isostackd touches no SM file at all */
+	d->n_sms = d->by_agent ? 0 : fc->n_standby + 1;
+	for (int i = 0; i < d->n_sms; i++)
+		iso_strlcpy(d->sms[i].log.path, d->sms[i].files.log_file,
+		            sizeof(d->sms[i].log.path));
 	d->coalesce_ms = fc->coalesce_ms;
 	d->confirm_timeout_ms = fc->confirm_timeout_ms > 0 ? fc->confirm_timeout_ms : 10000;
 	pthread_mutex_init(&d->mu, NULL);
@@ -681,7 +747,7 @@ int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fab
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	d->good_text = read_good_file(fc->sm.partitions_file);
+	d->good_text = d->by_agent ? NULL : read_good_file(fc->sm.partitions_file);
 
 	r = iso_smp_open(NULL, &d->smp, err);
 	if (r == 0 && pthread_create(&d->thread, NULL, worker, d) != 0)

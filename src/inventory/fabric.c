@@ -315,7 +315,20 @@ static int parse_standby(struct inv_ctx *c, const struct inv_field *f)
 }
 
 /* The driver that programs the fabric and its knobs (docs/inventory.md). */
-enum { D_DRIVER, D_PARTS, D_PID, D_LOG, D_STANDBY, D_OPAFM, D_QUAR, D_COAL, D_CONFIRM, D_N };
+enum {
+	D_DRIVER,
+	D_PARTS,
+	D_PID,
+	D_LOG,
+	D_STANDBY,
+	D_WRITER,
+	D_SM_NODE,
+	D_OPAFM,
+	D_QUAR,
+	D_COAL,
+	D_CONFIRM,
+	D_N
+};
 
 static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
 {
@@ -350,7 +363,7 @@ static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
 	}
 	bool opensm = strcmp(fc->driver, "opensm") == 0;
 	bool opafm = strcmp(fc->driver, "opafm") == 0;
-	for (int k = D_PARTS; k <= D_STANDBY; k++)
+	for (int k = D_PARTS; k <= D_SM_NODE; k++)
 		if (fs[k].present && !opensm) {
 			char path[ISO_ERR_FIELD_MAX];
 			inv_path_key(path, "fabric", fs[k].key);
@@ -361,7 +374,46 @@ static int parse_driver(struct inv_ctx *c, struct inv_field *fs)
 	if (fs[D_OPAFM].present && !opafm)
 		return inv_fail(c, "fabric.opafm_file", fs[D_OPAFM].line,
 		                "only used by fabric.driver opafm (the driver is %s)", fc->driver);
-	if (opensm) {
+	if (opensm && fs[D_WRITER].present) {
+		int line = inv_line(fs[D_WRITER].val, fs[D_WRITER].line);
+		char w[16];
+
+		r = inv_fget_string(c, "fabric", &fs[D_WRITER], w, sizeof(w));
+		if (r < 0)
+			return r;
+		if (strcmp(w, "agent") == 0)
+			fc->partitions_by_agent = true;
+		else if (strcmp(w, "local") != 0)
+			return inv_fail(c, "fabric.partitions_writer", line,
+			                "unknown writer '%s' (expected local: isostackd writes "
+			                "partitions.conf, or agent: the SM host's agent does)",
+			                w);
+	}
+	if (fc->partitions_by_agent) {
+		/* the SM host's files are the agent's flags, not isostackd's */
+		for (int k = D_PARTS; k <= D_STANDBY; k++)
+			if (fs[k].present) {
+				char path[ISO_ERR_FIELD_MAX];
+				inv_path_key(path, "fabric", fs[k].key);
+				return inv_fail(c, path, fs[k].line,
+				                "not with fabric.partitions_writer agent: the SM "
+				                "host's agent is given OpenSM's files "
+				                "(isostack-agent --sm-partitions, --sm-pid-file, "
+				                "--sm-log, --sm-standby)");
+			}
+		if (!fs[D_SM_NODE].present)
+			return inv_missing(c, "fabric", fs[D_WRITER].line, "sm_node",
+			                   "fabric.partitions_writer agent: the node whose agent "
+			                   "writes OpenSM's partitions.conf");
+		r = inv_fget_name(c, "fabric", &fs[D_SM_NODE], fc->sm_node);
+		if (r < 0)
+			return r;
+		c->sm_node_line = inv_line(fs[D_SM_NODE].val, fs[D_SM_NODE].line);
+	} else if (fs[D_SM_NODE].present) {
+		return inv_fail(c, "fabric.sm_node", fs[D_SM_NODE].line,
+		                "only used with fabric.partitions_writer agent");
+	}
+	if (opensm && !fc->partitions_by_agent) {
 		if (!fs[D_PARTS].present)
 			return inv_missing(
 			    c, "fabric", fs[D_DRIVER].line, "partitions_file",
@@ -430,6 +482,8 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	    [D_PID] = "pid_file",
 	    [D_LOG] = "log_file",
 	    [D_STANDBY] = "standby_sms",
+	    [D_WRITER] = "partitions_writer",
+	    [D_SM_NODE] = "sm_node",
 	    [D_OPAFM] = "opafm_file",
 	    [D_QUAR] = "pkey_quarantine_s",
 	    [D_COAL] = "coalesce_ms",
@@ -524,4 +578,16 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	if (fs[F_SVC].present)
 		return parse_services(c, &fs[F_SVC]);
 	return 0;
+}
+
+int inv_fabric_check_sm_node(struct inv_ctx *c)
+{
+	const struct iso_fabric_config *fc = &c->inv->fabric;
+
+	if (!fc->partitions_by_agent || inv_names_find(&c->nodes_ix, fc->sm_node))
+		return 0;
+	return inv_fail(c, "fabric.sm_node", c->sm_node_line,
+	                "no node '%s' in nodes: the SM host's agent acts for a node of the "
+	                "inventory (its node-agent token names it)",
+	                fc->sm_node);
 }

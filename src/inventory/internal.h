@@ -75,6 +75,7 @@ struct inv_ctx {
 	struct node_tmpl *classes; /* owned */
 	int n_guids, cap_guids;
 	struct inv_guid_site *guids; /* owned */
+	int sm_node_line; /* fabric.sm_node's line, checked once the nodes are read */
 };
 
 /* ---- errors (yaml.c) ---- */
@@ -156,6 +157,8 @@ void inv_names_free(struct inv_names *ix);
 /* ---- sections ---- */
 int inv_parse_controller(struct inv_ctx *c, const struct inv_field *f); /* cluster.c */
 int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f);     /* fabric.c */
+/* fabric.sm_node names a node of `nodes:` (after inv_parse_nodes). */
+int inv_fabric_check_sm_node(struct inv_ctx *c); /* fabric.c */
 int inv_parse_pools(struct inv_ctx *c, const struct inv_field *f);      /* cluster.c */
 int inv_parse_racks(struct inv_ctx *c, const struct inv_field *f);      /* cluster.c */
 int inv_parse_classes(struct inv_ctx *c, const struct inv_field *f);    /* nodes.c */

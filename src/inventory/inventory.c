@@ -146,6 +146,9 @@ static int parse_root(struct inv_ctx *c, struct fy_node *root)
 	r = inv_parse_nodes(c, &fs[T_NODES]);
 	if (r < 0)
 		return r;
+	r = inv_fabric_check_sm_node(c);
+	if (r < 0)
+		return r;
 	return inv_guids_check(c);
 }
 

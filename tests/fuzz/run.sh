@@ -16,7 +16,7 @@ seconds=$2
 shift 2
 src=$(dirname "$0")
 [ $# -gt 0 ] || set -- inventory partitions opafm discover trace audit audit_event audit_keyset api gpu_sim \
-	agent_desired agent_outbox agent_vf agent_config agent_socket
+	agent_desired agent_outbox agent_vf agent_config agent_socket sm_document
 
 # The largest input each harness is given: about twice its largest seed, so
 # that the fuzzer spends its time on structure rather than on length.

@@ -37,6 +37,7 @@ import tempfile
 # Lowest first. A module may include headers of modules in earlier rows.
 LAYERS = [
     ["util"],
+    ["smfile"],  # the SM's files both sides read: header, refusal rule, log scan
     ["model"],
     ["mig", "inventory", "audit", "fabric", "store", "gpu", "codec"],  # codec: JSON shapes
     ["sched"],
@@ -63,7 +64,7 @@ SIDEWAYS = {
 # Which library holds each module (the mains hold none: they link libraries).
 LIBRARY = {
     "util": "core", "model": "core", "mig": "core", "inventory": "core", "audit": "core",
-    "sched": "core", "tenancy": "core", "sim": "core", "codec": "core",
+    "sched": "core", "tenancy": "core", "sim": "core", "codec": "core", "smfile": "core",
     "store": "server", "fabric": "server", "controller": "server", "api": "server",
     "gpu": "client", "client": "client", "agent": "client", "sandbox": "client",
 }

@@ -111,11 +111,20 @@ static int route_actions(char actions[][48], int max)
 	return n;
 }
 
+/* The SM host's agent's routes: a command to the fabric, for that agent
+ * only, not even the cluster-admin (docs/fabric.md, "partitions.conf through
+ * the SM host's agent"; which node is checked in src/controller/sm.c). */
+static bool sm_action(const char *action)
+{
+	return strcmp(action, "fabric.sm.read") == 0 || strcmp(action, "fabric.sm.status") == 0;
+}
+
 /* The node-agent's only rights. */
 static bool agent_action(const char *action)
 {
 	return strcmp(action, "node.desired.read") == 0 ||
-	       strcmp(action, "node.status.write") == 0 || strcmp(action, "gpu.fault") == 0;
+	       strcmp(action, "node.status.write") == 0 || strcmp(action, "gpu.fault") == 0 ||
+	       sm_action(action);
 }
 
 static void test_every_route_is_in_the_table(void **state)
@@ -132,10 +141,19 @@ static void test_every_route_is_in_the_table(void **state)
 		enum ctl_scope scope;
 
 		/* in the table: the cluster-admin may do it (whoami: its own token;
-		 * everything else over the whole cluster) */
-		assert_int_equal(ctl_authorize(&admin, actions[i], &scope, &err), 0);
-		assert_int_equal(scope,
-		                 strcmp(actions[i], "whoami") == 0 ? CTL_SCOPE_OWN : CTL_SCOPE_ALL);
+		 * everything else over the whole cluster), but the SM agent's routes */
+		if (sm_action(actions[i])) {
+			for (size_t k = 0; k + 1 < ISO_ARRAY_SIZE(roles); k++) {
+				struct iso_principal p = who(roles[k]);
+				assert_int_equal(ctl_scope_of(&p, actions[i]), CTL_SCOPE_NONE);
+				assert_true(iso_controller_authorize(&p, actions[i], &err) < 0);
+				assert_int_equal(err.code, ISO_E_FORBIDDEN);
+			}
+		} else {
+			assert_int_equal(ctl_authorize(&admin, actions[i], &scope, &err), 0);
+			assert_int_equal(scope, strcmp(actions[i], "whoami") == 0 ? CTL_SCOPE_OWN
+			                                                          : CTL_SCOPE_ALL);
+		}
 		/* the node-agent may act for its node on its own routes; every
 		 * other route stops it at the door, as does a token without a node */
 		if (agent_action(actions[i])) {

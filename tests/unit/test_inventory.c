@@ -1190,10 +1190,53 @@ static void test_fabric_driver_errors(void **state)
 	expect_fail_at(DRV("  driver: opensm\n  driver: sim\n"), 6, "", "duplicate key");
 }
 
+/* fabric.partitions_writer agent: the SM host's agent writes partitions.conf */
+static void test_fabric_partitions_writer(void **state)
+{
+	(void)state;
+	struct iso_inventory *inv = NULL;
+	struct iso_error err = {0};
+
+	if (load(DRV("  driver: opensm\n  partitions_writer: agent\n  sm_node: n1\n"), &inv,
+	         &err) != 0)
+		fail_msg("%s", err.message);
+	assert_true(inv->fabric.partitions_by_agent);
+	assert_string_equal(inv->fabric.sm_node, "n1");
+	assert_string_equal(inv->fabric.sm.partitions_file, "");
+	iso_inventory_free(inv);
+	inv = NULL;
+	/* local is today's behaviour */
+	if (load(DRV("  driver: opensm\n  partitions_writer: local\n  partitions_file: /p\n"), &inv,
+	         &err) != 0)
+		fail_msg("%s", err.message);
+	assert_false(inv->fabric.partitions_by_agent);
+	assert_string_equal(inv->fabric.sm_node, "");
+	iso_inventory_free(inv);
+
+	expect_fail_at(DRV("  driver: opensm\n  partitions_writer: agent\n"), 6, "fabric.sm_node",
+	               "missing required key 'sm_node'");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_writer: agent\n  sm_node: sm-9\n"), 7,
+	               "fabric.sm_node", "no node 'sm-9' in nodes");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_writer: agent\n  sm_node: n1\n"
+	                   "  partitions_file: /p\n"),
+	               8, "fabric.partitions_file", "not with fabric.partitions_writer agent");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_writer: agent\n  sm_node: n1\n"
+	                   "  log_file: /l\n"),
+	               8, "fabric.log_file", "--sm-log");
+	expect_fail_at(
+	    DRV("  driver: opensm\n  partitions_writer: remote\n  partitions_file: /p\n"), 6,
+	    "fabric.partitions_writer", "unknown writer 'remote'");
+	expect_fail_at(DRV("  driver: opensm\n  partitions_file: /p\n  sm_node: n1\n"), 7,
+	               "fabric.sm_node", "only used with fabric.partitions_writer agent");
+	expect_fail_at(DRV("  partitions_writer: agent\n"), 5, "fabric.partitions_writer",
+	               "only used by fabric.driver opensm");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_example_cluster),
+	    cmocka_unit_test(test_fabric_partitions_writer),
 	    cmocka_unit_test(test_example_ethernet),
 	    cmocka_unit_test(test_underlay_ip),
 	    cmocka_unit_test(test_vlan_range),
