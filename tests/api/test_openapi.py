@@ -240,6 +240,12 @@ class TestOpenApiMatchesServer(harness.SharedDaemonCase):
         call("GET", "/v1/fabric")
         call("GET", "/v1/fabric/intent")
         call("GET", "/v1/fabric/verify")
+        # the SM host's routes: only the node-agent of fabric.sm_node, and only with
+        # fabric.partitions_writer: agent (tests/e2e/test_fabric_sm_agent.py); a
+        # cluster-admin is refused
+        call("GET", "/v1/fabric/sm/partitions", status=403)
+        call("PUT", "/v1/fabric/sm/status", {"term": 1, "generation": 1, "applied": True},
+             status=403)
         # releases and deletes
         for x in (a, w, cpu, big):
             call("DELETE", "/v1/allocations/" + x["id"])

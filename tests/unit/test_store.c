@@ -245,7 +245,7 @@ static void test_open_schema_wal_mode(void **state)
 	                 7);
 	assert_int_equal(raw_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = "
 	                                  "'index' AND name LIKE 'allocations_%'"),
-	                 4);
+	                 5);
 	raw_text(f->path, "PRAGMA journal_mode", mode, sizeof(mode));
 	assert_string_equal(mode, "wal");
 
