@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../../src/slurm/logic.h"
+#include "isostack/client.h"
 
 static int parse(struct iso_slurm_args *a, struct iso_error *e, ...)
 {
@@ -214,6 +215,57 @@ static void test_tenant_map(void **state)
 	assert_non_null(strstr(e.message, "No such file"));
 }
 
+/* The job key (src/client/slurm_key.c): what the prolog writes, the plugin
+ * looks up and the reaper parses back; the reaper must never take another
+ * cluster's key, or anything that is not a key, for one of its jobs. */
+static void test_job_key(void **state)
+{
+	(void)state;
+	char key[ISO_IDEM_KEY_MAX];
+	struct iso_error err = {0};
+	uint32_t job = 0, restart = 9;
+
+	assert_int_equal(iso_slurm_job_key(key, sizeof(key), "isotest", 42, 0, &err), 0);
+	assert_string_equal(key, "slurm:isotest:42:0");
+	assert_true(iso_idem_key_valid(key));
+	assert_true(iso_slurm_job_key_parse(key, "isotest", &job, &restart));
+	assert_int_equal(job, 42);
+	assert_int_equal(restart, 0);
+	assert_int_equal(iso_slurm_job_key(key, sizeof(key), "c-1.b_2", 4294967295u, 7, &err), 0);
+	assert_true(iso_slurm_job_key_parse(key, "c-1.b_2", &job, &restart));
+	assert_int_equal(job, 4294967295u);
+	assert_int_equal(restart, 7);
+	/* a 63-character cluster fits the 128 of an Idempotency-Key */
+	assert_int_equal(
+	    iso_slurm_job_key(key, sizeof(key),
+	                      "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+	                      4294967295u, 4294967295u, &err),
+	    0);
+	assert_true(iso_idem_key_valid(key));
+
+	/* refused, naming the variable */
+	const char *bad_clusters[] = {
+	    NULL,  "",    "a b",
+	    "c:d", "x/y", "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"};
+	for (size_t i = 0; i < sizeof(bad_clusters) / sizeof(*bad_clusters); i++) {
+		assert_int_equal(iso_slurm_job_key(key, sizeof(key), bad_clusters[i], 1, 0, &err),
+		                 -EINVAL);
+		assert_string_equal(err.field, "SLURM_CLUSTER_NAME");
+	}
+	assert_int_equal(iso_slurm_job_key(key, sizeof(key), "c", 0, 0, &err), -EINVAL);
+	assert_string_equal(err.field, "SLURM_JOB_ID");
+
+	/* not this cluster's job key */
+	const char *not_ours[] = {
+	    "slurm:other:42:0",    "slurm:isotest:42",    "slurm:isotest:42:0:1",
+	    "slurm:isotest:042:0", "slurm:isotest:0:0",   "slurm:isotest::0",
+	    "slurm:isotest:42:",   "slurm:isotest:42:01", "slurm:isotest:4294967296:0",
+	    "slurm:isotest:42:-1", "slurm:isotestx:42:0", "slurm-42",
+	    "cni:isotest:42:0",    "slurm:isotest:+4:0",  ""};
+	for (size_t i = 0; i < sizeof(not_ours) / sizeof(*not_ours); i++)
+		assert_false(iso_slurm_job_key_parse(not_ours[i], "isotest", &job, NULL));
+}
+
 static void test_env_and_sandbox(void **state)
 {
 	struct iso_agent_member_info mi = {.allocation = "a-0123456789abcdef",
@@ -267,6 +319,7 @@ int main(void)
 	    cmocka_unit_test(test_state_dir),
 	    cmocka_unit_test(test_tenant_map),
 	    cmocka_unit_test(test_env_and_sandbox),
+	    cmocka_unit_test(test_job_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
