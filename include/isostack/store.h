@@ -319,6 +319,13 @@ void iso_lease_depose(struct iso_lease *l, const char *why);
  * bumps the term). */
 void iso_lease_release(struct iso_lease *l);
 enum iso_lease_role iso_lease_role(const struct iso_lease *l);
+/* True while this process leads and its lease is live by its own monotonic
+ * clock: less than lease_ms since the start of the last successful renew
+ * (taken before the statement was sent, so it ends no later than the row's
+ * expires_at). A leader frozen past its lease (SIGSTOP, a stall) finds it
+ * false the moment it runs again, before its next renew tells it so: what
+ * it would send then is a stale leader's (docs/store.md, "Pause"). */
+bool iso_lease_holds(const struct iso_lease *l);
 int64_t iso_lease_term(const struct iso_lease *l);           /* ours, or the leader's last read */
 const char *iso_lease_leader_url(const struct iso_lease *l); /* "" when unknown */
 

@@ -28,11 +28,20 @@ static int64_t query_number(struct api_request *r, const char *key, uint64_t max
 	return (int64_t)n;
 }
 
+/* A parked long poll's answer (a node's desired state, the SM's file). Only
+ * a leader whose lease is live sends a document: one frozen past its lease
+ * answers its waiters, when it runs again, with 503 not_leader (they ask the
+ * next URL), never with the document of its stale term. */
 static void desired_ready(void *arg, json_t *doc)
 {
 	struct api_request *r = arg;
 
-	if (doc)
+	if (!api_serving(r->api, r->ctl)) {
+		json_decref(doc);
+		api_not_leader_reply(r);
+		r->deferred_done = true;
+		MHD_resume_connection(r->conn);
+	} else if (doc)
 		api_unpark(r, MHD_HTTP_OK, doc);
 	else
 		api_unpark(r, MHD_HTTP_INTERNAL_SERVER_ERROR,

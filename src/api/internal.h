@@ -133,6 +133,15 @@ struct MHD_Daemon *api_mhd(struct iso_api *api);
 struct iso_controller *api_controller(struct iso_api *api);
 /* The leader lease (NULL: none) and this daemon's advertised URL. */
 struct iso_lease *api_lease(struct iso_api *api);
+/* Whether a reply may carry the controller's state: a controller is open and,
+ * with a leader lease, the lease is live by this process's clock
+ * (iso_lease_holds). A follower, and a leader that was frozen past its lease
+ * and has not yet found out, answer 503 not_leader instead: new requests
+ * (request_head) and parked long polls alike (docs/store.md, "Pause"). */
+bool api_serving(const struct iso_api *api, const struct iso_controller *ctl);
+/* r's reply: 503 not_leader, naming the leader when known (body "leader",
+ * header X-Isostack-Leader). */
+void api_not_leader_reply(struct api_request *r);
 const char *api_url(const struct iso_api *api);
 /* The worker's eventfd, and what to do when it is readable: finish the
  * deferred request it posted back and resume its connection. */

@@ -90,11 +90,12 @@ static int turn(struct loop *l, int cap_ms)
 	}
 	if (tick) {
 		/* The lease first (docs/store.md, "High availability"): a leader
-		 * that lost it does not tick the controller again. */
+		 * that lost it, or whose lease ran out by its own clock while a
+		 * renew failed, does not tick the controller again. */
 		struct iso_lease *lease = api_lease(l->api);
 		if (lease && iso_lease_tick(lease) == ISO_LEASE_LEADER && !ctl && !l->role)
 			l->role = ISO_API_ELECTED;
-		if (ctl && (!lease || iso_lease_role(lease) == ISO_LEASE_LEADER))
+		if (ctl && (!lease || iso_lease_holds(lease)))
 			iso_controller_tick(ctl);
 		api_tick(l->api);
 	}

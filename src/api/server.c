@@ -302,6 +302,31 @@ static const struct route *route_find(struct api_request *r)
 	return match;
 }
 
+bool api_serving(const struct iso_api *api, const struct iso_controller *ctl)
+{
+	return ctl && (!api || !api->lease || iso_lease_holds(api->lease));
+}
+
+void api_not_leader_reply(struct api_request *r)
+{
+	const char *leader = r->api && r->api->lease ? iso_lease_leader_url(r->api->lease) : "";
+
+	r->err_status = MHD_HTTP_SERVICE_UNAVAILABLE;
+	r->err_code = "not_leader";
+	if (r->ctl)
+		iso_error_set(&r->err, ISO_E_UNAVAILABLE, NULL,
+		              "this isostackd no longer holds the leader lease; the leader is %s",
+		              leader[0] ? leader : "not known here yet");
+	else
+		iso_error_set(&r->err, ISO_E_UNAVAILABLE, NULL,
+		              leader[0] ? "this isostackd is a follower; the leader is %s"
+		                        : "this isostackd is a follower; no leader is known yet%s",
+		              leader);
+	error_reply(r);
+	json_object_set_new(r->reply, "leader", leader[0] ? json_string(leader) : json_null());
+	iso_strlcpy(r->leader, leader, sizeof(r->leader));
+}
+
 /* Everything the head decides, before any body byte is read: protocol
  * errors, the route, the query, a body announced beyond what is worth
  * draining, and authentication (so an anonymous upload is refused without
@@ -322,21 +347,8 @@ static bool request_head(struct api_request *r)
 	if (!match || api_request_parse_query(r) < 0)
 		goto fail;
 	r->route = match;
-	if (!r->ctl && match->handler != api_healthz) {
-		/* A follower (docs/store.md, "High availability"): only the
-		 * leader has the state; the client is told where it is. */
-		const char *leader =
-		    r->api && r->api->lease ? iso_lease_leader_url(r->api->lease) : "";
-		r->err_status = MHD_HTTP_SERVICE_UNAVAILABLE;
-		r->err_code = "not_leader";
-		iso_error_set(&r->err, ISO_E_UNAVAILABLE, NULL,
-		              leader[0] ? "this isostackd is a follower; the leader is %s"
-		                        : "this isostackd is a follower; no leader is known yet%s",
-		              leader);
-		error_reply(r);
-		json_object_set_new(r->reply, "leader",
-		                    leader[0] ? json_string(leader) : json_null());
-		iso_strlcpy(r->leader, leader, sizeof(r->leader));
+	if (!api_serving(r->api, r->ctl) && match->handler != api_healthz) {
+		api_not_leader_reply(r);
 		return true;
 	}
 	/* A body over the limit is read and discarded so that the client, still

@@ -334,6 +334,12 @@ enum iso_lease_role iso_lease_role(const struct iso_lease *l)
 	return l->role;
 }
 
+bool iso_lease_holds(const struct iso_lease *l)
+{
+	return l->role == ISO_LEASE_LEADER &&
+	       iso_mono_ns() - l->renewed_ns < (uint64_t)l->lease_ms * 1000000u;
+}
+
 int64_t iso_lease_term(const struct iso_lease *l)
 {
 	return l->role == ISO_LEASE_LEADER ? l->term : l->leader_term;
