@@ -152,8 +152,8 @@ struct iso_agent_overlay {
  * the default one and foreign ones included, so that the Slingshot verifier
  * judges what the NIC holds. */
 #define ISO_CXI_MAX_SERVICES 1024
-#define ISO_CXI_MAX_VNIS     4     /* CXI_SVC_MAX_VNIS */
-#define ISO_CXI_MAX_MEMBERS  2     /* CXI_SVC_MAX_MEMBERS */
+#define ISO_CXI_MAX_VNIS     4      /* CXI_SVC_MAX_VNIS */
+#define ISO_CXI_MAX_MEMBERS  2      /* CXI_SVC_MAX_MEMBERS */
 #define ISO_CXI_VNI_MAX      65535u /* a Slingshot VNI is 16 bits, 0 invalid */
 enum iso_cxi_member_type { ISO_CXI_MEMBER_UID = 1, ISO_CXI_MEMBER_GID = 2 };
 struct iso_cxi_member {

@@ -113,20 +113,22 @@ struct cxi_cp;
  * naming it). Each returns 0 (cxil_alloc_svc: the new svc_id > 0) or a
  * negative errno. */
 #define CXI_FUNCTIONS(X)                                                                           \
-	X(cxil_open_device, int, (uint32_t dev_id, struct cxil_dev **dev))                         \
+	X(cxil_open_device, int, (uint32_t dev_id, struct cxil_dev * *dev))                        \
 	X(cxil_close_device, void, (struct cxil_dev * dev))                                        \
 	X(cxil_alloc_svc, int,                                                                     \
 	  (struct cxil_dev * dev, const struct cxi_svc_desc *desc,                                 \
 	   struct cxi_svc_fail_info *fail_info))                                                   \
 	X(cxil_destroy_svc, int, (struct cxil_dev * dev, unsigned int svc_id))                     \
 	X(cxil_get_svc_list, int, (struct cxil_dev * dev, struct cxil_svc_list * *svc_list))       \
-	X(cxil_free_svc_list, void, (struct cxil_svc_list * svc_list))                            \
-	X(cxil_get_svc, int, (struct cxil_dev * dev, unsigned int svc_id, struct cxi_svc_desc *desc))
+	X(cxil_free_svc_list, void, (struct cxil_svc_list * svc_list))                             \
+	X(cxil_get_svc, int,                                                                       \
+	  (struct cxil_dev * dev, unsigned int svc_id, struct cxi_svc_desc *desc))
 
 /* What a process does to use a VNI; the driver does not call these (the
  * tests do, through dlsym, to prove who may use which VNI). */
 #define CXI_USER_FUNCTIONS(X)                                                                      \
-	X(cxil_alloc_lni, int, (struct cxil_dev * dev, struct cxil_lni * *lni, unsigned int svc_id)) \
+	X(cxil_alloc_lni, int,                                                                     \
+	  (struct cxil_dev * dev, struct cxil_lni * *lni, unsigned int svc_id))                    \
 	X(cxil_destroy_lni, int, (struct cxil_lni * lni))                                          \
 	X(cxil_alloc_cp, int,                                                                      \
 	  (struct cxil_lni * lni, unsigned int vni, enum cxi_traffic_class tc,                     \

@@ -484,16 +484,16 @@ static int parse_cxi(const json_t *o, const char *at, struct iso_agent_member_wa
 		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.vni", at),
 		                     "desired state: %s must be 1..%u", field, ISO_CXI_VNI_MAX);
 	if (has_uid != has_gid)
-		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.%s", at, has_uid ? "gid" : "uid"),
+		return iso_error_set(err, ISO_E_INVALID,
+		                     FIELD("%s.%s", at, has_uid ? "gid" : "uid"),
 		                     "desired state: %s: uid and gid come together", field);
-	if (has_uid &&
-	    ((r = get_uint(o, "uid", FIELD("%s.uid", at), CXI_ID_MAX, &uid, err)) < 0 ||
-	     (r = get_uint(o, "gid", FIELD("%s.gid", at), CXI_ID_MAX, &gid, err)) < 0))
+	if (has_uid && ((r = get_uint(o, "uid", FIELD("%s.uid", at), CXI_ID_MAX, &uid, err)) < 0 ||
+	                (r = get_uint(o, "gid", FIELD("%s.gid", at), CXI_ID_MAX, &gid, err)) < 0))
 		return r;
 	if (has_uid && (uid == 0 || gid == 0))
-		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.%s", at, uid == 0 ? "uid" : "gid"),
-		                     "desired state: %s must be 1..%u (never root)", field,
-		                     CXI_ID_MAX);
+		return iso_error_set(
+		    err, ISO_E_INVALID, FIELD("%s.%s", at, uid == 0 ? "uid" : "gid"),
+		    "desired state: %s must be 1..%u (never root)", field, CXI_ID_MAX);
 	w->has_cxi = true;
 	w->cxi_vni = (uint32_t)vni;
 	w->cxi_ident = has_uid;

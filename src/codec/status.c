@@ -126,11 +126,11 @@ json_t *iso_codec_status_cxi_encode(const struct iso_agent_cxi_report *cx)
 			break;
 		}
 		ok = json_array_append_new(
-		         services,
-		         json_pack("{s:I, s:b, s:b, s:b, s:b, s:o, s:o}", "svc_id",
-		                   (json_int_t)s->svc_id, "enabled", s->enabled, "system", s->system,
-		                   "restricted_members", s->restricted_members, "restricted_vnis",
-		                   s->restricted_vnis, "vnis", vnis, "members", members)) == 0;
+		         services, json_pack("{s:I, s:b, s:b, s:b, s:b, s:o, s:o}", "svc_id",
+		                             (json_int_t)s->svc_id, "enabled", s->enabled, "system",
+		                             s->system, "restricted_members", s->restricted_members,
+		                             "restricted_vnis", s->restricted_vnis, "vnis", vnis,
+		                             "members", members)) == 0;
 	}
 	if (!ok) {
 		json_decref(services);
@@ -195,7 +195,8 @@ json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs
 	    (st->has_overlay &&
 	     json_object_set_new(o, "overlay", iso_codec_status_overlay_encode(&st->overlay)) <
 	         0) ||
-	    (st->has_cxi && json_object_set_new(o, "cxi", iso_codec_status_cxi_encode(&st->cxi)) < 0)) {
+	    (st->has_cxi &&
+	     json_object_set_new(o, "cxi", iso_codec_status_cxi_encode(&st->cxi)) < 0)) {
 		json_decref(o);
 		return NULL;
 	}
@@ -517,9 +518,9 @@ static int get_objects_at(json_t *obj, const char *key, const char *prefix, size
 /* One entry of "cxi.services". */
 static int cxi_service_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
 {
-	static const char *const keys[] = {"svc_id",          "enabled", "system",
-	                                   "restricted_members", "restricted_vnis", "vnis",
-	                                   "members",         NULL};
+	static const char *const keys[] = {
+	    "svc_id",          "enabled", "system",  "restricted_members",
+	    "restricted_vnis", "vnis",    "members", NULL};
 	struct iso_cxi_service *s = item;
 	char field[ISO_ERR_FIELD_MAX];
 	json_t *vnis, *members, *v;
@@ -795,9 +796,9 @@ void iso_codec_status_clear(struct iso_agent_status *st)
 
 int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err)
 {
-	static const char *const keys[] = {"term_seen",  "version", "gpus",         "instances",
-	                                   "conditions", "vfs",     "sandbox_mode", "sandboxes",
-	                                   "overlay",    "cxi",     NULL};
+	static const char *const keys[] = {
+	    "term_seen",    "version",   "gpus",    "instances", "conditions", "vfs",
+	    "sandbox_mode", "sandboxes", "overlay", "cxi",       NULL};
 	json_t *arr_g = NULL, *arr_i = NULL, *arr_c = NULL, *arr_v = NULL, *arr_s = NULL;
 	const char *mode = NULL;
 	int r;

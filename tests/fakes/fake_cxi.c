@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/cxi_abi.h"
@@ -64,10 +65,10 @@ CXI_FUNCTIONS(X)
 CXI_USER_FUNCTIONS(X)
 #undef X
 
-#define MAX_SVC      1024
-#define MAX_LNI      1024
-#define DEFAULT_MAX  64
-#define VNI_LIMIT    0xffffu
+#define MAX_SVC     1024
+#define MAX_LNI     1024
+#define DEFAULT_MAX 64
+#define VNI_LIMIT   0xffffu
 
 struct cxil_dev {
 	unsigned dev_id;
@@ -127,8 +128,8 @@ static void fresh(void)
 	const char *on = getenv("ISOSTACK_FAKE_CXI_DEFAULT_ENABLED");
 	struct cxi_svc_desc *d = &F.svc[0];
 
-	F.max_services = max && atoi(max) > 0 && atoi(max) <= MAX_SVC ? (unsigned)atoi(max)
-	                                                               : DEFAULT_MAX;
+	F.max_services =
+	    max && atoi(max) > 0 && atoi(max) <= MAX_SVC ? (unsigned)atoi(max) : DEFAULT_MAX;
 	F.n_svc = 1;
 	F.n_lni = 0;
 	F.next_lni = 1;
@@ -153,16 +154,16 @@ static json_t *svc_json(const struct cxi_svc_desc *d)
 		json_array_append_new(vnis, json_integer(d->vnis[i]));
 	for (int i = 0; i < CXI_SVC_MAX_MEMBERS; i++)
 		json_array_append_new(
-		    members, json_pack("{s:s, s:I}", "type",
-		                       member_types[d->members[i].type < CXI_SVC_MEMBER_MAX
-		                                        ? d->members[i].type
-		                                        : 0],
-		                       "id", (json_int_t)d->members[i].svc_member.uid));
+		    members,
+		    json_pack(
+		        "{s:s, s:I}", "type",
+		        member_types[d->members[i].type < CXI_SVC_MEMBER_MAX ? d->members[i].type
+		                                                             : 0],
+		        "id", (json_int_t)d->members[i].svc_member.uid));
 	return json_pack("{s:i, s:b, s:b, s:b, s:b, s:b, s:o, s:o}", "svc_id", (int)d->svc_id,
 	                 "enable", d->enable, "restricted_members", d->restricted_members,
-	                 "restricted_vnis", d->restricted_vnis, "restricted_tcs",
-	                 d->restricted_tcs, "system", d->is_system_svc, "vnis", vnis, "members",
-	                 members);
+	                 "restricted_vnis", d->restricted_vnis, "restricted_tcs", d->restricted_tcs,
+	                 "system", d->is_system_svc, "vnis", vnis, "members", members);
 }
 
 static int int_of(json_t *o, const char *k, long lo, long hi, long *out)
@@ -254,7 +255,8 @@ static int load_state(void)
 		json_t *o = json_array_get(lnis, i);
 		struct fake_lni *l = &F.lni[F.n_lni];
 		long id, svc, pid;
-		if (int_of(o, "id", 1, INT_MAX, &id) < 0 || int_of(o, "svc_id", 1, INT_MAX, &svc) < 0 ||
+		if (int_of(o, "id", 1, INT_MAX, &id) < 0 ||
+		    int_of(o, "svc_id", 1, INT_MAX, &svc) < 0 ||
 		    int_of(o, "pid", 1, INT_MAX, &pid) < 0)
 			goto bad;
 		/* an LNI dies with its process, as the kernel's does with the fd */
@@ -266,8 +268,8 @@ static int load_state(void)
 	json_decref(root);
 	return 0;
 bad:
-	fprintf(stderr, "fake libcxi: state %s: expected {max_services, next_lni, services, lnis}\n",
-	        path);
+	fprintf(stderr,
+	        "fake libcxi: state %s: expected {max_services, next_lni, services, lnis}\n", path);
 	json_decref(root);
 	return -EIO;
 }
@@ -291,7 +293,9 @@ static int save_state(void)
 	                 (int)F.next_lni, "services", svcs, "lnis", lnis);
 	text = json_dumps(root, JSON_INDENT(1));
 	json_decref(root);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+	if (fd >= 0)
+		(void)fchmod(fd, 0666);
 	r = text && fd >= 0 && pwrite(fd, text, strlen(text), 0) == (ssize_t)strlen(text) &&
 	            ftruncate(fd, (off_t)strlen(text)) == 0
 	        ? 0
@@ -312,7 +316,10 @@ static int begin(void)
 	pthread_mutex_lock(&F.mutex); /* end() unlocks, whatever begin() returns */
 	if (path) {
 		snprintf(lock, sizeof(lock), "%s.lock", path);
-		F.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		/* every user opens /dev/cxi0; so every user opens the fake's files */
+		F.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (F.lock_fd >= 0)
+			(void)fchmod(F.lock_fd, 0666);
 		if (F.lock_fd < 0 || flock(F.lock_fd, LOCK_EX) != 0)
 			return -EIO;
 	}
