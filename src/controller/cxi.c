@@ -153,9 +153,7 @@ static void judge_node(struct iso_controller *c, struct ctl_findings *f, int ni,
 			continue;
 		for (int s = 0; s < cx->n_services && !has; s++) {
 			const struct iso_cxi_service *sv = &cx->services[s];
-			for (int v = 0; sv->enabled && !sv->system && sv->restricted_members &&
-			                v < sv->n_vnis && !has;
-			     v++)
+			for (int v = 0; sv->enabled && !sv->system && v < sv->n_vnis && !has; v++)
 				has = sv->vnis[v] == vni;
 		}
 		if (has)
