@@ -318,6 +318,57 @@ void iso_agent_overlay_clear(struct iso_agent_overlay *ov);
 
 /* ---- end overlay ---- */
 
+/* ---- CXI services on a Slingshot node (src/agent/cxi.c; docs/agent.md
+ * "CXI services"): libcxi.so.1 loaded with dlopen, one service per
+ * (VNI, uid, gid), restricted to those members and that VNI ---- */
+
+struct iso_agent_cxi;
+/* Opens libcxi (`library`, else $ISOSTACK_CXI_LIBRARY, else "libcxi.so.1")
+ * and CXI device dev_id (cxi<dev_id>). -EAGAIN naming "library" when the
+ * library cannot be loaded or lacks a function; -errno of cxil_open_device. */
+int iso_agent_cxi_open(const char *library, unsigned dev_id, struct iso_agent_cxi **out,
+                       struct iso_error *err);
+void iso_agent_cxi_close(struct iso_agent_cxi *x);
+/* Every service on the device as libcxi reads it back (the default one and
+ * foreign ones too), sorted by svc_id, into *out (iso_agent_cxi_report_clear). */
+int iso_agent_cxi_list(struct iso_agent_cxi *x, struct iso_agent_cxi_report *out,
+                       struct iso_error *err);
+void iso_agent_cxi_report_clear(struct iso_agent_cxi_report *r);
+/* The service that admits exactly uid and gid to exactly `vni`, made when
+ * there is none (idempotent: a second call finds the first's). Refused:
+ * uid or gid 0 (-EINVAL, field "uid"/"gid"), vni outside 1..65535 (-EINVAL,
+ * "vni"), a uid or gid that another enabled service already admits to
+ * another VNI (-EEXIST, "uid"/"gid": two tenants' processes with one
+ * identity could use each other's VNI). What cxil_alloc_svc made is read
+ * back; a service that does not read back as asked is destroyed again
+ * (-EIO): nothing half made is left. */
+int iso_agent_cxi_ensure(struct iso_agent_cxi *x, uint32_t vni, uint32_t uid, uint32_t gid,
+                         uint32_t *svc_id, struct iso_error *err);
+/* Destroys service svc_id; the default service and system services are
+ * refused (-EPERM); -ENOENT when there is none; -EBUSY while a process
+ * uses it (cxil_destroy_svc). */
+int iso_agent_cxi_destroy(struct iso_agent_cxi *x, uint32_t svc_id, struct iso_error *err);
+
+/* One desired member for the CXI pass. */
+struct iso_agent_cxi_member_in {
+	const struct iso_agent_member_want *want; /* want->has_cxi: its VNI */
+	/* the identity the attachment path (the CNI plugin) gave for this
+	 * member, used when the desired document carries none */
+	bool has_ident;
+	uint32_t uid, gid;
+	uint32_t svc_id;                   /* out: its service, 0 while none */
+	bool ready;                        /* out: true without cxi, or with its service */
+	char reason[ISO_AGENT_REASON_MAX]; /* out: why not ready */
+};
+/* Brings the device's services to the members in[0..n), level-triggered:
+ * the service of each member with a VNI and an identity made (ensure), every
+ * other service destroyed except the default one (id 1) and system services.
+ * A uid or gid that two members of different VNIs share gets neither a
+ * service (reason says so). *out is the read-back after the pass. -errno
+ * only when the device could not be read; a member's failure is its reason. */
+int iso_agent_cxi_reconcile(struct iso_agent_cxi *x, struct iso_agent_cxi_member_in *in, size_t n,
+                            struct iso_agent_cxi_report *out, struct iso_error *err);
+
 ISO_PUBLIC_END
 
 #endif

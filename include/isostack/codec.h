@@ -147,6 +147,33 @@ struct iso_agent_overlay {
 	int n_tenants;
 	struct iso_agent_overlay_tenant *tenants; /* malloc'd */
 };
+/* The node's CXI services (Slingshot) as the agent READ THEM BACK from the
+ * NIC with cxil_get_svc_list (docs/agents.md, status "cxi"): every service,
+ * the default one and foreign ones included, so that the Slingshot verifier
+ * judges what the NIC holds. */
+#define ISO_CXI_MAX_SERVICES 1024
+#define ISO_CXI_MAX_VNIS     4      /* CXI_SVC_MAX_VNIS */
+#define ISO_CXI_MAX_MEMBERS  2      /* CXI_SVC_MAX_MEMBERS */
+#define ISO_CXI_VNI_MAX      65535u /* a Slingshot VNI is 16 bits, 0 invalid */
+enum iso_cxi_member_type { ISO_CXI_MEMBER_UID = 1, ISO_CXI_MEMBER_GID = 2 };
+struct iso_cxi_member {
+	enum iso_cxi_member_type type;
+	uint32_t id;
+};
+struct iso_cxi_service {
+	uint32_t svc_id; /* 1 is the NIC's default service */
+	bool enabled, system;
+	bool restricted_members, restricted_vnis;
+	int n_vnis;
+	uint32_t vnis[ISO_CXI_MAX_VNIS];
+	int n_members;
+	struct iso_cxi_member members[ISO_CXI_MAX_MEMBERS];
+};
+struct iso_agent_cxi_report {
+	char device[16]; /* "cxi0" */
+	int n_services;
+	struct iso_cxi_service *services; /* malloc'd */
+};
 struct iso_agent_status {
 	int64_t term_seen;
 	char version[65];
@@ -164,6 +191,8 @@ struct iso_agent_status {
 	struct iso_agent_sandbox *sandboxes;
 	bool has_overlay; /* "overlay" is absent on nodes without overlay members */
 	struct iso_agent_overlay overlay;
+	bool has_cxi; /* "cxi" is absent on nodes without a CXI NIC driver */
+	struct iso_agent_cxi_report cxi;
 };
 /* Copies `reason` into out (ISO_AGENT_REASON_MAX bytes), cut to 256 bytes
  * at a UTF-8 character boundary: what an agent says of a failure fits the
@@ -179,6 +208,9 @@ json_t *iso_codec_status_vf_encode(const struct iso_agent_vf *v);
  * adds them after its own passes). */
 json_t *iso_codec_status_sandbox_encode(const struct iso_agent_sandbox *sb);
 json_t *iso_codec_status_overlay_encode(const struct iso_agent_overlay *ov);
+/* The "cxi" object: {"device","services":[{"svc_id","enabled","system",
+ * "restricted_members","restricted_vnis","vnis","members":[{"type","id"}]}]} */
+json_t *iso_codec_status_cxi_encode(const struct iso_agent_cxi_report *cx);
 /* Is s a cpuset list as the kernel writes it ("0-3,8,10-11": ascending
  * single CPUs or ranges a-b with a < b, up to CPU 65535)? */
 bool iso_codec_cpus_valid(const char *s);
@@ -263,6 +295,14 @@ struct iso_agent_member_want {
 	 * of the same tenant, sorted (as strings), unique; malloc'd */
 	size_t n_peers;
 	char (*peers)[16];
+	/* on a Slingshot fabric, "cxi": {"vni"[,"uid","gid"]}, else absent:
+	 * the tenant's VNI, and the identity its CXI service admits when the
+	 * controller knows it (else the attachment path gives it to the agent;
+	 * docs/agents.md "cxi") */
+	bool has_cxi;
+	uint32_t cxi_vni; /* 1..ISO_CXI_VNI_MAX */
+	bool cxi_ident;   /* uid and gid given */
+	uint32_t cxi_uid, cxi_gid;
 };
 
 /* The document, parsed. */

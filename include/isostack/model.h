@@ -106,7 +106,12 @@ struct iso_token {
 };
 
 /* ---- hardware ---- */
-enum iso_fabric_type { ISO_FABRIC_INFINIBAND, ISO_FABRIC_ETHERNET, ISO_FABRIC_OMNIPATH };
+enum iso_fabric_type {
+	ISO_FABRIC_INFINIBAND,
+	ISO_FABRIC_ETHERNET,
+	ISO_FABRIC_OMNIPATH,
+	ISO_FABRIC_SLINGSHOT /* HPE Slingshot: a VNI per tenant, CXI services per node */
+};
 const char *iso_fabric_type_name(enum iso_fabric_type t);
 
 struct iso_gpu {

@@ -96,6 +96,19 @@ json_t *iso_codec_member_want_encode(const struct iso_agent_member_want *m)
 		json_decref(o);
 		return NULL;
 	}
+	if (o && m->has_cxi) {
+		json_t *cxi = json_pack("{s:I}", "vni", (json_int_t)m->cxi_vni);
+		if (cxi && m->cxi_ident &&
+		    (json_object_set_new(cxi, "uid", json_integer(m->cxi_uid)) < 0 ||
+		     json_object_set_new(cxi, "gid", json_integer(m->cxi_gid)) < 0)) {
+			json_decref(cxi);
+			cxi = NULL;
+		}
+		if (!cxi || json_object_set_new(o, "cxi", cxi) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
 	return o;
 }
 
@@ -447,13 +460,55 @@ static int parse_overlay(const json_t *o, const char *at, struct iso_agent_membe
 	return 0;
 }
 
+/* "cxi" of a member: {"vni"[,"uid","gid"]} (a Slingshot fabric). uid and
+ * gid come together; 0 (root) and 4294967295 ((uid_t)-1) are refused: a
+ * service that admits root admits every root process of every tenant. */
+#define CXI_ID_MAX 4294967294u
+static int parse_cxi(const json_t *o, const char *at, struct iso_agent_member_want *w,
+                     struct iso_error *err)
+{
+	static const char *const keys[] = {"vni", "uid", "gid", NULL};
+	char field[ISO_ERR_FIELD_MAX];
+	bool has_uid = json_object_get(o, "uid") && !json_is_null(json_object_get(o, "uid"));
+	bool has_gid = json_object_get(o, "gid") && !json_is_null(json_object_get(o, "gid"));
+	uint64_t vni = 0, uid = 0, gid = 0;
+	int r;
+
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, at,
+		                     "desired state: %s must be an object or null", at);
+	if ((r = only_keys(o, at, keys, err)) < 0 ||
+	    (r = get_uint(o, "vni", FIELD("%s.vni", at), ISO_CXI_VNI_MAX, &vni, err)) < 0)
+		return r;
+	if (vni == 0)
+		return iso_error_set(err, ISO_E_INVALID, FIELD("%s.vni", at),
+		                     "desired state: %s must be 1..%u", field, ISO_CXI_VNI_MAX);
+	if (has_uid != has_gid)
+		return iso_error_set(err, ISO_E_INVALID,
+		                     FIELD("%s.%s", at, has_uid ? "gid" : "uid"),
+		                     "desired state: %s: uid and gid come together", field);
+	if (has_uid && ((r = get_uint(o, "uid", FIELD("%s.uid", at), CXI_ID_MAX, &uid, err)) < 0 ||
+	                (r = get_uint(o, "gid", FIELD("%s.gid", at), CXI_ID_MAX, &gid, err)) < 0))
+		return r;
+	if (has_uid && (uid == 0 || gid == 0))
+		return iso_error_set(
+		    err, ISO_E_INVALID, FIELD("%s.%s", at, uid == 0 ? "uid" : "gid"),
+		    "desired state: %s must be 1..%u (never root)", field, CXI_ID_MAX);
+	w->has_cxi = true;
+	w->cxi_vni = (uint32_t)vni;
+	w->cxi_ident = has_uid;
+	w->cxi_uid = (uint32_t)uid;
+	w->cxi_gid = (uint32_t)gid;
+	return 0;
+}
+
 /* One entry of "members": {"allocation","member","tenant"[,"key"],"cpus",
- * "memory_mib","io_uring","overlay"} (docs/agents.md). */
+ * "memory_mib","io_uring","overlay"[,"cxi"]} (docs/agents.md). */
 static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
                         struct iso_error *err)
 {
 	static const char *const keys[] = {"allocation", "member",   "tenant",  "key", "cpus",
-	                                   "memory_mib", "io_uring", "overlay", NULL};
+	                                   "memory_mib", "io_uring", "overlay", "cxi", NULL};
 	char field[ISO_ERR_FIELD_MAX], at[32], oat[48];
 	struct iso_agent_member_want *w = &d->members[d->n_members];
 	const json_t *io_uring = json_object_get(o, "io_uring"), *overlay;
@@ -516,6 +571,12 @@ static int parse_member(const json_t *o, size_t i, struct iso_agent_desired *d,
 		                     "desired state: %s is required (null when none)", field);
 	snprintf(oat, sizeof(oat), "%s.overlay", at);
 	if (!json_is_null(overlay) && (r = parse_overlay(overlay, oat, w, err)) < 0)
+		return r;
+	/* "cxi" is optional (absent off a Slingshot fabric): a member that
+	 * lost it gets no CXI service, so it cannot use the network: closed */
+	snprintf(oat, sizeof(oat), "%s.cxi", at);
+	if (json_object_get(o, "cxi") && !json_is_null(json_object_get(o, "cxi")) &&
+	    (r = parse_cxi(json_object_get(o, "cxi"), oat, w, err)) < 0)
 		return r;
 	return 0;
 }

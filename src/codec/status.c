@@ -102,6 +102,43 @@ json_t *iso_codec_status_overlay_encode(const struct iso_agent_overlay *ov)
 	                 "allowed", allowed, "tenants", tenants);
 }
 
+json_t *iso_codec_status_cxi_encode(const struct iso_agent_cxi_report *cx)
+{
+	json_t *services = json_array();
+	bool ok = services != NULL;
+
+	for (int i = 0; ok && i < cx->n_services; i++) {
+		const struct iso_cxi_service *s = &cx->services[i];
+		json_t *vnis = json_array(), *members = json_array();
+
+		ok = vnis && members;
+		for (int k = 0; ok && k < s->n_vnis; k++)
+			ok = json_array_append_new(vnis, json_integer(s->vnis[k])) == 0;
+		for (int k = 0; ok && k < s->n_members; k++)
+			ok = json_array_append_new(
+			         members,
+			         json_pack("{s:s, s:I}", "type",
+			                   s->members[k].type == ISO_CXI_MEMBER_UID ? "uid" : "gid",
+			                   "id", (json_int_t)s->members[k].id)) == 0;
+		if (!ok) {
+			json_decref(vnis);
+			json_decref(members);
+			break;
+		}
+		ok = json_array_append_new(
+		         services, json_pack("{s:I, s:b, s:b, s:b, s:b, s:o, s:o}", "svc_id",
+		                             (json_int_t)s->svc_id, "enabled", s->enabled, "system",
+		                             s->system, "restricted_members", s->restricted_members,
+		                             "restricted_vnis", s->restricted_vnis, "vnis", vnis,
+		                             "members", members)) == 0;
+	}
+	if (!ok) {
+		json_decref(services);
+		return NULL;
+	}
+	return json_pack("{s:s, s:o}", "device", cx->device, "services", services);
+}
+
 /* Sets obj[key] to the array of what each of the n items encodes to;
  * false when out of memory (the caller frees obj). */
 typedef json_t *(*item_encode_fn)(const void *item);
@@ -157,7 +194,9 @@ json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs
 	                sandbox_item) ||
 	    (st->has_overlay &&
 	     json_object_set_new(o, "overlay", iso_codec_status_overlay_encode(&st->overlay)) <
-	         0)) {
+	         0) ||
+	    (st->has_cxi &&
+	     json_object_set_new(o, "cxi", iso_codec_status_cxi_encode(&st->cxi)) < 0)) {
 		json_decref(o);
 		return NULL;
 	}
@@ -476,6 +515,119 @@ static int get_objects_at(json_t *obj, const char *key, const char *prefix, size
 	return 0;
 }
 
+/* One entry of "cxi.services". */
+static int cxi_service_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
+{
+	static const char *const keys[] = {
+	    "svc_id",          "enabled", "system",  "restricted_members",
+	    "restricted_vnis", "vnis",    "members", NULL};
+	struct iso_cxi_service *s = item;
+	char field[ISO_ERR_FIELD_MAX];
+	json_t *vnis, *members, *v;
+	int64_t id = 0;
+	size_t i;
+
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    iso_json_get_int(o, "svc_id", prefix, true, 1, INT32_MAX, &id, err) < 0 ||
+	    iso_json_get_bool(o, "enabled", prefix, true, &s->enabled, err) < 0 ||
+	    iso_json_get_bool(o, "system", prefix, true, &s->system, err) < 0 ||
+	    iso_json_get_bool(o, "restricted_members", prefix, true, &s->restricted_members, err) <
+	        0 ||
+	    iso_json_get_bool(o, "restricted_vnis", prefix, true, &s->restricted_vnis, err) < 0)
+		return -EINVAL;
+	s->svc_id = (uint32_t)id;
+	iso_json_field(field, sizeof(field), prefix, "vnis");
+	vnis = json_object_get(o, "vnis");
+	if (!json_is_array(vnis) || json_array_size(vnis) > ISO_CXI_MAX_VNIS)
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: must be an array of at most %d VNIs", field,
+		                     ISO_CXI_MAX_VNIS);
+	json_array_foreach (vnis, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > ISO_CXI_VNI_MAX) {
+			snprintf(field + strlen(field), sizeof(field) - strlen(field), "[%zu]", i);
+			return iso_error_set(err, ISO_E_INVALID, field, "%s: must be 1..%u", field,
+			                     ISO_CXI_VNI_MAX);
+		}
+		s->vnis[s->n_vnis++] = (uint32_t)json_integer_value(v);
+	}
+	if (get_objects_at(o, "members", prefix, ISO_CXI_MAX_MEMBERS, &members, err) < 0)
+		return -EINVAL;
+	json_array_foreach (members, i, v) {
+		static const char *const mkeys[] = {"type", "id", NULL};
+		char at[ISO_ERR_FIELD_MAX + 24];
+		const char *type = NULL;
+		struct iso_cxi_member *m = &s->members[s->n_members];
+		int64_t mid = 0;
+
+		iso_json_field(field, sizeof(field), prefix, "members");
+		snprintf(at, sizeof(at), "%s[%zu]", field, i);
+		if (iso_json_check_keys(v, at, mkeys, err) < 0 ||
+		    iso_json_get_string(v, "type", at, true, &type, err) < 0 ||
+		    iso_json_get_int(v, "id", at, true, 0, UINT32_MAX, &mid, err) < 0)
+			return -EINVAL;
+		if (strcmp(type, "uid") == 0)
+			m->type = ISO_CXI_MEMBER_UID;
+		else if (strcmp(type, "gid") == 0)
+			m->type = ISO_CXI_MEMBER_GID;
+		else {
+			char tf[ISO_ERR_FIELD_MAX + 32];
+			snprintf(tf, sizeof(tf), "%s.type", at);
+			return iso_error_set(err, ISO_E_INVALID, tf, "%s: must be uid or gid", tf);
+		}
+		m->id = (uint32_t)mid;
+		s->n_members++;
+	}
+	return 0;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* "cxi": {"device","services"}, both required; a service is listed once. */
+static int cxi_decode(json_t *o, struct iso_agent_cxi_report *cx, struct iso_error *err)
+{
+	static const char *const keys[] = {"device", "services", NULL};
+	json_t *services = NULL;
+	int r;
+
+	if (!json_is_object(o))
+		return iso_error_set(err, ISO_E_INVALID, "cxi", "cxi: must be an object");
+	if (iso_json_check_keys(o, "cxi", keys, err) < 0 ||
+	    cd_get_ascii(o, "device", "cxi", true, 1, sizeof(cx->device) - 1, cx->device,
+	                 sizeof(cx->device), err) < 0 ||
+	    get_objects_at(o, "services", "cxi", ISO_CXI_MAX_SERVICES, &services, err) < 0)
+		return -EINVAL;
+	if ((r = decode_all(services, "cxi.services", sizeof(*cx->services), cxi_service_decode,
+	                    (void **)&cx->services, &cx->n_services, err)) < 0)
+		return r;
+	/* ids are unique on a NIC: sort a copy and compare neighbours, so a
+	 * report of 1,024 services is not checked pair by pair */
+	if (cx->n_services > 1) {
+		uint64_t *ix = malloc((size_t)cx->n_services * sizeof(*ix));
+		if (!ix)
+			return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+		for (int i = 0; i < cx->n_services; i++)
+			ix[i] = (uint64_t)cx->services[i].svc_id << 32 | (uint32_t)i;
+		qsort(ix, (size_t)cx->n_services, sizeof(*ix), u64_cmp);
+		for (int i = 1; i < cx->n_services; i++)
+			if (ix[i] >> 32 == ix[i - 1] >> 32) {
+				char field[ISO_ERR_FIELD_MAX];
+				int at = (int)(uint32_t)ix[i]; /* the later of the two */
+				snprintf(field, sizeof(field), "cxi.services[%d].svc_id", at);
+				free(ix);
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "%s: service listed twice", field);
+			}
+		free(ix);
+	}
+	return 0;
+}
+
 static int overlay_member_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
 {
 	struct iso_agent_overlay_member *m = item;
@@ -633,6 +785,7 @@ void iso_codec_status_clear(struct iso_agent_status *st)
 		free(st->overlay.tenants[i].members);
 	free(st->overlay.tenants);
 	free(st->overlay.allowed);
+	free(st->cxi.services);
 	free(st->sandboxes);
 	free(st->gpus);
 	free(st->instances);
@@ -643,9 +796,9 @@ void iso_codec_status_clear(struct iso_agent_status *st)
 
 int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err)
 {
-	static const char *const keys[] = {"term_seen",  "version", "gpus",         "instances",
-	                                   "conditions", "vfs",     "sandbox_mode", "sandboxes",
-	                                   "overlay",    NULL};
+	static const char *const keys[] = {
+	    "term_seen",    "version",   "gpus",    "instances", "conditions", "vfs",
+	    "sandbox_mode", "sandboxes", "overlay", "cxi",       NULL};
 	json_t *arr_g = NULL, *arr_i = NULL, *arr_c = NULL, *arr_v = NULL, *arr_s = NULL;
 	const char *mode = NULL;
 	int r;
@@ -702,6 +855,12 @@ int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct i
 	if (json_object_get(body, "overlay") && !json_is_null(json_object_get(body, "overlay"))) {
 		out->has_overlay = true;
 		if ((r = overlay_decode(json_object_get(body, "overlay"), &out->overlay, err)) < 0)
+			return r;
+	}
+	/* "cxi" is absent on nodes without a CXI NIC driver */
+	if (json_object_get(body, "cxi") && !json_is_null(json_object_get(body, "cxi"))) {
+		out->has_cxi = true;
+		if ((r = cxi_decode(json_object_get(body, "cxi"), &out->cxi, err)) < 0)
 			return r;
 	}
 	return 0;

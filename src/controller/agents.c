@@ -46,9 +46,9 @@ struct agent_entry {
 	int64_t tenant_id;
 	char tenant[ISO_NAME_MAX];
 	char key[ISO_IDEM_KEY_MAX]; /* its allocation's Idempotency-Key, "" none */
-	int cpus;           /* what the member was placed with, for its sandbox */
-	int64_t memory_mib; /* (the desired document's "members") */
-	bool gated;         /* the provisioning gate is past for its allocation */
+	int cpus;                   /* what the member was placed with, for its sandbox */
+	int64_t memory_mib;         /* (the desired document's "members") */
+	bool gated;                 /* the provisioning gate is past for its allocation */
 	int n_slots;
 	struct iso_slot *slots; /* the member's slots, owned */
 };
@@ -95,6 +95,9 @@ struct agent_node {
 	int n_sb;
 	bool has_overlay;
 	struct iso_agent_overlay overlay; /* deep copy, freed by overlay_free */
+	/* issue 17: the CXI services the agent read back from its NIC */
+	bool has_cxi;
+	struct iso_agent_cxi_report cxi; /* services malloc'd */
 	int64_t last_seen_ms, term_seen;
 	/* the lease */
 	int64_t unreachable_ms; /* since when; 0: reachable */
@@ -122,6 +125,7 @@ struct ctl_agents {
 	bool required; /* nodes never seen are held to the lease too */
 	bool closing;  /* the API is stopping: nobody waits any more */
 	bool overlay;  /* an ethernet fabric: members get their tenant's overlay */
+	bool cxi;      /* a slingshot fabric: members get their tenant's VNI ("cxi") */
 	struct tenant_nodes *tn;
 	int n_tn, cap_tn;
 };
@@ -500,7 +504,8 @@ static int build_members(const struct iso_controller *c, int ni, struct iso_agen
 	for (int i = 0; i < n->n_e; i++) {
 		const struct agent_entry *e = mine[i];
 		struct iso_agent_member_want *m = &d->members[d->n_members++];
-		uint32_t vni = c->agents->overlay ? ctl_vni_of(c, e->tenant_id) : 0;
+		uint32_t vni =
+		    c->agents->overlay || c->agents->cxi ? ctl_vni_of(c, e->tenant_id) : 0;
 
 		iso_strlcpy(m->allocation, e->alloc, sizeof(m->allocation));
 		m->member = (unsigned)e->member;
@@ -510,7 +515,13 @@ static int build_members(const struct iso_controller *c, int ni, struct iso_agen
 		m->memory_mib = e->memory_mib > 0 ? (uint64_t)e->memory_mib : 0;
 		/* the tenant's switch (uring.c); off: the strict filter */
 		m->io_uring = ctl_uring_allowed(c, e->tenant_id);
-		if (vni) {
+		/* Slingshot: the tenant's VNI; the uid/gid its CXI service admits
+		 * are the attachment path's to give on the node (docs/agents.md
+		 * "cxi"): the controller does not know a job's identity */
+		if (vni && c->agents->cxi) {
+			m->has_cxi = true;
+			m->cxi_vni = vni;
+		} else if (vni) {
 			m->has_overlay = true;
 			m->vni = vni;
 			m->node_index = (unsigned)ni;
@@ -676,6 +687,7 @@ int ctl_agents_open(struct iso_controller *c, const struct iso_controller_params
 	    1000LL * (params->agent_grace_s > 0 ? params->agent_grace_s : DEFAULT_GRACE_S);
 	ag->required = params->agents_required;
 	ag->overlay = c->inv->fabric.type == ISO_FABRIC_ETHERNET;
+	ag->cxi = c->inv->fabric.type == ISO_FABRIC_SLINGSHOT;
 	ag->opened_ms = iso_now_ms();
 	ag->nodes = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->nodes));
 	ag->dirty = calloc((size_t)(n > 0 ? n : 1), sizeof(*ag->dirty));
@@ -716,6 +728,7 @@ void ctl_agents_close(struct iso_controller *c)
 		json_decref(n->members);
 		free(n->sb);
 		overlay_free(&n->overlay);
+		free(n->cxi.services);
 	}
 	for (int i = 0; i < ag->n_tn; i++)
 		free(ag->tn[i].nodes);
@@ -875,8 +888,9 @@ int iso_controller_node_desired(struct iso_controller *c, const struct iso_princ
 		enum ctl_scope scope;
 		struct iso_error ignored = {0};
 		if (ctl_authorize(p, "node.status.write", &scope, &ignored) < 0)
-			return iso_error_set(err, ISO_E_FORBIDDEN, "heartbeat",
-			                     "heartbeat: only the node's agent may renew its lease");
+			return iso_error_set(
+			    err, ISO_E_FORBIDDEN, "heartbeat",
+			    "heartbeat: only the node's agent may renew its lease");
 		if (n->seen) {
 			n->last_seen_ms = iso_now_ms();
 			if (n->unreachable_ms)
@@ -1133,6 +1147,7 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	struct iso_agent_vf *vf = NULL;
 	struct iso_agent_sandbox *sb = NULL;
 	struct iso_agent_overlay ov = {0};
+	struct iso_cxi_service *cxs = NULL;
 	int ni, r;
 
 	r = resolve_agent_node(c, p, "node.status.write", node, &ni, err);
@@ -1165,10 +1180,13 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 		memcpy(inst, st->instances, (size_t)st->n_instances * sizeof(*inst));
 	}
 	if ((st->n_sandboxes > 0 && !(sb = calloc((size_t)st->n_sandboxes, sizeof(*sb)))) ||
-	    (st->has_overlay && overlay_copy(&st->overlay, &ov) < 0)) {
+	    (st->has_overlay && overlay_copy(&st->overlay, &ov) < 0) ||
+	    (st->has_cxi && st->cxi.n_services > 0 &&
+	     !(cxs = calloc((size_t)st->cxi.n_services, sizeof(*cxs))))) {
 		free(vf);
 		free(inst);
 		free(sb);
+		overlay_free(&ov);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	}
 	if (sb)
@@ -1191,6 +1209,12 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	overlay_free(&n->overlay);
 	n->overlay = ov;
 	n->has_overlay = st->has_overlay;
+	free(n->cxi.services);
+	n->has_cxi = st->has_cxi;
+	n->cxi = st->cxi;
+	n->cxi.services = cxs;
+	if (cxs)
+		memcpy(cxs, st->cxi.services, (size_t)st->cxi.n_services * sizeof(*cxs));
 	n->seen = true;
 	n->last_seen_ms = iso_now_ms();
 	n->term_seen = st->term_seen;
@@ -1446,6 +1470,7 @@ void ctl_agents_overlay_view(const struct iso_controller *c, int ni, struct ctl_
 	out->n_want_vf = n->n_want_vf;
 	out->vf = n->seen ? n->vf : NULL;
 	out->n_vf = n->seen ? n->n_vf : 0;
+	out->cxi = n->seen && n->has_cxi ? &n->cxi : NULL;
 }
 
 void ctl_agents_node_member(const struct iso_controller *c, int ni, int i, const char **alloc,

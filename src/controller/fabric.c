@@ -567,13 +567,13 @@ static int stage_alloc_key(struct iso_controller *c, const struct ctl_key *tk, c
 		return r;
 	max_live = t.max_live > 0 ? t.max_live : c->limits.max_live;
 	if (held + quarantined >= max_live)
-		return iso_error_set(err, ISO_E_LIMIT, "limits.max_live",
-		                     "tenant \"%s\" holds %d allocation P_Keys and %d more in "
-		                     "quarantine after release (limits.max_live %d): each allocation "
-		                     "of a per-allocation tenant holds a key until %lld ms after its "
-		                     "release",
-		                     t.name, held, quarantined, max_live,
-		                     (long long)f->pool.quarantine_ms);
+		return iso_error_set(
+		    err, ISO_E_LIMIT, "limits.max_live",
+		    "tenant \"%s\" holds %d allocation P_Keys and %d more in "
+		    "quarantine after release (limits.max_live %d): each allocation "
+		    "of a per-allocation tenant holds a key until %lld ms after its "
+		    "release",
+		    t.name, held, quarantined, max_live, (long long)f->pool.quarantine_ms);
 	r = iso_pkey_pool_take_pick(&f->pool, now, randombytes_random(), &pkey, err);
 	if (r < 0)
 		return r;
@@ -599,7 +599,8 @@ static int stage_release_keys(struct iso_controller *c, const struct iso_port_as
 		bool used = !k->alloc[0];
 
 		for (int j = 0; j < n_next && !used; j++)
-			used = next[j].tenant_id == k->tenant_id && strcmp(next[j].alloc, k->alloc) == 0;
+			used = next[j].tenant_id == k->tenant_id &&
+			       strcmp(next[j].alloc, k->alloc) == 0;
 		if (used) {
 			i++;
 			continue;
@@ -702,16 +703,17 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 				if (vf < -1)
 					return no_vf(node, alloc, err);
 				if (roce ? !ctl_tnums_of(&f->vlans, here[t]) : !tk)
-					return iso_error_set(err, ISO_E_INTERNAL, "fabric",
-					                     "tenant %lld has no %s", (long long)here[t],
-					                     roce ? "VLAN" : "P_Key");
+					return iso_error_set(
+					    err, ISO_E_INTERNAL, "fabric", "tenant %lld has no %s",
+					    (long long)here[t], roce ? "VLAN" : "P_Key");
 				struct iso_fabric_port_row row = {.vf = vf, .tenant_id = here[t]};
 				iso_strlcpy(row.node, node->name, sizeof(row.node));
 				iso_strlcpy(row.alloc_id, alloc, sizeof(row.alloc_id));
-				next[n_next] = (struct iso_port_assignment){.node = ni,
-				                                            .tenant_id = here[t],
-				                                            .vf = vf,
-				                                            .guid = port_guid(node, vf)};
+				next[n_next] =
+				    (struct iso_port_assignment){.node = ni,
+				                                 .tenant_id = here[t],
+				                                 .vf = vf,
+				                                 .guid = port_guid(node, vf)};
 				iso_strlcpy(next[n_next].alloc, alloc, sizeof(next[0].alloc));
 				n_next++;
 				r = ops->fabric_port_put(c->store, &row, err);
@@ -777,7 +779,8 @@ static void commit_keys(struct ctl_fabric *f)
 		return;
 	for (int i = 0; i < f->n_keys; i++) {
 		const struct ctl_key *k = &f->keys[i];
-		if (!k->alloc[0] || find_key(f->staged_keys, f->n_staged_keys, k->tenant_id, k->alloc))
+		if (!k->alloc[0] ||
+		    find_key(f->staged_keys, f->n_staged_keys, k->tenant_id, k->alloc))
 			continue;
 		iso_pkey_pool_release(&f->pool, k->pkey, f->stage_now);
 		if (qkey_add(f, k->tenant_id, k->pkey, f->stage_now) < 0)
@@ -1045,12 +1048,15 @@ int iso_controller_fabric_verify_begin(struct iso_controller *c, const struct is
 	*out = NULL;
 	if (r < 0)
 		return r;
-	if (c->inv->fabric.type == ISO_FABRIC_ETHERNET) {
+	if (c->inv->fabric.type == ISO_FABRIC_ETHERNET ||
+	    c->inv->fabric.type == ISO_FABRIC_SLINGSHOT) {
 		if (!(j = calloc(1, sizeof(*j))))
 			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 		j->ethernet = true;
 		j->drv = ctl_fabric_driver(c);
-		j->rc = ctl_overlay_verify(c, &j->report, &j->err);
+		j->rc = c->inv->fabric.type == ISO_FABRIC_SLINGSHOT
+		            ? ctl_cxi_verify(c, &j->report, &j->err)
+		            : ctl_overlay_verify(c, &j->report, &j->err);
 		*out = j;
 		return 0;
 	}
@@ -1134,7 +1140,8 @@ int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_
 			continue;
 		/* the port's partition: its allocation's key, or its tenant's */
 		for (int j = 0; j < f->n_keys && !k; j++)
-			if (f->keys[j].tenant_id == p->tenant_id && strcmp(f->keys[j].alloc, p->alloc) == 0)
+			if (f->keys[j].tenant_id == p->tenant_id &&
+			    strcmp(f->keys[j].alloc, p->alloc) == 0)
 				k = &f->keys[j];
 		out[n++] =
 		    (struct ctl_node_vf){.vf = p->vf,

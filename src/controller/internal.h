@@ -39,32 +39,32 @@ struct iso_controller {
 	int n_queue, cap_queue;
 	struct ctl_audit_failures *failures; /* audit.c: unauthenticated failures being counted */
 
-	struct ctl_fabric *fabric;   /* fabric.c */
-	struct ctl_vnis *vnis;       /* vni.c: tenants' VNIs, ethernet fabrics only */
-	struct ctl_tenancy *tenancy; /* tenancy.c */
-	struct ctl_costs *costs;     /* demand.c */
-	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
-	struct ctl_preempt *preempt; /* preempt.c */
-	struct ctl_rates *rates;     /* ratelimit.c */
+	struct ctl_fabric *fabric;         /* fabric.c */
+	struct ctl_vnis *vnis;             /* vni.c: tenants' VNIs, ethernet fabrics only */
+	struct ctl_tenancy *tenancy;       /* tenancy.c */
+	struct ctl_costs *costs;           /* demand.c */
+	struct ctl_queue *pending;         /* queue.c: pending queue and running set */
+	struct ctl_preempt *preempt;       /* preempt.c */
+	struct ctl_rates *rates;           /* ratelimit.c */
 	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
 	uint64_t auth_epoch;               /* bumped at every transaction's end */
-	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
-	struct ctl_sm *sm;           /* sm.c: the SM host's agent's long polls */
-	struct ctl_uring *uring;     /* uring.c: tenants whose io_uring switch is on */
-	struct iso_tenant_limits limits; /* defaults for tenants that set none */
-	bool queue_more;                 /* the last queue pass stopped at its depth */
-	int64_t queue_pass_ms;           /* when the last pass ran */
-	struct iso_capacity capacity;    /* nodes.c: free as a tenant holding nothing sees it */
-	uint64_t capacity_version;       /* cs.version it was counted at, 0: never */
-	bool fabric_async;           /* allocations wait in provisioning for the fabric */
-	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
-	int64_t provision_ms;        /* the gate fails what waits longer */
-	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
+	struct ctl_agents *agents;         /* agents.c: desired state, status, leases */
+	struct ctl_sm *sm;                 /* sm.c: the SM host's agent's long polls */
+	struct ctl_uring *uring;           /* uring.c: tenants whose io_uring switch is on */
+	struct iso_tenant_limits limits;   /* defaults for tenants that set none */
+	bool queue_more;                   /* the last queue pass stopped at its depth */
+	int64_t queue_pass_ms;             /* when the last pass ran */
+	struct iso_capacity capacity;      /* nodes.c: free as a tenant holding nothing sees it */
+	uint64_t capacity_version;         /* cs.version it was counted at, 0: never */
+	bool fabric_async;                 /* allocations wait in provisioning for the fabric */
+	bool agent_gate;                   /* ...and for every member's agent (not --no-agents) */
+	int64_t provision_ms;              /* the gate fails what waits longer */
+	int64_t gate_checked_ms;           /* the last pass over provisioning allocations */
 	/* group commit (iso_controller_sync): commits wait for one flush */
 	bool group_commit;
-	bool unsynced;              /* a commit since the last sync is not yet durable */
-	bool sync_failed;           /* a sync failed: none may succeed after it */
-	uint64_t commits, syncs;    /* since the start: transactions committed, flushes */
+	bool unsynced;           /* a commit since the last sync is not yet durable */
+	bool sync_failed;        /* a sync failed: none may succeed after it */
+	uint64_t commits, syncs; /* since the start: transactions committed, flushes */
 };
 
 /* An audit event as a use case describes it; the actor comes from the
@@ -167,6 +167,8 @@ struct ctl_overlay_view {
 	int n_want_vf;
 	const struct iso_agent_vf *vf;
 	int n_vf;
+	/* Slingshot: the CXI services as read back; NULL: not reported */
+	const struct iso_agent_cxi_report *cxi;
 };
 void ctl_agents_overlay_view(const struct iso_controller *c, int ni, struct ctl_overlay_view *out);
 /* Live member i (0..n_members-1) of node ni. */
@@ -184,10 +186,36 @@ void ctl_uring_close(struct iso_controller *c);
 bool ctl_uring_allowed(const struct iso_controller *c, int64_t tenant_id);
 /* After the commit that changed tenant_id's switch (or deleted it: off). */
 void ctl_uring_set(struct iso_controller *c, int64_t tenant_id, bool on);
+/* The findings of the agent-read verifier modes (overlay.c, cxi.c), in the
+ * P_Key verifier's shape. */
+struct ctl_findings {
+	struct iso_fabric_report *rep;
+	int cap;
+	bool oom;
+};
+/* A new finding, its message left to the caller (CTL_FINDING); NULL when
+ * out of memory (f->oom then). */
+struct iso_violation *ctl_finding_new(struct ctl_findings *f, enum iso_violation_kind kind,
+                                      uint32_t vni, const char *const nodes[2],
+                                      const char *const tenants[2]);
+#define CTL_FINDING(f, kind, vni, nodes, tenants, ...)                                             \
+	do {                                                                                       \
+		struct iso_violation *v_ =                                                         \
+		    ctl_finding_new((f), (kind), (vni), (nodes), (tenants));                       \
+		if (v_)                                                                            \
+			snprintf(v_->message, sizeof(v_->message), __VA_ARGS__);                   \
+	} while (0)
+/* ok, partitions_checked (the tenants' VNIs) and elapsed_ms of f->rep;
+ * -ENOMEM (the report cleared) after an out-of-memory finding. */
+int ctl_findings_end(struct iso_controller *c, struct ctl_findings *f, int64_t t0,
+                     struct iso_error *err);
 /* The Ethernet mode of the verifier (overlay.c): proves from the overlays
  * the agents read back that no cross-tenant path exists. */
 int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
                        struct iso_error *err);
+/* The Slingshot mode (cxi.c): judges every CXI service the agents read
+ * back against which tenant holds which VNI and which members live where. */
+int ctl_cxi_verify(struct iso_controller *c, struct iso_fabric_report *out, struct iso_error *err);
 
 /* ---- fabric.c: tenant P_Keys, VF assignments, the driver ---- */
 int ctl_fabric_open(struct iso_controller *c, const char *state_dir, struct iso_error *err);
@@ -272,8 +300,8 @@ void ctl_costs_free(struct iso_controller *c);
 struct iso_resvec;
 /* The charge of members [0, members) of `a`: read off its placement when
  * they are placed, else the least any placement could cost. */
-void ctl_demand_members(const struct iso_controller *c, const struct iso_allocation *a,
-                        int members, struct iso_resvec *out);
+void ctl_demand_members(const struct iso_controller *c, const struct iso_allocation *a, int members,
+                        struct iso_resvec *out);
 void ctl_demand(const struct iso_controller *c, const struct iso_allocation *a,
                 struct iso_resvec *out);
 enum iso_isolation ctl_alloc_isolation(const struct iso_allocation *a);
@@ -345,8 +373,8 @@ struct ctl_queue_view {
 	int position; /* among what the viewer may see */
 	int acct;
 };
-int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit,
-                   int after, struct ctl_queue_view *out, int *n, bool *more);
+int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit, int after,
+                   struct ctl_queue_view *out, int *n, bool *more);
 
 /* ---- authcache.c: tokens that authenticated lately ---- */
 int ctl_auth_cache_open(struct iso_controller *c, struct iso_error *err);
@@ -417,8 +445,7 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
  * it is requeued (pending again) or failed, in one transaction audited as
  * `action` with `reason`. */
 int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
-                    const char *action, const char *reason, const char *by,
-                    struct iso_error *err);
+                    const char *action, const char *reason, const char *by, struct iso_error *err);
 int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, const char *action,
                        const char *reason, const char *by, struct iso_error *err);
 /* Tells a victim it will be preempted at kill_at_ms (audited; the reason

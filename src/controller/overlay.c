@@ -37,12 +37,6 @@
 #include "controller/internal.h"
 #include "controller/tnum.h"
 
-struct findings {
-	struct iso_fabric_report *rep;
-	int cap;
-	bool oom;
-};
-
 struct ip_ref {
 	uint32_t addr;
 	int ni;
@@ -53,47 +47,6 @@ struct unowned {
 	int64_t tenant_id;
 	int ni;
 };
-
-/* A new finding, its message left to the caller (FINDING() below); NULL when
- * out of memory. */
-static struct iso_violation *new_finding(struct findings *f, enum iso_violation_kind kind,
-                                         uint32_t vni, const char *const nodes[2],
-                                         const char *const tenants[2])
-{
-	struct iso_fabric_report *r = f->rep;
-	struct iso_violation *v;
-
-	if (r->n_violations == f->cap) {
-		int cap = f->cap ? 2 * f->cap : 16;
-		struct iso_violation *nv = realloc(r->violations, (size_t)cap * sizeof(*nv));
-		if (!nv) {
-			f->oom = true;
-			return NULL;
-		}
-		r->violations = nv;
-		f->cap = cap;
-	}
-	v = &r->violations[r->n_violations++];
-	memset(v, 0, sizeof(*v));
-	v->kind = kind;
-	v->vni = vni;
-	for (int k = 0; k < 2; k++) {
-		if (nodes && nodes[k]) {
-			iso_strlcpy(v->nodes[k], nodes[k], sizeof(v->nodes[k]));
-			v->n_nodes = k + 1;
-		}
-		if (tenants && tenants[k])
-			iso_strlcpy(v->tenants[k], tenants[k], sizeof(v->tenants[k]));
-	}
-	return v;
-}
-
-#define FINDING(f, kind, vni, nodes, tenants, ...)                                                 \
-	do {                                                                                       \
-		struct iso_violation *v_ = new_finding((f), (kind), (vni), (nodes), (tenants));    \
-		if (v_)                                                                            \
-			snprintf(v_->message, sizeof(v_->message), __VA_ARGS__);                   \
-	} while (0)
 
 static int ip_cmp(const void *x, const void *y)
 {
@@ -141,7 +94,7 @@ static bool attached(const struct iso_agent_overlay *ov, const char *alloc, int 
 }
 
 /* One node's tenants: bridges, VNIs and the members on them. */
-static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
+static void judge_tenants(struct iso_controller *c, struct ctl_findings *f, int ni,
                           const struct ctl_overlay_view *view, struct unowned **un, int *n_un,
                           int *cap_un)
 {
@@ -160,24 +113,24 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 		tenants[0] = owner ? owner_name : NULL;
 		snprintf(bridge, sizeof(bridge), "isobr%u", t->vni);
 		if (!owner && t->n_members > 0)
-			FINDING(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
-			        "node %s: VNI %u carries %d member(s) but no tenant holds it", node,
-			        t->vni, t->n_members);
+			CTL_FINDING(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
+			            "node %s: VNI %u carries %d member(s) but no tenant holds it",
+			            node, t->vni, t->n_members);
 		else if (!owner)
-			FINDING(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
-			        "node %s: bridge %s carries VNI %u, which no tenant holds", node,
-			        t->bridge, t->vni);
+			CTL_FINDING(f, ISO_VIOL_EXTRA, t->vni, nodes, NULL,
+			            "node %s: bridge %s carries VNI %u, which no tenant holds",
+			            node, t->bridge, t->vni);
 		/* The bridge is the L2 domain: a VNI on another VNI's bridge, or one
 		 * bridge under two VNIs, joins two tenants. */
 		if (strcmp(t->bridge, bridge) != 0)
-			FINDING(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
-			        "node %s: VNI %u is on bridge %s, not its own %s", node, t->vni,
-			        t->bridge, bridge);
+			CTL_FINDING(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
+			            "node %s: VNI %u is on bridge %s, not its own %s", node, t->vni,
+			            t->bridge, bridge);
 		for (int j = 0; j < i; j++)
 			if (strcmp(ov->tenants[j].bridge, t->bridge) == 0)
-				FINDING(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
-				        "node %s: bridge %s joins VNIs %u and %u", node, t->bridge,
-				        ov->tenants[j].vni, t->vni);
+				CTL_FINDING(f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, tenants,
+				            "node %s: bridge %s joins VNIs %u and %u", node,
+				            t->bridge, ov->tenants[j].vni, t->vni);
 		for (int j = 0; j < t->n_members; j++) {
 			const struct iso_agent_overlay_member *m = &t->members[j];
 			int64_t holder =
@@ -185,7 +138,7 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 			char holder_name[ISO_NAME_MAX] = "";
 
 			if (!holder) {
-				FINDING(
+				CTL_FINDING(
 				    f, ISO_VIOL_EXTRA, t->vni, nodes, tenants,
 				    "node %s: %s member %d is attached to VNI %u but is no live "
 				    "member "
@@ -196,7 +149,7 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 			iso_controller_tenant_name(c, holder, holder_name, sizeof(holder_name));
 			if (owner && holder != owner) {
 				const char *both[2] = {holder_name, owner_name};
-				FINDING(
+				CTL_FINDING(
 				    f, ISO_VIOL_CROSS_TENANT, t->vni, nodes, both,
 				    "node %s: %s member %d of tenant %s is attached to VNI %u of "
 				    "tenant %s",
@@ -227,7 +180,7 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 				                           sizeof(first));
 				const char *both[2] = {first, holder_name};
 				const char *where[2] = {c->inv->nodes[(*un)[k].ni].name, node};
-				FINDING(
+				CTL_FINDING(
 				    f, ISO_VIOL_SHARED_VNI, t->vni, where, both,
 				    "VNI %u carries members of tenants %s (node %s) and %s (node "
 				    "%s)",
@@ -239,7 +192,7 @@ static void judge_tenants(struct iso_controller *c, struct findings *f, int ni,
 }
 
 /* One node's guard: the (peer, vni) pairs it lets in. */
-static void judge_allowed(struct iso_controller *c, struct findings *f, int ni,
+static void judge_allowed(struct iso_controller *c, struct ctl_findings *f, int ni,
                           const struct iso_agent_overlay *ov, const struct ip_ref *ips, int n_ips)
 {
 	const char *node = c->inv->nodes[ni].name;
@@ -257,34 +210,36 @@ static void judge_allowed(struct iso_controller *c, struct findings *f, int ni,
 			tenants[0] = owner_name;
 		}
 		if (!owner)
-			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, NULL,
-			        "node %s lets VNI %u in from %s, a VNI no tenant holds", node,
-			        a->vni, a->peer);
+			CTL_FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, NULL,
+			            "node %s lets VNI %u in from %s, a VNI no tenant holds", node,
+			            a->vni, a->peer);
 		else if (peer < 0)
-			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
-			        "node %s lets VNI %u (tenant %s) in from %s, which is no node's "
-			        "underlay_ip",
-			        node, a->vni, owner_name, a->peer);
+			CTL_FINDING(
+			    f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			    "node %s lets VNI %u (tenant %s) in from %s, which is no node's "
+			    "underlay_ip",
+			    node, a->vni, owner_name, a->peer);
 		else if (peer == ni)
-			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
-			        "node %s lets VNI %u (tenant %s) in from its own address %s", node,
-			        a->vni, owner_name, a->peer);
+			CTL_FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			            "node %s lets VNI %u (tenant %s) in from its own address %s",
+			            node, a->vni, owner_name, a->peer);
 		else if (!ctl_agents_tenant_on_node(c, owner, peer))
-			FINDING(
+			CTL_FINDING(
 			    f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
 			    "node %s lets VNI %u in from %s (node %s), which holds no member of "
 			    "tenant "
 			    "%s",
 			    node, a->vni, a->peer, nodes[1], owner_name);
 		else if (!ctl_agents_tenant_on_node(c, owner, ni))
-			FINDING(f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
-			        "node %s lets VNI %u in from %s but holds no member of tenant %s",
-			        node, a->vni, a->peer, owner_name);
+			CTL_FINDING(
+			    f, ISO_VIOL_STRAY_PEER, a->vni, nodes, tenants,
+			    "node %s lets VNI %u in from %s but holds no member of tenant %s", node,
+			    a->vni, a->peer, owner_name);
 	}
 }
 
 /* One node's RoCE VFs: each assigned VF as its agent read it back. */
-static void judge_vfs(struct iso_controller *c, struct findings *f, int ni,
+static void judge_vfs(struct iso_controller *c, struct ctl_findings *f, int ni,
                       const struct ctl_overlay_view *view)
 {
 	const char *node = c->inv->nodes[ni].name;
@@ -304,37 +259,39 @@ static void judge_vfs(struct iso_controller *c, struct findings *f, int ni,
 				got = &view->vf[i];
 		iso_controller_tenant_name(c, want->tenant_id, name, sizeof(name));
 		if (!got || !got->has_vlan) {
-			FINDING(f, ISO_VIOL_MISSING, 0, nodes, tenants,
-			        "node %s: VF %d of tenant %s (VLAN %u) is not reported with its "
-			        "VLAN",
-			        node, want->vf, name, want->vlan);
+			CTL_FINDING(
+			    f, ISO_VIOL_MISSING, 0, nodes, tenants,
+			    "node %s: VF %d of tenant %s (VLAN %u) is not reported with its "
+			    "VLAN",
+			    node, want->vf, name, want->vlan);
 			continue;
 		}
 		if (!got->spoofchk)
-			FINDING(f, ISO_VIOL_NO_GUARD, 0, nodes, tenants,
-			        "node %s: VF %d of tenant %s has its spoof check off", node,
-			        want->vf, name);
+			CTL_FINDING(f, ISO_VIOL_NO_GUARD, 0, nodes, tenants,
+			            "node %s: VF %d of tenant %s has its spoof check off", node,
+			            want->vf, name);
 		if (got->vlan == want->vlan)
 			continue;
 		owner = got->vlan ? ctl_fabric_vlan_owner(c, got->vlan) : 0;
 		if (owner) {
 			iso_controller_tenant_name(c, owner, other, sizeof(other));
 			const char *both[2] = {name, other};
-			FINDING(
+			CTL_FINDING(
 			    f, ISO_VIOL_CROSS_TENANT, 0, nodes, both,
 			    "node %s: VF %d of tenant %s is on VLAN %u of tenant %s, not its own "
 			    "VLAN %u",
 			    node, want->vf, name, got->vlan, other, want->vlan);
 		} else if (got->vlan == 0) {
-			FINDING(
+			CTL_FINDING(
 			    f, ISO_VIOL_NO_GUARD, 0, nodes, tenants,
 			    "node %s: VF %d of tenant %s has no VLAN (untagged), not its VLAN %u",
 			    node, want->vf, name, want->vlan);
 		} else {
-			FINDING(f, ISO_VIOL_EXTRA, 0, nodes, tenants,
-			        "node %s: VF %d of tenant %s is on VLAN %u, which no tenant holds, "
-			        "not its VLAN %u",
-			        node, want->vf, name, got->vlan, want->vlan);
+			CTL_FINDING(
+			    f, ISO_VIOL_EXTRA, 0, nodes, tenants,
+			    "node %s: VF %d of tenant %s is on VLAN %u, which no tenant holds, "
+			    "not its VLAN %u",
+			    node, want->vf, name, got->vlan, want->vlan);
 		}
 	}
 }
@@ -344,7 +301,7 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 {
 	const struct iso_inventory *inv = c->inv;
 	int64_t t0 = iso_now_ms();
-	struct findings f = {.rep = out};
+	struct ctl_findings f = {.rep = out};
 	_cleanup_free_ struct ip_ref *ips = calloc((size_t)inv->n_nodes + 1, sizeof(*ips));
 	_cleanup_free_ struct unowned *un = NULL;
 	int n_ips = 0, n_un = 0, cap_un = 0;
@@ -368,7 +325,7 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 			holds = holds || view.overlay->tenants[i].n_members > 0;
 		if (!view.seen) {
 			if (view.n_members > 0)
-				FINDING(
+				CTL_FINDING(
 				    &f, ISO_VIOL_UNREACHABLE, 0, nodes, NULL,
 				    "node %s holds %d member(s) but its agent has not reported its "
 				    "overlay",
@@ -377,10 +334,10 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 		}
 		out->ports_checked++;
 		if ((holds || view.n_members > 0) && (!view.overlay || !view.overlay->guard))
-			FINDING(&f, ISO_VIOL_NO_GUARD, 0, nodes, NULL,
-			        "node %s holds overlay members but %s", node,
-			        view.overlay ? "its VXLAN guard is off"
-			                     : "reports no overlay (no guard)");
+			CTL_FINDING(&f, ISO_VIOL_NO_GUARD, 0, nodes, NULL,
+			            "node %s holds overlay members but %s", node,
+			            view.overlay ? "its VXLAN guard is off"
+			                         : "reports no overlay (no guard)");
 		if (view.overlay) {
 			judge_tenants(c, &f, ni, &view, &un, &n_un, &cap_un);
 			judge_allowed(c, &f, ni, view.overlay, ips, n_ips);
@@ -398,12 +355,52 @@ int ctl_overlay_verify(struct iso_controller *c, struct iso_fabric_report *out,
 			if (attached(view.overlay, alloc, k))
 				continue;
 			iso_controller_tenant_name(c, tenant, name, sizeof(name));
-			FINDING(&f, ISO_VIOL_MISSING, ctl_vni_of(c, tenant), nodes, tenants,
-			        "node %s: %s member %d of tenant %s is on no overlay", node, alloc,
-			        k, name);
+			CTL_FINDING(&f, ISO_VIOL_MISSING, ctl_vni_of(c, tenant), nodes, tenants,
+			            "node %s: %s member %d of tenant %s is on no overlay", node,
+			            alloc, k, name);
 		}
 	}
-	if (f.oom) {
+	return ctl_findings_end(c, &f, t0, err);
+}
+
+struct iso_violation *ctl_finding_new(struct ctl_findings *f, enum iso_violation_kind kind,
+                                      uint32_t vni, const char *const nodes[2],
+                                      const char *const tenants[2])
+{
+	struct iso_fabric_report *r = f->rep;
+	struct iso_violation *v;
+
+	if (r->n_violations == f->cap) {
+		int cap = f->cap ? 2 * f->cap : 16;
+		struct iso_violation *nv = realloc(r->violations, (size_t)cap * sizeof(*nv));
+		if (!nv) {
+			f->oom = true;
+			return NULL;
+		}
+		r->violations = nv;
+		f->cap = cap;
+	}
+	v = &r->violations[r->n_violations++];
+	memset(v, 0, sizeof(*v));
+	v->kind = kind;
+	v->vni = vni;
+	for (int k = 0; k < 2; k++) {
+		if (nodes && nodes[k]) {
+			iso_strlcpy(v->nodes[k], nodes[k], sizeof(v->nodes[k]));
+			v->n_nodes = k + 1;
+		}
+		if (tenants && tenants[k])
+			iso_strlcpy(v->tenants[k], tenants[k], sizeof(v->tenants[k]));
+	}
+	return v;
+}
+
+int ctl_findings_end(struct iso_controller *c, struct ctl_findings *f, int64_t t0,
+                     struct iso_error *err)
+{
+	struct iso_fabric_report *out = f->rep;
+
+	if (f->oom) {
 		iso_fabric_report_clear(out);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	}

@@ -17,7 +17,9 @@ struct driver_kind {
 #define T(x) (1u << (x))
 
 static const struct driver_kind kinds[] = {
-    {"sim", T(ISO_FABRIC_INFINIBAND) | T(ISO_FABRIC_OMNIPATH) | T(ISO_FABRIC_ETHERNET),
+    {"sim",
+     T(ISO_FABRIC_INFINIBAND) | T(ISO_FABRIC_OMNIPATH) | T(ISO_FABRIC_ETHERNET) |
+         T(ISO_FABRIC_SLINGSHOT),
      iso_fabric_sim_driver_new},
     {"opensm", T(ISO_FABRIC_INFINIBAND), iso_fabric_opensm_driver_new},
     {"opafm", T(ISO_FABRIC_OMNIPATH), iso_fabric_opafm_driver_new},

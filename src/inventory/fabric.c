@@ -15,7 +15,11 @@
 #define DEFAULT_VNI_MIN     4096u
 #define DEFAULT_VNI_MAX     16777215u
 #define VNI_MAX             16777215
-#define VLAN_MAX            4094 /* 0 and 4095 are reserved (802.1Q) */
+/* Slingshot VNIs are 16 bits (0 invalid); the default pool is Flux's
+ * cray-slingshot vni-pool, 1024-65535 (docs/fabric.md "Slingshot"). */
+#define SS_VNI_MIN 1024u
+#define SS_VNI_MAX 65535u
+#define VLAN_MAX   4094 /* 0 and 4095 are reserved (802.1Q) */
 
 /* RFC 1123 host name: dot-separated labels of letters, digits and '-', no
  * label empty or starting or ending with '-'. */
@@ -501,7 +505,7 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		return r;
 	if (!fs[F_TYPE].present)
 		return inv_missing(c, "fabric", f->line, "type",
-		                   "infiniband, ethernet or omnipath");
+		                   "infiniband, ethernet, omnipath or slingshot");
 	r = inv_fget_string(c, "fabric", &fs[F_TYPE], type, sizeof(type));
 	if (r < 0)
 		return r;
@@ -511,10 +515,12 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 		fc->type = ISO_FABRIC_ETHERNET;
 	else if (strcmp(type, "omnipath") == 0)
 		fc->type = ISO_FABRIC_OMNIPATH;
+	else if (strcmp(type, "slingshot") == 0)
+		fc->type = ISO_FABRIC_SLINGSHOT;
 	else
 		return inv_fail(c, "fabric.type", inv_line(fs[F_TYPE].val, fs[F_TYPE].line),
-		                "unknown fabric type '%s' (expected infiniband, ethernet or "
-		                "omnipath)",
+		                "unknown fabric type '%s' (expected infiniband, ethernet, "
+		                "omnipath or slingshot)",
 		                type);
 
 	iso_strlcpy(fc->name, DEFAULT_FABRIC_NAME, sizeof(fc->name));
@@ -527,6 +533,28 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	if (r < 0)
 		return r;
 
+	if (fc->type == ISO_FABRIC_SLINGSHOT) {
+		/* the NIC enforces the VNIs (CXI services): no SM, no P_Keys,
+		 * no VLANs */
+		if (fs[F_SM].present)
+			return not_on(c, &fs[F_SM], "infiniband and omnipath");
+		if (fs[F_PKEY].present)
+			return not_on(c, &fs[F_PKEY], "infiniband and omnipath");
+		if (fs[F_SVC].present)
+			return not_on(c, &fs[F_SVC], "infiniband and omnipath");
+		if (fs[F_VLAN].present)
+			return not_on(c, &fs[F_VLAN], "ethernet");
+		fc->vni_min = SS_VNI_MIN;
+		fc->vni_max = SS_VNI_MAX;
+		if (fs[F_VNI].present) {
+			r = get_range(c, &fs[F_VNI], false, SS_VNI_MAX, &lo, &hi);
+			if (r < 0)
+				return r;
+			fc->vni_min = lo;
+			fc->vni_max = hi;
+		}
+		return 0;
+	}
 	if (fc->type == ISO_FABRIC_ETHERNET) {
 		if (fs[F_SM].present)
 			return not_on(c, &fs[F_SM], "infiniband and omnipath");
@@ -557,7 +585,7 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	}
 
 	if (fs[F_VNI].present)
-		return not_on(c, &fs[F_VNI], "ethernet");
+		return not_on(c, &fs[F_VNI], "ethernet and slingshot");
 	if (fs[F_VLAN].present)
 		return not_on(c, &fs[F_VLAN], "ethernet");
 	if (!fs[F_SM].present)

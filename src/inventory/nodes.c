@@ -835,7 +835,8 @@ static int parse_node(struct inv_ctx *c, struct fy_node *item, int idx, int pare
 	}
 
 	if (!t.has_port) {
-		if (c->inv->fabric.type == ISO_FABRIC_ETHERNET)
+		if (c->inv->fabric.type == ISO_FABRIC_ETHERNET ||
+		    c->inv->fabric.type == ISO_FABRIC_SLINGSHOT)
 			return 0;
 		char why_port[96];
 		snprintf(why_port, sizeof(why_port), "every node needs a port on an %s fabric",

@@ -8,10 +8,8 @@
 #include "isostack/model.h"
 
 static const char *const role_names[] = {
-    [ISO_ROLE_CLUSTER_ADMIN] = "cluster-admin",
-    [ISO_ROLE_AUDITOR] = "auditor",
-    [ISO_ROLE_TENANT_ADMIN] = "tenant-admin",
-    [ISO_ROLE_TENANT_USER] = "tenant-user",
+    [ISO_ROLE_CLUSTER_ADMIN] = "cluster-admin", [ISO_ROLE_AUDITOR] = "auditor",
+    [ISO_ROLE_TENANT_ADMIN] = "tenant-admin",   [ISO_ROLE_TENANT_USER] = "tenant-user",
     [ISO_ROLE_NODE_AGENT] = "node-agent",
 };
 
@@ -64,6 +62,8 @@ const char *iso_fabric_type_name(enum iso_fabric_type t)
 		return "ethernet";
 	case ISO_FABRIC_OMNIPATH:
 		return "omnipath";
+	case ISO_FABRIC_SLINGSHOT:
+		return "slingshot";
 	}
 	return "unknown";
 }

@@ -782,6 +782,140 @@ static void test_status_sandbox_overlay_refusals(void **state)
 	}
 }
 
+/* ---- issue 17: a member's "cxi" and the reported CXI services ---- */
+
+static void test_cxi_round_trip(void **state)
+{
+	(void)state;
+	static struct iso_agent_member_want members[] = {
+	    {.allocation = A1, .tenant = "acme", .has_cxi = true, .cxi_vni = 1024},
+	    {.allocation = A1,
+	     .member = 1,
+	     .tenant = "acme",
+	     .has_cxi = true,
+	     .cxi_vni = 65535,
+	     .cxi_ident = true,
+	     .cxi_uid = 5001,
+	     .cxi_gid = 4294967294u},
+	    {.allocation = A1, .member = 2, .tenant = "acme"}};
+	struct iso_agent_desired in = {
+	    .node = "n1", .generation = 2, .term = 1, .n_members = 3, .members = members};
+	struct iso_agent_desired out;
+	static struct iso_cxi_service svcs[] = {
+	    {.svc_id = 1, .restricted_vnis = true, .n_vnis = 2, .vnis = {1, 10}},
+	    {.svc_id = 7,
+	     .enabled = true,
+	     .restricted_members = true,
+	     .restricted_vnis = true,
+	     .n_vnis = 1,
+	     .vnis = {1024},
+	     .n_members = 2,
+	     .members = {{ISO_CXI_MEMBER_UID, 5001}, {ISO_CXI_MEMBER_GID, 0}}}};
+	struct iso_agent_status st = {.version = "0.1.0",
+	                              .has_cxi = true,
+	                              .cxi = {.device = "cxi0", .n_services = 2, .services = svcs}};
+	struct iso_agent_status sout;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_desired_encode(&in);
+
+	assert_non_null(j);
+	/* "cxi" only where the member has one, uid/gid only with an identity */
+	json_t *ms = json_object_get(j, "members");
+	assert_null(json_object_get(json_object_get(json_array_get(ms, 0), "cxi"), "uid"));
+	assert_null(json_object_get(json_array_get(ms, 2), "cxi"));
+	assert_int_equal(iso_codec_desired_decode(j, "n1", &out, &err), 0);
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(out.members[i].has_cxi, members[i].has_cxi);
+		assert_int_equal(out.members[i].cxi_vni, members[i].cxi_vni);
+		assert_int_equal(out.members[i].cxi_ident, members[i].cxi_ident);
+		assert_int_equal(out.members[i].cxi_uid, members[i].cxi_uid);
+		assert_int_equal(out.members[i].cxi_gid, members[i].cxi_gid);
+	}
+	iso_codec_desired_clear(&out);
+	json_decref(j);
+
+	j = iso_codec_status_encode(&st, false);
+	assert_non_null(j);
+	assert_int_equal(iso_codec_status_decode(j, &sout, &err), 0);
+	assert_true(sout.has_cxi);
+	assert_string_equal(sout.cxi.device, "cxi0");
+	assert_int_equal(sout.cxi.n_services, 2);
+	assert_memory_equal(sout.cxi.services, svcs, sizeof(svcs));
+	iso_codec_status_clear(&sout);
+	json_decref(j);
+	/* a node without CXI reports none */
+	st.has_cxi = false;
+	j = iso_codec_status_encode(&st, false);
+	assert_null(json_object_get(j, "cxi"));
+	assert_int_equal(iso_codec_status_decode(j, &sout, &err), 0);
+	assert_false(sout.has_cxi);
+	iso_codec_status_clear(&sout);
+	json_decref(j);
+}
+
+#define CX(body) M_OK(", \"overlay\": null, \"cxi\": " body)
+#define CS(body) ST(", \"cxi\": {\"device\": \"cxi0\", \"services\": [" body "]}")
+#define SVC(rest)                                                                                  \
+	"{\"svc_id\": 2, \"enabled\": true, \"system\": false, \"restricted_members\": true, "     \
+	"\"restricted_vnis\": true" rest "}"
+#define SVC_OK SVC(", \"vnis\": [1024], \"members\": [{\"type\": \"uid\", \"id\": 5001}]")
+
+static void test_cxi_refusals(void **state)
+{
+	(void)state;
+	struct iso_agent_desired d;
+	struct iso_agent_status st;
+	struct {
+		const char *text, *field;
+	} desired[] =
+	    {
+	        {MDOC(CX("7")), "members[0].cxi"},
+	        {MDOC(CX("{}")), "members[0].cxi.vni"},
+	        {MDOC(CX("{\"vni\": 0}")), "members[0].cxi.vni"},
+	        {MDOC(CX("{\"vni\": 65536}")), "members[0].cxi.vni"},
+	        {MDOC(CX("{\"vni\": \"1024\"}")), "members[0].cxi.vni"},
+	        {MDOC(CX("{\"vni\": 1024, \"x\": 1}")), "members[0].cxi.x"},
+	        {MDOC(CX("{\"vni\": 1024, \"uid\": 5001}")), "members[0].cxi.gid"},
+	        {MDOC(CX("{\"vni\": 1024, \"gid\": 5001}")), "members[0].cxi.uid"},
+	        {MDOC(CX("{\"vni\": 1024, \"uid\": 0, \"gid\": 5001}")), "members[0].cxi.uid"},
+	        {MDOC(CX("{\"vni\": 1024, \"uid\": 5001, \"gid\": 0}")), "members[0].cxi.gid"},
+	        {MDOC(CX("{\"vni\": 1024, \"uid\": 4294967295, \"gid\": 5001}")),
+	         "members[0].cxi.uid"},
+	        {MDOC(CX("{\"vni\": 1024, \"uid\": -5, \"gid\": 5001}")), "members[0].cxi.uid"},
+	    },
+	  status[] = {
+	      {ST(", \"cxi\": 3"), "cxi"},
+	      {ST(", \"cxi\": {\"services\": []}"), "cxi.device"},
+	      {ST(", \"cxi\": {\"device\": \"cxi0\"}"), "cxi.services"},
+	      {ST(", \"cxi\": {\"device\": \"cxi0\", \"services\": [], \"x\": 1}"), "cxi.x"},
+	      {CS("5"), "cxi.services[0]"},
+	      {CS(SVC(", \"vnis\": [], \"members\": [], \"x\": 1")), "cxi.services[0].x"},
+	      {CS("{\"enabled\": true}"), "cxi.services[0].svc_id"},
+	      {CS(SVC(", \"vnis\": [0], \"members\": []")), "cxi.services[0].vnis[0]"},
+	      {CS(SVC(", \"vnis\": [65536], \"members\": []")), "cxi.services[0].vnis[0]"},
+	      {CS(SVC(", \"vnis\": [1, 2, 3, 4, 5], \"members\": []")), "cxi.services[0].vnis"},
+	      {CS(SVC(", \"vnis\": [1]")), "cxi.services[0].members"},
+	      {CS(SVC(", \"vnis\": [1], \"members\": [{\"type\": \"pid\", \"id\": 1}]")),
+	       "cxi.services[0].members[0].type"},
+	      {CS(SVC(", \"vnis\": [1], \"members\": [{\"type\": \"uid\", \"id\": -1}]")),
+	       "cxi.services[0].members[0].id"},
+	      {CS(SVC(", \"vnis\": [1], \"members\": [{\"type\": \"uid\", \"id\": 1}, "
+	              "{\"type\": \"uid\", \"id\": 2}, {\"type\": \"uid\", \"id\": 3}]")),
+	       "cxi.services[0].members"},
+	      {CS(SVC_OK "," SVC_OK), "cxi.services[1].svc_id"},
+	  };
+
+	for (size_t i = 0; i < sizeof(desired) / sizeof(desired[0]); i++) {
+		memset(&d, 0x5a, sizeof(d));
+		REFUSED(decode_n1, &d, desired[i].text, desired[i].field);
+		assert_null(d.members);
+	}
+	for (size_t i = 0; i < sizeof(status) / sizeof(status[0]); i++) {
+		REFUSED(iso_codec_status_decode, &st, status[i].text, status[i].field);
+		iso_codec_status_clear(&st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -797,6 +931,8 @@ int main(void)
 	    cmocka_unit_test(test_status_sandboxes_round_trip),
 	    cmocka_unit_test(test_cpus_valid),
 	    cmocka_unit_test(test_status_sandbox_overlay_refusals),
+	    cmocka_unit_test(test_cxi_round_trip),
+	    cmocka_unit_test(test_cxi_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -969,7 +969,7 @@ static void test_fabric_rules(void **state)
 	expect_fail_at(FAB("  pkey_range: [0x0200]\n"), 5, "fabric.pkey_range",
 	               "needs at least 2 entries, got 1");
 	expect_fail_at(FAB("  vni_range: [1, 2]\n"), 5, "fabric.vni_range",
-	               "only allowed on ethernet fabrics");
+	               "only allowed on ethernet and slingshot fabrics");
 	expect_fail_at(FAB("  type: ethernet\n"), 5, "", "duplicate key");
 	expect_fail_at(FAB("  shared_services:\n"
 	                   "    - {name: storage, pkey: 0x0200, guids: [0x1]}\n"),
@@ -994,6 +994,32 @@ static void test_fabric_rules(void **state)
 	               "fabric.vni_range[0]", "must be between 1 and 16777215");
 	expect_fail_at("cluster: t\nfabric:\n  type: ethernet\n  vni_range: [1, 16777216]\n", 4,
 	               "fabric.vni_range[1]", "must be between 1 and 16777215");
+	/* issue 17: slingshot's VNIs are 16 bits; no SM, P_Keys or VLANs */
+	expect_fail_at("cluster: t\nfabric:\n  type: slingshot\n  vni_range: [1, 65536]\n", 4,
+	               "fabric.vni_range[1]", "must be between 1 and 65535");
+	expect_fail_at("cluster: t\nfabric:\n  type: slingshot\n  vni_range: [0, 10]\n", 4,
+	               "fabric.vni_range[0]", "must be between 1 and 65535");
+	expect_fail_at("cluster: t\nfabric:\n  type: slingshot\n  sm_nodes: [a]\n", 4,
+	               "fabric.sm_nodes", "only allowed on infiniband and omnipath fabrics");
+	expect_fail_at("cluster: t\nfabric:\n  type: slingshot\n  pkey_range: [1, 2]\n", 4,
+	               "fabric.pkey_range", "only allowed on infiniband and omnipath fabrics");
+	expect_fail_at("cluster: t\nfabric:\n  type: slingshot\n  vlan_range: [1, 2]\n", 4,
+	               "fabric.vlan_range", "only allowed on ethernet fabrics");
+	{
+		struct iso_inventory *inv = NULL;
+		struct iso_error err = {0};
+		/* a node needs no port on slingshot */
+		const char *y =
+		    "cluster: s\nfabric: {type: slingshot}\npools: [{name: p}]\n"
+		    "racks: [{name: r, pdus: [u]}]\n"
+		    "nodes: [{name: c1, rack: r, pdu: u, pool: p, cpus: 1, memory_mib: 1}]\n";
+		if (iso_inventory_load_string("t.yaml", y, strlen(y), &inv, &err) != 0)
+			fail_msg("%s", err.message);
+		assert_int_equal(inv->fabric.type, ISO_FABRIC_SLINGSHOT);
+		assert_int_equal(inv->fabric.vni_min, 1024);
+		assert_int_equal(inv->fabric.vni_max, 65535);
+		iso_inventory_free(inv);
+	}
 	expect_fail_at("cluster: t\nfabric:\n  type: token-ring\n", 3, "fabric.type",
 	               "unknown fabric type 'token-ring'");
 	expect_fail_at("cluster: t\nfabric:\n  type: infiniband\n  sm_nodes: [-bad]\n", 4,
