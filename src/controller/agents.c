@@ -9,7 +9,7 @@
  * changes that are undone (a commit that failed, a preemption trial), so a
  * touched node is only marked dirty; at the end of each turn of the daemon's
  * loop (iso_controller_settle) every dirty node's document is rebuilt and compared
- * with the one served: the generation moves exactly when the text changes,
+ * with the one served: the generation moves exactly when its content changes,
  * and only then are its waiters answered.
  *
  * Generations survive a restart without a store write per change: the served
@@ -71,8 +71,7 @@ struct tenant_nodes {
 
 struct agent_node {
 	struct agent_entry *e;
-	char *text;   /* the gpus array as served, for the comparison */
-	json_t *gpus; /* the same, as JSON */
+	json_t *gpus; /* the gpus array as served */
 	struct agent_waiter w[WAITERS_PER_NODE];
 	int n_e, cap_e;
 	int n_w;
@@ -563,7 +562,12 @@ static void answer_waiters(struct iso_controller *c, int ni, bool all)
 	}
 }
 
-/* Rebuilds node `ni`'s document; its generation moves when the text did. */
+/* Rebuilds node `ni`'s document; its generation moves when its content did.
+ * The comparison is json_equal on the three parts, not their texts: the same
+ * answer (objects equal key by key, whatever their order, as the sorted
+ * compact text compared before) without printing and sorting the whole
+ * document at every settle, which was most of a create's cost on a node
+ * with many members (docs/benchmarks.md, "Where a create's time goes"). */
 static void settle_node(struct iso_controller *c, int ni)
 {
 	struct agent_node *n = &c->agents->nodes[ni];
@@ -577,16 +581,11 @@ static void settle_node(struct iso_controller *c, int ni)
 	json_t *gpus = json_incref(json_object_get(doc, "gpus"));
 	json_t *vfs = json_incref(json_object_get(doc, "vfs"));
 	json_t *members = json_incref(json_object_get(doc, "members"));
-	json_t *all = gpus && vfs && members ? json_pack("{s:O, s:O, s:O}", "gpus", gpus, "vfs",
-	                                                 vfs, "members", members)
-	                                     : NULL;
-	char *text = all ? json_dumps(all, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
 	iso_codec_desired_clear(&d);
 	json_decref(doc);
-	json_decref(all);
 	n->dirty = false;
-	if (!text) {
+	if (!gpus || !vfs || !members) {
 		/* Keep the old one; the next change tries again. */
 		json_decref(gpus);
 		json_decref(vfs);
@@ -595,18 +594,16 @@ static void settle_node(struct iso_controller *c, int ni)
 		        c->inv->nodes[ni].name);
 		return;
 	}
-	if (n->text && strcmp(n->text, text) == 0) {
-		free(text);
+	if (n->gpus && json_equal(n->gpus, gpus) && json_equal(n->vfs, vfs) &&
+	    json_equal(n->members, members)) {
 		json_decref(gpus);
 		json_decref(vfs);
 		json_decref(members);
 		return;
 	}
-	free(n->text);
 	json_decref(n->gpus);
 	json_decref(n->vfs);
 	json_decref(n->members);
-	n->text = text;
 	n->gpus = gpus;
 	n->vfs = vfs;
 	n->members = members;
@@ -717,7 +714,6 @@ void ctl_agents_close(struct iso_controller *c)
 		for (int j = 0; j < n->n_e; j++)
 			entry_free(&n->e[j]);
 		free(n->e);
-		free(n->text);
 		json_decref(n->gpus);
 		free(n->inst);
 		free(n->cond);
