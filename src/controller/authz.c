@@ -32,9 +32,9 @@ struct right {
 /* Columns in enum iso_role order. The node-agent may read its own node's
  * desired state, write its own node's status and report its own node's GPU
  * faults, nothing else (docs/agents.md). The neutron role (networking-mlnx's
- * mlnx_sdn_assist driver's credential, docs/openstack.md) may do no action of
- * this table yet: its wire actions come with the /neutron routes, and it
- * never reaches the /v1 API. */
+ * mlnx_sdn_assist driver's credential, docs/openstack.md) may do the neutron.*
+ * wire actions of the /neutron routes and nothing else: it never reaches the
+ * /v1 API. */
 static const struct right rights[] = {
     /* action                          c-adm aud t-adm t-usr agent neutron */
     {"version.read", {A, A, A, A, D, D}, NULL},
@@ -118,6 +118,18 @@ static const struct right rights[] = {
     {"fabric.sm.status",
      {D, D, D, D, N, D},
      "only the agent of the SM host (fabric.sm_node) reports the SM's partitions"},
+
+    /* OpenStack Neutron (docs/openstack.md): the /neutron wire routes are
+     * the neutron role's alone (neutron.c reaches only the tenants the
+     * project mapping names); operators may list what it holds for a
+     * resync; the mapping itself is a cluster-admin's */
+    {"neutron.network.write", {D, D, D, D, D, A}, "only the neutron role writes Neutron networks"},
+    {"neutron.port.write", {D, D, D, D, D, A}, "only the neutron role writes Neutron ports"},
+    {"neutron.job.read", {D, D, D, D, D, A}, NULL},
+    {"neutron.list", {A, A, D, D, D, A}, NULL},
+    {"neutron.project.map", {A, D, D, D, D, D}, NULL},
+    {"neutron.project.unmap", {A, D, D, D, D, D}, NULL},
+    {"neutron.project.list", {A, A, D, D, D, D}, NULL},
 
     {"audit.read",
      {A, A, T, D, D, D},
