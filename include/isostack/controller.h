@@ -139,7 +139,7 @@ uint32_t iso_controller_tenant_vni(const struct iso_controller *c, int64_t tenan
 uint16_t iso_controller_tenant_vlan(const struct iso_controller *c, int64_t tenant_id);
 /* ---- OpenStack Neutron (docs/openstack.md): networking-mlnx's
  * mlnx_sdn_assist driver pointed at isostack ---- */
-#define ISO_NEUTRON_JOB_MAX 24 /* "jobs/" + 16 hex */
+#define ISO_NEUTRON_JOB_MAX 24 /* "job-" + 16 hex */
 /* A network's partition: provider:segmentation_id is its P_Key. */
 struct iso_neutron_network_req {
 	const char *domain, *uuid, *project_id;
@@ -153,7 +153,7 @@ struct iso_neutron_port_req {
 	const char *guid_field;
 };
 /* Writes: one transaction each (store, audit event, staged intent); *job
- * gets the job id ("jobs/<16 hex>") that completes once the fabric confirmed
+ * gets the job id ("job-<16 hex>") that completes once the fabric confirmed
  * the generation that carried the change. The same content again changes
  * nothing and gets a job of the current generation. A delete of something
  * not held (or held by another tenant) is -ENOENT. */

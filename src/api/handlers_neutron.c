@@ -83,9 +83,9 @@ static int domain_of(struct api_request *r, const char **out)
 {
 	const char *d = r->seg[1];
 
-	if (!iso_name_valid(d) || strcmp(d, "jobs") == 0 || strcmp(d, "login") == 0)
+	if (!iso_name_valid(d) || strncmp(d, "job-", 4) == 0 || strcmp(d, "login") == 0)
 		return iso_error_set(&r->err, ISO_E_INVALID, "domain",
-		                     "domain: want [a-z0-9][a-z0-9._-]{0,62}, not \"jobs\" or "
+		                     "domain: want [a-z0-9][a-z0-9._-]{0,62}, not \"job-...\" or "
 		                     "\"login\" (ml2_conf.ini [sdn] domain)");
 	*out = d;
 	return 0;
@@ -343,13 +343,11 @@ int api_neutron_port_delete(struct api_request *r)
 int api_neutron_job(struct api_request *r)
 {
 	const char *status = NULL;
-	char id[ISO_NEUTRON_JOB_MAX];
 
 	if (api_check_query(r, NULL) < 0 ||
-	    iso_controller_neutron_job(r->ctl, &r->who, r->seg[2], &status, &r->err) < 0)
+	    iso_controller_neutron_job(r->ctl, &r->who, r->seg[1], &status, &r->err) < 0)
 		return -1;
-	snprintf(id, sizeof(id), "jobs/%s", r->seg[2]);
-	api_reply(r, MHD_HTTP_OK, json_pack("{s:s, s:s}", "Status", status, "Id", id));
+	api_reply(r, MHD_HTTP_OK, json_pack("{s:s, s:s}", "Status", status, "Id", r->seg[1]));
 	return 0;
 }
 

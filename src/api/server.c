@@ -164,8 +164,8 @@ static const struct route routes[] = {
      "neutron_port"},
     {"DELETE", "neutron/*/Port/*", api_neutron_port_delete, ROUTE_COOKIE, "neutron.port.write",
      "neutron_port"},
-    /* last: a domain named "jobs" is refused, and a job id is never "Network" */
-    {"GET", "neutron/jobs/*", api_neutron_job, ROUTE_COOKIE, "neutron.job.read", "neutron_job"},
+    /* the driver polls <url>/<job id>: job-<16 hex> */
+    {"GET", "neutron/*", api_neutron_job, ROUTE_COOKIE, "neutron.job.read", "neutron_job"},
 };
 
 static bool pattern_matches(const char *pattern, struct api_request *r)

@@ -208,7 +208,7 @@ static void job_new(struct ctl_neutron *nt, uint64_t generation, char *out)
 	sodium_bin2hex(j->id, sizeof(j->id), raw, sizeof(raw));
 	j->generation = generation;
 	nt->next_job = (nt->next_job + 1) % CTL_NEUTRON_JOBS;
-	snprintf(out, ISO_NEUTRON_JOB_MAX, "jobs/%s", j->id);
+	snprintf(out, ISO_NEUTRON_JOB_MAX, "job-%s", j->id);
 }
 
 int iso_controller_neutron_job(struct iso_controller *c, const struct iso_principal *p,
@@ -219,6 +219,10 @@ int iso_controller_neutron_job(struct iso_controller *c, const struct iso_princi
 
 	if (r < 0)
 		return r;
+	if (id && strncmp(id, "job-", 4) == 0)
+		id += 4;
+	else
+		id = NULL;
 	for (int i = 0; id && strlen(id) == 16 && i < CTL_NEUTRON_JOBS; i++)
 		if (strcmp(nt->jobs[i].id, id) == 0) {
 			*status = ctl_fabric_confirmed(c, nt->jobs[i].generation) ? "Completed"
