@@ -137,6 +137,58 @@ uint32_t iso_controller_tenant_vni(const struct iso_controller *c, int64_t tenan
 /* The tenant's RoCE VLAN on an ethernet fabric with fabric.vlan_range; 0
  * when none (docs/fabric.md "RoCE VFs"). */
 uint16_t iso_controller_tenant_vlan(const struct iso_controller *c, int64_t tenant_id);
+/* ---- OpenStack Neutron (docs/openstack.md): networking-mlnx's
+ * mlnx_sdn_assist driver pointed at isostack ---- */
+#define ISO_NEUTRON_JOB_MAX 24 /* "job-" + 16 hex */
+/* A network's partition: provider:segmentation_id is its P_Key. */
+struct iso_neutron_network_req {
+	const char *domain, *uuid, *project_id;
+	int pkey;
+};
+/* A port's membership: guid (from guid_field of the body) on node host in
+ * network network_id's partition. */
+struct iso_neutron_port_req {
+	const char *domain, *uuid, *project_id, *network_id, *host;
+	uint64_t guid;
+	const char *guid_field;
+};
+/* Writes: one transaction each (store, audit event, staged intent); *job
+ * gets the job id ("job-<16 hex>") that completes once the fabric confirmed
+ * the generation that carried the change. The same content again changes
+ * nothing and gets a job of the current generation. A delete of something
+ * not held (or held by another tenant) is -ENOENT. */
+int iso_controller_neutron_network_put(struct iso_controller *c, const struct iso_principal *p,
+                                       const struct iso_neutron_network_req *req, char *job,
+                                       struct iso_error *err);
+int iso_controller_neutron_network_delete(struct iso_controller *c, const struct iso_principal *p,
+                                          const char *domain, const char *uuid, char *job,
+                                          struct iso_error *err);
+int iso_controller_neutron_port_put(struct iso_controller *c, const struct iso_principal *p,
+                                    const struct iso_neutron_port_req *req, char *job,
+                                    struct iso_error *err);
+int iso_controller_neutron_port_delete(struct iso_controller *c, const struct iso_principal *p,
+                                       const char *domain, const char *uuid, char *job,
+                                       struct iso_error *err);
+/* "Completed" or "Running"; -ENOENT for a job not held (ids are random;
+ * jobs live in memory, so a restart forgets them: docs/openstack.md). */
+int iso_controller_neutron_job(struct iso_controller *c, const struct iso_principal *p,
+                               const char *id, const char **status, struct iso_error *err);
+/* The domain's objects of one kind in uuid order after `after`, at most limit. */
+int iso_controller_neutron_list(struct iso_controller *c, const struct iso_principal *p,
+                                const char *domain, enum iso_neutron_kind kind, const char *after,
+                                int limit, struct iso_neutron_object **out, int *n,
+                                struct iso_error *err);
+/* Project -> tenant mappings (cluster-admin; auditor reads). */
+int iso_controller_neutron_project_map(struct iso_controller *c, const struct iso_principal *p,
+                                       const char *project_id, const char *tenant,
+                                       struct iso_neutron_project *out, struct iso_error *err);
+int iso_controller_neutron_project_unmap(struct iso_controller *c, const struct iso_principal *p,
+                                         const char *project_id, struct iso_error *err);
+int iso_controller_neutron_project_list(struct iso_controller *c, const struct iso_principal *p,
+                                        const char *after, int limit,
+                                        struct iso_neutron_project **out, int *n,
+                                        struct iso_error *err);
+
 int iso_controller_fabric_status(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,

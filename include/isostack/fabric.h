@@ -46,6 +46,10 @@ int iso_pkey_pool_mark_quarantined(struct iso_pkey_pool *p, uint16_t pkey, int64
  * with err naming `fabric.pkey_range` when none is left. */
 int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
                        struct iso_error *err);
+/* Takes exactly `pkey` (a quarantine that is over counts as free): -ERANGE
+ * outside the pool's range, -EEXIST when it is in use, in quarantine or
+ * reserved. No error text: the caller words the refusal for its client. */
+int iso_pkey_pool_take_exact(struct iso_pkey_pool *p, int64_t now_ms, uint16_t pkey);
 /* The (pick mod n)-th of the n takeable keys, in key order (pick 0: the
  * lowest, as take). An allocation's key is taken with a random pick, so that
  * its number says nothing about which keys others hold (docs/fabric.md,
@@ -97,10 +101,16 @@ int iso_fabric_intent_copy(const struct iso_fabric_intent *src, struct iso_fabri
 /* One (node, tenant) port assignment: the GUID a tenant's members on a node
  * use. On a node with VFs: VF `vf` of the node's port; fabric-exclusive
  * nodes (no VFs): the PF itself (vf = -1). */
+/* The vf of an external assignment: a GUID on the node's HCA that isostack
+ * neither hands out nor sets (an OpenStack VF whose GUID Neutron's agent
+ * wrote, docs/openstack.md). Any GUID but the inventory's own for the node;
+ * it counts against the node's P_Key table like a VF. */
+#define ISO_VF_EXTERNAL (-2)
+
 struct iso_port_assignment {
 	int node; /* inventory index */
 	int64_t tenant_id;
-	int vf; /* VF index, -1 = the PF (fabric-exclusive node) */
+	int vf; /* VF index, -1 = the PF (fabric-exclusive node), ISO_VF_EXTERNAL */
 	uint64_t guid;
 	/* the allocation whose partition the port is in ("": the tenant's own;
 	 * a per-allocation tenant's allocation: its id) */

@@ -22,6 +22,7 @@ enum iso_role {
 	ISO_ROLE_TENANT_ADMIN,
 	ISO_ROLE_TENANT_USER,
 	ISO_ROLE_NODE_AGENT, /* one node's agent (its token names the node); never a tenant */
+	ISO_ROLE_NEUTRON,    /* an OpenStack Neutron driver (docs/openstack.md); never a tenant */
 };
 const char *iso_role_name(enum iso_role role); /* "cluster-admin", ... */
 int iso_role_parse(const char *s, enum iso_role *out);

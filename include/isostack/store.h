@@ -86,6 +86,31 @@ struct iso_gpu_fault {
 	int64_t at_ms;
 };
 
+/* OpenStack Neutron (docs/openstack.md): a Neutron project mapped to the
+ * isostack tenant that owns its networks, and the networks and ports the
+ * mlnx_sdn_assist driver sent, by Neutron UUID. A network holds P_Key `pkey`
+ * (its fabric_keys row has alloc_id "n:<uuid>"); a port is the membership of
+ * GUID `guid` on node `host` in network `network`'s partition. */
+#define ISO_NEUTRON_ID_MAX 65 /* a Neutron/Keystone id: up to 64 characters */
+struct iso_neutron_project {
+	char project_id[ISO_NEUTRON_ID_MAX];
+	int64_t tenant_id;
+	int64_t created_ms;
+};
+enum iso_neutron_kind { ISO_NEUTRON_NETWORK = 0, ISO_NEUTRON_PORT = 1 };
+struct iso_neutron_object {
+	char uuid[ISO_NEUTRON_ID_MAX];
+	enum iso_neutron_kind kind;
+	char domain[ISO_NAME_MAX];
+	char project_id[ISO_NEUTRON_ID_MAX];
+	int64_t tenant_id;
+	int pkey;                         /* a network's */
+	char network[ISO_NEUTRON_ID_MAX]; /* a port's network */
+	char host[ISO_NAME_MAX];          /* a port's node */
+	uint64_t guid;                    /* a port's */
+	int64_t updated_ms;
+};
+
 struct iso_alloc_filter {
 	int64_t tenant_id; /* 0: every tenant */
 	const char *owner; /* NULL: any owner */
@@ -155,6 +180,20 @@ struct iso_store_ops {
 	                          struct iso_error *err);
 	int (*fabric_port_list)(struct iso_store *s, struct iso_fabric_port_row **out, int *n,
 	                        struct iso_error *err);
+
+	/* Neutron: project mappings and networks/ports (upsert, delete, list
+	 * all in key order; a missing row's delete is not an error) */
+	int (*neutron_project_put)(struct iso_store *s, const struct iso_neutron_project *p,
+	                           struct iso_error *err);
+	int (*neutron_project_delete)(struct iso_store *s, const char *project_id,
+	                              struct iso_error *err);
+	int (*neutron_project_list)(struct iso_store *s, struct iso_neutron_project **out, int *n,
+	                            struct iso_error *err);
+	int (*neutron_object_put)(struct iso_store *s, const struct iso_neutron_object *o,
+	                          struct iso_error *err);
+	int (*neutron_object_delete)(struct iso_store *s, const char *uuid, struct iso_error *err);
+	int (*neutron_object_list)(struct iso_store *s, struct iso_neutron_object **out, int *n,
+	                           struct iso_error *err);
 
 	/* tenancy: organisations, projects, quotas (upsert, delete, list all),
 	 * the usage log (append, list in order), GPU faults */
@@ -266,7 +305,7 @@ bool iso_store_spec_is_postgres(const char *spec);
  * which must be the source's (its signature too when `pubkey` is given).
  * Errors name the flag: "from" or "to". The caller keeps the daemon away
  * (its state dir's lock). */
-#define ISO_STORE_MIGRATE_TABLES 16
+#define ISO_STORE_MIGRATE_TABLES 18
 struct iso_store_migrate_report {
 	int n_tables;
 	const char *table[ISO_STORE_MIGRATE_TABLES];

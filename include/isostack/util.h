@@ -131,6 +131,18 @@ bool iso_idem_key_valid(const char *key);
  * we accept only the unambiguous hex form). */
 int iso_parse_guid(const char *s, uint64_t *out);
 
+/* The GUID an mlx5 VF gets from an Ethernet-style MAC, as networking-mlnx's
+ * eswitchd and mech_mlnx.py derive it (docs/openstack.md): the MAC's first 3
+ * bytes, 00:00, its last 3 bytes ("fa:16:3e:12:34:56" -> 0xfa163e0000123456).
+ * The MAC is six two-digit hex bytes separated by ':' (either case), nothing
+ * else. -EINVAL otherwise. */
+int iso_guid_from_mac(const char *mac, uint64_t *out);
+/* The GUID in an InfiniBand DHCP client-id: twenty two-digit hex bytes
+ * separated by ':', the first twelve "ff:00:00:00:00:00:02:00:00:02:c9:00"
+ * (the form mech_mlnx.py's _gen_client_id writes), the last eight the GUID.
+ * -EINVAL otherwise. */
+int iso_guid_from_client_id(const char *client_id, uint64_t *out);
+
 /* Parses an IPv4 address in the strict dotted-quad form (four decimal
  * octets 0..255, no leading zeros, no spaces): "192.0.2.12". *out is in
  * host order. -EINVAL otherwise. The form is canonical, so two texts that

@@ -29,7 +29,7 @@ int api_token_issue(struct api_request *r)
 	if (iso_role_parse(role, &req.role) < 0)
 		return iso_error_set(&r->err, ISO_E_INVALID, "role",
 		                     "role: must be cluster-admin, auditor, tenant-admin, "
-		                     "tenant-user or node-agent");
+		                     "tenant-user, node-agent or neutron");
 	if (iso_controller_token_issue(r->ctl, &r->who, &req, &t, secret, sizeof(secret), &r->err) <
 	    0)
 		return -1;

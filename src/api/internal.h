@@ -81,6 +81,7 @@ struct api_request {
 	int err_status;
 	const char *err_code;
 	char leader[256]; /* a follower's not_leader: X-Isostack-Leader */
+	char set_cookie[ISO_TOKEN_MAX + 96]; /* a Set-Cookie header (POST /neutron/login) */
 };
 
 /* A handler returns 0 with r->status/r->reply set, or a negative errno with r->err set. */
@@ -106,6 +107,21 @@ const char *api_header(const struct api_request *r, const char *name, int *count
 int api_request_parse_path(struct api_request *r);
 int api_request_check_headers(struct api_request *r);
 int api_request_parse_query(struct api_request *r);
+/* An application/x-www-form-urlencoded body (POST /neutron/login): pairs
+ * name=value joined by '&', %-escapes and '+' decoded, no control byte or
+ * NUL, each name one of `allowed` (NULL-terminated) and given once, at most
+ * API_MAX_FORM bytes. values[i] gets allowed[i]'s value (malloc'd) or NULL.
+ * 0, or -errno with err naming the field; free with api_form_free (which
+ * wipes them: one is a password). */
+#define API_MAX_FORM 1024
+int api_form_parse(const char *body, size_t len, const char *const *allowed, char **values,
+                   struct iso_error *err);
+void api_form_free(char **values, size_t n);
+/* The value of cookie `name` in the Cookie header lines into buf: 1 when
+ * found, 0 when not, -errno (err, field Cookie) when given twice or longer
+ * than size - 1. */
+int api_cookie(const struct api_request *r, const char *name, char *buf, size_t size,
+               struct iso_error *err);
 /* Appends body bytes, keeping at most ISO_API_MAX_BODY (then body_too_large). */
 int api_request_append_body(struct api_request *r, const char *data, size_t len);
 /* A copy of the target safe for one log line (control bytes and quotes escaped). */
@@ -245,5 +261,20 @@ int api_quota_get(struct api_request *r);
 int api_quota_set(struct api_request *r);
 int api_queue(struct api_request *r);
 int api_usage(struct api_request *r);
+/* handlers_neutron.c: networking-mlnx's mlnx_sdn_assist wire (docs/openstack.md) */
+#define API_NEUTRON_COOKIE "isostack_neutron"
+int api_neutron_login(struct api_request *r);
+int api_neutron_network_post(struct api_request *r);
+int api_neutron_network_put(struct api_request *r);
+int api_neutron_network_delete(struct api_request *r);
+int api_neutron_port_post(struct api_request *r);
+int api_neutron_port_put(struct api_request *r);
+int api_neutron_port_delete(struct api_request *r);
+int api_neutron_list(struct api_request *r);
+int api_neutron_job(struct api_request *r);
+int api_neutron_project_put(struct api_request *r);
+int api_neutron_project_list(struct api_request *r);
+int api_neutron_project_delete(struct api_request *r);
+bool api_tls(const struct api_request *r);
 
 #endif

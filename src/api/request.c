@@ -57,6 +57,7 @@ void api_request_free(struct api_request *r)
 	kv_free(r->query, r->n_query);
 	kv_free(r->headers, r->n_headers);
 	sodium_memzero(&r->who, sizeof(r->who));
+	sodium_memzero(r->set_cookie, sizeof(r->set_cookie));
 	free(r);
 }
 
@@ -250,6 +251,104 @@ int api_request_parse_query(struct api_request *r)
 			q++;
 	}
 	return 0;
+}
+
+int api_form_parse(const char *body, size_t len, const char *const *allowed, char **values,
+                   struct iso_error *err)
+{
+	size_t n_allowed = 0, i = 0;
+
+	while (allowed[n_allowed])
+		values[n_allowed++] = NULL;
+	if (len > API_MAX_FORM)
+		return iso_error_set(err, ISO_E_INVALID, NULL, "form body: over %d bytes",
+		                     API_MAX_FORM);
+	while (i < len) {
+		size_t end = i, eq, kn, vn;
+		char key[API_MAX_FORM + 1], val[API_MAX_FORM + 1];
+		int k = -1;
+
+		while (end < len && body[end] != '&')
+			end++;
+		for (eq = i; eq < end && body[eq] != '='; eq++)
+			;
+		if (eq == end || eq == i)
+			goto bad;
+		if (decode(body + i, eq - i, true, key, &kn) < 0 || strlen(key) != kn)
+			goto bad;
+		for (size_t a = 0; a < n_allowed && k < 0; a++)
+			if (strcmp(allowed[a], key) == 0)
+				k = (int)a;
+		if (k < 0) {
+			char field[ISO_ERR_FIELD_MAX];
+			snprintf(field, sizeof(field), "%.60s", key);
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "form field \"%s\": unknown", field);
+		}
+		if (values[k])
+			return iso_error_set(err, ISO_E_INVALID, allowed[k],
+			                     "form field \"%s\": given more than once", allowed[k]);
+		if (decode(body + eq + 1, end - eq - 1, true, val, &vn) < 0 || strlen(val) != vn)
+			return iso_error_set(
+			    err, ISO_E_INVALID, allowed[k],
+			    "form field \"%s\": a control character, NUL or broken "
+			    "%%-escape",
+			    allowed[k]);
+		values[k] = strndup(val, vn);
+		sodium_memzero(val, sizeof(val));
+		if (!values[k])
+			return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+		i = end + 1;
+	}
+	return 0;
+bad:
+	return iso_error_set(err, ISO_E_INVALID, NULL,
+	                     "form body: want name=value pairs separated by '&' "
+	                     "(application/x-www-form-urlencoded)");
+}
+
+void api_form_free(char **values, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (values[i])
+			sodium_memzero(values[i], strlen(values[i]));
+		free(values[i]);
+		values[i] = NULL;
+	}
+}
+
+int api_cookie(const struct api_request *r, const char *name, char *buf, size_t size,
+               struct iso_error *err)
+{
+	size_t nl = strlen(name);
+	int found = 0;
+
+	buf[0] = '\0';
+	for (int h = 0; h < r->n_headers; h++) {
+		const char *p = r->headers[h].value;
+		if (strcasecmp(r->headers[h].name, "Cookie") != 0)
+			continue;
+		while (*p) {
+			size_t len = strcspn(p, ";");
+			const char *q = p;
+			while (*q == ' ' && q < p + len)
+				q++;
+			if ((size_t)(p + len - q) > nl && strncmp(q, name, nl) == 0 &&
+			    q[nl] == '=') {
+				size_t vl = (size_t)(p + len - q) - nl - 1;
+				if (++found > 1 || vl >= size)
+					return iso_error_set(
+					    err, ISO_E_INVALID, "Cookie",
+					    "header Cookie: %s given twice or too long", name);
+				memcpy(buf, q + nl + 1, vl);
+				buf[vl] = '\0';
+			}
+			p += len;
+			if (*p == ';')
+				p++;
+		}
+	}
+	return found;
 }
 
 int api_request_append_body(struct api_request *r, const char *data, size_t len)

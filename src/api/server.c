@@ -68,7 +68,9 @@ struct iso_api {
  * was 18% of the controller's time with 10,000 of them). */
 #define API_CONN_POOL (64u << 10)
 
-enum route_auth { ROUTE_AUTH, ROUTE_OPEN };
+/* ROUTE_COOKIE: as ROUTE_AUTH, and the token may come in the cookie that
+ * POST /neutron/login set (mlnx_sdn_assist sends its session's cookies). */
+enum route_auth { ROUTE_AUTH, ROUTE_OPEN, ROUTE_COOKIE };
 
 struct route {
 	const char *method;
@@ -139,6 +141,31 @@ static const struct route routes[] = {
     {"GET", "v1/audit/pubkey", api_audit_pubkey, ROUTE_AUTH, "audit.pubkey", "audit"},
     {"GET", "v1/audit/proof/inclusion", api_audit_inclusion, ROUTE_AUTH, "audit.read", "audit"},
     {"GET", "v1/audit/proof/consistency", api_audit_consistency, ROUTE_AUTH, "audit.read", "audit"},
+    {"PUT", "v1/neutron/projects/*", api_neutron_project_put, ROUTE_AUTH, "neutron.project.map",
+     "neutron_project"},
+    {"GET", "v1/neutron/projects", api_neutron_project_list, ROUTE_AUTH, "neutron.project.list",
+     "neutron_project"},
+    {"DELETE", "v1/neutron/projects/*", api_neutron_project_delete, ROUTE_AUTH,
+     "neutron.project.unmap", "neutron_project"},
+    /* networking-mlnx's mlnx_sdn_assist wire (docs/openstack.md): <url> is
+     * /neutron, then the driver's domain */
+    {"POST", "neutron/login", api_neutron_login, ROUTE_OPEN, "neutron.login", "token"},
+    {"POST", "neutron/*/Network", api_neutron_network_post, ROUTE_COOKIE, "neutron.network.write",
+     "neutron_network"},
+    {"GET", "neutron/*/Network", api_neutron_list, ROUTE_COOKIE, "neutron.list", "neutron_network"},
+    {"PUT", "neutron/*/Network/*", api_neutron_network_put, ROUTE_COOKIE, "neutron.network.write",
+     "neutron_network"},
+    {"DELETE", "neutron/*/Network/*", api_neutron_network_delete, ROUTE_COOKIE,
+     "neutron.network.write", "neutron_network"},
+    {"POST", "neutron/*/Port", api_neutron_port_post, ROUTE_COOKIE, "neutron.port.write",
+     "neutron_port"},
+    {"GET", "neutron/*/Port", api_neutron_list, ROUTE_COOKIE, "neutron.list", "neutron_port"},
+    {"PUT", "neutron/*/Port/*", api_neutron_port_put, ROUTE_COOKIE, "neutron.port.write",
+     "neutron_port"},
+    {"DELETE", "neutron/*/Port/*", api_neutron_port_delete, ROUTE_COOKIE, "neutron.port.write",
+     "neutron_port"},
+    /* the driver polls <url>/<job id>: job-<16 hex> */
+    {"GET", "neutron/*", api_neutron_job, ROUTE_COOKIE, "neutron.job.read", "neutron_job"},
 };
 
 static bool pattern_matches(const char *pattern, struct api_request *r)
@@ -223,6 +250,21 @@ static const char *bearer_of(struct api_request *r)
 	while (*h == ' ')
 		h++;
 	return h;
+}
+
+/* A ROUTE_COOKIE route's token may come in the login's cookie when no
+ * Authorization header is given (mlnx_sdn_assist sends only the cookie). */
+static int token_of(struct api_request *r, const struct route *route, char *cookie, size_t size)
+{
+	cookie[0] = '\0';
+	if (route->auth != ROUTE_COOKIE || bearer_of(r))
+		return 0;
+	return api_cookie(r, API_NEUTRON_COOKIE, cookie, size, &r->err) < 0 ? -EINVAL : 0;
+}
+
+bool api_tls(const struct api_request *r)
+{
+	return r->api && r->api->tls;
 }
 
 static void client_address(struct MHD_Connection *conn, char *buf, size_t size)
@@ -336,6 +378,7 @@ void api_not_leader_reply(struct api_request *r)
 static bool request_head(struct api_request *r)
 {
 	const struct route *match = NULL;
+	char cookie[ISO_TOKEN_MAX + 1] = "";
 	const char *cl;
 
 	r->head_done = true;
@@ -358,20 +401,26 @@ static bool request_head(struct api_request *r)
 	if (cl && strtoull(cl, NULL, 10) > API_MAX_DRAIN)
 		iso_error_set(&r->err, ISO_E_TOO_LARGE, NULL, "request body over %d bytes",
 		              ISO_API_MAX_BODY);
-	else if (match->auth == ROUTE_AUTH &&
-	         iso_controller_authenticate(r->ctl, bearer_of(r), &r->who, &r->err) < 0)
+	else if (match->auth != ROUTE_OPEN && token_of(r, match, cookie, sizeof(cookie)) < 0)
 		;
-	else if (match->auth == ROUTE_AUTH &&
+	else if (match->auth != ROUTE_OPEN &&
+	         iso_controller_authenticate(r->ctl, bearer_of(r) ? bearer_of(r) : cookie, &r->who,
+	                                     &r->err) < 0)
+		;
+	else if (match->auth != ROUTE_OPEN &&
 	         iso_controller_rate_admit(r->ctl, &r->who, strcmp(r->method, "GET") != 0,
 	                                   &r->retry_after_s, &r->err) < 0)
 		;
 	/* Deny by default: the route's action must be in the role x action
 	 * table for the caller's role (src/controller/authz.c). */
-	else if (match->auth == ROUTE_AUTH &&
+	else if (match->auth != ROUTE_OPEN &&
 	         iso_controller_authorize(&r->who, match->action, &r->err) < 0)
 		;
-	else
+	else {
+		sodium_memzero(cookie, sizeof(cookie));
 		return false;
+	}
+	sodium_memzero(cookie, sizeof(cookie));
 	error_reply(r);
 	record_failure(r, match);
 	return true;
@@ -450,7 +499,9 @@ static char *reply_text(struct api_request *r)
 {
 	if (r->status == MHD_HTTP_NO_CONTENT || !r->reply)
 		return NULL;
-	return json_dumps(r->reply, JSON_COMPACT);
+	/* a JSON string is a reply too: mlnx_sdn_assist takes the body of its
+	 * writes' replies as the job id (docs/openstack.md) */
+	return json_dumps(r->reply, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
 int api_handle_raw(struct iso_controller *ctl, const char *method, const char *target,
@@ -517,6 +568,8 @@ static enum MHD_Result send_reply(struct api_request *r)
 		MHD_add_response_header(resp, "X-Isostack-Leader", r->leader);
 	if (r->allow[0])
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (r->set_cookie[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, r->set_cookie);
 	if (r->retry_after_s > 0) {
 		char secs[16];
 		snprintf(secs, sizeof(secs), "%d", r->retry_after_s);

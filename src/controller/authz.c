@@ -21,7 +21,7 @@
 #define L CTL_SCOPE_LOOKUP
 #define D CTL_SCOPE_NONE /* denied */
 
-#define N_ROLES (ISO_ROLE_NODE_AGENT + 1)
+#define N_ROLES (ISO_ROLE_NEUTRON + 1)
 
 struct right {
 	const char *action; /* the route's action (server.c), or a narrower part of one */
@@ -31,93 +31,110 @@ struct right {
 
 /* Columns in enum iso_role order. The node-agent may read its own node's
  * desired state, write its own node's status and report its own node's GPU
- * faults, nothing else (docs/agents.md). */
+ * faults, nothing else (docs/agents.md). The neutron role (networking-mlnx's
+ * mlnx_sdn_assist driver's credential, docs/openstack.md) may do the neutron.*
+ * wire actions of the /neutron routes and nothing else: it never reaches the
+ * /v1 API. */
 static const struct right rights[] = {
-    /* action                          c-adm aud t-adm t-usr agent */
-    {"version.read", {A, A, A, A, D}, NULL},
-    {"whoami", {O, O, O, O, D}, NULL},
-    {"capacity.read", {A, A, T, T, D}, NULL},
+    /* action                          c-adm aud t-adm t-usr agent neutron */
+    {"version.read", {A, A, A, A, D, D}, NULL},
+    {"whoami", {O, O, O, O, D, D}, NULL},
+    {"capacity.read", {A, A, T, T, D, D}, NULL},
 
-    {"tenant.create", {A, D, D, D, D}, NULL},
-    {"tenant.list", {A, A, T, T, D}, NULL},
-    {"tenant.read", {A, A, T, T, D}, NULL},
-    {"tenant.update", {A, D, L, L, D}, NULL},
+    {"tenant.create", {A, D, D, D, D, D}, NULL},
+    {"tenant.list", {A, A, T, T, D, D}, NULL},
+    {"tenant.read", {A, A, T, T, D, D}, NULL},
+    {"tenant.update", {A, D, L, L, D, D}, NULL},
     /* the one field a tenant-admin may set on its own tenant */
-    {"tenant.update.max_user_priority", {A, D, T, D, D}, NULL},
+    {"tenant.update.max_user_priority", {A, D, T, D, D, D}, NULL},
     /* io_uring in its members' seccomp filter: a kernel attack surface */
     {"tenant.update.io_uring",
-     {A, D, D, D, D},
+     {A, D, D, D, D, D},
      "io_uring opens a large kernel attack surface; only a cluster-admin may allow it"},
     /* one P_Key per allocation: more of the shared pool (docs/fabric.md) */
     {"tenant.update.partition",
-     {A, D, D, D, D},
+     {A, D, D, D, D, D},
      "the partition mode decides how many P_Keys of the shared pool a tenant takes; only a "
      "cluster-admin may set it"},
-    {"tenant.delete", {A, D, L, L, D}, NULL},
+    {"tenant.delete", {A, D, L, L, D, D}, NULL},
 
-    {"org.create", {A, D, D, D, D}, NULL},
-    {"org.list", {A, A, D, D, D}, "organisations are visible to cluster roles only"},
-    {"org.delete", {A, D, D, D, D}, NULL},
-    {"quota.read", {A, A, T, T, D}, NULL},
-    {"quota.set", {A, D, L, L, D}, NULL},
+    {"org.create", {A, D, D, D, D, D}, NULL},
+    {"org.list", {A, A, D, D, D, D}, "organisations are visible to cluster roles only"},
+    {"org.delete", {A, D, D, D, D, D}, NULL},
+    {"quota.read", {A, A, T, T, D, D}, NULL},
+    {"quota.set", {A, D, L, L, D, D}, NULL},
     /* a project's quotas, which its tenant-admin shares out */
-    {"quota.set.project", {A, D, T, D, D}, NULL},
-    {"project.list", {A, A, T, T, D}, NULL},
-    {"project.create", {A, D, T, L, D}, NULL},
-    {"project.delete", {A, D, T, L, D}, NULL},
-    {"queue.read", {A, A, T, O, D}, NULL},
-    {"usage.read", {A, A, T, T, D}, NULL},
+    {"quota.set.project", {A, D, T, D, D, D}, NULL},
+    {"project.list", {A, A, T, T, D, D}, NULL},
+    {"project.create", {A, D, T, L, D, D}, NULL},
+    {"project.delete", {A, D, T, L, D, D}, NULL},
+    {"queue.read", {A, A, T, O, D, D}, NULL},
+    {"usage.read", {A, A, T, T, D, D}, NULL},
 
-    {"token.issue", {A, D, T, D, D}, NULL},
-    {"token.list", {A, A, T, O, D}, NULL},
-    {"token.read", {A, A, T, O, D}, NULL},
-    {"token.revoke", {A, D, T, O, D}, NULL},
+    {"token.issue", {A, D, T, D, D, D}, NULL},
+    {"token.list", {A, A, T, O, D, D}, NULL},
+    {"token.read", {A, A, T, O, D, D}, NULL},
+    {"token.revoke", {A, D, T, O, D, D}, NULL},
 
 #define INFRA                                                                                      \
 	"nodes and GPUs are visible to cluster roles only; see /v1/capacity for aggregate "        \
 	"capacity"
-    {"node.list", {A, A, D, D, D}, INFRA},
-    {"node.read", {A, A, D, D, D}, INFRA},
-    {"gpu.list", {A, A, D, D, D}, INFRA},
-    {"node.cordon", {A, D, D, D, D}, NULL},
-    {"node.uncordon", {A, D, D, D, D}, NULL},
-    {"node.drain", {A, D, D, D, D}, NULL},
-    {"node.down", {A, D, D, D, D}, NULL},
-    {"node.up", {A, D, D, D, D}, NULL},
+    {"node.list", {A, A, D, D, D, D}, INFRA},
+    {"node.read", {A, A, D, D, D, D}, INFRA},
+    {"gpu.list", {A, A, D, D, D, D}, INFRA},
+    {"node.cordon", {A, D, D, D, D, D}, NULL},
+    {"node.uncordon", {A, D, D, D, D, D}, NULL},
+    {"node.drain", {A, D, D, D, D, D}, NULL},
+    {"node.down", {A, D, D, D, D, D}, NULL},
+    {"node.up", {A, D, D, D, D, D}, NULL},
     /* a node agent reports the XIDs of its own node's GPUs (faults.c) */
-    {"gpu.fault", {A, D, D, D, N}, NULL},
-    {"gpu.restore", {A, D, D, D, D}, NULL},
-    {"pool.cordon", {A, D, D, D, D}, NULL},
-    {"pool.drain", {A, D, D, D, D}, NULL},
-    {"pool.uncordon", {A, D, D, D, D}, NULL},
-    {"node.desired.read", {A, A, D, D, N}, INFRA},
-    {"node.status.write", {A, D, D, D, N}, INFRA},
+    {"gpu.fault", {A, D, D, D, N, D}, NULL},
+    {"gpu.restore", {A, D, D, D, D, D}, NULL},
+    {"pool.cordon", {A, D, D, D, D, D}, NULL},
+    {"pool.drain", {A, D, D, D, D, D}, NULL},
+    {"pool.uncordon", {A, D, D, D, D, D}, NULL},
+    {"node.desired.read", {A, A, D, D, N, D}, INFRA},
+    {"node.status.write", {A, D, D, D, N, D}, INFRA},
 #undef INFRA
 
     /* own: a tenant-user's allocations are those it created, and its
      * priority stays under its tenant's max_user_priority */
-    {"allocation.create", {A, D, T, O, D}, NULL},
-    {"allocation.list", {A, A, T, O, D}, NULL},
-    {"allocation.read", {A, A, T, O, D}, NULL},
-    {"allocation.resize", {A, D, T, O, D}, "allocations are changed by their tenant"},
-    {"allocation.release", {A, D, T, O, D}, "allocations are changed by their tenant"},
+    {"allocation.create", {A, D, T, O, D, D}, NULL},
+    {"allocation.list", {A, A, T, O, D, D}, NULL},
+    {"allocation.read", {A, A, T, O, D, D}, NULL},
+    {"allocation.resize", {A, D, T, O, D, D}, "allocations are changed by their tenant"},
+    {"allocation.release", {A, D, T, O, D, D}, "allocations are changed by their tenant"},
 
-    {"fabric.read", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
-    {"fabric.verify", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
+    {"fabric.read", {A, A, D, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
+    {"fabric.verify",
+     {A, A, D, D, D, D},
+     "the fabric is visible to cluster-admin and auditor only"},
     /* the SM host's agent (fabric.sm_node) reads the partitions.conf it is
      * to write and reports what it did: a command to the fabric, so only
      * that agent (sm.c narrows N to fabric.sm_node) */
     {"fabric.sm.read",
-     {D, D, D, D, N},
+     {D, D, D, D, N, D},
      "only the agent of the SM host (fabric.sm_node) reads the SM's partitions document"},
     {"fabric.sm.status",
-     {D, D, D, D, N},
+     {D, D, D, D, N, D},
      "only the agent of the SM host (fabric.sm_node) reports the SM's partitions"},
 
+    /* OpenStack Neutron (docs/openstack.md): the /neutron wire routes are
+     * the neutron role's alone (neutron.c reaches only the tenants the
+     * project mapping names); operators may list what it holds for a
+     * resync; the mapping itself is a cluster-admin's */
+    {"neutron.network.write", {D, D, D, D, D, A}, "only the neutron role writes Neutron networks"},
+    {"neutron.port.write", {D, D, D, D, D, A}, "only the neutron role writes Neutron ports"},
+    {"neutron.job.read", {D, D, D, D, D, A}, NULL},
+    {"neutron.list", {A, A, D, D, D, A}, NULL},
+    {"neutron.project.map", {A, D, D, D, D, D}, NULL},
+    {"neutron.project.unmap", {A, D, D, D, D, D}, NULL},
+    {"neutron.project.list", {A, A, D, D, D, D}, NULL},
+
     {"audit.read",
-     {A, A, T, D, D},
+     {A, A, T, D, D, D},
      "the audit log is for cluster-admins, auditors and tenant-admins"},
-    {"audit.pubkey", {A, A, A, A, D}, NULL},
+    {"audit.pubkey", {A, A, A, A, D, D}, NULL},
 };
 
 #undef A

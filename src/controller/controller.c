@@ -317,6 +317,8 @@ int iso_controller_open(const struct iso_controller_params *params, struct iso_c
 	if (r == 0)
 		r = ctl_tenancy_open(c, params, err);
 	if (r == 0)
+		r = ctl_neutron_open(c, err);
+	if (r == 0)
 		r = ctl_fabric_resync(c, err);
 	if (r == 0)
 		r = ctl_faults_reapply(c, err);
@@ -412,6 +414,7 @@ void iso_controller_free(struct iso_controller *c)
 		return;
 	ctl_sm_close(c);
 	ctl_fabric_close(c);
+	ctl_neutron_close(c);
 	ctl_tenancy_close(c);
 	ctl_queue_close(c);
 	ctl_preempt_close(c);

@@ -560,7 +560,8 @@ static int stage_alloc_key(struct iso_controller *c, const struct ctl_key *tk, c
 	if (find_key(f->staged_keys, f->n_staged_keys, tk->tenant_id, alloc))
 		return 0;
 	for (int i = 0; i < f->n_staged_keys; i++)
-		held += f->staged_keys[i].tenant_id == tk->tenant_id && f->staged_keys[i].alloc[0];
+		held += f->staged_keys[i].tenant_id == tk->tenant_id && f->staged_keys[i].alloc[0] &&
+		        !ctl_neutron_is_key(f->staged_keys[i].alloc);
 	quarantined = qkeys_of(f, tk->tenant_id, now);
 	r = c->store->ops->tenant_get_by_id(c->store, tk->tenant_id, &t, err);
 	if (r < 0)
@@ -596,7 +597,9 @@ static int stage_release_keys(struct iso_controller *c, const struct iso_port_as
 
 	for (int i = 0; i < f->n_staged_keys;) {
 		const struct ctl_key *k = &f->staged_keys[i];
-		bool used = !k->alloc[0];
+		/* a Neutron network's key is held while the network is, with
+		 * ports or none (stage_neutron) */
+		bool used = !k->alloc[0] || ctl_neutron_is_key(k->alloc);
 
 		for (int j = 0; j < n_next && !used; j++)
 			used = next[j].tenant_id == k->tenant_id &&
@@ -612,6 +615,87 @@ static int stage_release_keys(struct iso_controller *c, const struct iso_port_as
 		if (r < 0)
 			return r;
 		f->staged_keys[i] = f->staged_keys[--f->n_staged_keys];
+	}
+	return 0;
+}
+
+static int key_quarantine_row(struct iso_controller *c, const struct ctl_key *k, int64_t now,
+                              struct iso_error *err)
+{
+	struct iso_fabric_key_row row = {
+	    .pkey = k->pkey, .tenant_id = k->tenant_id, .released_ms = now};
+
+	iso_strlcpy(row.alloc_id, k->alloc, sizeof(row.alloc_id));
+	return c->store->ops->fabric_key_put(c->store, &row, err);
+}
+
+/* OpenStack Neutron's networks hold exactly the keys they name (a network
+ * gone, or moved to another key, leaves its old one to quarantine), and
+ * their bound ports are external assignments in their network's partition
+ * (docs/openstack.md). Before neutron.c has read its objects (the start),
+ * nothing of theirs is touched. */
+static int stage_neutron(struct iso_controller *c, struct iso_port_assignment *next, int *n_next,
+                         int64_t now, struct iso_error *err)
+{
+	struct ctl_fabric *f = c->fabric;
+	int n = 0, r;
+	const struct iso_neutron_object *o = ctl_neutron_objects(c, &n);
+	_cleanup_free_ bool *kept = calloc((size_t)n + 1, sizeof(*kept));
+	char alloc[ISO_ID_MAX];
+
+	if (!c->neutron)
+		return 0;
+	if (!kept)
+		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+	for (int i = 0; i < f->n_staged_keys;) {
+		const struct ctl_key *k = &f->staged_keys[i];
+		int at = ctl_neutron_is_key(k->alloc) ? ctl_neutron_find(c, k->alloc + 2) : -2;
+
+		if (at == -2 || (at >= 0 && o[at].kind == ISO_NEUTRON_NETWORK &&
+		                 o[at].pkey == k->pkey && o[at].tenant_id == k->tenant_id)) {
+			if (at >= 0)
+				kept[at] = true;
+			i++;
+			continue;
+		}
+		r = key_quarantine_row(c, k, now, err);
+		if (r < 0)
+			return r;
+		f->staged_keys[i] = f->staged_keys[--f->n_staged_keys];
+	}
+	for (int i = 0; i < n; i++) {
+		if (o[i].kind != ISO_NEUTRON_NETWORK || kept[i])
+			continue;
+		/* taken exactly: the network names its key. Refused without
+		 * saying who holds it (another tenant, a service, quarantine) */
+		if (iso_pkey_pool_take_exact(&f->pool, now, (uint16_t)o[i].pkey) < 0)
+			return iso_error_set(err, ISO_E_CONFLICT, "provider:segmentation_id",
+			                     "provider:segmentation_id: P_Key 0x%04x is not free",
+			                     o[i].pkey);
+		f->taken[f->n_taken++] = (uint16_t)o[i].pkey;
+		struct ctl_key *k = &f->staged_keys[f->n_staged_keys++];
+		*k = (struct ctl_key){.tenant_id = o[i].tenant_id, .pkey = (uint16_t)o[i].pkey};
+		iso_controller_tenant_name(c, o[i].tenant_id, k->tenant, sizeof(k->tenant));
+		ctl_neutron_key_alloc(o[i].uuid, k->alloc, sizeof(k->alloc));
+		struct iso_fabric_key_row row = {.pkey = o[i].pkey, .tenant_id = o[i].tenant_id};
+		iso_strlcpy(row.alloc_id, k->alloc, sizeof(row.alloc_id));
+		r = c->store->ops->fabric_key_put(c->store, &row, err);
+		if (r < 0)
+			return r;
+	}
+	for (int i = 0; i < n; i++) {
+		int ni = o[i].kind == ISO_NEUTRON_PORT
+		             ? iso_cluster_state_node_index(&c->cs, o[i].host)
+		             : -1;
+		if (ni < 0 || !c->inv->nodes[ni].has_port)
+			continue; /* a network, or a host the inventory lost */
+		ctl_neutron_key_alloc(o[i].network, alloc, sizeof(alloc));
+		next[*n_next] = (struct iso_port_assignment){.node = ni,
+		                                             .tenant_id = o[i].tenant_id,
+		                                             .vf = ISO_VF_EXTERNAL,
+		                                             .guid = o[i].guid};
+		iso_strlcpy(next[*n_next].alloc, alloc, sizeof(next[0].alloc));
+		(*n_next)++;
 	}
 	return 0;
 }
@@ -633,7 +717,9 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 	if (!ctl_fabric_partitioned(c) && !roce)
 		return 0;
 	ctl_fabric_abort(c);
-	cap = f->n_ports + 16;
+	int n_neutron = 0;
+	ctl_neutron_objects(c, &n_neutron);
+	cap = f->n_ports + 16 + n_neutron;
 	for (int ni = 0; ni < c->inv->n_nodes; ni++) {
 		struct ctl_overlay_view v;
 		ctl_agents_overlay_view(c, ni, &v);
@@ -662,6 +748,8 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 	for (int i = 0; i < f->n_ports; i++) {
 		const struct iso_port_assignment *p = &f->ports[i];
 		bool live = false;
+		if (p->vf == ISO_VF_EXTERNAL)
+			continue; /* Neutron's ports: staged again from neutron.c */
 		if (p->alloc[0]) {
 			live = alloc_on_node(c, p->node, p->tenant_id, p->alloc);
 		} else {
@@ -731,6 +819,10 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 		f->have_staged = true;
 		return 0;
 	}
+	r = stage_neutron(c, next, &n_next, now, err);
+	if (r < 0)
+		return r;
+	f->n_staged = n_next;
 	r = stage_release_keys(c, next, n_next, now, err);
 	if (r < 0)
 		return r;
@@ -783,8 +875,10 @@ static void commit_keys(struct ctl_fabric *f)
 		return;
 	for (int i = 0; i < f->n_keys; i++) {
 		const struct ctl_key *k = &f->keys[i];
-		if (!k->alloc[0] ||
-		    find_key(f->staged_keys, f->n_staged_keys, k->tenant_id, k->alloc))
+		const struct ctl_key *kept =
+		    find_key(f->staged_keys, f->n_staged_keys, k->tenant_id, k->alloc);
+		/* a Neutron network moved to another key leaves this one */
+		if (!k->alloc[0] || (kept && kept->pkey == k->pkey))
 			continue;
 		iso_pkey_pool_release(&f->pool, k->pkey, f->stage_now);
 		if (qkey_add(f, k->tenant_id, k->pkey, f->stage_now) < 0)

@@ -48,18 +48,19 @@ struct iso_controller {
 	struct ctl_rates *rates;           /* ratelimit.c */
 	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
 	uint64_t auth_epoch;               /* bumped at every transaction's end */
-	struct ctl_agents *agents;         /* agents.c: desired state, status, leases */
-	struct ctl_sm *sm;                 /* sm.c: the SM host's agent's long polls */
-	struct ctl_uring *uring;           /* uring.c: tenants whose io_uring switch is on */
-	struct iso_tenant_limits limits;   /* defaults for tenants that set none */
-	bool queue_more;                   /* the last queue pass stopped at its depth */
-	int64_t queue_pass_ms;             /* when the last pass ran */
-	struct iso_capacity capacity;      /* nodes.c: free as a tenant holding nothing sees it */
-	uint64_t capacity_version;         /* cs.version it was counted at, 0: never */
-	bool fabric_async;                 /* allocations wait in provisioning for the fabric */
-	bool agent_gate;                   /* ...and for every member's agent (not --no-agents) */
-	int64_t provision_ms;              /* the gate fails what waits longer */
-	int64_t gate_checked_ms;           /* the last pass over provisioning allocations */
+	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
+	struct ctl_sm *sm;           /* sm.c: the SM host's agent's long polls */
+	struct ctl_neutron *neutron; /* neutron.c: OpenStack's networks and ports */
+	struct ctl_uring *uring;     /* uring.c: tenants whose io_uring switch is on */
+	struct iso_tenant_limits limits; /* defaults for tenants that set none */
+	bool queue_more;                 /* the last queue pass stopped at its depth */
+	int64_t queue_pass_ms;           /* when the last pass ran */
+	struct iso_capacity capacity;    /* nodes.c: free as a tenant holding nothing sees it */
+	uint64_t capacity_version;       /* cs.version it was counted at, 0: never */
+	bool fabric_async;           /* allocations wait in provisioning for the fabric */
+	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
+	int64_t provision_ms;        /* the gate fails what waits longer */
+	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
 	/* group commit (iso_controller_sync): commits wait for one flush */
 	bool group_commit;
 	bool unsynced;           /* a commit since the last sync is not yet durable */
@@ -241,6 +242,19 @@ void ctl_fabric_tenant_deleted(struct iso_controller *c, int64_t tenant_id, int6
  * overflows and cross-tenant ports). After the commit: ctl_fabric_commit
  * hands it to the driver and returns its generation; after a rollback:
  * ctl_fabric_abort. */
+/* ---- neutron.c (docs/openstack.md) ---- */
+int ctl_neutron_open(struct iso_controller *c, struct iso_error *err);
+void ctl_neutron_close(struct iso_controller *c);
+/* Every network and bound port held, sorted by uuid (for the staging). */
+const struct iso_neutron_object *ctl_neutron_objects(const struct iso_controller *c, int *n);
+/* The index in ctl_neutron_objects of network `uuid`, or -1. */
+int ctl_neutron_find(const struct iso_controller *c, const char *uuid);
+/* A network's fabric key's alloc_id, "n-<uuid>", and whether alloc is one. */
+void ctl_neutron_key_alloc(const char *uuid, char *out, size_t size);
+bool ctl_neutron_is_key(const char *alloc);
+/* Inside the tenant delete's transaction: refused while a project maps to it. */
+int ctl_neutron_tenant_delete(struct iso_controller *c, int64_t tenant_id, const char *name,
+                              struct iso_error *err);
 int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err);
 uint64_t ctl_fabric_commit(struct iso_controller *c);
 void ctl_fabric_abort(struct iso_controller *c);

@@ -292,6 +292,8 @@ int iso_controller_tenant_delete(struct iso_controller *c, const struct iso_prin
 		                  "tenant \"%s\" holds %d live allocation%s; release them first",
 		                  name, live, live == 1 ? "" : "s");
 	if (r == 0)
+		r = ctl_neutron_tenant_delete(c, t.id, t.name, err);
+	if (r == 0)
 		r = ops->token_revoke_tenant(c->store, t.id, iso_now_ms(), err);
 	if (r == 0)
 		r = ops->tenant_delete(c->store, t.id, err);

@@ -288,6 +288,11 @@ int iso_controller_token_issue(struct iso_controller *c, const struct iso_princi
 	r = token_node(c, req, &t, err);
 	if (r < 0)
 		return r;
+	/* the driver logs in with it as its username (docs/openstack.md) */
+	if (req->role == ISO_ROLE_NEUTRON && (!req->user || !req->user[0]))
+		return iso_error_set(err, ISO_E_INVALID, "user",
+		                     "user: required for a neutron token (ml2_conf.ini [sdn] "
+		                     "username)");
 	if (req->user && req->user[0] && !iso_name_valid(req->user))
 		return iso_error_set(err, ISO_E_INVALID, "user",
 		                     "user: invalid name (want [a-z0-9][a-z0-9._-]{0,62})");

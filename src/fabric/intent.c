@@ -120,6 +120,20 @@ static int check_assignment(const struct iso_inventory *inv, const struct iso_po
 	const struct iso_port *port = &node->port;
 	uint64_t want;
 	snprintf(field, sizeof(field), "assignments[%d].vf", i);
+	if (a->vf == ISO_VF_EXTERNAL) {
+		/* a GUID isostack does not hand out: never the PF's or a VF's
+		 * of the inventory (the controller refuses the rest, services
+		 * and other nodes' GUIDs, before it stages one) */
+		bool own = a->guid == 0 || a->guid == port->guid;
+		for (int v = 0; v < port->n_vfs && !own; v++)
+			own = port->vf_guids[v] == a->guid;
+		if (own)
+			return iso_error_set(err, ISO_E_INVALID, field,
+			                     "assignment %d: external GUID 0x%016llx is node %s's "
+			                     "own",
+			                     i, (unsigned long long)a->guid, node->name);
+		return 0;
+	}
 	if (a->vf == -1) {
 		if (port->n_vfs > 0)
 			return iso_error_set(

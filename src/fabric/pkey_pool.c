@@ -132,6 +132,20 @@ int iso_pkey_pool_take_pick(struct iso_pkey_pool *p, int64_t now_ms, uint32_t pi
 	                     p->min, p->max);
 }
 
+int iso_pkey_pool_take_exact(struct iso_pkey_pool *p, int64_t now_ms, uint16_t pkey)
+{
+	size_t i = (size_t)pkey - p->min;
+
+	if (!in_range(p, pkey))
+		return -ERANGE;
+	if (!takeable(p, i, now_ms))
+		return -EEXIST;
+	if (p->state[i] == ISO_PKEY_FREE)
+		p->n_free--;
+	p->state[i] = ISO_PKEY_USED;
+	return 0;
+}
+
 int iso_pkey_pool_take(struct iso_pkey_pool *p, int64_t now_ms, uint16_t *out,
                        struct iso_error *err)
 {

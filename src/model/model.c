@@ -10,7 +10,7 @@
 static const char *const role_names[] = {
     [ISO_ROLE_CLUSTER_ADMIN] = "cluster-admin", [ISO_ROLE_AUDITOR] = "auditor",
     [ISO_ROLE_TENANT_ADMIN] = "tenant-admin",   [ISO_ROLE_TENANT_USER] = "tenant-user",
-    [ISO_ROLE_NODE_AGENT] = "node-agent",
+    [ISO_ROLE_NODE_AGENT] = "node-agent",       [ISO_ROLE_NEUTRON] = "neutron",
 };
 
 const char *iso_role_name(enum iso_role role)

@@ -137,6 +137,23 @@ FS_OP(W, fabric_port_delete,
 FS_OP(R, fabric_port_list,
       (struct iso_store * s, struct iso_fabric_port_row **out, int *n, struct iso_error *err),
       (INNER(s), out, n, err))
+FS_OP(W, neutron_project_put,
+      (struct iso_store * s, const struct iso_neutron_project *p, struct iso_error *err),
+      (INNER(s), p, err))
+FS_OP(W, neutron_project_delete,
+      (struct iso_store * s, const char *project_id, struct iso_error *err),
+      (INNER(s), project_id, err))
+FS_OP(R, neutron_project_list,
+      (struct iso_store * s, struct iso_neutron_project **out, int *n, struct iso_error *err),
+      (INNER(s), out, n, err))
+FS_OP(W, neutron_object_put,
+      (struct iso_store * s, const struct iso_neutron_object *o, struct iso_error *err),
+      (INNER(s), o, err))
+FS_OP(W, neutron_object_delete, (struct iso_store * s, const char *uuid, struct iso_error *err),
+      (INNER(s), uuid, err))
+FS_OP(R, neutron_object_list,
+      (struct iso_store * s, struct iso_neutron_object **out, int *n, struct iso_error *err),
+      (INNER(s), out, n, err))
 FS_OP(W, org_put, (struct iso_store * s, const struct iso_org *o, struct iso_error *err),
       (INNER(s), o, err))
 FS_OP(W, org_delete, (struct iso_store * s, const char *name, struct iso_error *err),
@@ -249,6 +266,12 @@ static const struct iso_store_ops faultsim_ops = {
     .fabric_port_put = fs_fabric_port_put,
     .fabric_port_delete = fs_fabric_port_delete,
     .fabric_port_list = fs_fabric_port_list,
+    .neutron_project_put = fs_neutron_project_put,
+    .neutron_project_delete = fs_neutron_project_delete,
+    .neutron_project_list = fs_neutron_project_list,
+    .neutron_object_put = fs_neutron_object_put,
+    .neutron_object_delete = fs_neutron_object_delete,
+    .neutron_object_list = fs_neutron_object_list,
     .org_put = fs_org_put,
     .org_delete = fs_org_delete,
     .org_list = fs_org_list,
@@ -284,7 +307,7 @@ static const struct iso_store_ops faultsim_ops = {
 
 /* An op added to the vtable must be forwarded above: left NULL here, a
  * caller would crash on the wrapper only. */
-_Static_assert(sizeof(struct iso_store_ops) == sizeof(const char *) + 56 * sizeof(void (*)(void)),
+_Static_assert(sizeof(struct iso_store_ops) == sizeof(const char *) + 62 * sizeof(void (*)(void)),
                "struct iso_store_ops changed: forward the new op in src/store/faultsim.c");
 
 int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out, struct iso_error *err)

@@ -24,7 +24,8 @@
 static const char *const tables[ISO_STORE_MIGRATE_TABLES] = {
     "meta",        "tenants",      "tokens",      "node_state",  "allocations",  "alloc_members",
     "alloc_slots", "audit_events", "audit_heads", "fabric_keys", "fabric_ports", "orgs",
-    "projects",    "quotas",       "usage_log",   "gpu_faults",
+    "projects",    "quotas",       "usage_log",   "gpu_faults", "neutron_projects",
+    "neutron_objects",
 };
 
 /* Tables whose id PostgreSQL hands out (GENERATED ALWAYS AS IDENTITY): its

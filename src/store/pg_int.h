@@ -206,6 +206,17 @@ int iso_pg_fabric_port_put(struct iso_store *s, const struct iso_fabric_port_row
 int iso_pg_fabric_port_delete(struct iso_store *s, const char *node, int vf, struct iso_error *err);
 int iso_pg_fabric_port_list(struct iso_store *s, struct iso_fabric_port_row **out, int *n,
                             struct iso_error *err);
+int iso_pg_neutron_project_put(struct iso_store *s, const struct iso_neutron_project *p,
+                               struct iso_error *err);
+int iso_pg_neutron_project_delete(struct iso_store *s, const char *project_id,
+                                  struct iso_error *err);
+int iso_pg_neutron_project_list(struct iso_store *s, struct iso_neutron_project **out, int *n,
+                                struct iso_error *err);
+int iso_pg_neutron_object_put(struct iso_store *s, const struct iso_neutron_object *o,
+                              struct iso_error *err);
+int iso_pg_neutron_object_delete(struct iso_store *s, const char *uuid, struct iso_error *err);
+int iso_pg_neutron_object_list(struct iso_store *s, struct iso_neutron_object **out, int *n,
+                               struct iso_error *err);
 int iso_pg_org_put(struct iso_store *s, const struct iso_org *o, struct iso_error *err);
 int iso_pg_org_delete(struct iso_store *s, const char *name, struct iso_error *err);
 int iso_pg_org_list(struct iso_store *s, struct iso_org **out, int *n, struct iso_error *err);

@@ -180,6 +180,22 @@ static const char *const migrations[] = {
      "  CHECK (partition_mode IN (0, 1));"
      "ALTER TABLE fabric_keys ADD COLUMN alloc_id " T " NOT NULL DEFAULT '';"
      "ALTER TABLE fabric_ports ADD COLUMN alloc_id " T " NOT NULL DEFAULT '';"),
+    /* 6: OpenStack Neutron, as SQLite's version 11 (docs/openstack.md). */
+    ("CREATE TABLE neutron_projects ("
+     "  project_id " T " PRIMARY KEY,"
+     "  tenant_id BIGINT NOT NULL,"
+     "  created_ms BIGINT NOT NULL);"
+     "CREATE TABLE neutron_objects ("
+     "  uuid " T " PRIMARY KEY,"
+     "  kind BIGINT NOT NULL CHECK (kind IN (0, 1)),"
+     "  domain " T " NOT NULL,"
+     "  project_id " T " NOT NULL,"
+     "  tenant_id BIGINT NOT NULL,"
+     "  pkey BIGINT NOT NULL DEFAULT 0,"
+     "  network " T " NOT NULL DEFAULT '',"
+     "  host " T " NOT NULL DEFAULT '',"
+     "  guid BIGINT NOT NULL DEFAULT 0,"
+     "  updated_ms BIGINT NOT NULL);"),
 };
 
 /* Serialises migrations between processes opening one database. */

@@ -83,6 +83,23 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_FPORT_DELETE] = "DELETE FROM fabric_ports WHERE node = ?1 AND vf = ?2",
     [ST_FPORT_LIST] = "SELECT node, vf, tenant_id, alloc_id FROM fabric_ports"
                       " ORDER BY node, vf",
+    [ST_NPROJ_PUT] = "INSERT INTO neutron_projects(project_id, tenant_id, created_ms)"
+                     " VALUES (?1, ?2, ?3) ON CONFLICT(project_id) DO UPDATE SET"
+                     " tenant_id = excluded.tenant_id, created_ms = excluded.created_ms",
+    [ST_NPROJ_DELETE] = "DELETE FROM neutron_projects WHERE project_id = ?1",
+    [ST_NPROJ_LIST] = "SELECT project_id, tenant_id, created_ms FROM neutron_projects"
+                      " ORDER BY project_id",
+    [ST_NOBJ_PUT] = "INSERT INTO neutron_objects(uuid, kind, domain, project_id, tenant_id,"
+                    " pkey, network, host, guid, updated_ms)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                    " ON CONFLICT(uuid) DO UPDATE SET kind = excluded.kind,"
+                    " domain = excluded.domain, project_id = excluded.project_id,"
+                    " tenant_id = excluded.tenant_id, pkey = excluded.pkey,"
+                    " network = excluded.network, host = excluded.host, guid = excluded.guid,"
+                    " updated_ms = excluded.updated_ms",
+    [ST_NOBJ_DELETE] = "DELETE FROM neutron_objects WHERE uuid = ?1",
+    [ST_NOBJ_LIST] = "SELECT uuid, kind, domain, project_id, tenant_id, pkey, network, host,"
+                     " guid, updated_ms FROM neutron_objects ORDER BY uuid",
     [ST_ALLOC_INSERT] = "INSERT INTO allocations(" ALLOC_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                         " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
                         " ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
@@ -438,6 +455,12 @@ static const struct iso_store_ops sqlite_ops = {
     .fabric_port_put = iso_sqlite_fabric_port_put,
     .fabric_port_delete = iso_sqlite_fabric_port_delete,
     .fabric_port_list = iso_sqlite_fabric_port_list,
+    .neutron_project_put = iso_sqlite_neutron_project_put,
+    .neutron_project_delete = iso_sqlite_neutron_project_delete,
+    .neutron_project_list = iso_sqlite_neutron_project_list,
+    .neutron_object_put = iso_sqlite_neutron_object_put,
+    .neutron_object_delete = iso_sqlite_neutron_object_delete,
+    .neutron_object_list = iso_sqlite_neutron_object_list,
     .org_put = iso_sqlite_org_put,
     .org_delete = iso_sqlite_org_delete,
     .org_list = iso_sqlite_org_list,

@@ -45,6 +45,12 @@ enum sqlite_stmt_id {
 	ST_FPORT_PUT,
 	ST_FPORT_DELETE,
 	ST_FPORT_LIST,
+	ST_NPROJ_PUT,
+	ST_NPROJ_DELETE,
+	ST_NPROJ_LIST,
+	ST_NOBJ_PUT,
+	ST_NOBJ_DELETE,
+	ST_NOBJ_LIST,
 	ST_ALLOC_INSERT,
 	ST_ALLOC_UPDATE,
 	ST_ALLOC_GET,
@@ -206,6 +212,18 @@ int iso_sqlite_token_revoke_tenant(struct iso_store *s, int64_t tenant_id, int64
                                    struct iso_error *err);
 int iso_sqlite_node_state_set(struct iso_store *s, const struct iso_node_state *ns,
                               struct iso_error *err);
+int iso_sqlite_neutron_project_put(struct iso_store *s, const struct iso_neutron_project *p,
+                                   struct iso_error *err);
+int iso_sqlite_neutron_project_delete(struct iso_store *s, const char *project_id,
+                                      struct iso_error *err);
+int iso_sqlite_neutron_project_list(struct iso_store *s, struct iso_neutron_project **out, int *n,
+                                    struct iso_error *err);
+int iso_sqlite_neutron_object_put(struct iso_store *s, const struct iso_neutron_object *o,
+                                  struct iso_error *err);
+int iso_sqlite_neutron_object_delete(struct iso_store *s, const char *uuid,
+                                     struct iso_error *err);
+int iso_sqlite_neutron_object_list(struct iso_store *s, struct iso_neutron_object **out, int *n,
+                                   struct iso_error *err);
 int iso_sqlite_org_put(struct iso_store *s, const struct iso_org *o, struct iso_error *err);
 int iso_sqlite_org_delete(struct iso_store *s, const char *name, struct iso_error *err);
 int iso_sqlite_org_list(struct iso_store *s, struct iso_org **out, int *n, struct iso_error *err);

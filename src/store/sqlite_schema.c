@@ -204,6 +204,24 @@ static const char *const migrations[] = {
      "  CHECK (partition_mode IN (0, 1));"
      "ALTER TABLE fabric_keys ADD COLUMN alloc_id TEXT NOT NULL DEFAULT '';"
      "ALTER TABLE fabric_ports ADD COLUMN alloc_id TEXT NOT NULL DEFAULT '';"),
+    /* 11: OpenStack Neutron (docs/openstack.md): which isostack tenant owns
+     * a Neutron project's networks, and the networks (kind 0, a P_Key) and
+     * bound ports (kind 1, a GUID on a node) mlnx_sdn_assist sent. */
+    ("CREATE TABLE neutron_projects ("
+     "  project_id TEXT PRIMARY KEY,"
+     "  tenant_id INTEGER NOT NULL,"
+     "  created_ms INTEGER NOT NULL) WITHOUT ROWID;"
+     "CREATE TABLE neutron_objects ("
+     "  uuid TEXT PRIMARY KEY,"
+     "  kind INTEGER NOT NULL CHECK (kind IN (0, 1)),"
+     "  domain TEXT NOT NULL,"
+     "  project_id TEXT NOT NULL,"
+     "  tenant_id INTEGER NOT NULL,"
+     "  pkey INTEGER NOT NULL DEFAULT 0,"
+     "  network TEXT NOT NULL DEFAULT '',"
+     "  host TEXT NOT NULL DEFAULT '',"
+     "  guid INTEGER NOT NULL DEFAULT 0,"
+     "  updated_ms INTEGER NOT NULL) WITHOUT ROWID;"),
 };
 
 int iso_sqlite_schema_version_known(void)

@@ -81,6 +81,57 @@ int iso_parse_guid(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* n bytes written "xx:xx:...:xx" (hex, either case) into out; -EINVAL for
+ * anything else, so a MAC and a client-id are read by one strict rule. */
+static int parse_hex_bytes(const char *s, uint8_t *out, size_t n)
+{
+	if (!s || strlen(s) != 3 * n - 1)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int v = 0;
+		for (size_t k = 0; k < 2; k++) {
+			int c = (unsigned char)s[3 * i + k];
+			if (c >= '0' && c <= '9')
+				v = v * 16 + c - '0';
+			else if (c >= 'a' && c <= 'f')
+				v = v * 16 + c - 'a' + 10;
+			else if (c >= 'A' && c <= 'F')
+				v = v * 16 + c - 'A' + 10;
+			else
+				return -EINVAL;
+		}
+		if (i + 1 < n && s[3 * i + 2] != ':')
+			return -EINVAL;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+int iso_guid_from_mac(const char *mac, uint64_t *out)
+{
+	uint8_t b[6];
+
+	if (parse_hex_bytes(mac, b, sizeof(b)) < 0)
+		return -EINVAL;
+	*out = (uint64_t)b[0] << 56 | (uint64_t)b[1] << 48 | (uint64_t)b[2] << 40 |
+	       (uint64_t)b[3] << 16 | (uint64_t)b[4] << 8 | (uint64_t)b[5];
+	return 0;
+}
+
+int iso_guid_from_client_id(const char *client_id, uint64_t *out)
+{
+	static const uint8_t prefix[12] = {0xff, 0, 0, 0, 0, 0, 0x02, 0, 0, 0x02, 0xc9, 0};
+	uint8_t b[20];
+	uint64_t g = 0;
+
+	if (parse_hex_bytes(client_id, b, sizeof(b)) < 0 || memcmp(b, prefix, sizeof(prefix)) != 0)
+		return -EINVAL;
+	for (size_t i = sizeof(prefix); i < sizeof(b); i++)
+		g = g << 8 | b[i];
+	*out = g;
+	return 0;
+}
+
 int iso_parse_ipv4(const char *s, uint32_t *out)
 {
 	uint32_t v = 0;

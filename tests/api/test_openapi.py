@@ -240,12 +240,38 @@ class TestOpenApiMatchesServer(harness.SharedDaemonCase):
         call("GET", "/v1/fabric")
         call("GET", "/v1/fabric/intent")
         call("GET", "/v1/fabric/verify")
-        # the SM host's routes: only the node-agent of fabric.sm_node, and only with
-        # fabric.partitions_writer: agent (tests/e2e/test_fabric_sm_agent.py); a
-        # cluster-admin is refused
+        # the SM host's agent's routes: nobody else's (docs/fabric.md)
         call("GET", "/v1/fabric/sm/partitions", status=403)
-        call("PUT", "/v1/fabric/sm/status", {"term": 1, "generation": 1, "applied": True},
+        call("PUT", "/v1/fabric/sm/status", {"version": "spec", "term": 0, "generation": 0},
              status=403)
+        # OpenStack Neutron (docs/openstack.md): the mapping, the driver's wire
+        call("PUT", "/v1/neutron/projects/p0a", {"tenant": "oa"})
+        call("GET", "/v1/neutron/projects")
+        neu = call("POST", "/v1/tokens", {"role": "neutron", "user": "neutron-spec"}, 201)
+        r = harness.http_request(self.d.port, "POST", "/neutron/login",
+                                 raw="username=neutron-spec&password=" + neu["token"],
+                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.check(r, "POST", "/neutron/login", 200)
+        drv = self.d.client(neu["token"])
+        nid, pid = "11111111-2222-4333-8444-555555555555", "11111111-2222-4333-8444-666666666666"
+        net = {"id": nid, "project_id": "p0a", "provider:network_type": "vlan",
+               "provider:segmentation_id": 3000, "mtu": 2044}
+        port = {"id": pid, "project_id": "p0a", "network_id": nid, "binding:host_id": "sm-n01",
+                "mac_address": "fa:16:3e:00:00:01"}
+        job = call("POST", "/neutron/cloudx/Network", net, 202, client=drv)
+        call("GET", "/neutron/" + job, client=drv)
+        call("PUT", "/neutron/cloudx/Network/" + nid, net, 202, client=drv)
+        call("POST", "/neutron/cloudx/Network", dict(net, id=nid.replace("1", "7"),
+                                                     **{"provider:segmentation_id": None}),
+             501, client=drv)
+        call("POST", "/neutron/cloudx/Port", port, 202, client=drv)
+        call("PUT", "/neutron/cloudx/Port/" + pid, port, 202, client=drv)
+        call("GET", "/neutron/cloudx/Network", client=drv)
+        call("GET", "/neutron/cloudx/Port")
+        call("DELETE", "/neutron/cloudx/Port/" + pid, status=202, client=drv)
+        call("DELETE", "/neutron/cloudx/Network/" + nid, status=202, client=drv)
+        call("DELETE", "/neutron/cloudx/Network/" + nid, status=404, client=drv)
+        call("DELETE", "/v1/neutron/projects/p0a", status=204)
         # releases and deletes
         for x in (a, w, cpu, big):
             call("DELETE", "/v1/allocations/" + x["id"])

@@ -18,7 +18,8 @@ import subprocess
 import sys
 import tempfile
 
-ROUTE_RE = re.compile(r'\{\s*"(GET|POST|PUT|PATCH|DELETE)"\s*,\s*"(v1/[^"]*)"')
+# /v1, and /neutron for OpenStack's mlnx_sdn_assist driver (docs/openstack.md)
+ROUTE_RE = re.compile(r'\{\s*"(GET|POST|PUT|PATCH|DELETE)"\s*,\s*"((?:v1|neutron)/[^"]*)"')
 METHODS = ("get", "post", "put", "patch", "delete")
 
 

@@ -12,8 +12,9 @@
  *   Name: value\n          (any number of header lines)
  *   \n
  *   body
- * In a header value "@admin", "@user" and "@agent" stand for the tokens'
- * secrets.
+ * In a header value (or a login form's body) "@admin", "@user", "@agent" and
+ * "@neutron" stand for the tokens' secrets; Neutron project "p1" is mapped to
+ * acme (docs/openstack.md).
  * The store keeps what earlier inputs created, so state carries over between
  * inputs (as it does in a daemon); a crash found late may need its
  * predecessors to reproduce. Every answer must be a status with a JSON body
@@ -41,7 +42,7 @@ static struct {
 	struct iso_inventory *inv;
 	struct iso_store *store;
 	struct iso_controller *ctl;
-	char admin[256], user[256], agent[256];
+	char admin[256], user[256], agent[256], neutron[256];
 } fz;
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -108,6 +109,16 @@ static void make_user(void)
 	make_token("{\"role\":\"tenant-user\",\"tenant\":\"acme\",\"user\":\"alice\"}", fz.user,
 	           sizeof(fz.user));
 	make_token("{\"role\":\"node-agent\",\"node\":\"gpu-a01\"}", fz.agent, sizeof(fz.agent));
+	/* OpenStack's mlnx_sdn_assist driver (docs/openstack.md): its token,
+	 * and Neutron project "p1" mapped to acme */
+	make_token("{\"role\":\"neutron\",\"user\":\"neutron-fz\"}", fz.neutron,
+	           sizeof(fz.neutron));
+	free(reply);
+	reply = NULL;
+	if (call("PUT", "/v1/neutron/projects/p1", fz.admin, "{\"tenant\":\"acme\"}", &status,
+	         &reply) < 0 ||
+	    status != 200)
+		die(reply ? reply : "PUT /v1/neutron/projects/p1", NULL);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -165,6 +176,8 @@ static char *expand(const char *v)
 		tok = fz.user, skip = 5;
 	else if (at && strncmp(at, "@agent", 6) == 0)
 		tok = fz.agent, skip = 6;
+	else if (at && strncmp(at, "@neutron", 8) == 0)
+		tok = fz.neutron, skip = 8;
 	if (!tok)
 		return strdup(v);
 	size_t pre = (size_t)(at - v), len = pre + strlen(tok) + strlen(at + skip) + 1;
@@ -212,6 +225,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	body = rest ? rest : "";
 	size_t body_len = rest ? size - (size_t)(rest - text) : 0;
+	/* a login form carries its token in the body */
+	_cleanup_free_ char *form = NULL;
+	if (strncmp(body, "username=", 9) == 0 && strlen(body) == body_len &&
+	    (form = expand(body))) {
+		body = form;
+		body_len = strlen(form);
+	}
 	/* The harness's own tenant stays: without it most inputs would meet a
 	 * 401 from the first such request on. */
 	if (!(strcmp(method, "DELETE") == 0 && strncmp(target, "/v1/tenants/acme", 16) == 0)) {
@@ -227,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_ASSERT(!reply, "a 204 with a body");
 			} else {
 				json_error_t jerr;
-				json_t *o = json_loads(reply, 0, &jerr);
+				json_t *o = json_loads(reply, JSON_DECODE_ANY, &jerr);
 				FUZZ_ASSERT(o, "status %d with a reply that is not JSON (%s): %s",
 				            status, jerr.text, reply);
 				FUZZ_ASSERT(status < 400 ||

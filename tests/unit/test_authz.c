@@ -32,8 +32,8 @@ static struct iso_principal who(enum iso_role role)
 }
 
 static const enum iso_role roles[] = {ISO_ROLE_CLUSTER_ADMIN, ISO_ROLE_AUDITOR,
-                                      ISO_ROLE_TENANT_ADMIN, ISO_ROLE_TENANT_USER,
-                                      ISO_ROLE_NODE_AGENT};
+                                      ISO_ROLE_TENANT_ADMIN,  ISO_ROLE_TENANT_USER,
+                                      ISO_ROLE_NODE_AGENT,    ISO_ROLE_NEUTRON};
 
 static void test_unknown_action_is_refused(void **state)
 {
@@ -74,7 +74,7 @@ static void test_unknown_role_is_refused(void **state)
 		struct iso_error err = {0};
 
 		assert_int_equal(ctl_authorize(&p, actions[j], NULL, &err), 0);
-		p.role = (enum iso_role)(ISO_ROLE_NODE_AGENT + 1);
+		p.role = (enum iso_role)(ISO_ROLE_NEUTRON + 1);
 		assert_true(ctl_authorize(&p, actions[j], NULL, &err) < 0);
 		assert_int_equal(err.code, ISO_E_FORBIDDEN);
 		assert_true(iso_controller_authorize(&p, actions[j], &err) < 0);
@@ -127,6 +127,29 @@ static bool agent_action(const char *action)
 	       sm_action(action);
 }
 
+/* The neutron role (docs/openstack.md) may do no route of the API: its
+ * credential is given to another system, so it must not reach tenants,
+ * tokens, nodes, the fabric or even whoami. */
+static void test_neutron_reaches_no_route(void **state)
+{
+	(void)state;
+	char actions[128][48];
+	int n = route_actions(actions, 128);
+	struct iso_principal p = who(ISO_ROLE_NEUTRON);
+
+	assert_true(n >= 40);
+	assert_string_equal(iso_role_name(ISO_ROLE_NEUTRON), "neutron");
+	for (int i = 0; i < n; i++) {
+		struct iso_error err = {0};
+
+		assert_int_equal(ctl_scope_of(&p, actions[i]), CTL_SCOPE_NONE);
+		assert_true(iso_controller_authorize(&p, actions[i], &err) < 0);
+		assert_int_equal(err.code, ISO_E_FORBIDDEN);
+		assert_non_null(strstr(err.message, "role neutron may not do"));
+	}
+	assert_false(ctl_sees_all_tenants(&p));
+}
+
 static void test_every_route_is_in_the_table(void **state)
 {
 	(void)state;
@@ -143,7 +166,7 @@ static void test_every_route_is_in_the_table(void **state)
 		/* in the table: the cluster-admin may do it (whoami: its own token;
 		 * everything else over the whole cluster), but the SM agent's routes */
 		if (sm_action(actions[i])) {
-			for (size_t k = 0; k + 1 < ISO_ARRAY_SIZE(roles); k++) {
+			for (size_t k = 0; k + 2 < ISO_ARRAY_SIZE(roles); k++) {
 				struct iso_principal p = who(roles[k]);
 				assert_int_equal(ctl_scope_of(&p, actions[i]), CTL_SCOPE_NONE);
 				assert_true(iso_controller_authorize(&p, actions[i], &err) < 0);
@@ -213,6 +236,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_action_is_refused),
 	    cmocka_unit_test(test_unknown_role_is_refused),
 	    cmocka_unit_test(test_every_route_is_in_the_table),
+	    cmocka_unit_test(test_neutron_reaches_no_route),
 	    cmocka_unit_test(test_cells_of_the_older_roles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1076,14 +1076,15 @@ static void test_idem_key_migrated(void **state)
 	struct iso_allocation b = alloc("a-2", 1, "acme", 101, ISO_ALLOC_ACTIVE, 1);
 	/* the idempotency keys came one migration before the partition mode:
 	 * undo both */
-	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	static const char undo[] = "DROP TABLE neutron_objects; DROP TABLE neutron_projects;"
+	                           " ALTER TABLE tenants DROP COLUMN partition_mode;"
 	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
 	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
 	                           " DROP INDEX allocations_idempotency;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_key;"
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
 	                           " DELETE FROM schema_version WHERE version >="
-	                           " (SELECT max(version) FROM schema_version) - 1";
+	                           " (SELECT max(version) FROM schema_version) - 2";
 
 	snprintf(a.idem_key, sizeof(a.idem_key), "k1");
 	snprintf(a.idem_hash, sizeof(a.idem_hash), "h1");
@@ -1390,7 +1391,8 @@ static void test_io_uring_migrated(void **state)
 	struct iso_tenant t = tenant("old"), got;
 	/* io_uring came before the heads' key_id, the allocations' idempotency
 	 * keys and the partition mode: undo all four. */
-	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	static const char undo[] = "DROP TABLE neutron_objects; DROP TABLE neutron_projects;"
+	                           " ALTER TABLE tenants DROP COLUMN partition_mode;"
 	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
 	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
 	                           " DROP INDEX allocations_idempotency;"
@@ -1399,7 +1401,7 @@ static void test_io_uring_migrated(void **state)
 	                           " ALTER TABLE tenants DROP COLUMN io_uring;"
 	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
 	                           " DELETE FROM schema_version WHERE version >="
-	                           " (SELECT max(version) FROM schema_version) - 3";
+	                           " (SELECT max(version) FROM schema_version) - 4";
 
 	t.io_uring = true;
 	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
@@ -1473,11 +1475,12 @@ static void test_partition_mode_migrated(void **state)
 	struct iso_fabric_key_row *keys = NULL;
 	struct iso_fabric_port_row *ports = NULL;
 	int n = -1;
-	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	static const char undo[] = "DROP TABLE neutron_objects; DROP TABLE neutron_projects;"
+	                           " ALTER TABLE tenants DROP COLUMN partition_mode;"
 	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
 	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
-	                           " DELETE FROM schema_version WHERE version ="
-	                           " (SELECT max(version) FROM schema_version)";
+	                           " DELETE FROM schema_version WHERE version >="
+	                           " (SELECT max(version) FROM schema_version) - 1";
 
 	assert_int_equal(f->s->ops->tenant_insert(f->s, &t, &f->err), 0);
 	assert_int_equal(f->s->ops->fabric_key_put(f->s, &k, &f->err), 0);
@@ -1539,7 +1542,8 @@ static void test_audit_key_id_migrated(void **state)
 	static const uint8_t zero[ISO_AUDIT_KEY_ID_LEN] = {0};
 	/* key ids came before the idempotency keys and the partition mode:
 	 * undo all three */
-	static const char undo[] = "ALTER TABLE tenants DROP COLUMN partition_mode;"
+	static const char undo[] = "DROP TABLE neutron_objects; DROP TABLE neutron_projects;"
+	                           " ALTER TABLE tenants DROP COLUMN partition_mode;"
 	                           " ALTER TABLE fabric_keys DROP COLUMN alloc_id;"
 	                           " ALTER TABLE fabric_ports DROP COLUMN alloc_id;"
 	                           " DROP INDEX allocations_idempotency;"
@@ -1547,7 +1551,7 @@ static void test_audit_key_id_migrated(void **state)
 	                           " ALTER TABLE allocations DROP COLUMN idempotency_hash;"
 	                           " ALTER TABLE audit_heads DROP COLUMN key_id;"
 	                           " DELETE FROM schema_version WHERE version >="
-	                           " (SELECT max(version) FROM schema_version) - 2";
+	                           " (SELECT max(version) FROM schema_version) - 3";
 
 	memset(h.root, 0x33, sizeof(h.root));
 	memset(h.sig, 0x44, sizeof(h.sig));

@@ -129,6 +129,43 @@ static void test_guids(void **state)
 	assert_int_equal(iso_parse_guid("-0x12", &g), -EINVAL);
 }
 
+/* The GUID of a Neutron port (docs/openstack.md): from its MAC as mlx5 and
+ * eswitchd derive it, or from its InfiniBand DHCP client-id. */
+static void test_guid_from_mac_and_client_id(void **state)
+{
+	uint64_t g = 0;
+	(void)state;
+
+	assert_int_equal(iso_guid_from_mac("fa:16:3e:12:34:56", &g), 0);
+	assert_true(g == UINT64_C(0xfa163e0000123456));
+	assert_int_equal(iso_guid_from_mac("FA:16:3E:AB:cd:EF", &g), 0);
+	assert_true(g == UINT64_C(0xfa163e0000abcdef));
+	assert_int_equal(iso_guid_from_mac("fa:16:3e:12:34", &g), -EINVAL);
+	assert_int_equal(iso_guid_from_mac("fa:16:3e:12:34:56:", &g), -EINVAL);
+	assert_int_equal(iso_guid_from_mac("fa-16-3e-12-34-56", &g), -EINVAL);
+	assert_int_equal(iso_guid_from_mac("fa:16:3e:12:34:5g", &g), -EINVAL);
+	assert_int_equal(iso_guid_from_mac("fa:16:3e:1:234:56", &g), -EINVAL);
+	assert_int_equal(iso_guid_from_mac("", &g), -EINVAL);
+	assert_int_equal(iso_guid_from_mac(NULL, &g), -EINVAL);
+
+	/* mech_mlnx.py's client-id for that MAC carries the same GUID */
+	assert_int_equal(iso_guid_from_client_id(
+	                     "ff:00:00:00:00:00:02:00:00:02:c9:00:fa:16:3e:00:00:12:34:56", &g),
+	                 0);
+	assert_true(g == UINT64_C(0xfa163e0000123456));
+	/* another prefix (not an IB client-id), short, long */
+	assert_int_equal(iso_guid_from_client_id(
+	                     "01:00:00:00:00:00:02:00:00:02:c9:00:fa:16:3e:00:00:12:34:56", &g),
+	                 -EINVAL);
+	assert_int_equal(
+	    iso_guid_from_client_id("ff:00:00:00:00:00:02:00:00:02:c9:00:fa:16:3e:00:00:12:34", &g),
+	    -EINVAL);
+	assert_int_equal(iso_guid_from_client_id(
+	                     "ff:00:00:00:00:00:02:00:00:02:c9:00:fa:16:3e:00:00:12:34:56:78", &g),
+	                 -EINVAL);
+	assert_int_equal(iso_guid_from_client_id("fa:16:3e:12:34:56", &g), -EINVAL);
+}
+
 /* IPv4 in the one canonical dotted-quad form: what two agents report for
  * one address compares equal as text. */
 static void test_ipv4(void **state)
@@ -306,6 +343,7 @@ int main(void)
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_idem_keys),
 	    cmocka_unit_test(test_guids),
+	    cmocka_unit_test(test_guid_from_mac_and_client_id),
 	    cmocka_unit_test(test_ipv4),
 	    cmocka_unit_test(test_strlcpy),
 	    cmocka_unit_test(test_time),
