@@ -248,12 +248,14 @@ def log_times(path, event):
 
 
 def allocate_times(c):
-    """{job id: epoch seconds} of slurmctld's `sched: Allocate JobId=N` lines
-    (local time, ms)."""
+    """{job id: epoch seconds} of slurmctld's `sched: Allocate JobId=N` (the
+    main scheduler) and `_start_job: Started JobId=N` (backfill) lines (local
+    time, ms)."""
     out = {}
     with open(os.path.join(c.dir, "log", "slurmctld.log"), errors="replace") as f:
         for line in f:
-            m = re.match(r"^\[([0-9T:.-]+)\] sched: Allocate JobId=(\d+) ", line)
+            m = re.match(r"^\[([0-9T:.-]+)\] (?:sched: Allocate|sched/backfill: _start_job: Started) "
+                         r"JobId=(\d+) ", line)
             if m:
                 out[m.group(2)] = datetime.fromisoformat(m.group(1)).timestamp()
     return out
@@ -305,7 +307,7 @@ def run_mode(args, build, mode):
         alloc = allocate_times(c)
         for j in res["with"] + res["without"]:
             if j["id"] not in alloc:
-                raise RuntimeError("job %s: no 'sched: Allocate' line" % j["id"])
+                raise RuntimeError("job %s: no 'sched: Allocate' or backfill line" % j["id"])
             j["launch"] = j["running"] - alloc[j["id"]]
         return res, parts, time.monotonic() - t0
     finally:
