@@ -668,6 +668,7 @@ stop() {
 
 status() {
 	local c up=0 down=0 pid
+	if [ -f "$S/fabric-mode" ]; then load_fabric_mode; else FABRIC_MODE=ibsim; fi
 	for c in $(components); do
 		if alive "$c"; then
 			pid=$(cat "$RUN/$c.pid")
@@ -678,7 +679,6 @@ status() {
 			down=$((down + 1))
 		fi
 	done
-	if [ -f "$S/fabric-mode" ]; then load_fabric_mode; else FABRIC_MODE=ibsim; fi
 	if [ -f "$S/ports" ]; then
 		load_ports
 		echo "slurmctld port $SLURMCTLD_PORT, slurmd ports $SLURMD_PORT-$((SLURMD_PORT + 3)), isostackd $URL"
