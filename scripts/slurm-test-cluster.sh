@@ -59,8 +59,18 @@
 # SLURMD_PORT (the first of four), ISOSTACK_PORT (default: free ports,
 # chosen at the first start and kept in STATE_DIR/ports), SLURM_NODE_CPUS
 # (default nproc), SLURM_NODE_MEMORY_MB (default 4096), WAIT_S (60: the
-# bound on each wait), PROLOG_TIMEOUT_S (30: `isoctl slurm prolog --timeout`). Exit 77 when slurmctld, slurmd, munged, ibsim or
-# opensm is missing (tests skip).
+# bound on each wait), PROLOG_TIMEOUT_S (30: `isoctl slurm prolog --timeout`),
+# FABRIC_MODE (chosen at the first start and kept in STATE_DIR/fabric-mode):
+#   ibsim       (default) ibsim + OpenSM on the 4-node fabric of
+#               examples/cluster-slurm.yaml, the opensm driver;
+#   sim         no ibsim, no OpenSM: isostackd's sim fabric driver, the agents'
+#               sim VF driver (bench/slurm/start.py's baseline fabric);
+#   ibsim-1000  ibsim + OpenSM on bench/fabric's 1,000-HCA fat tree
+#               (`isoctl fabric ibsim-net --synthetic 1000 --vfs 0`), its first
+#               four HCAs renamed n1..n4 and given the test nodes' class (2
+#               H100, 4 VFs); the other 996 have no agent and no GPUs.
+# Exit 77 when slurmctld, slurmd, munged, ibsim or opensm (ibsim modes) is
+# missing (tests skip).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,6 +81,7 @@ FABRIC=$REPO/scripts/ibsim-fabric.sh
 CONFIG_SRC=$REPO/examples/cluster-slurm.yaml
 NODES=(n1 n2 n3 n4)
 WAIT_S=${WAIT_S:-60}
+FABRIC_MODE_ASKED=${FABRIC_MODE:-}
 PROLOG_TIMEOUT_S=${PROLOG_TIMEOUT_S:-30}
 
 say() { echo "slurm-test-cluster: $*" >&2; }
@@ -238,6 +249,83 @@ load_ports() {
 	URL=http://127.0.0.1:$ISOSTACK_PORT
 }
 
+# ---- the fabric ----
+
+# The mode is chosen once and kept: a restarted cluster keeps its fabric.
+load_fabric_mode() {
+	local kept=
+	[ -f "$S/fabric-mode" ] && kept=$(cat "$S/fabric-mode")
+	FABRIC_MODE=${kept:-${FABRIC_MODE_ASKED:-ibsim}}
+	case "$FABRIC_MODE" in
+	ibsim | sim | ibsim-1000) ;;
+	*) die "FABRIC_MODE: '$FABRIC_MODE' is not one of ibsim, sim, ibsim-1000" ;;
+	esac
+	[ -z "$FABRIC_MODE_ASKED" ] || [ "$FABRIC_MODE_ASKED" = "$FABRIC_MODE" ] ||
+		die "FABRIC_MODE=$FABRIC_MODE_ASKED, but $S was started with $FABRIC_MODE (stop it and use a fresh STATE_DIR)"
+	echo "$FABRIC_MODE" >"$S/fabric-mode"
+}
+
+has_ibsim() { [ "$FABRIC_MODE" != sim ]; }
+
+# cluster_config: writes STATE_DIR/cluster.yaml, isostackd's inventory, for
+# the mode: the example itself (ibsim), the example on the sim driver (sim),
+# or the synthetic fat tree with n1..n4 in it (ibsim-1000).
+cluster_config() {
+	case "$FABRIC_MODE" in
+	ibsim) cp "$CONFIG_SRC" "$S/cluster.yaml" ;;
+	sim)
+		# the same inventory; the sim driver takes none of OpenSM's keys
+		sed -e 's/^  driver: opensm$/  driver: sim/' \
+			-e '/^  \(partitions_file\|pid_file\|log_file\|coalesce_ms\|confirm_timeout_ms\):/d' \
+			"$CONFIG_SRC" >"$S/cluster.yaml.tmp"
+		grep -q '^  driver: sim$' "$S/cluster.yaml.tmp" || die "$CONFIG_SRC: no 'driver: opensm' line to replace"
+		mv "$S/cluster.yaml.tmp" "$S/cluster.yaml"
+		;;
+	ibsim-1000)
+		[ -s "$S/cluster.yaml" ] && return 0 # generated once: the net file matches it
+		"$ISOCTL" fabric ibsim-net --synthetic 1000 --vfs 0 --inventory-out "$S/synthetic.yaml" \
+			>/dev/null || die "isoctl fabric ibsim-net --synthetic 1000 failed"
+		# The synthetic nodes n00001..n00004 (one leaf) become n1..n4 of class
+		# h100x2 (the example's: 2 H100 with MIG, 4 VFs right after the PF's
+		# GUID); the fabric section drives OpenSM in ./ib as the example does.
+		awk '
+		/^fabric:$/ { print; infab = 1; next }
+		infab && /^  name: / { print; print "  driver: opensm"; next }
+		infab && /^  shared_services:$/ {
+			print "  partitions_file: ./ib/partitions.conf"
+			print "  pid_file: ./ib/opensm.pid"
+			print "  log_file: ./ib/opensm.log"
+			print "  coalesce_ms: 20"
+			print "  confirm_timeout_ms: 20000"
+			print "  pkey_quarantine_s: 0"
+			print; infab = 0; next
+		}
+		/^node_classes:$/ {
+			print
+			print "  h100x2:"
+			print "    pool: gpu"
+			print "    cpus: 64"
+			print "    memory_gib: 256"
+			print "    gpus: {model: h100-80gb, count: 2, mig: true}"
+			print "    port: {device: mlx5_0, port: 1, pkey_capacity: 64, vfs: {count: 4}}"
+			next
+		}
+		match($0, /^  - \{name: n0000[1-4], class: hca,/) {
+			n = substr($0, 17, 1)
+			if (!match($0, /guid: 0x[0-9a-f]+\}\}$/)) exit 1
+			g = substr($0, RSTART + 6, RLENGTH - 8)
+			sub(/name: n0000[1-4], class: hca,/, "name: n" n ", class: h100x2,")
+			sub(/\}\}$/, ", vfs: {guid_base: " substr(g, 1, length(g) - 2) "01}}}")
+			renamed++
+		}
+		{ print }
+		END { if (renamed != 4) exit 1 }
+		' "$S/synthetic.yaml" >"$S/cluster.yaml.tmp" || die "rewriting the synthetic inventory failed"
+		mv "$S/cluster.yaml.tmp" "$S/cluster.yaml"
+		;;
+	esac
+}
+
 # ---- configuration ----
 
 write_slurm_conf() {
@@ -346,6 +434,7 @@ start_munge() {
 }
 
 start_fabric() {
+	has_ibsim || return 0
 	alive opensm && alive ibsim && return 0
 	# the fabric's own pid files are its directory's; run/ keeps links to them
 	if [ -s "$IB/ibsim.pid" ] && running "$(cat "$IB/ibsim.pid")"; then
@@ -355,10 +444,16 @@ start_fabric() {
 		}
 	else
 		"$FABRIC" stop "$IB" >/dev/null 2>&1 || true
-		"$ISOCTL" fabric ibsim-net --config "$CONFIG_SRC" >"$IB/ibsim.net"
+		"$ISOCTL" fabric ibsim-net --config "$S/cluster.yaml" >"$IB/ibsim.net"
 		printf 'Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n' >"$IB/partitions.conf"
-		local rc=0
-		"$FABRIC" start "$IB" "$IB/ibsim.net" >>"$LOG/fabric.log" 2>&1 || rc=$?
+		local rc=0 counts
+		# ibsim's limits for a fabric past its defaults (the net file's counts)
+		counts=$(sed -n 's/^# isostack-ibsim: .* nodes=\([0-9]*\) switches=\([0-9]*\) ports=\([0-9]*\).*/\1 \2 \3/p' "$IB/ibsim.net")
+		# shellcheck disable=SC2086 # three numbers
+		set -- $counts
+		[ $# -eq 3 ] || die "$IB/ibsim.net has no '# isostack-ibsim:' counts line"
+		IBSIM_ARGS="-N $(($1 > 2048 ? $1 : 2048)) -S $(($2 > 256 ? $2 : 256)) -P $(($3 > 13312 ? $3 : 13312))" \
+			"$FABRIC" start "$IB" "$IB/ibsim.net" >>"$LOG/fabric.log" 2>&1 || rc=$?
 		[ $rc -eq 77 ] && {
 			say "ibsim or opensm is missing (apt-get install ibsim-utils opensm)"
 			exit 77
@@ -379,7 +474,7 @@ start_isostackd() {
 		(
 			cd "$S"
 			# shellcheck disable=SC1091 # the fabric's IBSIM_SOCKNAME and LD_PRELOAD
-			. "$IB/env"
+			if has_ibsim; then . "$IB/env"; fi
 			spawn isostackd "$BUILD/isostackd" --config "$S/cluster.yaml" --state-dir "$ISO" \
 				--listen "127.0.0.1:$ISOSTACK_PORT"
 		)
@@ -403,7 +498,12 @@ token_file() {
 }
 
 start_agents() {
-	local n
+	local n vf
+	if has_ibsim; then
+		vf=(--vf-driver ibsim --ibsim-net "$IB/ibsim.net")
+	else
+		vf=(--vf-driver sim)
+	fi
 	for n in "${NODES[@]}"; do
 		alive "agent-$n" && continue
 		mkdir -p "$AGENTS/$n"
@@ -417,7 +517,7 @@ start_agents() {
 			ISOSTACK_FAKE_NVML_STATE=$NVML/$n.json \
 			spawn "agent-$n" "$BUILD/isostack-agent" --controller "$URL" \
 			--token-file "$AGENTS/$n.token" --node "$n" --gpu-driver nvml \
-			--vf-driver ibsim --ibsim-net "$IB/ibsim.net" --state-dir "$AGENTS/$n" \
+			"${vf[@]}" --state-dir "$AGENTS/$n" \
 			--heartbeat-s 1 --sandbox off
 	done
 	# Every node's agent connected (isostackd shows its lease).
@@ -489,7 +589,9 @@ print_env() {
 
 components() {
 	local n
-	echo munged ibsim opensm isostackd
+	echo munged
+	if has_ibsim; then echo ibsim opensm; fi
+	echo isostackd
 	for n in "${NODES[@]}"; do echo "agent-$n"; done
 	echo slurmctld
 	for n in "${NODES[@]}"; do echo "slurmd-$n"; done
@@ -504,7 +606,8 @@ start() {
 	chmod 755 "$S" "$MUNGE_DIR"
 	chmod 700 "$ISO" "$AGENTS"
 	load_ports
-	cp "$CONFIG_SRC" "$S/cluster.yaml"
+	load_fabric_mode
+	cluster_config
 	start_munge
 	start_fabric
 	start_isostackd
@@ -516,7 +619,7 @@ start() {
 	start_slurmctld
 	start_slurmds
 	wait_nodes
-	say "up: slurmctld :$SLURMCTLD_PORT, slurmd n1..n4 :$SLURMD_PORT.., isostackd $URL; logs in $LOG"
+	say "up: slurmctld :$SLURMCTLD_PORT, slurmd n1..n4 :$SLURMD_PORT.., isostackd $URL, fabric $FABRIC_MODE; logs in $LOG"
 	print_env
 }
 
@@ -565,6 +668,7 @@ stop() {
 
 status() {
 	local c up=0 down=0 pid
+	if [ -f "$S/fabric-mode" ]; then load_fabric_mode; else FABRIC_MODE=ibsim; fi
 	for c in $(components); do
 		if alive "$c"; then
 			pid=$(cat "$RUN/$c.pid")
@@ -588,7 +692,9 @@ restart() {
 	case "$component" in
 	munged | slurmctld | isostackd | slurmd-n[1-4] | agent-n[1-4]) stop_pid "$component" ;;
 	n[1-4]) stop_pid "slurmd-$component" ;;
-	opensm) alive opensm && kill "$(cat "$RUN/opensm.pid")" && wait_for 10 sh -c "! kill -0 $(cat "$RUN/opensm.pid") 2>/dev/null" ;;
+	opensm)
+		[ "$(cat "$S/fabric-mode" 2>/dev/null || echo ibsim)" != sim ] || die "restart: the sim fabric has no opensm"
+		alive opensm && kill "$(cat "$RUN/opensm.pid")" && wait_for 10 sh -c "! kill -0 $(cat "$RUN/opensm.pid") 2>/dev/null" ;;
 	*) die "restart: unknown component '$component' (munged, opensm, isostackd, agent-nX, slurmctld, nX)" ;;
 	esac
 	start

@@ -324,17 +324,24 @@ static int wait_failed(struct iso_error *why, int code, const char *id, const ch
 	return code;
 }
 
+#define FAST_POLL_S 10 /* isoctl_alloc_wait: polls at most 250 ms apart this long */
+
 /* --wait: polls the allocation until it is active (0), ends released or
  * failed (9), or `seconds` pass (10). Placement in the sim is immediate;
  * what takes time is a pending allocation waiting for capacity and
  * provisioning waiting for the fabric driver's confirmation. The last
  * answer stays in *resp for printing. Returns an exit code; with `why`
- * nothing is printed and a failure is described there. */
+ * nothing is printed and a failure is described there.
+ * The first polls are quick (10 ms, doubling to 250 ms) because provisioning
+ * is usually done in tens or hundreds of ms (a Slurm job waits for this in
+ * its prolog, bench/slurm/start.py); past FAST_POLL_S the delay doubles up
+ * to 2 s, for a pending allocation waiting minutes for capacity. */
 int isoctl_alloc_wait(struct isoctl *ctx, struct iso_response *resp, long long seconds,
                       struct iso_error *why)
 {
-	uint64_t deadline = iso_mono_ns() + (uint64_t)seconds * 1000000000ull;
-	long delay_ms = 100;
+	uint64_t start = iso_mono_ns();
+	uint64_t deadline = start + (uint64_t)seconds * 1000000000ull;
+	long delay_ms = 10, cap_ms;
 	_cleanup_free_ char *path = NULL, *id = NULL;
 	const char *s = json_string_value(json_object_get(resp->body, "id"));
 
@@ -367,7 +374,8 @@ int isoctl_alloc_wait(struct isoctl *ctx, struct iso_response *resp, long long s
 		ts.tv_sec = delay_ms / 1000;
 		ts.tv_nsec = (delay_ms % 1000) * 1000000L;
 		nanosleep(&ts, NULL);
-		delay_ms = delay_ms * 2 > 2000 ? 2000 : delay_ms * 2;
+		cap_ms = now - start < FAST_POLL_S * 1000000000ull ? 250 : 2000;
+		delay_ms = delay_ms * 2 > cap_ms ? cap_ms : delay_ms * 2;
 		iso_response_clear(resp);
 		r = isoctl_call_quiet(ctx, "GET", path, NULL, NULL, resp, why);
 		if (r)

@@ -482,6 +482,25 @@ class TestWait(IsoctlCase):
         a = json.loads(out)
         self.assertEqual((a["id"], a["state"]), (aid, "active"))
 
+    def test_active_noticed_quickly_in_the_first_seconds(self):
+        """In its first 10 s the wait polls at most 0.25 s apart (a Slurm
+        job's prolog waits here, docs/benchmarks.md "Slurm: job start
+        overhead"): the allocation going active 3.5 s in is seen well under
+        1 s later (polling 0.1 s doubling to 2 s, the next look was at 5.1 s)."""
+        proc = self.start_waiting("--wait", "120")
+        try:
+            t0 = time.monotonic()
+            self.pending_id(proc)
+            time.sleep(max(0, 3.5 - (time.monotonic() - t0)))
+            self.assertStatus(self.admin.delete("/v1/allocations/" + self.blocker), 200)
+            t1 = time.monotonic()
+            out, err = proc.communicate(timeout=T(120))
+            noticed = time.monotonic() - t1
+        finally:
+            proc.kill()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertLess(noticed, T(1.0), "isoctl saw the allocation active %.2f s late" % noticed)
+
     def test_released_while_waiting_is_9(self):
         proc = self.start_waiting("--wait", "120")
         try:
