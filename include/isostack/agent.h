@@ -185,6 +185,10 @@ struct iso_agent_member_info {
 	bool sandbox_real; /* the node's sandbox mode: real, or off (--sandbox off) */
 	bool has_sandbox;  /* false only when sandbox_real is false */
 	struct iso_agent_sandbox_handle sandbox;
+	/* issue 17: on a Slingshot node, the tenant's VNI: the member needs its
+	 * identity admitted (iso_agent_cxi_admit) before it uses the fabric */
+	bool has_vni;
+	uint32_t vni;
 };
 
 /* Asks the agent whose state dir is `state_dir` (root only) for the
@@ -198,6 +202,29 @@ struct iso_agent_member_info {
  * answer has no sandbox (has_sandbox false, sandbox_real false). */
 int iso_agent_member_lookup(const char *state_dir, const char *tenant, const char *key,
                             struct iso_agent_member_info *info, struct iso_error *err);
+/* What a member's CXI service is, once an identity is admitted to it. */
+struct iso_agent_cxi_grant {
+	uint32_t vni;    /* the tenant's, from the controller */
+	uint32_t svc_id; /* the service on the NIC (SLINGSHOT_SVC_IDS) */
+	char device[16]; /* "cxi0" (SLINGSHOT_DEVICES) */
+};
+/* Asks the agent whose state dir is `state_dir` (root only) to admit uid
+ * and gid to the CXI service of member `member` of `tenant`'s allocation
+ * on this node (issue 17; the Slurm plugin for a job's tasks, the CNI
+ * plugin for a pod): the service that admits exactly them to exactly the
+ * tenant's VNI is made or found, and the identity kept for the member
+ * until it leaves the node (idempotent: the same identity again is the
+ * same service). Refusals, -errno with the agent's words: uid or gid 0 or
+ * 4294967295 (ISO_E_INVALID, field uid/gid; also before asking), another
+ * tenant's member (ISO_E_FORBIDDEN, field tenant), a member without a VNI
+ * (ISO_E_INVALID), a member that already admits another identity, an
+ * identity already admitted to another tenant's VNI on this node
+ * (ISO_E_CONFLICT, field uid/gid), "not on this node" and "released"
+ * (ISO_E_NOT_FOUND), no CXI driver on the node (ISO_E_UNAVAILABLE). */
+int iso_agent_cxi_admit(const char *state_dir, const char *tenant, const char *allocation,
+                        unsigned member, uint32_t uid, uint32_t gid, struct iso_agent_cxi_grant *g,
+                        struct iso_error *err);
+
 /* Where a VF's tenant P_Key sits in its P_Key table as this host shows it:
  * SYSFS/sys/class/infiniband/<the VF's RDMA device>/ports/1/pkeys/<i>
  * (mlx5; sim: the tree under node_dir/vf-sim, which the sim driver keeps:
@@ -251,6 +278,12 @@ struct iso_agent_config {
 	/* --sm-partitions, --sm-pid-file, --sm-log, --sm-standby: this agent
 	 * serves the subnet manager of the SM host (fabric.partitions_writer
 	 * agent; docs/agent.md "The SM host") instead of GPUs and sandboxes */
+	/* --cxi-library PATH|none, --cxi-device cxiN (docs/agent.md "CXI
+	 * services"): NULL the default (libcxi.so.1, opened when the desired
+	 * document first lists a member with a VNI) */
+	const char *cxi_library;
+	unsigned cxi_device;
+	bool cxi_device_given;
 	struct iso_agent_sm {
 		const char *partitions; /* OpenSM's partitions.conf (-P); NULL: not an SM agent */
 		const char *pid_file;   /* its pid, for SIGHUP */

@@ -174,6 +174,20 @@ struct iso_agent_cxi_report {
 	int n_services;
 	struct iso_cxi_service *services; /* malloc'd */
 };
+/* One member's CXI service as the agent reports it ("cxi_members"; the
+ * provisioning gate reads `ready`): ready with svc_id > 0 when its service
+ * is on the NIC, ready with svc_id 0 while no identity was admitted yet
+ * (the attachment comes after activation: a Slurm task, a pod); not ready,
+ * with the reason, when the node's CXI driver is not there or its service
+ * is due and cannot be made. */
+struct iso_agent_cxi_member_status {
+	char allocation[ISO_CODEC_ID_MAX];
+	int member;
+	uint32_t vni;
+	uint32_t svc_id; /* 0: none */
+	bool ready;
+	char reason[ISO_AGENT_REASON_MAX];
+};
 struct iso_agent_status {
 	int64_t term_seen;
 	char version[65];
@@ -193,6 +207,8 @@ struct iso_agent_status {
 	struct iso_agent_overlay overlay;
 	bool has_cxi; /* "cxi" is absent on nodes without a CXI NIC driver */
 	struct iso_agent_cxi_report cxi;
+	int n_cxi_members; /* "cxi_members" is optional: absent is none */
+	struct iso_agent_cxi_member_status *cxi_members;
 };
 /* Copies `reason` into out (ISO_AGENT_REASON_MAX bytes), cut to 256 bytes
  * at a UTF-8 character boundary: what an agent says of a failure fits the
@@ -211,6 +227,8 @@ json_t *iso_codec_status_overlay_encode(const struct iso_agent_overlay *ov);
 /* The "cxi" object: {"device","services":[{"svc_id","enabled","system",
  * "restricted_members","restricted_vnis","vnis","members":[{"type","id"}]}]} */
 json_t *iso_codec_status_cxi_encode(const struct iso_agent_cxi_report *cx);
+/* One entry of "cxi_members": {"allocation","member","vni","svc_id","ready","reason"}. */
+json_t *iso_codec_status_cxi_member_encode(const struct iso_agent_cxi_member_status *m);
 /* Is s a cpuset list as the kernel writes it ("0-3,8,10-11": ascending
  * single CPUs or ranges a-b with a < b, up to CPU 65535)? */
 bool iso_codec_cpus_valid(const char *s);

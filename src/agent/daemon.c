@@ -34,7 +34,8 @@ const char iso_agent_usage[] =
     "                      [--vf-driver mlx5|ibsim|sim|none] [--sysfs-root DIR]\n"
     "                      [--ibsim-net FILE] [--sandbox real|off]\n"
     "                      [--cgroup-root DIR] [--rdma-hca-handles N]\n"
-    "                      [--rdma-hca-objects N] [--config FILE]\n"
+    "                      [--rdma-hca-objects N] [--cxi-library PATH|none]\n"
+    "                      [--cxi-device cxiN] [--config FILE]\n"
     "       isostack-agent --controller URL --token-file FILE --node SM_NODE\n"
     "                      --state-dir DIR --sm-partitions FILE --sm-pid-file FILE\n"
     "                      [--sm-log FILE] [--sm-standby FILE ...]\n"
@@ -60,6 +61,11 @@ const char iso_agent_usage[] =
     "                     1..2147483647 or max (default 16)\n"
     "  --rdma-hca-objects N  rdma.max hca_object (QPs, CQs, MRs, ...), 1..2147483647\n"
     "                     or max (default 8192)\n"
+    "  --cxi-library PATH|none  libcxi for a Slingshot node's CXI services; default\n"
+    "                     libcxi.so.1 (or $ISOSTACK_CXI_LIBRARY), loaded when the\n"
+    "                     desired document lists a member with a VNI; none: no\n"
+    "                     CXI driver (such members are not ready)\n"
+    "  --cxi-device cxiN  the NIC (default cxi0)\n"
     "  --sm-partitions FILE  serve the subnet manager instead (fabric.partitions_writer\n"
     "                     agent): write OpenSM's partitions.conf there, fenced by the\n"
     "                     leader's term; --node is fabric.sm_node, no --gpu-driver\n"
@@ -76,6 +82,7 @@ enum { O_CONTROLLER = 256, O_TOKEN_FILE, O_NODE, O_DRIVER, O_STATE_DIR, O_HEARTB
 enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET, O_CONFIG };
 enum { O_SANDBOX = 400, O_CGROUP_ROOT, O_RDMA_HANDLES, O_RDMA_OBJECTS };
 enum { O_SM_PARTITIONS = 500, O_SM_PID, O_SM_LOG, O_SM_STANDBY };
+enum { O_CXI_LIBRARY = 600, O_CXI_DEVICE };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -97,6 +104,8 @@ static const struct option longopts[] = {
     {"sm-pid-file", required_argument, NULL, O_SM_PID},
     {"sm-log", required_argument, NULL, O_SM_LOG},
     {"sm-standby", required_argument, NULL, O_SM_STANDBY},
+    {"cxi-library", required_argument, NULL, O_CXI_LIBRARY},
+    {"cxi-device", required_argument, NULL, O_CXI_DEVICE},
     {NULL, 0, NULL, 0},
 };
 
@@ -284,6 +293,23 @@ static int apply_option(struct parse_state *ps, int ch, const char *val, struct 
 			                     ISO_AGENT_SM_STANDBY_MAX);
 		ps->cfg->sm.standby[ps->cfg->sm.n_standby++] = val;
 		break;
+	case O_CXI_LIBRARY:
+		if (!*val)
+			return iso_error_set(err, ISO_E_INVALID, "--cxi-library",
+			                     "--cxi-library: empty path (none: no CXI driver)");
+		ps->cfg->cxi_library = val;
+		break;
+	case O_CXI_DEVICE: {
+		/* cxiN, N decimal without a sign or leading zero */
+		const char *d = val + 3;
+		if (strncmp(val, "cxi", 3) != 0 || !*d || (d[0] == '0' && d[1]) ||
+		    strspn(d, "0123456789") != strlen(d) || strlen(d) > 3 || atoi(d) > 255)
+			return iso_error_set(err, ISO_E_INVALID, "--cxi-device",
+			                     "--cxi-device: \"%s\" is not cxi0..cxi255", val);
+		ps->cfg->cxi_device = (unsigned)atoi(d);
+		ps->cfg->cxi_device_given = true;
+		break;
+	}
 	default:
 		return iso_error_set(err, ISO_E_INVALID, "", "unknown option");
 	}
@@ -314,6 +340,11 @@ static int check_sm(const struct iso_agent_config *cfg, bool vf_given, struct is
 	if (cfg->n_nodes != 1)
 		return iso_error_set(err, ISO_E_INVALID, "--node",
 		                     "--node: one node with --sm-partitions (fabric.sm_node)");
+	if (cfg->cxi_library || cfg->cxi_device_given)
+		return iso_error_set(err, ISO_E_INVALID,
+		                     cfg->cxi_library ? "--cxi-library" : "--cxi-device",
+		                     "%s: not with --sm-partitions (this agent serves the SM only)",
+		                     cfg->cxi_library ? "--cxi-library" : "--cxi-device");
 	if (cfg->driver || vf_given || cfg->sandbox != ISO_AGENT_SANDBOX_AUTO)
 		return iso_error_set(err, ISO_E_INVALID,
 		                     cfg->driver ? "--gpu-driver"
@@ -497,6 +528,12 @@ int iso_agent_parse_args(int argc, char **argv, struct iso_agent_config *cfg, ch
 	if (cfg->vf.driver != ISO_VF_IBSIM && cfg->vf.ibsim_net)
 		return iso_error_set(err, ISO_E_INVALID, "--ibsim-net",
 		                     "--ibsim-net needs --vf-driver ibsim");
+	if (cfg->n_nodes > 1 &&
+	    ((cfg->cxi_library && strcmp(cfg->cxi_library, "none") != 0) || cfg->cxi_device_given))
+		return iso_error_set(
+		    err, ISO_E_INVALID, cfg->cxi_device_given ? "--cxi-device" : "--cxi-library",
+		    "%s: CXI services need one --node per agent (one host, one NIC)",
+		    cfg->cxi_device_given ? "--cxi-device" : "--cxi-library");
 	if (cfg->vf.driver == ISO_VF_MLX5 && cfg->n_nodes > 1)
 		return iso_error_set(err, ISO_E_INVALID, "--vf-driver",
 		                     "--vf-driver mlx5: one host is one node");
@@ -684,6 +721,9 @@ static void *node_main(void *arg)
 				        "node=%s generation=%" PRIu64 " created=%u destroyed=%u "
 				        "failed=%u",
 				        n->node, d.generation, st.created, st.destroyed, st.failed);
+			/* the NIC's CXI services (a Slingshot node) */
+			if (n->sandboxes->cxi)
+				agent_cxi_tick(n->sandboxes->cxi, n->node, &d, status);
 		}
 		if (tick.created || tick.destroyed || tick.failed || tick.busy)
 			iso_log(ISO_LOG_INFO, "agent.reconciled",
@@ -805,6 +845,27 @@ static int sandboxes_start(const struct iso_agent_config *cfg, struct agent_sand
 		        sb->cg.root, (int)sb->cg.version);
 	else
 		iso_log(ISO_LOG_INFO, "agent.sandbox_mode", "mode=off reason=\"%s\"", why);
+	{
+		char node_dir[PATH_MAX];
+		bool off = cfg->cxi_library && strcmp(cfg->cxi_library, "none") == 0;
+		struct agent_cxi_config cc = {
+		    .library = off ? NULL : cfg->cxi_library,
+		    .off = off,
+		    .always = cfg->cxi_library && !off,
+		    .dev_id = cfg->cxi_device,
+		    .node = cfg->n_nodes == 1 ? cfg->nodes[0] : NULL,
+		    .node_dir = cfg->n_nodes == 1 ? node_dir : NULL,
+		};
+		if (snprintf(node_dir, sizeof(node_dir), "%s/%s", cfg->state_dir, cfg->nodes[0]) >=
+		    (int)sizeof(node_dir))
+			return iso_error_set(err, ISO_E_INVALID, "--state-dir",
+			                     "--state-dir: path too long");
+		if (cfg->n_nodes == 1 && mkdir(node_dir, 0700) < 0 && errno != EEXIST)
+			return iso_error_set(err, ISO_E_INVALID, "--state-dir",
+			                     "--state-dir: %s: %s", node_dir, strerror(errno));
+		if ((r = agent_cxi_new(&cc, &sb->cxi, err)) < 0)
+			return r;
+	}
 	return agent_socket_start(sb, cfg->state_dir, cfg->stop, sock, err);
 }
 
@@ -847,6 +908,7 @@ int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err)
 		iso_client_free(loops[i].client);
 	}
 	agent_socket_stop(sock);
+	agent_cxi_free(sb->cxi);
 	agent_sandboxes_free(sb);
 	free(sb);
 	free(loops);

@@ -181,7 +181,12 @@ struct agent_table_entry {
 	char vf_device[32];
 	unsigned vf_index;
 	uint16_t pkey; /* 0: none (RoCE, or no VF) */
+	/* issue 17: its tenant's VNI on a Slingshot node (the document's
+	 * "cxi"), 0 when none */
+	uint32_t cxi_vni;
 };
+
+struct agent_cxi;
 
 struct agent_tombstone {
 	char allocation[ISO_AGENT_ALLOC_MAX];
@@ -222,6 +227,9 @@ struct agent_sandboxes {
 	char state_root[4096];
 	size_t nodes_expected, n_ticked;
 	char (*ticked)[ISO_NAME_MAX];
+	/* issue 17: the node's CXI services (cxi_node.c); NULL only in
+	 * tests without one (a cxi_admit is then refused) */
+	struct agent_cxi *cxi;
 };
 
 /* dir: the agent's state dir; cgroup_root NULL when mode is off. */
@@ -262,23 +270,81 @@ int agent_sandboxes_lookup(struct agent_sandboxes *s, const char *allocation, un
 int agent_sandboxes_lookup_key(struct agent_sandboxes *s, const char *tenant, const char *key,
                                struct agent_table_entry *out, char *reason, size_t size);
 
+/* The entry of (allocation, member) whatever its readiness (the CXI
+ * admit): 0 with *out, or -ENOENT with "not on this node" or "released". */
+int agent_sandboxes_member(struct agent_sandboxes *s, const char *allocation, unsigned member,
+                           struct agent_table_entry *out, char *reason, size_t size);
+
+/* ---- CXI services in the daemon (cxi_node.c; docs/agent.md "CXI
+ * services") ---- */
+
+#define AGENT_CXI_ADMITTED_FILE "cxi-admitted.json"
+#define AGENT_CXI_FILE_MAX      (256 * 1024)
+
+/* An identity the attachment path admitted to a member's service (the
+ * socket's cxi_admit), kept in NODE_DIR/cxi-admitted.json so that a
+ * restarted agent keeps the services of running members. */
+struct agent_cxi_admit {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	uint32_t vni, uid, gid;
+};
+/* Strict decode of the file's text (tests and the fuzzer): at most
+ * ISO_AGENT_MEMBERS_MAX entries, each member once; *out malloc'd. */
+int agent_cxi_admitted_decode(const char *text, size_t len, struct agent_cxi_admit **out, size_t *n,
+                              struct iso_error *err);
+
+struct agent_cxi_config {
+	const char *library; /* NULL: $ISOSTACK_CXI_LIBRARY, else libcxi.so.1 */
+	bool off;            /* --cxi-library none */
+	bool always;         /* --cxi-library PATH given: opened at the first tick */
+	unsigned dev_id;     /* --cxi-device cxiN */
+	const char *node;    /* the node served; NULL: several (CXI is off) */
+	const char *node_dir;
+};
+/* The node's CXI state; with cfg->off or no cfg->node it loads nothing
+ * and its members with a VNI are reported not ready, saying why. */
+int agent_cxi_new(const struct agent_cxi_config *cfg, struct agent_cxi **out,
+                  struct iso_error *err);
+void agent_cxi_free(struct agent_cxi *c);
+/* One tick, after the node's other passes, under a term obeyed: the
+ * services brought to d's members (iso_agent_cxi_reconcile with the
+ * admitted identities; those of released members dropped), status["cxi"]
+ * (the read-back) and status["cxi_members"]. Nothing is done (nor
+ * reported) on a node whose document has no member with a VNI unless
+ * --cxi-library was given or the driver is open already. */
+void agent_cxi_tick(struct agent_cxi *c, const char *node, const struct iso_agent_desired *d,
+                    json_t *status);
+/* The socket's cxi_admit for the member e (its table entry): JSON text
+ * (malloc'd), the grant or {"error","message"}. */
+char *agent_cxi_admit_answer(struct agent_cxi *c, const struct agent_table_entry *e,
+                             const char *tenant, uint32_t uid, uint32_t gid);
+
 /* ---- the socket (socket.c) ---- */
+
+/* "a-" and 16 lowercase hex digits. */
+bool agent_alloc_id_valid(const char *s);
+/* {"error": CODE, "message": M} as JSON text (malloc'd). */
+char *agent_answer_error(enum iso_errcode code, const char *message);
 
 #define AGENT_SOCKET_NAME "agent.sock"
 #define AGENT_REQUEST_MAX 1024
 #define AGENT_ANSWER_MAX  (ISO_AGENT_CUDA_MAX + 2048)
 
-/* One request, either shape. */
+/* One request, any shape. */
 struct agent_request {
-	bool by_key; /* {"tenant","key"}, else {"allocation","member"} */
+	bool by_key;    /* {"tenant","key"}, else {"allocation","member"} */
+	bool cxi_admit; /* {"op":"cxi_admit","tenant","allocation","member","uid","gid"} */
 	char allocation[ISO_AGENT_ALLOC_MAX];
 	unsigned member;
 	char tenant[ISO_NAME_MAX];
 	char key[ISO_IDEM_KEY_MAX];
+	uint32_t uid, gid; /* cxi_admit: 1..4294967294 */
 };
 /* Strict parse of one request: {"allocation": A, "member": M}, or (a
- * "tenant" or "key" in it) {"tenant": T, "key": K}; the error names the
- * field. */
+ * "tenant" or "key" in it) {"tenant": T, "key": K}, or (an "op" in it)
+ * {"op": "cxi_admit", "tenant": T, "allocation": A, "member": M, "uid": U,
+ * "gid": G}; the error names the field. */
 int agent_request_parse(const char *text, size_t len, struct agent_request *out,
                         struct iso_error *err);
 /* The answer to one request's bytes from a caller of uid `uid` (malloc'd

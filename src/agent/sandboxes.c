@@ -394,6 +394,31 @@ out:
 	return r;
 }
 
+int agent_sandboxes_member(struct agent_sandboxes *s, const char *allocation, unsigned member,
+                           struct agent_table_entry *out, char *reason, size_t size)
+{
+	int r = -ENOENT;
+
+	snprintf(reason, size, "not on this node");
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n && r < 0; i++)
+		if (s->entries[i].member == member &&
+		    strcmp(s->entries[i].allocation, allocation) == 0) {
+			*out = s->entries[i];
+			r = 0;
+		}
+	for (size_t i = 0; r < 0 && i < s->n_tombs; i++)
+		if (s->tombs[i].member == member &&
+		    strcmp(s->tombs[i].allocation, allocation) == 0) {
+			snprintf(reason, size, "released");
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+	if (r == 0)
+		reason[0] = '\0';
+	return r;
+}
+
 int agent_sandboxes_lookup_key(struct agent_sandboxes *s, const char *tenant, const char *key,
                                struct agent_table_entry *out, char *reason, size_t size)
 {
@@ -737,6 +762,7 @@ static void member_lookup_fields(const struct iso_agent_desired *d, const json_t
 
 	iso_strlcpy(e->tenant, m->tenant, sizeof(e->tenant));
 	iso_strlcpy(e->key, m->key, sizeof(e->key));
+	e->cxi_vni = m->has_cxi ? m->cxi_vni : 0;
 	json_array_foreach (insts, i, it) {
 		const char *a = json_string_value(json_object_get(it, "allocation"));
 		const char *u = json_string_value(json_object_get(it, "uuid"));

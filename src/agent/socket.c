@@ -26,7 +26,7 @@
 
 /* ---- the request ---- */
 
-static bool alloc_id_valid(const char *s)
+bool agent_alloc_id_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -36,6 +36,37 @@ static bool alloc_id_valid(const char *s)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return true;
+}
+
+/* The cxi_admit request's fields, each checked (the error names it). */
+static int cxi_admit_fields(json_t *doc, const char *const *keys, const char **op, const char **t,
+                            const char **a, int64_t *m, int64_t *uid, int64_t *gid,
+                            struct iso_error *err)
+{
+	int r;
+
+	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "op", NULL, true, op, err)) < 0)
+		return r;
+	if (strcmp(*op, "cxi_admit") != 0)
+		return iso_error_set(err, ISO_E_INVALID, "op", "op: not cxi_admit");
+	if ((r = iso_json_get_string(doc, "tenant", NULL, true, t, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "allocation", NULL, true, a, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "member", NULL, true, 0, ISO_CODEC_MEMBER_MAX, m, err)) < 0)
+		return r;
+	if (!iso_name_valid(*t))
+		return iso_error_set(err, ISO_E_INVALID, "tenant", "not a tenant name");
+	if (!agent_alloc_id_valid(*a))
+		return iso_error_set(err, ISO_E_INVALID, "allocation",
+		                     "expected an allocation id (a- and 16 hex digits)");
+	/* never root (uid or gid 0): a service that admits root admits every
+	 * root process of every tenant; 4294967295 is "no id" */
+	if ((r = iso_json_get_int(doc, "uid", NULL, true, 1, (int64_t)UINT32_MAX - 1, uid, err)) <
+	        0 ||
+	    (r = iso_json_get_int(doc, "gid", NULL, true, 1, (int64_t)UINT32_MAX - 1, gid, err)) <
+	        0)
+		return r;
+	return 0;
 }
 
 int agent_request_parse(const char *text, size_t len, struct agent_request *out,
@@ -59,6 +90,25 @@ int agent_request_parse(const char *text, size_t len, struct agent_request *out,
 	if (!json_is_object(doc)) {
 		json_decref(doc);
 		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
+	}
+	if (json_object_get(doc, "op")) {
+		/* issue 17: {"op":"cxi_admit","tenant","allocation","member","uid","gid"} */
+		static const char *const admit_keys[] = {"op",  "tenant", "allocation", "member",
+		                                         "uid", "gid",    NULL};
+		const char *op = NULL;
+		int64_t uid = 0, gid = 0;
+
+		r = cxi_admit_fields(doc, admit_keys, &op, &t, &a, &m, &uid, &gid, err);
+		if (r == 0) {
+			out->cxi_admit = true;
+			iso_strlcpy(out->tenant, t, sizeof(out->tenant));
+			iso_strlcpy(out->allocation, a, sizeof(out->allocation));
+			out->member = (unsigned)m;
+			out->uid = (uint32_t)uid;
+			out->gid = (uint32_t)gid;
+		}
+		json_decref(doc);
+		return r;
 	}
 	if (json_object_get(doc, "tenant") || json_object_get(doc, "key")) {
 		/* issue 15: {"tenant": T, "key": K} */
@@ -87,7 +137,7 @@ int agent_request_parse(const char *text, size_t len, struct agent_request *out,
 		json_decref(doc);
 		return r;
 	}
-	if (!alloc_id_valid(a)) {
+	if (!agent_alloc_id_valid(a)) {
 		json_decref(doc);
 		return iso_error_set(
 		    err, ISO_E_INVALID, "allocation",
@@ -99,7 +149,7 @@ int agent_request_parse(const char *text, size_t len, struct agent_request *out,
 	return 0;
 }
 
-static char *answer_error(enum iso_errcode code, const char *message)
+char *agent_answer_error(enum iso_errcode code, const char *message)
 {
 	json_t *o = json_pack("{s:s, s:s}", "error", iso_errcode_name(code), "message", message);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -145,7 +195,9 @@ static json_t *member_json(const struct agent_sandboxes *s, const struct agent_t
 	        0 ||
 	    json_object_set_new(o, "pkey_index", index >= 0 ? json_integer(index) : json_null()) <
 	        0 ||
-	    json_object_set_new(o, "sandbox_mode", json_string(s->real ? "real" : "off")) < 0) {
+	    json_object_set_new(o, "sandbox_mode", json_string(s->real ? "real" : "off")) < 0 ||
+	    json_object_set_new(o, "vni", e->cxi_vni ? json_integer(e->cxi_vni) : json_null()) <
+	        0) {
 		json_decref(o);
 		return NULL;
 	}
@@ -165,19 +217,31 @@ char *agent_socket_answer(struct agent_sandboxes *s, unsigned uid, const char *r
 	if (!e)
 		return NULL;
 	if (uid != 0)
-		return answer_error(ISO_E_FORBIDDEN, "refused: only root may join a sandbox");
+		return agent_answer_error(ISO_E_FORBIDDEN,
+		                          "refused: only root may ask the agent (join a sandbox, "
+		                          "admit an identity)");
 	if (agent_request_parse(req, len, &rq, &err) < 0) {
 		char msg[ISO_ERR_MSG_MAX + ISO_ERR_FIELD_MAX + 8];
 		snprintf(msg, sizeof(msg), "%s%s%s", err.field, err.field[0] ? ": " : "",
 		         err.message);
-		return answer_error(err.code, msg);
+		return agent_answer_error(err.code, msg);
+	}
+	if (rq.cxi_admit) {
+		if (!s->cxi)
+			return agent_answer_error(ISO_E_UNAVAILABLE,
+			                          "this agent has no CXI driver");
+		if (agent_sandboxes_member(s, rq.allocation, rq.member, e, reason, sizeof(reason)) <
+		    0)
+			return agent_answer_error(ISO_E_NOT_FOUND, reason);
+		return agent_cxi_admit_answer(s->cxi, e, rq.tenant, rq.uid, rq.gid);
 	}
 	if (rq.by_key)
 		r = agent_sandboxes_lookup_key(s, rq.tenant, rq.key, e, reason, sizeof(reason));
 	else
 		r = agent_sandboxes_lookup(s, rq.allocation, rq.member, e, reason, sizeof(reason));
 	if (r < 0)
-		return answer_error(r == -EAGAIN ? ISO_E_UNAVAILABLE : ISO_E_NOT_FOUND, reason);
+		return agent_answer_error(r == -EAGAIN ? ISO_E_UNAVAILABLE : ISO_E_NOT_FOUND,
+		                          reason);
 	o = rq.by_key ? member_json(s, e) : handle_json(s, e);
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -445,7 +509,7 @@ int iso_agent_sandbox_lookup(const char *state_dir, const char *allocation, unsi
 	int n, r;
 
 	memset(h, 0, sizeof(*h));
-	if (!alloc_id_valid(allocation))
+	if (!agent_alloc_id_valid(allocation))
 		return iso_error_set(
 		    err, ISO_E_INVALID, "allocation",
 		    "allocation: expected an allocation id (a- and 16 hex digits)");
@@ -466,11 +530,11 @@ static int member_parse(const char *text, size_t len, struct iso_agent_member_in
 	    "allocation",   "member",      "ready", "cuda_visible_devices",
 	    "pkey",         "pkey_index",  "name",  "holder_pid",
 	    "holder_start", "cgroup_root", "cpus",  "io_uring",
-	    "sandbox_mode", NULL};
+	    "sandbox_mode", "vni",         NULL};
 	json_error_t je;
 	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	const char *alloc = NULL, *cuda = NULL, *pkey = NULL, *mode = NULL;
-	int64_t member = 0, index = -1;
+	int64_t member = 0, index = -1, vni = 0;
 	bool ready = false;
 	int r;
 
@@ -484,6 +548,13 @@ static int member_parse(const char *text, size_t len, struct iso_agent_member_in
 		json_decref(doc);
 		return r;
 	}
+	/* "vni": the member's tenant VNI on a Slingshot node, null or absent
+	 * (an agent from before issue 17) when none */
+	if (!json_is_null(json_object_get(doc, "vni")) &&
+	    (r = iso_json_get_int(doc, "vni", NULL, false, 1, ISO_CXI_VNI_MAX, &vni, err)) < 0)
+		goto out;
+	info->has_vni = vni > 0;
+	info->vni = (uint32_t)vni;
 	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
 	    (r = iso_json_get_string(doc, "allocation", NULL, true, &alloc, err)) < 0 ||
 	    (r = iso_json_get_int(doc, "member", NULL, true, 0, ISO_CODEC_MEMBER_MAX, &member,
@@ -495,7 +566,7 @@ static int member_parse(const char *text, size_t len, struct iso_agent_member_in
 	    (r = iso_json_get_string(doc, "sandbox_mode", NULL, true, &mode, err)) < 0)
 		goto out;
 	r = -EINVAL;
-	if (!alloc_id_valid(alloc)) {
+	if (!agent_alloc_id_valid(alloc)) {
 		iso_error_set(err, ISO_E_INTERNAL, "allocation",
 		              "the agent's answer: allocation: not an allocation id");
 		goto out;
@@ -589,6 +660,93 @@ int iso_agent_member_lookup(const char *state_dir, const char *tenant, const cha
 		if (err && err->code == ISO_E_UNAVAILABLE)
 			iso_strlcpy(info->reason, err->message, sizeof(info->reason));
 	}
+	return r;
+}
+
+/* The cxi_admit answer, strictly. */
+static int grant_parse(const char *text, size_t len, struct iso_agent_cxi_grant *g,
+                       struct iso_error *err)
+{
+	static const char *const keys[] = {"allocation", "member", "vni",    "uid",
+	                                   "gid",        "svc_id", "device", NULL};
+	json_error_t je;
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	const char *alloc = NULL, *dev = NULL;
+	int64_t member = 0, vni = 0, uid = 0, gid = 0, svc = 0;
+	int r;
+
+	if (!doc || !json_is_object(doc)) {
+		json_decref(doc);
+		return iso_error_set(err, ISO_E_INTERNAL, "",
+		                     "the agent's answer is not a JSON object");
+	}
+	if (json_object_get(doc, "error")) {
+		r = answer_refusal(doc, err);
+		json_decref(doc);
+		return r;
+	}
+	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "allocation", NULL, true, &alloc, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "member", NULL, true, 0, ISO_CODEC_MEMBER_MAX, &member,
+	                          err)) < 0 ||
+	    (r = iso_json_get_int(doc, "vni", NULL, true, 1, ISO_CXI_VNI_MAX, &vni, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "uid", NULL, true, 1, (int64_t)UINT32_MAX - 1, &uid, err)) <
+	        0 ||
+	    (r = iso_json_get_int(doc, "gid", NULL, true, 1, (int64_t)UINT32_MAX - 1, &gid, err)) <
+	        0 ||
+	    (r = iso_json_get_int(doc, "svc_id", NULL, true, 2, UINT32_MAX, &svc, err)) < 0 ||
+	    (r = iso_json_get_string(doc, "device", NULL, true, &dev, err)) < 0)
+		goto out;
+	r = -EINVAL;
+	if (!agent_alloc_id_valid(alloc) || strncmp(dev, "cxi", 3) != 0 ||
+	    iso_strlcpy(g->device, dev, sizeof(g->device)) < 0) {
+		iso_error_set(err, ISO_E_INTERNAL,
+		              !agent_alloc_id_valid(alloc) ? "allocation" : "device",
+		              "the agent's answer: %s: not what was asked",
+		              !agent_alloc_id_valid(alloc) ? "allocation" : "device");
+		goto out;
+	}
+	g->vni = (uint32_t)vni;
+	g->svc_id = (uint32_t)svc;
+	r = 0;
+out:
+	json_decref(doc);
+	return r;
+}
+
+int iso_agent_cxi_admit(const char *state_dir, const char *tenant, const char *allocation,
+                        unsigned member, uint32_t uid, uint32_t gid, struct iso_agent_cxi_grant *g,
+                        struct iso_error *err)
+{
+	char req[ISO_NAME_MAX + 192], buf[1024];
+	size_t len = 0;
+	int n, r;
+
+	memset(g, 0, sizeof(*g));
+	if (!tenant || !iso_name_valid(tenant))
+		return iso_error_set(err, ISO_E_INVALID, "tenant", "tenant: not a tenant name");
+	if (!allocation || !agent_alloc_id_valid(allocation))
+		return iso_error_set(
+		    err, ISO_E_INVALID, "allocation",
+		    "allocation: expected an allocation id (a- and 16 hex digits)");
+	if (member > ISO_CODEC_MEMBER_MAX)
+		return iso_error_set(err, ISO_E_INVALID, "member", "member: 0..%d",
+		                     ISO_CODEC_MEMBER_MAX);
+	if (uid == 0 || uid == UINT32_MAX || gid == 0 || gid == UINT32_MAX)
+		return iso_error_set(err, ISO_E_INVALID,
+		                     uid == 0 || uid == UINT32_MAX ? "uid" : "gid",
+		                     "%s: %u refused (a CXI service never admits root)",
+		                     uid == 0 || uid == UINT32_MAX ? "uid" : "gid",
+		                     uid == 0 || uid == UINT32_MAX ? uid : gid);
+	/* tenant and allocation are of characters JSON needs no escape for */
+	n = snprintf(req, sizeof(req),
+	             "{\"op\":\"cxi_admit\",\"tenant\":\"%s\",\"allocation\":\"%s\","
+	             "\"member\":%u,\"uid\":%u,\"gid\":%u}",
+	             tenant, allocation, member, uid, gid);
+	if ((r = ask(state_dir, req, (size_t)n, buf, sizeof(buf), &len, err)) < 0)
+		return r;
+	if ((r = grant_parse(buf, len, g, err)) < 0)
+		memset(g, 0, sizeof(*g));
 	return r;
 }
 

@@ -176,6 +176,16 @@ static json_t *sandbox_item(const void *item)
 {
 	return iso_codec_status_sandbox_encode(item);
 }
+json_t *iso_codec_status_cxi_member_encode(const struct iso_agent_cxi_member_status *m)
+{
+	return json_pack("{s:s, s:i, s:I, s:I, s:b, s:s}", "allocation", m->allocation, "member",
+	                 m->member, "vni", (json_int_t)m->vni, "svc_id", (json_int_t)m->svc_id,
+	                 "ready", m->ready, "reason", m->reason);
+}
+static json_t *cxi_member_item(const void *item)
+{
+	return iso_codec_status_cxi_member_encode(item);
+}
 
 json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs)
 {
@@ -196,7 +206,10 @@ json_t *iso_codec_status_encode(const struct iso_agent_status *st, bool with_vfs
 	     json_object_set_new(o, "overlay", iso_codec_status_overlay_encode(&st->overlay)) <
 	         0) ||
 	    (st->has_cxi &&
-	     json_object_set_new(o, "cxi", iso_codec_status_cxi_encode(&st->cxi)) < 0)) {
+	     json_object_set_new(o, "cxi", iso_codec_status_cxi_encode(&st->cxi)) < 0) ||
+	    (st->n_cxi_members > 0 &&
+	     !append_all(o, "cxi_members", st->cxi_members, st->n_cxi_members,
+	                 sizeof(*st->cxi_members), cxi_member_item))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -628,6 +641,44 @@ static int cxi_decode(json_t *o, struct iso_agent_cxi_report *cx, struct iso_err
 	return 0;
 }
 
+/* One entry of "cxi_members": allocation, member, vni (1..65535), svc_id
+ * (0: none), ready, reason. A ready member with a service names it; one
+ * not ready has none. */
+static int cxi_member_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
+{
+	struct iso_agent_cxi_member_status *m = item;
+	static const char *const keys[] = {"allocation", "member", "vni", "svc_id",
+	                                   "ready",      "reason", NULL};
+	char field[ISO_ERR_FIELD_MAX];
+	int64_t member = 0, vni = 0, svc = 0;
+
+	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
+	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, m->allocation,
+	                 sizeof(m->allocation), err) < 0)
+		return -EINVAL;
+	if (!cd_alloc_id_valid(m->allocation)) {
+		iso_json_field(field, sizeof(field), prefix, "allocation");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: not an allocation id (a- and 16 hex digits)", field);
+	}
+	if (iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
+	        0 ||
+	    iso_json_get_int(o, "vni", prefix, true, 1, ISO_CXI_VNI_MAX, &vni, err) < 0 ||
+	    iso_json_get_int(o, "svc_id", prefix, true, 0, UINT32_MAX, &svc, err) < 0 ||
+	    iso_json_get_bool(o, "ready", prefix, true, &m->ready, err) < 0 ||
+	    cd_get_reason(o, prefix, m->reason, err) < 0)
+		return -EINVAL;
+	if (!m->ready && svc != 0) {
+		iso_json_field(field, sizeof(field), prefix, "svc_id");
+		return iso_error_set(err, ISO_E_INVALID, field,
+		                     "%s: a member that is not ready has no service", field);
+	}
+	m->member = (int)member;
+	m->vni = (uint32_t)vni;
+	m->svc_id = (uint32_t)svc;
+	return 0;
+}
+
 static int overlay_member_decode(json_t *o, const char *prefix, void *item, struct iso_error *err)
 {
 	struct iso_agent_overlay_member *m = item;
@@ -786,6 +837,7 @@ void iso_codec_status_clear(struct iso_agent_status *st)
 	free(st->overlay.tenants);
 	free(st->overlay.allowed);
 	free(st->cxi.services);
+	free(st->cxi_members);
 	free(st->sandboxes);
 	free(st->gpus);
 	free(st->instances);
@@ -796,10 +848,11 @@ void iso_codec_status_clear(struct iso_agent_status *st)
 
 int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct iso_error *err)
 {
-	static const char *const keys[] = {
-	    "term_seen",    "version",   "gpus",    "instances", "conditions", "vfs",
-	    "sandbox_mode", "sandboxes", "overlay", "cxi",       NULL};
-	json_t *arr_g = NULL, *arr_i = NULL, *arr_c = NULL, *arr_v = NULL, *arr_s = NULL;
+	static const char *const keys[] = {"term_seen",  "version", "gpus",         "instances",
+	                                   "conditions", "vfs",     "sandbox_mode", "sandboxes",
+	                                   "overlay",    "cxi",     "cxi_members",  NULL};
+	json_t *arr_g = NULL, *arr_i = NULL, *arr_c = NULL, *arr_v = NULL, *arr_s = NULL,
+	       *arr_x = NULL;
 	const char *mode = NULL;
 	int r;
 
@@ -863,5 +916,23 @@ int iso_codec_status_decode(json_t *body, struct iso_agent_status *out, struct i
 		if ((r = cxi_decode(json_object_get(body, "cxi"), &out->cxi, err)) < 0)
 			return r;
 	}
+	/* "cxi_members" (absent is none): each (allocation, member) once */
+	if (json_object_get(body, "cxi_members") &&
+	    ((r = cd_get_objects(body, "cxi_members", ISO_AGENT_MEMBERS_MAX, &arr_x, err)) < 0 ||
+	     (r = decode_all(arr_x, "cxi_members", sizeof(*out->cxi_members), cxi_member_decode,
+	                     (void **)&out->cxi_members, &out->n_cxi_members, err)) < 0))
+		return r;
+	for (int i = 0; i < out->n_cxi_members; i++)
+		for (int j = 0; j < i; j++)
+			if (out->cxi_members[i].member == out->cxi_members[j].member &&
+			    strcmp(out->cxi_members[i].allocation,
+			           out->cxi_members[j].allocation) == 0) {
+				char field[ISO_ERR_FIELD_MAX];
+				snprintf(field, sizeof(field), "cxi_members[%d].member", i);
+				return iso_error_set(err, ISO_E_INVALID, field,
+				                     "%s: member %d of %s listed twice", field,
+				                     out->cxi_members[i].member,
+				                     out->cxi_members[i].allocation);
+			}
 	return 0;
 }

@@ -97,6 +97,9 @@ struct agent_node {
 	/* issue 17: the CXI services the agent read back from its NIC */
 	bool has_cxi;
 	struct iso_agent_cxi_report cxi; /* services malloc'd */
+	/* and each member's service as the agent reported it (the gate) */
+	struct iso_agent_cxi_member_status *cxm;
+	int n_cxm;
 	int64_t last_seen_ms, term_seen;
 	/* the lease */
 	int64_t unreachable_ms; /* since when; 0: reachable */
@@ -725,6 +728,7 @@ void ctl_agents_close(struct iso_controller *c)
 		free(n->sb);
 		overlay_free(&n->overlay);
 		free(n->cxi.services);
+		free(n->cxm);
 	}
 	for (int i = 0; i < ag->n_tn; i++)
 		free(ag->tn[i].nodes);
@@ -1144,6 +1148,7 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	struct iso_agent_sandbox *sb = NULL;
 	struct iso_agent_overlay ov = {0};
 	struct iso_cxi_service *cxs = NULL;
+	struct iso_agent_cxi_member_status *cxm = NULL;
 	int ni, r;
 
 	r = resolve_agent_node(c, p, "node.status.write", node, &ni, err);
@@ -1178,10 +1183,12 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	if ((st->n_sandboxes > 0 && !(sb = calloc((size_t)st->n_sandboxes, sizeof(*sb)))) ||
 	    (st->has_overlay && overlay_copy(&st->overlay, &ov) < 0) ||
 	    (st->has_cxi && st->cxi.n_services > 0 &&
-	     !(cxs = calloc((size_t)st->cxi.n_services, sizeof(*cxs))))) {
+	     !(cxs = calloc((size_t)st->cxi.n_services, sizeof(*cxs)))) ||
+	    (st->n_cxi_members > 0 && !(cxm = calloc((size_t)st->n_cxi_members, sizeof(*cxm))))) {
 		free(vf);
 		free(inst);
 		free(sb);
+		free(cxs);
 		overlay_free(&ov);
 		return iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
 	}
@@ -1211,6 +1218,11 @@ int iso_controller_node_status(struct iso_controller *c, const struct iso_princi
 	n->cxi.services = cxs;
 	if (cxs)
 		memcpy(cxs, st->cxi.services, (size_t)st->cxi.n_services * sizeof(*cxs));
+	free(n->cxm);
+	n->cxm = cxm;
+	n->n_cxm = st->n_cxi_members;
+	if (cxm)
+		memcpy(cxm, st->cxi_members, (size_t)st->n_cxi_members * sizeof(*cxm));
 	n->seen = true;
 	n->last_seen_ms = iso_now_ms();
 	n->term_seen = st->term_seen;
@@ -1270,13 +1282,27 @@ static const struct iso_agent_sandbox *sandbox_of(const struct agent_node *n, co
 	return NULL;
 }
 
-static bool slots_ready(const struct agent_node *n, const char *id, int64_t tenant_id, int k,
-                        const struct iso_slot *slots, int n_slots)
+/* On a slingshot fabric: has node n's agent reported member k of
+ * allocation id's CXI service ready (made, or none due before its
+ * attachment admits an identity)? A node whose agent has no CXI driver
+ * reports its members not ready, with the reason. */
+static bool cxi_ready(const struct agent_node *n, const char *id, int k)
+{
+	for (int i = 0; i < n->n_cxm; i++)
+		if (n->cxm[i].member == k && strcmp(n->cxm[i].allocation, id) == 0)
+			return n->cxm[i].ready;
+	return false;
+}
+
+static bool slots_ready(const struct agent_node *n, bool cxi, const char *id, int64_t tenant_id,
+                        int k, const struct iso_slot *slots, int n_slots)
 {
 	const struct iso_agent_sandbox *sb;
 	bool has_vf;
 
 	if (!n->seen)
+		return false;
+	if (cxi && !cxi_ready(n, id, k))
 		return false;
 	/* an agent that makes sandboxes: the member runs in one or not at all */
 	if (n->sandbox_real && (!(sb = sandbox_of(n, id, k)) || !sb->ready))
@@ -1312,7 +1338,8 @@ bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_al
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n)
 		return false;
-	return slots_ready(&c->agents->nodes[ni], a->id, a->tenant_id, k, a->slots, a->n_slots);
+	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, k, a->slots,
+	                   a->n_slots);
 }
 
 /* A report made members of node `ni` ready: their allocations pass the gate
@@ -1327,8 +1354,8 @@ static void gate_node(struct iso_controller *c, int ni)
 	for (int i = 0; i < n->n_e; i++) {
 		struct agent_entry *e = &n->e[i];
 
-		if (e->gated ||
-		    !slots_ready(n, e->alloc, e->tenant_id, e->member, e->slots, e->n_slots))
+		if (e->gated || !slots_ready(n, c->agents->cxi, e->alloc, e->tenant_id, e->member,
+		                             e->slots, e->n_slots))
 			continue;
 		e->gated = true;
 		if (!ids && !(ids = calloc((size_t)n->n_e, sizeof(*ids))))

@@ -205,6 +205,23 @@ void iso_slurm_env_build(const struct iso_agent_member_info *mi, struct iso_slur
 #undef ADD
 }
 
+void iso_slurm_env_add_cxi(const struct iso_agent_cxi_grant *g, struct iso_slurm_env *out)
+{
+	static const char *const names[] = {"SLINGSHOT_VNIS", "SLINGSHOT_SVC_IDS",
+	                                    "SLINGSHOT_DEVICES"};
+
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(names) && out->n < ISO_SLURM_ENV_MAX; i++) {
+		out->v[out->n].name = names[i];
+		if (i == 0)
+			snprintf(out->v[out->n].value, sizeof(out->v[0].value), "%u", g->vni);
+		else if (i == 1)
+			snprintf(out->v[out->n].value, sizeof(out->v[0].value), "%u", g->svc_id);
+		else
+			snprintf(out->v[out->n].value, sizeof(out->v[0].value), "%s", g->device);
+		out->n++;
+	}
+}
+
 int iso_slurm_sandbox_decide(const struct iso_agent_member_info *mi, bool allow_no_sandbox,
                              struct iso_error *err)
 {

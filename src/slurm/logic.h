@@ -49,7 +49,7 @@ int iso_slurm_tenant(const char *account, const struct iso_tenant_map *map, char
                      struct iso_error *err);
 
 /* What the task gets (spank_setenv). */
-#define ISO_SLURM_ENV_MAX 5
+#define ISO_SLURM_ENV_MAX 8
 struct iso_slurm_env {
 	size_t n;
 	struct {
@@ -61,6 +61,11 @@ struct iso_slurm_env {
  * one), UCX_IB_PKEY and OMPI_MCA_btl_openib_pkey (0x8001) with a P_Key,
  * NCCL_IB_PKEY (the index) when the table shows it, ISOSTACK_ALLOCATION. */
 void iso_slurm_env_build(const struct iso_agent_member_info *mi, struct iso_slurm_env *out);
+/* On a Slingshot node, after the agent admitted the job's identity to the
+ * member's CXI service (iso_agent_cxi_admit): SLINGSHOT_VNIS,
+ * SLINGSHOT_SVC_IDS and SLINGSHOT_DEVICES, the variables HPE's
+ * switch/hpe_slingshot sets and libfabric's cxi provider reads. */
+void iso_slurm_env_add_cxi(const struct iso_agent_cxi_grant *g, struct iso_slurm_env *out);
 
 /* Whether the task joins a sandbox: 1 yes, 0 no (the node's sandboxes are
  * off and allow_no_sandbox=1), -errno refused with the reason. */

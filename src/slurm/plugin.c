@@ -13,7 +13,9 @@
  * - Remote (slurmstepd), task_init_privileged, as root in each task's
  *   child before it becomes the user: asks the node's agent for the job's
  *   member (tenant from SLURM_JOB_ACCOUNT, key slurm:CLUSTER:JOBID:RESTART), waiting up
- *   to `wait` s while it is not ready, sets the task's environment, and
+ *   to `wait` s while it is not ready, on a Slingshot node has the agent
+ *   admit the job's uid/gid to the member's CXI service (issue 17), sets
+ *   the task's environment, and
  *   joins the member's sandbox as the job's uid/gid. Any failure returns -1:
  *   the task exits 1 and the job fails; the node is not drained.
  * No other callback is defined: a failing user_init, task_post_fork,
@@ -224,6 +226,18 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		return fail("job %u, member %u of %s: %s", jobid, mi->member, mi->allocation,
 		            err.message);
 	iso_slurm_env_build(mi, env);
+	/* a Slingshot member: its CXI service admits the job's uid and gid
+	 * (the controller does not know them); without it the job's processes
+	 * could not use its tenant's VNI, so a refusal fails the job */
+	if (mi->has_vni) {
+		struct iso_agent_cxi_grant g;
+		if (iso_agent_cxi_admit(dir, tenant, mi->allocation, mi->member, (uint32_t)uid,
+		                        (uint32_t)gid, &g, &err) < 0)
+			return fail("job %u, member %u of %s: no CXI service for uid %u gid %u: %s",
+			            jobid, mi->member, mi->allocation, (unsigned)uid, (unsigned)gid,
+			            err.message);
+		iso_slurm_env_add_cxi(&g, env);
+	}
 	for (size_t i = 0; i < env->n; i++)
 		if (spank_setenv(sp, env->v[i].name, env->v[i].value, 1) != ESPANK_SUCCESS)
 			return fail("job %u: cannot set %s", jobid, env->v[i].name);

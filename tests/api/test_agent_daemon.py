@@ -490,6 +490,14 @@ class TestAgentFlags(unittest.TestCase):
                 (argv() + ["--vf-driver", "mlx5", "--node", "n2"], "--vf-driver"),
                 (argv() + ["--sysfs-root", ""], "--sysfs-root"),
                 (argv() + ["--vf-driv", "mlx5"], "--vf-driver"),
+                (argv() + ["--cxi-library", ""], "--cxi-library"),
+                (argv() + ["--cxi-library"], "--cxi-library"),
+                (argv() + ["--cxi-library", "/x/libcxi.so.1", "--node", "n2"], "--cxi-library"),
+                (argv() + ["--cxi-device", "cxi01"], "--cxi-device"),
+                (argv() + ["--cxi-device", "eth0"], "--cxi-device"),
+                (argv() + ["--cxi-device", "cxi256"], "--cxi-device"),
+                (argv() + ["--cxi-device", "cxi"], "--cxi-device"),
+                (argv() + ["--cxi-device", "cxi1", "--node", "n2"], "--cxi-device"),
             ]
             for args, flag in cases:
                 rc, err = self.run_agent(*args)
@@ -518,6 +526,7 @@ class TestAgentFlags(unittest.TestCase):
                 (base + "help yes\n", ":3:", "help"),
                 (base + "config other.conf\n", ":3:", "config"),
                 (base + "state-dir \x01\n", ":3:", "control character"),
+                (base + "cxi-device cxi-1\n", ":3:", "cxi-device"),
             ]
             for text, where, what in file_cases:
                 rc, err = self.run_agent("--config", conf(text), *rest)

@@ -5,8 +5,11 @@
  * pod's process meets them (a process cannot use another tenant's VNI; a
  * member can, by uid or by gid); then ensure (idempotent, refusals, read-back
  * that destroys what did not come out as asked), destroy, and the reconcile
- * pass. The member-rule tests need root (setuid in a child) and skip
- * without it. */
+ * pass; then the daemon's side (src/agent/cxi_node.c, socket.c): the
+ * socket's cxi_admit parsed strictly, answered over a real unix socket
+ * (idempotent, each refusal naming its field), the admitted identities
+ * kept in their file across a restart, a released member's service gone. The member-rule tests need
+ * root (setuid in a child) and skip without it. */
 #include <dlfcn.h>
 #include <grp.h>
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,7 @@
 
 #include "isostack/agent.h"
 #include "agent/cxi_abi.h"
+#include "../../src/agent/internal.h"
 
 #define VNI_A 1100u
 #define VNI_B 1200u
@@ -449,6 +454,373 @@ static void test_reconcile(void **state)
 	iso_agent_cxi_report_clear(&r);
 }
 
+/* ---- the daemon's side: the socket's cxi_admit (issue 17) ---- */
+
+#define ACME_A "a-00000000000000a1"
+#define ACME_B "a-00000000000000a2"
+#define GLOBEX "a-00000000000000b1"
+#define PLAIN  "a-00000000000000c1"
+
+static void test_admit_request_parse(void **state)
+{
+	static const struct {
+		const char *text, *field;
+	} bad[] = {
+	    {"{\"op\":\"cxi_grant\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":5001,\"gid\":5001}",
+	     "op"},
+	    {"{\"op\":1,\"tenant\":\"acme\"}", "op"},
+	    {"{\"op\":\"cxi_admit\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":5001,\"gid\":5001}",
+	     "tenant"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"a b\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":5001,\"gid\":5001}",
+	     "tenant"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"a-12\","
+	     "\"member\":0,\"uid\":5001,\"gid\":5001}",
+	     "allocation"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":1024,\"uid\":5001,\"gid\":5001}",
+	     "member"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":0,\"gid\":5001}",
+	     "uid"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":5001,\"gid\":0}",
+	     "gid"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":4294967295,\"gid\":5001}",
+	     "uid"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":\"5001\",\"gid\":5001}",
+	     "uid"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":5001}",
+	     "gid"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"uid\":5001,\"gid\":5001,\"vni\":1100}",
+	     "vni"},
+	    {"{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"key\":\"k\"}", "key"},
+	};
+	struct agent_request rq;
+	const char *good = "{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+	                   "\",\"member\":3,\"uid\":5001,\"gid\":5002}";
+
+	(void)state;
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(bad); i++) {
+		struct iso_error e = {0};
+		assert_true(agent_request_parse(bad[i].text, strlen(bad[i].text), &rq, &e) < 0);
+		if (strcmp(e.field, bad[i].field) != 0)
+			fail_msg("request %zu: field \"%s\", want \"%s\" (%s)", i, e.field,
+			         bad[i].field, e.message);
+		assert_false(rq.cxi_admit);
+	}
+	{
+		struct iso_error e = {0};
+		assert_int_equal(agent_request_parse(good, strlen(good), &rq, &e), 0);
+		assert_true(rq.cxi_admit);
+		assert_false(rq.by_key);
+		assert_string_equal(rq.tenant, "acme");
+		assert_string_equal(rq.allocation, ACME_A);
+		assert_int_equal(rq.member, 3);
+		assert_int_equal(rq.uid, 5001);
+		assert_int_equal(rq.gid, 5002);
+	}
+}
+
+static struct agent_table_entry tentry(const char *alloc, const char *tenant, uint32_t vni)
+{
+	struct agent_table_entry e = {.member = 0, .cxi_vni = vni, .member_ready = true};
+
+	iso_strlcpy(e.node, "n1", sizeof(e.node));
+	iso_strlcpy(e.allocation, alloc, sizeof(e.allocation));
+	iso_strlcpy(e.tenant, tenant, sizeof(e.tenant));
+	snprintf(e.key, sizeof(e.key), "k-%s", alloc + 16);
+	return e;
+}
+
+static void desired_of(struct iso_agent_desired *d, struct iso_agent_member_want *w, size_t n)
+{
+	memset(d, 0, sizeof(*d));
+	iso_strlcpy(d->node, "n1", sizeof(d->node));
+	d->members = w;
+	d->n_members = n;
+}
+
+static const json_t *cxi_member(const json_t *status, const char *alloc)
+{
+	size_t i;
+	json_t *it;
+
+	json_array_foreach (json_object_get(status, "cxi_members"), i, it)
+		if (strcmp(json_string_value(json_object_get(it, "allocation")), alloc) == 0)
+			return it;
+	return NULL;
+}
+
+static void test_admit_over_the_socket(void **state)
+{
+	struct fx *f = *state;
+	struct agent_sandboxes s;
+	struct agent_host_roots roots = {"/dev", "/proc", "/"};
+	struct agent_socket *sk = NULL;
+	struct iso_agent_cxi_grant g;
+	struct iso_agent_member_info mi;
+	struct iso_error e = {0};
+	atomic_bool stop = false;
+	char node_dir[PATH_MAX + 8], file[PATH_MAX + 40];
+	struct agent_cxi_config cc = {.dev_id = 0, .node = "n1", .node_dir = node_dir};
+	struct iso_agent_member_want w[4] = {want(ACME_A, 0, VNI_A), want(ACME_B, 0, VNI_A),
+	                                     want(GLOBEX, 0, VNI_B), want(PLAIN, 0, 0)};
+	struct iso_agent_desired d;
+	uint32_t svc;
+	json_t *st;
+	char *a;
+
+	snprintf(node_dir, sizeof(node_dir), "%s/n1", f->dir);
+	snprintf(file, sizeof(file), "%s/" AGENT_CXI_ADMITTED_FILE, node_dir);
+	assert_int_equal(mkdir(node_dir, 0700), 0);
+	assert_int_equal(agent_sandboxes_init(&s, f->dir, false, NULL, &roots, &e), 0);
+	s.nodes_expected = 0; /* as after every node ticked */
+	assert_int_equal(agent_cxi_new(&cc, &s.cxi, &e), 0);
+	assert_int_equal(agent_socket_start(&s, f->dir, &stop, &sk, &e), 0);
+	/* the table as the node's tick publishes it */
+	pthread_mutex_lock(&s.lock);
+	s.entries = calloc(4, sizeof(*s.entries));
+	s.entries[0] = tentry(ACME_A, "acme", VNI_A);
+	s.entries[1] = tentry(ACME_B, "acme", VNI_A);
+	s.entries[2] = tentry(GLOBEX, "globex", VNI_B);
+	s.entries[3] = tentry(PLAIN, "acme", 0);
+	s.n = s.cap = 4;
+	pthread_mutex_unlock(&s.lock);
+
+	/* the member lookup says whether a member has a VNI */
+	assert_int_equal(iso_agent_member_lookup(f->dir, "acme", "k-a1", &mi, &e), 0);
+	assert_true(mi.has_vni);
+	assert_int_equal(mi.vni, VNI_A);
+	assert_int_equal(iso_agent_member_lookup(f->dir, "acme", "k-c1", &mi, &e), 0);
+	assert_false(mi.has_vni);
+
+	/* admitted: the service appears; again: the same one */
+	assert_int_equal(iso_agent_cxi_admit(f->dir, "acme", ACME_A, 0, UID_A, UID_A, &g, &e), 0);
+	assert_int_equal(g.vni, VNI_A);
+	assert_true(g.svc_id > 1);
+	assert_string_equal(g.device, "cxi0");
+	svc = g.svc_id;
+	assert_int_equal(iso_agent_cxi_ensure(f->x, VNI_A, UID_A, UID_A, &svc, &e), 0);
+	assert_int_equal(svc, g.svc_id); /* the NIC holds exactly that service */
+	assert_int_equal(iso_agent_cxi_admit(f->dir, "acme", ACME_A, 0, UID_A, UID_A, &g, &e), 0);
+	assert_int_equal(g.svc_id, svc);
+	/* another member of the same tenant may share the identity */
+	assert_int_equal(iso_agent_cxi_admit(f->dir, "acme", ACME_B, 0, UID_A, UID_A, &g, &e), 0);
+	assert_int_equal(g.svc_id, svc);
+
+	/* refusals, each naming its field */
+#define REFUSED(call, want_code, fld)                                                              \
+	do {                                                                                       \
+		memset(&e, 0, sizeof(e));                                                          \
+		assert_true((call) < 0);                                                           \
+		if (e.code != (want_code) || strncmp(e.message, fld, strlen(fld)) != 0)            \
+			fail_msg("%s: code %d, message \"%s\"", #call, e.code, e.message);         \
+	} while (0)
+	REFUSED(iso_agent_cxi_admit(f->dir, "globex", ACME_A, 0, UID_B, UID_B, &g, &e),
+	        ISO_E_FORBIDDEN, "tenant");
+	REFUSED(iso_agent_cxi_admit(f->dir, "acme", ACME_A, 0, UID_A + 9, UID_A, &g, &e),
+	        ISO_E_CONFLICT, "uid");
+	REFUSED(iso_agent_cxi_admit(f->dir, "globex", GLOBEX, 0, UID_A, 7000, &g, &e),
+	        ISO_E_CONFLICT, "uid");
+	assert_null(strstr(e.message, ACME_A)); /* never whose */
+	REFUSED(iso_agent_cxi_admit(f->dir, "globex", GLOBEX, 0, 7000, UID_A, &g, &e),
+	        ISO_E_CONFLICT, "gid");
+	REFUSED(iso_agent_cxi_admit(f->dir, "acme", PLAIN, 0, UID_B, UID_B, &g, &e), ISO_E_INVALID,
+	        "member");
+	REFUSED(iso_agent_cxi_admit(f->dir, "acme", "a-00000000000000ff", 0, UID_B, UID_B, &g, &e),
+	        ISO_E_NOT_FOUND, "not on this node");
+	REFUSED(iso_agent_cxi_admit(f->dir, "acme", ACME_A, 0, 0, UID_A, &g, &e), ISO_E_INVALID,
+	        "uid");
+	REFUSED(iso_agent_cxi_admit(f->dir, "acme", ACME_A, 0, UID_A, 0, &g, &e), ISO_E_INVALID,
+	        "gid");
+#undef REFUSED
+	/* the socket itself refuses root's identity and non-root callers */
+	{
+		const char *rq =
+		    "{\"op\":\"cxi_admit\",\"tenant\":\"acme\",\"allocation\":\"" ACME_A
+		    "\",\"member\":0,\"uid\":0,\"gid\":0}";
+		a = agent_socket_answer(&s, 0, rq, strlen(rq));
+	}
+	assert_non_null(strstr(a, "\"error\":\"invalid_argument\""));
+	assert_non_null(strstr(a, "uid"));
+	free(a);
+	a = agent_socket_answer(&s, 1000, "{\"op\":\"cxi_admit\"}", 18);
+	assert_non_null(strstr(a, "\"error\":\"forbidden\""));
+	free(a);
+	assert_int_equal(iso_agent_cxi_admit(f->dir, "globex", GLOBEX, 0, UID_B, UID_B, &g, &e), 0);
+	assert_int_not_equal(g.svc_id, svc);
+
+	/* a tick keeps both services and says each member ready */
+	desired_of(&d, w, 4);
+	st = json_object();
+	agent_cxi_tick(s.cxi, "n1", &d, st);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(st, "cxi"), "services")),
+	                 3);
+	assert_true(json_is_true(json_object_get(cxi_member(st, ACME_A), "ready")));
+	assert_int_equal(json_integer_value(json_object_get(cxi_member(st, ACME_A), "svc_id")),
+	                 svc);
+	assert_null(cxi_member(st, PLAIN)); /* no VNI, no entry */
+	json_decref(st);
+
+	/* a restart: the identities come back from the file, the services
+	 * are the same ones */
+	atomic_store(&stop, true);
+	agent_socket_stop(sk);
+	agent_cxi_free(s.cxi);
+	assert_int_equal(agent_cxi_new(&cc, &s.cxi, &e), 0);
+	st = json_object();
+	agent_cxi_tick(s.cxi, "n1", &d, st);
+	assert_int_equal(json_integer_value(json_object_get(cxi_member(st, ACME_A), "svc_id")),
+	                 svc);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(st, "cxi"), "services")),
+	                 3);
+	json_decref(st);
+
+	/* acme's members leave: their identity and service go, globex's stay */
+	desired_of(&d, &w[2], 2);
+	st = json_object();
+	agent_cxi_tick(s.cxi, "n1", &d, st);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(st, "cxi"), "services")),
+	                 2);
+	assert_true(json_is_true(json_object_get(cxi_member(st, GLOBEX), "ready")));
+	json_decref(st);
+	{
+		FILE *fp = fopen(file, "r");
+		char buf[4096] = "";
+		assert_non_null(fp);
+		assert_true(fread(buf, 1, sizeof(buf) - 1, fp) > 0);
+		fclose(fp);
+		assert_null(strstr(buf, ACME_A));
+		assert_non_null(strstr(buf, GLOBEX));
+	}
+	agent_cxi_free(s.cxi);
+	s.cxi = NULL;
+	agent_sandboxes_free(&s);
+}
+
+static void test_admitted_file_bad_input(void **state)
+{
+	static const struct {
+		const char *text, *field;
+	} bad[] = {
+	    {"[]", ""},
+	    {"{\"admitted\":{}}", "admitted"},
+	    {"{\"admitted\":[],\"x\":1}", "x"},
+	    {"{\"admitted\":[1]}", "admitted[0]"},
+	    {"{\"admitted\":[{\"allocation\":\"a-1\",\"member\":0,\"vni\":1,\"uid\":1,\"gid\":1}]}",
+	     "allocation"},
+	    {"{\"admitted\":[{\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"vni\":0,\"uid\":1,\"gid\":1}]}",
+	     "admitted[0].vni"},
+	    {"{\"admitted\":[{\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"vni\":1,\"uid\":0,\"gid\":1}]}",
+	     "admitted[0].uid"},
+	    {"{\"admitted\":[{\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"vni\":1,\"uid\":1,\"gid\":1},{\"allocation\":\"" ACME_A
+	     "\",\"member\":0,\"vni\":1,\"uid\":2,\"gid\":2}]}",
+	     "member"},
+	};
+	struct agent_cxi_admit *v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(bad); i++) {
+		struct iso_error e = {0};
+		assert_true(
+		    agent_cxi_admitted_decode(bad[i].text, strlen(bad[i].text), &v, &n, &e) < 0);
+		assert_null(v);
+		if (strcmp(e.field, bad[i].field) != 0)
+			fail_msg("file %zu: field \"%s\", want \"%s\" (%s)", i, e.field,
+			         bad[i].field, e.message);
+	}
+}
+
+static void test_a_garbled_file_touches_nothing(void **state)
+{
+	struct fx *f = *state;
+	char node_dir[PATH_MAX + 8], file[PATH_MAX + 40];
+	struct agent_cxi_config cc = {.node = "n1", .node_dir = node_dir};
+	struct iso_agent_member_want w[1] = {want(ACME_A, 0, VNI_A)};
+	struct iso_agent_desired d;
+	struct agent_cxi *c = NULL;
+	struct iso_error e = {0};
+	json_t *st = json_object();
+	FILE *fp;
+
+	snprintf(node_dir, sizeof(node_dir), "%s/n1", f->dir);
+	snprintf(file, sizeof(file), "%s/" AGENT_CXI_ADMITTED_FILE, node_dir);
+	assert_int_equal(mkdir(node_dir, 0700), 0);
+	assert_non_null(fp = fopen(file, "w"));
+	fputs("{\"admitted\":[{\"allocation\":", fp);
+	fclose(fp);
+	must_ensure(f, VNI_A, UID_A, UID_A); /* a running member's, say */
+	assert_int_equal(agent_cxi_new(&cc, &c, &e), 0);
+	desired_of(&d, w, 1);
+	agent_cxi_tick(c, "n1", &d, st);
+	assert_false(json_is_true(json_object_get(cxi_member(st, ACME_A), "ready")));
+	assert_non_null(strstr(json_string_value(json_object_get(cxi_member(st, ACME_A), "reason")),
+	                       AGENT_CXI_ADMITTED_FILE));
+	assert_null(json_object_get(st, "cxi"));
+	{
+		struct iso_agent_cxi_report r;
+		assert_int_equal(iso_agent_cxi_list(f->x, &r, &e), 0);
+		assert_int_equal(r.n_services, 2); /* still there */
+		iso_agent_cxi_report_clear(&r);
+	}
+	json_decref(st);
+	agent_cxi_free(c);
+}
+
+static void test_no_library_or_none(void **state)
+{
+	struct fx *f = *state;
+	char node_dir[PATH_MAX + 8];
+	struct agent_cxi_config missing = {.library = "/nonexistent/libcxi.so.1",
+	                                   .always = true,
+	                                   .node = "n1",
+	                                   .node_dir = node_dir},
+	                        none = {.off = true, .node = "n1", .node_dir = node_dir},
+	                        several = {.node = NULL};
+	const struct agent_cxi_config *cfgs[3] = {&missing, &none, &several};
+	const char *why[3] = {"no CXI driver on this node: cannot load /nonexistent",
+	                      "--cxi-library none", "one --node per agent"};
+	struct iso_agent_member_want w[2] = {want(ACME_A, 0, VNI_A), want(PLAIN, 0, 0)};
+	struct iso_agent_desired d;
+
+	snprintf(node_dir, sizeof(node_dir), "%s/n1", f->dir);
+	assert_int_equal(mkdir(node_dir, 0700), 0);
+	for (int i = 0; i < 3; i++) {
+		struct agent_cxi *c = NULL;
+		struct iso_error e = {0};
+		json_t *st = json_object();
+		const json_t *m;
+
+		assert_int_equal(agent_cxi_new(cfgs[i], &c, &e), 0);
+		desired_of(&d, w, 2);
+		agent_cxi_tick(c, "n1", &d, st);
+		assert_non_null(m = cxi_member(st, ACME_A));
+		assert_false(json_is_true(json_object_get(m, "ready")));
+		if (!strstr(json_string_value(json_object_get(m, "reason")), why[i]))
+			fail_msg("%d: %s", i, json_string_value(json_object_get(m, "reason")));
+		assert_null(json_object_get(st, "cxi"));
+		json_decref(st);
+		/* a node without members with a VNI: nothing said (not slingshot) */
+		st = json_object();
+		desired_of(&d, &w[1], 1);
+		agent_cxi_tick(c, "n1", &d, st);
+		assert_null(json_object_get(st, "cxi_members"));
+		json_decref(st);
+		agent_cxi_free(c);
+	}
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -462,6 +834,11 @@ int main(void)
 	    T(test_failed_call_leaves_nothing),
 	    T(test_library_without_cxi),
 	    T(test_reconcile),
+	    cmocka_unit_test(test_admit_request_parse),
+	    T(test_admit_over_the_socket),
+	    cmocka_unit_test(test_admitted_file_bad_input),
+	    T(test_a_garbled_file_touches_nothing),
+	    T(test_no_library_or_none),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
