@@ -31,7 +31,10 @@ struct right {
 
 /* Columns in enum iso_role order. The node-agent may read its own node's
  * desired state, write its own node's status and report its own node's GPU
- * faults, nothing else (docs/agents.md). */
+ * faults; and (issue 17, the CNI plugin's pod attachments) create, read and
+ * release its own node's attachments: one-member allocations pinned to its
+ * node whose Idempotency-Key is "cni:<its node>:..." (allocations.c,
+ * `ctl_node_attachment`), nothing else (docs/agents.md, docs/api.md). */
 static const struct right rights[] = {
     /* action                          c-adm aud t-adm t-usr agent */
     {"version.read", {A, A, A, A, D}, NULL},
@@ -96,11 +99,11 @@ static const struct right rights[] = {
 
     /* own: a tenant-user's allocations are those it created, and its
      * priority stays under its tenant's max_user_priority */
-    {"allocation.create", {A, D, T, O, D}, NULL},
+    {"allocation.create", {A, D, T, O, N}, NULL},
     {"allocation.list", {A, A, T, O, D}, NULL},
-    {"allocation.read", {A, A, T, O, D}, NULL},
+    {"allocation.read", {A, A, T, O, N}, NULL},
     {"allocation.resize", {A, D, T, O, D}, "allocations are changed by their tenant"},
-    {"allocation.release", {A, D, T, O, D}, "allocations are changed by their tenant"},
+    {"allocation.release", {A, D, T, O, N}, "allocations are changed by their tenant"},
 
     {"fabric.read", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
     {"fabric.verify", {A, A, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},

@@ -39,32 +39,32 @@ struct iso_controller {
 	int n_queue, cap_queue;
 	struct ctl_audit_failures *failures; /* audit.c: unauthenticated failures being counted */
 
-	struct ctl_fabric *fabric;   /* fabric.c */
-	struct ctl_vnis *vnis;       /* vni.c: tenants' VNIs, ethernet fabrics only */
-	struct ctl_tenancy *tenancy; /* tenancy.c */
-	struct ctl_costs *costs;     /* demand.c */
-	struct ctl_queue *pending;   /* queue.c: pending queue and running set */
-	struct ctl_preempt *preempt; /* preempt.c */
-	struct ctl_rates *rates;     /* ratelimit.c */
+	struct ctl_fabric *fabric;         /* fabric.c */
+	struct ctl_vnis *vnis;             /* vni.c: tenants' VNIs, ethernet fabrics only */
+	struct ctl_tenancy *tenancy;       /* tenancy.c */
+	struct ctl_costs *costs;           /* demand.c */
+	struct ctl_queue *pending;         /* queue.c: pending queue and running set */
+	struct ctl_preempt *preempt;       /* preempt.c */
+	struct ctl_rates *rates;           /* ratelimit.c */
 	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
 	uint64_t auth_epoch;               /* bumped at every transaction's end */
-	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
-	struct ctl_sm *sm;           /* sm.c: the SM host's agent's long polls */
-	struct ctl_uring *uring;     /* uring.c: tenants whose io_uring switch is on */
-	struct iso_tenant_limits limits; /* defaults for tenants that set none */
-	bool queue_more;                 /* the last queue pass stopped at its depth */
-	int64_t queue_pass_ms;           /* when the last pass ran */
-	struct iso_capacity capacity;    /* nodes.c: free as a tenant holding nothing sees it */
-	uint64_t capacity_version;       /* cs.version it was counted at, 0: never */
-	bool fabric_async;           /* allocations wait in provisioning for the fabric */
-	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
-	int64_t provision_ms;        /* the gate fails what waits longer */
-	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
+	struct ctl_agents *agents;         /* agents.c: desired state, status, leases */
+	struct ctl_sm *sm;                 /* sm.c: the SM host's agent's long polls */
+	struct ctl_uring *uring;           /* uring.c: tenants whose io_uring switch is on */
+	struct iso_tenant_limits limits;   /* defaults for tenants that set none */
+	bool queue_more;                   /* the last queue pass stopped at its depth */
+	int64_t queue_pass_ms;             /* when the last pass ran */
+	struct iso_capacity capacity;      /* nodes.c: free as a tenant holding nothing sees it */
+	uint64_t capacity_version;         /* cs.version it was counted at, 0: never */
+	bool fabric_async;                 /* allocations wait in provisioning for the fabric */
+	bool agent_gate;                   /* ...and for every member's agent (not --no-agents) */
+	int64_t provision_ms;              /* the gate fails what waits longer */
+	int64_t gate_checked_ms;           /* the last pass over provisioning allocations */
 	/* group commit (iso_controller_sync): commits wait for one flush */
 	bool group_commit;
-	bool unsynced;              /* a commit since the last sync is not yet durable */
-	bool sync_failed;           /* a sync failed: none may succeed after it */
-	uint64_t commits, syncs;    /* since the start: transactions committed, flushes */
+	bool unsynced;           /* a commit since the last sync is not yet durable */
+	bool sync_failed;        /* a sync failed: none may succeed after it */
+	uint64_t commits, syncs; /* since the start: transactions committed, flushes */
 };
 
 /* An audit event as a use case describes it; the actor comes from the
@@ -136,6 +136,9 @@ bool ctl_sees_all_tenants(const struct iso_principal *p);
 /* Resolves a tenant name as the caller may see it: another tenant's name is
  * ISO_E_NOT_FOUND exactly like a missing one. NULL name = the caller's own
  * (cluster roles must name one). */
+/* A node agent's pod attachment: one member, key "cni:<p->node>:..."
+ * (allocations.c; issue 17). */
+bool ctl_node_attachment(const struct iso_principal *p, const char *key, int members);
 int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, const char *name,
                        const char *field, struct iso_tenant *out, struct iso_error *err);
 
@@ -272,8 +275,8 @@ void ctl_costs_free(struct iso_controller *c);
 struct iso_resvec;
 /* The charge of members [0, members) of `a`: read off its placement when
  * they are placed, else the least any placement could cost. */
-void ctl_demand_members(const struct iso_controller *c, const struct iso_allocation *a,
-                        int members, struct iso_resvec *out);
+void ctl_demand_members(const struct iso_controller *c, const struct iso_allocation *a, int members,
+                        struct iso_resvec *out);
 void ctl_demand(const struct iso_controller *c, const struct iso_allocation *a,
                 struct iso_resvec *out);
 enum iso_isolation ctl_alloc_isolation(const struct iso_allocation *a);
@@ -345,8 +348,8 @@ struct ctl_queue_view {
 	int position; /* among what the viewer may see */
 	int acct;
 };
-int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit,
-                   int after, struct ctl_queue_view *out, int *n, bool *more);
+int ctl_queue_view(struct iso_controller *c, const struct iso_principal *p, int limit, int after,
+                   struct ctl_queue_view *out, int *n, bool *more);
 
 /* ---- authcache.c: tokens that authenticated lately ---- */
 int ctl_auth_cache_open(struct iso_controller *c, struct iso_error *err);
@@ -417,8 +420,7 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
  * it is requeued (pending again) or failed, in one transaction audited as
  * `action` with `reason`. */
 int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
-                    const char *action, const char *reason, const char *by,
-                    struct iso_error *err);
+                    const char *action, const char *reason, const char *by, struct iso_error *err);
 int ctl_alloc_evict_id(struct iso_controller *c, const char *id, bool requeue, const char *action,
                        const char *reason, const char *by, struct iso_error *err);
 /* Tells a victim it will be preempted at kill_at_ms (audited; the reason
