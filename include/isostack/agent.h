@@ -296,6 +296,13 @@ struct iso_agent_overlay_env {
 struct iso_agent_overlay_member_in {
 	const struct iso_agent_member_want *want;
 	const char *netns; /* its sandbox's /proc/HOLDER/ns/net; NULL while none */
+	/* issue 17, a pod's CNI attachment: its veth's alias (NULL: the
+	 * member's iso-<allocation>-<member>), its interface in netns (NULL:
+	 * eth0) and its address from the pod's IPAM ("A.B.C.D/N"; NULL: the
+	 * slot plan's) */
+	const char *name;
+	const char *ifname;
+	const char *address;
 	bool ready;        /* out: true without an overlay, or with its veth and address */
 	char reason[ISO_AGENT_REASON_MAX]; /* out: why not ready, "" when ready */
 };
@@ -317,6 +324,17 @@ int iso_agent_overlay_read(const struct iso_agent_overlay_env *env,
 void iso_agent_overlay_clear(struct iso_agent_overlay *ov);
 
 /* ---- end overlay ---- */
+
+/* ---- pod attachments (issue 17; the CNI plugin, docs/cni.md) ---- */
+
+/* One CNI request to the node agent's socket at socket_path (root only):
+ * `req` is {"cni": "ADD"|"DEL"|"CHECK"|"GC"|"STATUS", ...} (docs/agent.md,
+ * "CNI attachments"). 0 with the agent's answer object in *answer (the
+ * caller decrefs it); a refusal is -errno with the agent's code and words
+ * in *err; an agent that cannot be reached is ISO_E_UNAVAILABLE, field
+ * agentSocket. */
+int iso_agent_cni_request(const char *socket_path, const json_t *req, json_t **answer,
+                          struct iso_error *err);
 
 ISO_PUBLIC_END
 

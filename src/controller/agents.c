@@ -46,9 +46,9 @@ struct agent_entry {
 	int64_t tenant_id;
 	char tenant[ISO_NAME_MAX];
 	char key[ISO_IDEM_KEY_MAX]; /* its allocation's Idempotency-Key, "" none */
-	int cpus;           /* what the member was placed with, for its sandbox */
-	int64_t memory_mib; /* (the desired document's "members") */
-	bool gated;         /* the provisioning gate is past for its allocation */
+	int cpus;                   /* what the member was placed with, for its sandbox */
+	int64_t memory_mib;         /* (the desired document's "members") */
+	bool gated;                 /* the provisioning gate is past for its allocation */
 	int n_slots;
 	struct iso_slot *slots; /* the member's slots, owned */
 };
@@ -875,8 +875,9 @@ int iso_controller_node_desired(struct iso_controller *c, const struct iso_princ
 		enum ctl_scope scope;
 		struct iso_error ignored = {0};
 		if (ctl_authorize(p, "node.status.write", &scope, &ignored) < 0)
-			return iso_error_set(err, ISO_E_FORBIDDEN, "heartbeat",
-			                     "heartbeat: only the node's agent may renew its lease");
+			return iso_error_set(
+			    err, ISO_E_FORBIDDEN, "heartbeat",
+			    "heartbeat: only the node's agent may renew its lease");
 		if (n->seen) {
 			n->last_seen_ms = iso_now_ms();
 			if (n->unreachable_ms)
@@ -1250,16 +1251,20 @@ static const struct iso_agent_sandbox *sandbox_of(const struct agent_node *n, co
 	return NULL;
 }
 
-static bool slots_ready(const struct agent_node *n, const char *id, int64_t tenant_id, int k,
-                        const struct iso_slot *slots, int n_slots)
+static bool slots_ready(const struct agent_node *n, const char *id, int64_t tenant_id,
+                        const char *key, int k, const struct iso_slot *slots, int n_slots)
 {
 	const struct iso_agent_sandbox *sb;
 	bool has_vf;
 
 	if (!n->seen)
 		return false;
-	/* an agent that makes sandboxes: the member runs in one or not at all */
-	if (n->sandbox_real && (!(sb = sandbox_of(n, id, k)) || !sb->ready))
+	/* an agent that makes sandboxes: the member runs in one or not at all;
+	 * a pod's CNI attachment (issue 17, key "cni:...") runs in the pod,
+	 * which its runtime made, and the agent answers the plugin only once
+	 * the pod's interface is on the overlay */
+	if (n->sandbox_real && strncmp(key, "cni:", 4) != 0 &&
+	    (!(sb = sandbox_of(n, id, k)) || !sb->ready))
 		return false;
 	if (!vf_ready(n, tenant_id, id, &has_vf) && has_vf)
 		return false;
@@ -1292,7 +1297,8 @@ bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_al
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n)
 		return false;
-	return slots_ready(&c->agents->nodes[ni], a->id, a->tenant_id, k, a->slots, a->n_slots);
+	return slots_ready(&c->agents->nodes[ni], a->id, a->tenant_id, a->idem_key, k, a->slots,
+	                   a->n_slots);
 }
 
 /* A report made members of node `ni` ready: their allocations pass the gate
@@ -1307,8 +1313,8 @@ static void gate_node(struct iso_controller *c, int ni)
 	for (int i = 0; i < n->n_e; i++) {
 		struct agent_entry *e = &n->e[i];
 
-		if (e->gated ||
-		    !slots_ready(n, e->alloc, e->tenant_id, e->member, e->slots, e->n_slots))
+		if (e->gated || !slots_ready(n, e->alloc, e->tenant_id, e->key, e->member, e->slots,
+		                             e->n_slots))
 			continue;
 		e->gated = true;
 		if (!ids && !(ids = calloc((size_t)n->n_e, sizeof(*ids))))
