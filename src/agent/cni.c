@@ -9,10 +9,10 @@
  * allocation of the tenant on this node (a join). The pod's interface is
  * made by the agent's overlay pass (overlay.c), from the desired document's
  * member and the record's netns, ifname and address; the tick runs the same
- * pass, so attachments are level-triggered like members' sandboxes. Both
- * ends of the socket protocol's CNI shape are here: the server (one thread
- * per request, so a request waiting for the controller does not hold up a
- * Slurm task's lookup) and the client the plugin calls. */
+ * pass, so attachments are level-triggered like members' sandboxes. The
+ * server side of the socket's CNI shape is here (one thread per request, so
+ * a request waiting for the controller does not hold up a Slurm task's
+ * lookup); the plugin's half is cni_client.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -113,10 +113,10 @@ static int cni_dir(const char *state_root, char *buf, size_t size)
 int agent_attachment_decode(const char *text, size_t len, struct agent_attachment *out,
                             struct iso_error *err)
 {
-	static const char *const keys[] = {"node",       "container_id", "ifname", "netns",
-	                                   "network",    "tenant",       "key",    "hash",
-	                                   "allocation", "member",       "joined", "address",
-	                                   "cpus",       "memory_mib",   "name",   NULL};
+	static const char *const keys[] = {
+	    "node", "container_id", "ifname",     "netns",    "network", "tenant",
+	    "key",  "hash",         "allocation", "member",   "joined",  "address",
+	    "cpus", "memory_mib",   "name",       "deleting", NULL};
 	struct {
 		const char *k;
 		char *dst;
@@ -163,6 +163,7 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 	if ((r = iso_json_get_int(doc, "member", NULL, true, 0, ISO_CODEC_MEMBER_MAX, &member,
 	                          err)) < 0 ||
 	    (r = iso_json_get_bool(doc, "joined", NULL, true, &out->joined, err)) < 0 ||
+	    (r = iso_json_get_bool(doc, "deleting", NULL, false, &out->deleting, err)) < 0 ||
 	    (r = iso_json_get_int(doc, "cpus", NULL, true, 0, 1024, &cpus, err)) < 0 ||
 	    (r = iso_json_get_int(doc, "memory_mib", NULL, true, 0, INT64_C(1) << 40, &mem, err)) <
 	        0)
@@ -198,13 +199,13 @@ out:
 static json_t *attachment_encode(const struct agent_attachment *a)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:I, "
-	                 "s:s}",
+	                 "s:s, s:b}",
 	                 "node", a->node, "container_id", a->container_id, "ifname", a->ifname,
 	                 "netns", a->netns, "network", a->network, "tenant", a->tenant, "key",
 	                 a->key, "hash", a->hash, "allocation", a->allocation, "member",
 	                 (int)a->member, "joined", a->joined, "address", a->address, "cpus",
 	                 (int)a->cpus, "memory_mib", (json_int_t)a->memory_mib, "name",
-	                 a->alloc_name);
+	                 a->alloc_name, "deleting", a->deleting);
 }
 
 static int record_path(const char *state_root, const char *hash, char *buf, size_t size)
@@ -455,7 +456,7 @@ void agent_attachment_inputs(const struct iso_agent_desired *d, const struct age
 		const struct agent_attachment *t = &att[a];
 		const struct iso_agent_member_want *w = NULL;
 
-		if (!t->allocation[0])
+		if (!t->allocation[0] || t->deleting)
 			continue;
 		for (size_t i = 0; i < d->n_members && !w; i++)
 			if (d->members[i].member == t->member &&
@@ -531,7 +532,14 @@ static int overlay_now(struct agent_sandboxes *s, const char *node, const char *
 	iso_strlcpy(d.node, node, sizeof(d.node));
 	struct agent_attach_result *res = n_att ? calloc(n_att, sizeof(*res)) : NULL;
 	json_t *status = json_object();
-	agent_overlay_tick(node, &d, entries, att, n_att, res, status, &s->overlay_clean);
+	char only[ISO_NAME_MAX] = "";
+	for (size_t a = 0; a < n_att && hash; a++)
+		if (strcmp(att[a].hash, hash) == 0)
+			agent_attachment_name(&att[a], only);
+	/* this attachment alone (its tenant, its veth, the guard): the tick
+	 * makes the rest level again */
+	agent_overlay_tick(node, &d, entries, att, n_att, res, only[0] ? only : NULL, status,
+	                   &s->overlay_clean);
 	for (size_t a = 0; a < n_att && hash; a++)
 		if (strcmp(att[a].hash, hash) == 0) {
 			*ready = res[a].ready;
@@ -883,6 +891,10 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 		return answer_err(ISO_E_NOT_FOUND, "netns: %s: %s", a.netns, strerror(errno));
 	record_path(s->state_root, a.hash, path, sizeof(path));
 	if (attachment_load_file(path, &old, &e) == 0) {
+		if (old.deleting)
+			return answer_err(ISO_E_UNAVAILABLE,
+			                  "container %s's %s is being deleted: DEL it first",
+			                  a.container_id, a.ifname);
 		/* the runtime's retry: the same pod, same lease */
 		if (strcmp(old.netns, a.netns) != 0 || strcmp(old.tenant, a.tenant) != 0 ||
 		    strcmp(old.network, a.network) != 0)
@@ -953,10 +965,24 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct agent_attachment *a,
                    struct iso_error *err)
 {
+	char name[ISO_NAME_MAX];
+	struct iso_error e2 = {0};
 	int r;
-	bool ready;
-	char why[64];
 
+	/* off the overlay first (the tick leaves a deleting record alone), so
+	 * the pod is cut before its member is released; a crash from here on
+	 * leaves the record for the next DEL or GC */
+	if (!a->deleting) {
+		a->deleting = true;
+		if ((r = attachment_store(s->state_root, a, err)) < 0)
+			return r;
+	}
+	agent_attachment_name(a, name);
+	pthread_mutex_lock(&s->work);
+	if (iso_overlay_member_remove(NULL, name, &e2) < 0)
+		iso_log(ISO_LOG_WARN, "agent.cni_overlay_failed", "node=%s msg=\"%s\"", a->node,
+		        e2.message);
+	pthread_mutex_unlock(&s->work);
 	if (!a->joined) {
 		if (!*cl && (r = controller_open(s, 10000, cl, err)) < 0)
 			return r;
@@ -973,10 +999,6 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	iso_log(ISO_LOG_INFO, "agent.cni_detached",
 	        "node=%s container=%s ifname=%s tenant=%s allocation=%s", a->node, a->container_id,
 	        a->ifname, a->tenant, a->allocation);
-	struct iso_error e2 = {0};
-	if (overlay_now(s, a->node, NULL, &ready, why, sizeof(why), &e2) < 0)
-		iso_log(ISO_LOG_WARN, "agent.cni_overlay_failed", "node=%s msg=\"%s\"", a->node,
-		        e2.message);
 	return 0;
 }
 
@@ -1226,77 +1248,4 @@ void agent_cni_drain(struct agent_sandboxes *s)
 		struct timespec ts = {0, 100000000L};
 		nanosleep(&ts, NULL);
 	}
-}
-
-/* ---- the client (the plugin) ---- */
-
-int iso_agent_cni_request(const char *socket_path, const json_t *req, json_t **answer,
-                          struct iso_error *err)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct timeval tv = {CNI_IO_TIMEOUT_S + 5, 0};
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *text = NULL, *buf = NULL;
-	size_t len = 0, off = 0, n, cap = 65536;
-	json_error_t je;
-
-	*answer = NULL;
-	if (!socket_path || iso_strlcpy(sa.sun_path, socket_path, sizeof(sa.sun_path)) < 0)
-		return iso_error_set(err, ISO_E_INVALID, "agentSocket",
-		                     "agentSocket: too long for a unix socket");
-	if (!(text = json_dumps(req, JSON_COMPACT)) || !(buf = malloc(cap + 1)))
-		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
-	n = strlen(text);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return iso_error_set(err, ISO_E_INTERNAL, "", "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return iso_error_set(err, ISO_E_UNAVAILABLE, "agentSocket",
-		                     "cannot reach the agent at %s: %s", socket_path,
-		                     strerror(errno));
-	while (off < n) {
-		ssize_t w = send(fd, text + off, n - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return iso_error_set(err, ISO_E_UNAVAILABLE, "agentSocket",
-			                     "writing to the agent: %s", strerror(errno));
-		off += (size_t)w;
-	}
-	shutdown(fd, SHUT_WR);
-	for (;;) {
-		ssize_t got = read(fd, buf + len, cap - len);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return iso_error_set(err, ISO_E_UNAVAILABLE, "agentSocket",
-			                     "reading the agent's answer: %s", strerror(errno));
-		if (got == 0)
-			break;
-		len += (size_t)got;
-		if (len == cap)
-			return iso_error_set(err, ISO_E_INTERNAL, "",
-			                     "the agent's answer is too long");
-	}
-	if (len == 0)
-		return iso_error_set(err, ISO_E_UNAVAILABLE, "agentSocket",
-		                     "the agent closed the connection without an answer");
-	json_t *doc = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return iso_error_set(err, ISO_E_INTERNAL, "",
-		                     "the agent's answer is not a JSON object");
-	}
-	const char *code = json_string_value(json_object_get(doc, "error"));
-	if (code) {
-		const char *msg = json_string_value(json_object_get(doc, "message"));
-		enum iso_errcode c = ISO_E_INTERNAL;
-		iso_errcode_parse(code, &c);
-		iso_error_set(err, c == ISO_OK ? ISO_E_INTERNAL : c, "", "%s", msg ? msg : code);
-		json_decref(doc);
-		return -EIO;
-	}
-	*answer = doc;
-	return 0;
 }

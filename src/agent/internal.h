@@ -217,6 +217,7 @@ struct agent_attachment {
 	unsigned cpus;    /* the created allocation's member shape */
 	uint64_t memory_mib;
 	char alloc_name[ISO_NAME_MAX]; /* its allocation's name, cni-<hash 16> */
+	bool deleting; /* DEL began: off the overlay, its allocation being released */
 };
 
 /* One attachment's outcome of an overlay pass. */
@@ -317,8 +318,8 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
  * agent_sandboxes.overlay_clean. */
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
                         struct agent_table_entry *entries, const struct agent_attachment *att,
-                        size_t n_att, struct agent_attach_result *res, json_t *status,
-                        bool *clean);
+                        size_t n_att, struct agent_attach_result *res, const char *only,
+                        json_t *status, bool *clean);
 
 /* ---- the CNI requests (cni.c) ---- */
 /* The node's members, kept for the requests; broadcasts ticked_cond. */

@@ -223,10 +223,20 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	int r = wanted(in, n, &vs, &allow, &n_allow, err);
 	if (r < 0)
 		return r;
-	if ((r = remove_stale(env, in, n, &vs, err)) < 0)
+	char nb[ISO_NAME_MAX];
+	int only = -1;
+	for (size_t i = 0; env->only_name && i < n && only < 0; i++)
+		if (strcmp(in_name(&in[i], nb), env->only_name) == 0)
+			only = (int)i;
+	if (env->only_name && only < 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, "name", "%s: not among the members",
+		                     env->only_name);
+	if (!env->only_name && (r = remove_stale(env, in, n, &vs, err)) < 0)
 		return r;
 
 	for (size_t v = 0; v < vs.n; v++) {
+		if (only >= 0 && vs.vni[v] != in[only].want->vni)
+			continue;
 		const char *peers[ISO_AGENT_PEERS_MAX];
 		struct iso_overlay_tenant t = {
 		    .vni = vs.vni[v],
@@ -260,7 +270,8 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 		slots_in_use(in, n, vs.vni[v], node_index, used);
 		for (size_t i = 0; i < n; i++) {
 			const struct iso_agent_member_want *w = in[i].want;
-			if (!w->has_overlay || w->vni != vs.vni[v] || !in[i].netns)
+			if (!w->has_overlay || w->vni != vs.vni[v] || !in[i].netns ||
+			    (only >= 0 && (int)i != only))
 				continue;
 			if (!tenant_ok) {
 				reason(&in[i], "overlay", terr.message);
@@ -310,13 +321,19 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	if (vs.n && have_underlay)
 		r = iso_overlay_guard_apply(env->host_netns, env->underlay_dev, allow, n_allow,
 		                            &gerr);
+	else if (only < 0)
+		r = iso_overlay_guard_remove(env->host_netns, &gerr); /* (the tick's to remove) */
 	else
-		r = iso_overlay_guard_remove(env->host_netns, &gerr);
+		r = 0;
 	if (r < 0)
 		for (size_t i = 0; i < n; i++)
 			if (in[i].want->has_overlay && !in[i].reason[0])
 				reason(&in[i], "overlay guard", gerr.message);
 
+	if (only >= 0) {
+		in[only].ready = !in[only].reason[0];
+		return 0;
+	}
 	if (!any)
 		return 0; /* the status has no `overlay` */
 	return iso_agent_overlay_read(env, in, n, out, err);
@@ -446,7 +463,8 @@ static int source_for(const char *peer, char out[ISO_IPV4_MAX])
 
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
                         struct agent_table_entry *entries, const struct agent_attachment *att,
-                        size_t n_att, struct agent_attach_result *res, json_t *status, bool *clean)
+                        size_t n_att, struct agent_attach_result *res, const char *only,
+                        json_t *status, bool *clean)
 {
 	bool any = n_att > 0;
 	for (size_t i = 0; i < d->n_members; i++)
@@ -484,7 +502,7 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	/* the pods' attachments (cni.c): a created one is its member's input */
 	agent_attachment_inputs(d, att, n_att, in, names, &n_in);
 	struct iso_agent_overlay_env env = {
-	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev};
+	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev, .only_name = only};
 	struct iso_agent_overlay ov;
 	struct iso_error err = {0};
 	int r = iso_agent_overlay_reconcile(&env, in, n_in, &ov, &err);
@@ -521,6 +539,14 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 			            r < 0 ? err.message : (in[i].reason[0] ? in[i].reason : ""),
 			            sizeof(res[a].reason));
 		}
+	}
+	if (only) {
+		/* a CNI request's: the tick reports and cleans */
+		iso_agent_overlay_clear(&ov);
+		free(in);
+		free(paths);
+		free(names);
+		return;
 	}
 	if (any && r == 0)
 		json_object_set_new(status, "overlay", iso_codec_status_overlay_encode(&ov));

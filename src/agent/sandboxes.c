@@ -941,7 +941,7 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 			iso_log(ISO_LOG_WARN, "agent.cni_records_failed", "node=%s msg=\"%s\"",
 			        node, ae.message);
 		if (s->real || n_att)
-			agent_overlay_tick(node, d, entries, att, n_att, NULL, status,
+			agent_overlay_tick(node, d, entries, att, n_att, NULL, NULL, status,
 			                   &s->overlay_clean);
 	}
 	/* real mode: a plugin starts a member once its sandbox is there */

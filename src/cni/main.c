@@ -156,10 +156,11 @@ static int ipam_exec(const char *cni_path, const char *type, const char *cmd, co
 	free(text);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		const char *msg = json_string_value(json_object_get(doc, "msg"));
+		bool version = json_integer_value(json_object_get(doc, "code")) == CNI_E_VERSION;
 		iso_error_set(err, ISO_E_UNAVAILABLE, "ipam", "ipam %s %s failed: %s", type, cmd,
 		              msg ? msg : "no error message");
 		json_decref(doc);
-		return -EIO;
+		return version ? -EPROTO : -EIO;
 	}
 	if (len && !json_is_object(doc)) {
 		json_decref(doc);
@@ -183,6 +184,13 @@ static int ipam_conf(const char *cni_path, const char *type, const char *version
 	const char *pick = NULL;
 	int r;
 
+	if (!cni_path) {
+		/* the first try (no exec): 1.1.0 added verbs, not Result fields, so
+		 * a 1.1.0 config goes to the delegate as 1.0.0, which every plugin
+		 * of the last years speaks (Debian 12's host-local: 0.1.0..1.0.0) */
+		pick = strcmp(version, "1.1.0") == 0 ? "1.0.0" : version;
+		goto rewrite;
+	}
 	if ((r = ipam_exec(cni_path, type, "VERSION", "{}", 2, &vr, err)) < 0)
 		return r;
 	json_t *sup = json_object_get(vr, "supportedVersions"), *it;
@@ -200,6 +208,7 @@ static int ipam_conf(const char *cni_path, const char *type, const char *version
 	if (!pick)
 		return iso_error_set(err, ISO_E_INVALID, "ipam.type",
 		                     "ipam.type: %s speaks no CNI version up to %s", type, version);
+rewrite:
 	if (!(doc = json_loadb(conf, conf_len, 0, &je)))
 		return iso_error_set(err, ISO_E_INVALID, "", "the network config is not JSON");
 	json_object_set_new(doc, "cniVersion", json_string(pick));
@@ -211,6 +220,33 @@ static int ipam_conf(const char *cni_path, const char *type, const char *version
 	return 0;
 }
 
+/* The delegate's config: first as ipam_conf guessed it, again after a
+ * VERSION exchange when the delegate refused that version. */
+struct ipam_in {
+	char *conf; /* what the delegate gets (malloc'd) */
+	size_t len;
+	const char *orig; /* the runtime's config */
+	size_t orig_len;
+};
+
+static int ipam_run(const struct cni_env *env, const struct cni_config *cfg, const char *cmd,
+                    struct ipam_in *ip, json_t **result, struct iso_error *err)
+{
+	int r = ipam_exec(env->path, cfg->ipam_type, cmd, ip->conf, ip->len, result, err);
+
+	if (r != -EPROTO)
+		return r;
+	char *again = NULL;
+	size_t len = 0;
+	if ((r = ipam_conf(env->path, cfg->ipam_type, cfg->cni_version, ip->orig, ip->orig_len,
+	                   &again, &len, err)) < 0)
+		return r;
+	free(ip->conf);
+	ip->conf = again;
+	ip->len = len;
+	return ipam_exec(env->path, cfg->ipam_type, cmd, ip->conf, ip->len, result, err);
+}
+
 static json_t *agent_req(const char *verb, const struct cni_config *cfg)
 {
 	json_t *o = json_pack("{s:s}", "cni", verb);
@@ -220,8 +256,7 @@ static json_t *agent_req(const char *verb, const struct cni_config *cfg)
 	return o;
 }
 
-static int do_add(const struct cni_config *cfg, const struct cni_env *env, const char *conf,
-                  size_t conf_len)
+static int do_add(const struct cni_config *cfg, const struct cni_env *env, struct ipam_in *ip)
 {
 	const char *v = cfg->cni_version, *tenant = NULL;
 	struct iso_error e = {0};
@@ -243,12 +278,11 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, const
 		return error_out(v, CNI_E_UNMAPPED, msg, "");
 	}
 	if (cfg->has_ipam) {
-		if ((r = ipam_exec(env->path, cfg->ipam_type, "ADD", conf, conf_len, &ipam, &e)) <
-		    0)
+		if ((r = ipam_run(env, cfg, "ADD", ip, &ipam, &e)) < 0)
 			return error_out(v, CNI_E_IPAM, e.message, "");
 		if (cni_result_ipv4(ipam, addr) < 0) {
 			json_decref(ipam);
-			ipam_exec(env->path, cfg->ipam_type, "DEL", conf, conf_len, &answer, &e);
+			ipam_run(env, cfg, "DEL", ip, &answer, &e);
 			json_decref(answer);
 			return error_out(v, CNI_E_IPAM, "ipam: its Result has no IPv4 address", "");
 		}
@@ -277,7 +311,7 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, const
 		if (cfg->has_ipam) {
 			json_t *x = NULL;
 			struct iso_error e2 = {0};
-			ipam_exec(env->path, cfg->ipam_type, "DEL", conf, conf_len, &x, &e2);
+			ipam_run(env, cfg, "DEL", ip, &x, &e2);
 			json_decref(x);
 		}
 		json_decref(ipam);
@@ -294,7 +328,7 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, const
 }
 
 static int do_simple(const char *verb, const struct cni_config *cfg, const struct cni_env *env,
-                     const char *conf, size_t conf_len)
+                     struct ipam_in *ip)
 {
 	const char *v = cfg->cni_version;
 	struct iso_error e = {0};
@@ -334,7 +368,7 @@ static int do_simple(const char *verb, const struct cni_config *cfg, const struc
 	json_decref(answer);
 	if (cfg->has_ipam) {
 		/* DEL: the address back; CHECK: host-local still holds it */
-		if (ipam_exec(env->path, cfg->ipam_type, verb, conf, conf_len, &x, &e) < 0)
+		if (ipam_run(env, cfg, verb, ip, &x, &e) < 0)
 			return error_out(v, CNI_E_IPAM, e.message, "");
 		json_decref(x);
 	}
@@ -403,28 +437,21 @@ int main(void)
 		               "cniVersion: STATUS and GC need 1.1.0", "");
 		goto out;
 	}
-	if (cfg.has_ipam && env.command != CNI_GC && env.command != CNI_STATUS) {
-		char *ic = NULL;
-		size_t il = 0;
-		if (ipam_conf(env.path, cfg.ipam_type, cfg.cni_version, conf, len, &ic, &il, &e) <
-		    0) {
-			rc = error_out(cfg.cni_version, CNI_E_IPAM, e.message, "");
-			goto out;
-		}
-		/* cfg borrows from doc, not from conf: conf is only the delegate's */
-		free(conf);
-		conf = ic;
-		len = il;
+	struct ipam_in ip = {.orig = conf, .orig_len = len};
+	if (cfg.has_ipam && env.command != CNI_GC && env.command != CNI_STATUS &&
+	    ipam_conf(NULL, cfg.ipam_type, cfg.cni_version, conf, len, &ip.conf, &ip.len, &e) < 0) {
+		rc = error_out(cfg.cni_version, CNI_E_IPAM, e.message, "");
+		goto out;
 	}
 	switch (env.command) {
 	case CNI_ADD:
-		rc = do_add(&cfg, &env, conf, len);
+		rc = do_add(&cfg, &env, &ip);
 		break;
 	case CNI_DEL:
-		rc = do_simple("DEL", &cfg, &env, conf, len);
+		rc = do_simple("DEL", &cfg, &env, &ip);
 		break;
 	case CNI_CHECK:
-		rc = do_simple("CHECK", &cfg, &env, conf, len);
+		rc = do_simple("CHECK", &cfg, &env, &ip);
 		break;
 	case CNI_GC:
 		rc = do_gc(&cfg);
@@ -433,6 +460,7 @@ int main(void)
 		rc = do_status(&cfg);
 		break;
 	}
+	free(ip.conf);
 out:
 	json_decref(doc);
 	free(conf);
