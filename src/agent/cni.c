@@ -756,6 +756,23 @@ static int controller_open(const struct agent_sandboxes *s, long timeout_ms,
 	return iso_client_new(&co, out, err);
 }
 
+static void http_enter(struct agent_sandboxes *s)
+{
+	pthread_mutex_lock(&s->cni_http_lock);
+	while (s->cni_http >= AGENT_CNI_HTTP_MAX)
+		pthread_cond_wait(&s->cni_http_cond, &s->cni_http_lock);
+	s->cni_http++;
+	pthread_mutex_unlock(&s->cni_http_lock);
+}
+
+static void http_leave(struct agent_sandboxes *s)
+{
+	pthread_mutex_lock(&s->cni_http_lock);
+	s->cni_http--;
+	pthread_cond_signal(&s->cni_http_cond);
+	pthread_mutex_unlock(&s->cni_http_lock);
+}
+
 /* The attachment's allocation: created with its key (a retry answers the
  * same one). 0 with a->allocation set, or -errno with the controller's
  * words; ISO_E_UNAVAILABLE when it could not be asked. */
@@ -926,9 +943,15 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	if ((r = attachment_store(s->state_root, &a, &e)) < 0)
 		return answer_err(e.code, "%s", e.message);
 	if (!a.joined) {
-		_cleanup_client_ struct iso_client *cl = NULL;
-		if ((r = controller_open(s, 10000, &cl, &e)) < 0 ||
-		    (r = create_allocation(cl, &a, &e)) < 0) {
+		struct iso_client *cl = NULL;
+		/* one connection for the create alone: an idle one held through
+		 * the wait counts against isostackd's 64 per client address */
+		http_enter(s);
+		if ((r = controller_open(s, 10000, &cl, &e)) == 0)
+			r = create_allocation(cl, &a, &e);
+		iso_client_free(cl);
+		http_leave(s);
+		if (r < 0) {
 			if (e.code != ISO_E_UNAVAILABLE && e.code != ISO_E_INTERNAL)
 				attachment_remove(s->state_root, a.hash,
 				                  NULL); /* refused: nothing made */
@@ -988,10 +1011,15 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 			return r;
 		/* cut short between the record and the create's answer: the
 		 * create again (same key, same body) answers what it made */
-		if (!a->allocation[0] && (r = create_allocation(*cl, a, err)) < 0 &&
+		http_enter(s);
+		r = 0;
+		if (!a->allocation[0] && create_allocation(*cl, a, err) < 0 &&
 		    err->code == ISO_E_UNAVAILABLE)
-			return r;
-		if (a->allocation[0] && (r = release_allocation(*cl, a->allocation, err)) < 0)
+			r = -EAGAIN;
+		if (r == 0 && a->allocation[0])
+			r = release_allocation(*cl, a->allocation, err);
+		http_leave(s);
+		if (r < 0)
 			return r;
 	}
 	if ((r = attachment_remove(s->state_root, a->hash, err)) < 0)
@@ -1134,9 +1162,12 @@ static json_t *do_status(struct agent_sandboxes *s, const struct cni_req *rq)
 		return answer_err(ISO_E_UNAVAILABLE, "node %s: the agent has no desired state yet",
 		                  rq->node);
 	view_clear(&v);
-	if ((r = controller_open(s, 2000, &cl, &e)) < 0 ||
-	    (r = iso_client_request(cl, "GET", "/v1/healthz", NULL, &resp, &e)) < 0 ||
-	    (r = iso_response_error(&resp, &e)) < 0)
+	http_enter(s);
+	if ((r = controller_open(s, 2000, &cl, &e)) == 0 &&
+	    (r = iso_client_request(cl, "GET", "/v1/healthz", NULL, &resp, &e)) == 0)
+		r = iso_response_error(&resp, &e);
+	http_leave(s);
+	if (r < 0)
 		return answer_err(ISO_E_UNAVAILABLE, "the controller is unreachable: %s",
 		                  e.message);
 	return json_pack("{s:b}", "ready", true);

@@ -240,8 +240,8 @@ void agent_attachment_name(const struct agent_attachment *a, char out[ISO_NAME_M
 int agent_attachment_decode(const char *text, size_t len, struct agent_attachment *out,
                             struct iso_error *err);
 /* The records of `node` (NULL: every node); a bad one is logged, skipped. */
-int agent_attachments_list(const char *state_root, const char *node,
-                           struct agent_attachment **out, size_t *n, struct iso_error *err);
+int agent_attachments_list(const char *state_root, const char *node, struct agent_attachment **out,
+                           size_t *n, struct iso_error *err);
 /* The overlay inputs of the attachments whose member d lists: a created
  * one takes its member's input (in[0..*n_in) holds one per member), a
  * joined one is appended (names[] its veth aliases). */
@@ -292,7 +292,14 @@ struct agent_sandboxes {
 	const char *const *nodes;
 	size_t n_nodes;
 	atomic_int cni_busy;
+	/* the controller calls of CNI requests under way: at most
+	 * AGENT_CNI_HTTP_MAX, well under isostackd's 64 connections from one
+	 * client address (docs/api.md), which the node's long poll shares */
+	pthread_mutex_t cni_http_lock;
+	pthread_cond_t cni_http_cond;
+	unsigned cni_http;
 };
+#define AGENT_CNI_HTTP_MAX 16
 
 /* dir: the agent's state dir; cgroup_root NULL when mode is off. */
 int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool real,

@@ -236,6 +236,8 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 		pthread_cond_init(&s->ticked_cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
+	pthread_mutex_init(&s->cni_http_lock, NULL);
+	pthread_cond_init(&s->cni_http_cond, NULL);
 	s->real = real;
 	s->roots = *roots;
 	s->rdma_hca_handles = AGENT_RDMA_HCA_HANDLES;
@@ -260,6 +262,8 @@ void agent_sandboxes_free(struct agent_sandboxes *s)
 	agent_cni_drain(s);
 	agent_views_free(s);
 	pthread_cond_destroy(&s->ticked_cond);
+	pthread_cond_destroy(&s->cni_http_cond);
+	pthread_mutex_destroy(&s->cni_http_lock);
 	free(s->entries);
 	free(s->tombs);
 	free(s->ticked);

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -202,14 +203,16 @@ class TestCni(ApiTestCase):
     # ---- the runtime's side ----
 
     def config(self, node, **extra):
+        """examples/cni/ethernet.conflist's plugin as a runtime hands it over
+        (cniVersion and name of the list put in), for this node and run."""
         lo, hi = RANGE[node]
-        c = {"cniVersion": "1.1.0", "name": "isonet", "type": "isostack-cni",
-             "agentStateDir": self.agents[node][1],
-             "tenants": {"team-a": self.tenant_a, "team-b": self.tenant_b},
-             "memoryMiB": 64,
-             "ipam": {"type": "host-local", "dataDir": os.path.join(self.tmp, "ipam-" + node),
-                      "ranges": [[{"subnet": "10.77.0.0/16", "rangeStart": lo,
-                                   "rangeEnd": hi}]]}}
+        with open(os.path.join(ROOT, "examples", "cni", "ethernet.conflist")) as f:
+            lst = json.load(f)
+        c = dict(lst["plugins"][0], cniVersion=lst["cniVersion"], name=lst["name"])
+        c["agentStateDir"] = self.agents[node][1]
+        c["tenants"] = {"team-a": self.tenant_a, "team-b": self.tenant_b}
+        c["ipam"] = dict(c["ipam"], dataDir=os.path.join(self.tmp, "ipam-" + node),
+                         ranges=[[{"subnet": "10.77.0.0/16", "rangeStart": lo, "rangeEnd": hi}]])
         c.update(extra)
         return c
 
@@ -454,6 +457,30 @@ class TestCni(ApiTestCase):
         self.assertEqual(self.cni("DEL", NODES[0], "ctrj1", path)[0], 0)
         self.assertEqual(len(self.live(self.tenant_b)), 1, "DEL of a join releases nothing")
         self.assertStatus(self.admin.delete("/v1/allocations/" + alloc), 200)
+        self.assertNothingLeft()
+
+    def test_7_concurrent_adds(self):
+        """70 pods ADD at once on one node (more than isostackd's 64 connections
+        from one client address, which the agent's creates share): all succeed,
+        each with its own address and allocation; then all DEL at once."""
+        n = 70
+        pods = [self.pod("c%d" % i) for i in range(n)]
+        out = [None] * n
+
+        def run(i, cmd):
+            out[i] = self.cni(cmd, NODES[0], "ctrc%d" % i, pods[i][1])
+
+        for cmd in ("ADD", "DEL"):
+            threads = [threading.Thread(target=run, args=(i, cmd)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            bad = [o for o in out if o[0] != 0]
+            self.assertEqual(bad, [], "%s: %d of %d failed" % (cmd, len(bad), n))
+            if cmd == "ADD":
+                self.assertEqual(len({o[1]["ips"][0]["address"] for o in out}), n)
+                self.assertEqual(len(self.live(self.tenant_a)), n)
         self.assertNothingLeft()
 
     def test_6_status_without_agent_or_controller(self):
