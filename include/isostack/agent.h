@@ -291,6 +291,10 @@ struct iso_agent_overlay_env {
 	const char *host_netns;   /* NULL: the agent's own namespace */
 	const char *underlay_ip;  /* this node's underlay IPv4; NULL or "": none */
 	const char *underlay_dev; /* the interface holding it (iso_overlay_underlay_dev) */
+	/* NULL: the whole pass. Else the input of that veth alias alone (a CNI
+	 * request, issue 17): its tenant, it and the guard are brought up,
+	 * nothing is removed and nothing read back (the next tick does both) */
+	const char *only_name;
 };
 /* One desired member, with what the agent knows of its sandbox. */
 struct iso_agent_overlay_member_in {
