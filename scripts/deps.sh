@@ -10,7 +10,7 @@ libibmad-dev libibumad-dev libibnetdisc-dev liblua5.4-dev libseccomp-dev libbpf-
 nftables libnftables-dev libnl-3-dev libnl-route-3-dev libslurm-dev"
 TEST_PKGS="$RUN_PKGS libcmocka-dev python3 sqlite3 procps openssl gnuplot-nox \
 opensm ibsim-utils infiniband-diags opa-fm clang libclang-rt-14-dev \
-postgresql-15 slurmctld slurmd slurm-client munge"
+postgresql-15 slurmctld slurmd slurm-client munge containernetworking-plugins"
 RUNIB_PKGS="$RUN_PKGS opensm ibsim-utils infiniband-diags"
 
 case "${1:-run}" in

@@ -324,11 +324,22 @@ struct iso_agent_overlay_env {
 	const char *host_netns;   /* NULL: the agent's own namespace */
 	const char *underlay_ip;  /* this node's underlay IPv4; NULL or "": none */
 	const char *underlay_dev; /* the interface holding it (iso_overlay_underlay_dev) */
+	/* NULL: the whole pass. Else the input of that veth alias alone (a CNI
+	 * request, issue 17): its tenant, it and the guard are brought up,
+	 * nothing is removed and nothing read back (the next tick does both) */
+	const char *only_name;
 };
 /* One desired member, with what the agent knows of its sandbox. */
 struct iso_agent_overlay_member_in {
 	const struct iso_agent_member_want *want;
 	const char *netns; /* its sandbox's /proc/HOLDER/ns/net; NULL while none */
+	/* issue 17, a pod's CNI attachment: its veth's alias (NULL: the
+	 * member's iso-<allocation>-<member>), its interface in netns (NULL:
+	 * eth0) and its address from the pod's IPAM ("A.B.C.D/N"; NULL: the
+	 * slot plan's) */
+	const char *name;
+	const char *ifname;
+	const char *address;
 	bool ready;        /* out: true without an overlay, or with its veth and address */
 	char reason[ISO_AGENT_REASON_MAX]; /* out: why not ready, "" when ready */
 };
@@ -401,6 +412,16 @@ struct iso_agent_cxi_member_in {
  * only when the device could not be read; a member's failure is its reason. */
 int iso_agent_cxi_reconcile(struct iso_agent_cxi *x, struct iso_agent_cxi_member_in *in, size_t n,
                             struct iso_agent_cxi_report *out, struct iso_error *err);
+/* ---- pod attachments (issue 17; the CNI plugin, docs/cni.md) ---- */
+
+/* One CNI request to the node agent's socket at socket_path (root only):
+ * `req` is {"cni": "ADD"|"DEL"|"CHECK"|"GC"|"STATUS", ...} (docs/agent.md,
+ * "CNI attachments"). 0 with the agent's answer object in *answer (the
+ * caller decrefs it); a refusal is -errno with the agent's code and words
+ * in *err; an agent that cannot be reached is ISO_E_UNAVAILABLE, field
+ * agentSocket. */
+int iso_agent_cni_request(const char *socket_path, const json_t *req, json_t **answer,
+                          struct iso_error *err);
 
 ISO_PUBLIC_END
 

@@ -243,7 +243,24 @@ struct iso_overlay_member {
 	const char *member_netns; /* path of the member's namespace */
 	unsigned node_index;   /* 0 .. 65535 */
 	unsigned slot;         /* 0 .. ISO_OVERLAY_SLOT_MAX */
+	/* issue 17, a CNI attachment: the interface's name in member_netns
+	 * (NULL: "eth0") and its address "A.B.C.D/N" from the pod's IPAM
+	 * (NULL: the slot plan's 10.x.y.z/8; node_index and slot unused) */
+	const char *ifname;
+	const char *address;
 };
+
+/* A member's interface as its namespace shows it: MAC, up, the first IPv4
+ * address and its prefix ("" / 0 when none). */
+struct iso_overlay_member_link {
+	char mac[18];
+	bool up;
+	char address[ISO_IPV4_MAX];
+	unsigned prefixlen;
+};
+/* ifname NULL: eth0. -ENODEV when the namespace has no such interface. */
+int iso_overlay_member_link_read(const char *member_netns, const char *ifname,
+                                 struct iso_overlay_member_link *out, struct iso_error *err);
 
 /* The member's address, "10.A.B.C" (without the /8). */
 int iso_overlay_address(unsigned node_index, unsigned slot, char out[ISO_IPV4_MAX],

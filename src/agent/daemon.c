@@ -825,6 +825,11 @@ static int sandboxes_start(const struct iso_agent_config *cfg, struct agent_sand
 	if ((r = agent_sandboxes_init(sb, cfg->state_dir, real, cfg->cgroup_root, &roots, err)) < 0)
 		return r;
 	sb->vf = cfg->vf; /* the P_Key index a (tenant, key) answer reads */
+	/* the CNI requests create attachments at the controller (cni.c) */
+	sb->controller = cfg->controller;
+	sb->token = cfg->token;
+	sb->nodes = cfg->nodes;
+	sb->n_nodes = cfg->n_nodes;
 	sb->nodes_expected = cfg->n_nodes;
 	if (cfg->rdma_hca_handles)
 		sb->rdma_hca_handles = cfg->rdma_hca_handles;

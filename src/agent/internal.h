@@ -6,6 +6,7 @@
 #define ISOSTACK_AGENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -195,6 +196,64 @@ struct agent_tombstone {
 	char key[ISO_IDEM_KEY_MAX];
 };
 
+/* ---- pod attachments (cni.c; issue 17, docs/cni.md) ---- */
+
+#define AGENT_CNI_DIR         "cni"
+#define AGENT_CNI_ID_MAX      129
+#define AGENT_CNI_NETNS_MAX   256
+#define AGENT_CNI_NETWORK_MAX 129
+#define AGENT_CNI_REQUEST_MAX 65536
+
+/* STATE_DIR/cni/<hash>.json: one pod's attachment, (node, container id,
+ * ifname) hashed; allocation "" until the controller answered. */
+struct agent_attachment {
+	char node[ISO_NAME_MAX];
+	char container_id[AGENT_CNI_ID_MAX];
+	char ifname[16];
+	char netns[AGENT_CNI_NETNS_MAX];
+	char network[AGENT_CNI_NETWORK_MAX];
+	char tenant[ISO_NAME_MAX];
+	char key[ISO_IDEM_KEY_MAX]; /* cni:<node>:<hash>:<lease, 8 hex> */
+	char hash[33];
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	bool joined;      /* a member of an allocation it did not create */
+	char address[24]; /* "A.B.C.D/N" from the pod's IPAM, "" the slot plan */
+	unsigned cpus;    /* the created allocation's member shape */
+	uint64_t memory_mib;
+	char alloc_name[ISO_NAME_MAX]; /* its allocation's name, cni-<hash 16> */
+	bool deleting; /* DEL began: off the overlay, its allocation being released */
+};
+
+/* One attachment's outcome of an overlay pass. */
+struct agent_attach_result {
+	bool ready;
+	char reason[ISO_AGENT_REASON_MAX];
+};
+
+/* A node's members as its last desired document listed them. */
+struct agent_node_view {
+	char node[ISO_NAME_MAX];
+	uint64_t generation; /* bumped by every tick */
+	size_t n;
+	struct iso_agent_member_want *members;
+};
+
+bool agent_cni_key_is_attachment(const char *key);
+bool agent_cni_ifname_valid(const char *s);
+void agent_attachment_name(const struct agent_attachment *a, char out[ISO_NAME_MAX]);
+int agent_attachment_decode(const char *text, size_t len, struct agent_attachment *out,
+                            struct iso_error *err);
+/* The records of `node` (NULL: every node); a bad one is logged, skipped. */
+int agent_attachments_list(const char *state_root, const char *node, struct agent_attachment **out,
+                           size_t *n, struct iso_error *err);
+/* The overlay inputs of the attachments whose member d lists: a created
+ * one takes its member's input (in[0..*n_in) holds one per member), a
+ * joined one is appended (names[] its veth aliases). */
+void agent_attachment_inputs(const struct iso_agent_desired *d, const struct agent_attachment *att,
+                             size_t n_att, struct iso_agent_overlay_member_in *in,
+                             char (*names)[ISO_NAME_MAX], size_t *n_in);
+
 /* The sandboxes of every node this agent serves: written by the node
  * threads after each tick, read by the socket's thread. */
 struct agent_sandboxes {
@@ -230,7 +289,25 @@ struct agent_sandboxes {
 	/* issue 17: the node's CXI services (cxi_node.c); NULL only in
 	 * tests without one (a cxi_admit is then refused) */
 	struct agent_cxi *cxi;
+	/* issue 17, the CNI requests (cni.c): each node's last desired members
+	 * (under lock; ticked_cond broadcast after every tick), the
+	 * controller the attachments are created at, the nodes served, and
+	 * the request threads running */
+	pthread_cond_t ticked_cond;
+	struct agent_node_view *views;
+	size_t n_views;
+	const char *controller, *token;
+	const char *const *nodes;
+	size_t n_nodes;
+	atomic_int cni_busy;
+	/* the controller calls of CNI requests under way: at most
+	 * AGENT_CNI_HTTP_MAX, well under isostackd's 64 connections from one
+	 * client address (docs/api.md), which the node's long poll shares */
+	pthread_mutex_t cni_http_lock;
+	pthread_cond_t cni_http_cond;
+	unsigned cni_http;
 };
+#define AGENT_CNI_HTTP_MAX 16
 
 /* dir: the agent's state dir; cgroup_root NULL when mode is off. */
 int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool real,
@@ -255,7 +332,23 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
  * has an overlay (read back from the kernel). *clean as in
  * agent_sandboxes.overlay_clean. */
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
-                        struct agent_table_entry *entries, json_t *status, bool *clean);
+                        struct agent_table_entry *entries, const struct agent_attachment *att,
+                        size_t n_att, struct agent_attach_result *res, const char *only,
+                        json_t *status, bool *clean);
+
+/* ---- the CNI requests (cni.c) ---- */
+/* The node's members, kept for the requests; broadcasts ticked_cond. */
+void agent_view_store(struct agent_sandboxes *s, const char *node,
+                      const struct iso_agent_desired *d);
+void agent_views_free(struct agent_sandboxes *s);
+/* One request {"cni": VERB, ...}: the answer object (never NULL but out
+ * of memory). */
+json_t *agent_cni_answer(struct agent_sandboxes *s, const char *text, size_t len);
+/* Serves it on a thread of its own, which answers on fd and closes it;
+ * -EBUSY when too many run (fd is then still the caller's). */
+int agent_cni_serve(struct agent_sandboxes *s, int fd, const char *text, size_t len);
+/* Waits for the request threads to finish. */
+void agent_cni_drain(struct agent_sandboxes *s);
 
 /* The socket's answer for (allocation, member): 0 with *out, or a refusal
  * written to reason: "not on this node", "released", "not ready yet (...)". */

@@ -32,6 +32,16 @@ static void member_name(const struct iso_agent_member_want *w, char out[ISO_NAME
 	snprintf(out, ISO_NAME_MAX, "iso-%s-%u", w->allocation, w->member);
 }
 
+/* The veth alias of one input: its own name (a CNI attachment) or its
+ * member's. */
+static const char *in_name(const struct iso_agent_overlay_member_in *in, char buf[ISO_NAME_MAX])
+{
+	if (in->name)
+		return in->name;
+	member_name(in->want, buf);
+	return buf;
+}
+
 /* The inverse, for what the kernel holds; -EINVAL when not ours. */
 static int parse_member_name(const char *name, char *alloc, size_t size, int *member)
 {
@@ -158,10 +168,9 @@ static int remove_stale(const struct iso_agent_overlay_env *env,
 			bool keep = false;
 			for (size_t i = 0; i < n && !keep; i++) {
 				char name[ISO_NAME_MAX];
-				member_name(in[i].want, name);
 				keep = in[i].want->has_overlay && in[i].netns &&
 				       in[i].want->vni == ts->vni &&
-				       strcmp(name, ts->members[k].name) == 0;
+				       strcmp(in_name(&in[i], name), ts->members[k].name) == 0;
 			}
 			if (keep)
 				continue;
@@ -182,7 +191,8 @@ static void slots_in_use(const struct iso_agent_overlay_member_in *in, size_t n,
 {
 	memset(used, 0, (ISO_OVERLAY_SLOT_MAX + 1) * sizeof(bool));
 	for (size_t i = 0; i < n; i++) {
-		if (!in[i].want->has_overlay || in[i].want->vni != vni || !in[i].netns)
+		if (!in[i].want->has_overlay || in[i].want->vni != vni || !in[i].netns ||
+		    in[i].address || in[i].ifname)
 			continue;
 		char ip[ISO_IPV4_MAX];
 		if (iso_overlay_member_address(in[i].netns, ip, NULL) == 0) {
@@ -213,10 +223,20 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	int r = wanted(in, n, &vs, &allow, &n_allow, err);
 	if (r < 0)
 		return r;
-	if ((r = remove_stale(env, in, n, &vs, err)) < 0)
+	char nb[ISO_NAME_MAX];
+	int only = -1;
+	for (size_t i = 0; env->only_name && i < n && only < 0; i++)
+		if (strcmp(in_name(&in[i], nb), env->only_name) == 0)
+			only = (int)i;
+	if (env->only_name && only < 0)
+		return iso_error_set(err, ISO_E_NOT_FOUND, "name", "%s: not among the members",
+		                     env->only_name);
+	if (!env->only_name && (r = remove_stale(env, in, n, &vs, err)) < 0)
 		return r;
 
 	for (size_t v = 0; v < vs.n; v++) {
+		if (only >= 0 && vs.vni[v] != in[only].want->vni)
+			continue;
 		const char *peers[ISO_AGENT_PEERS_MAX];
 		struct iso_overlay_tenant t = {
 		    .vni = vs.vni[v],
@@ -250,7 +270,8 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 		slots_in_use(in, n, vs.vni[v], node_index, used);
 		for (size_t i = 0; i < n; i++) {
 			const struct iso_agent_member_want *w = in[i].want;
-			if (!w->has_overlay || w->vni != vs.vni[v] || !in[i].netns)
+			if (!w->has_overlay || w->vni != vs.vni[v] || !in[i].netns ||
+			    (only >= 0 && (int)i != only))
 				continue;
 			if (!tenant_ok) {
 				reason(&in[i], "overlay", terr.message);
@@ -258,8 +279,14 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			}
 			char ip[ISO_IPV4_MAX];
 			int slot = -1;
-			if (iso_overlay_member_address(in[i].netns, ip, NULL) == 0)
+			struct iso_overlay_member_link lk;
+			if (in[i].address)
+				slot = 0; /* the pod's IPAM's address, no slot */
+			else if (iso_overlay_member_link_read(in[i].netns, in[i].ifname, &lk,
+			                                      NULL) == 0) {
+				iso_strlcpy(ip, lk.address, sizeof(ip));
 				slot = slot_of(ip, w->node_index);
+			}
 			for (int s = 0; slot < 0 && s <= ISO_OVERLAY_SLOT_MAX; s++)
 				if (!used[s]) {
 					slot = s;
@@ -271,12 +298,13 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 				continue;
 			}
 			char name[ISO_NAME_MAX];
-			member_name(w, name);
-			struct iso_overlay_member m = {.name = name,
+			struct iso_overlay_member m = {.name = in_name(&in[i], name),
 			                               .vni = w->vni,
 			                               .member_netns = in[i].netns,
 			                               .node_index = w->node_index,
-			                               .slot = (unsigned)slot};
+			                               .slot = (unsigned)slot,
+			                               .ifname = in[i].ifname,
+			                               .address = in[i].address};
 			struct iso_error merr = {0};
 			if (iso_overlay_member_ensure(env->host_netns, &m, &merr) < 0)
 				reason(&in[i], "overlay", merr.message);
@@ -293,13 +321,19 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	if (vs.n && have_underlay)
 		r = iso_overlay_guard_apply(env->host_netns, env->underlay_dev, allow, n_allow,
 		                            &gerr);
+	else if (only < 0)
+		r = iso_overlay_guard_remove(env->host_netns, &gerr); /* (the tick's to remove) */
 	else
-		r = iso_overlay_guard_remove(env->host_netns, &gerr);
+		r = 0;
 	if (r < 0)
 		for (size_t i = 0; i < n; i++)
 			if (in[i].want->has_overlay && !in[i].reason[0])
 				reason(&in[i], "overlay guard", gerr.message);
 
+	if (only >= 0) {
+		in[only].ready = !in[only].reason[0];
+		return 0;
+	}
 	if (!any)
 		return 0; /* the status has no `overlay` */
 	return iso_agent_overlay_read(env, in, n, out, err);
@@ -358,23 +392,30 @@ int iso_agent_overlay_read(const struct iso_agent_overlay_env *env,
 		}
 		for (size_t k = 0; k < ts->n_members && k < ISO_AGENT_MAX_OVERLAY_MEMBERS; k++) {
 			struct iso_agent_overlay_member *om = &ot->members[ot->n_members];
-			if (parse_member_name(ts->members[k].name, om->allocation,
-			                      sizeof(om->allocation), &om->member) < 0)
-				continue; /* a veth of ours whose alias is not a member's */
+			memset(om, 0, sizeof(*om));
 			/* The address from the member's own namespace, when the
-			 * agent knows it; the veth's peer is eth0 by construction. */
+			 * agent knows it; the veth's peer is eth0 by construction
+			 * (a CNI attachment's: its CNI_IFNAME). */
 			iso_strlcpy(om->ifname, "eth0", sizeof(om->ifname));
 			for (size_t i = 0; i < n; i++) {
 				char name[ISO_NAME_MAX];
-				member_name(in[i].want, name);
-				if (in[i].netns && strcmp(name, ts->members[k].name) == 0) {
-					if (iso_overlay_member_address(in[i].netns, om->address,
-					                               NULL) == 0 &&
-					    om->address[0] && in[i].reason[0] == '\0')
+				struct iso_overlay_member_link lk;
+				if (in[i].netns &&
+				    strcmp(in_name(&in[i], name), ts->members[k].name) == 0) {
+					if (iso_overlay_member_link_read(in[i].netns, in[i].ifname,
+					                                 &lk, NULL) == 0 &&
+					    lk.address[0] && in[i].reason[0] == '\0')
 						in[i].ready = true;
+					iso_strlcpy(om->address, lk.address, sizeof(om->address));
+					if (in[i].ifname)
+						iso_strlcpy(om->ifname, in[i].ifname,
+						            sizeof(om->ifname));
 					break;
 				}
 			}
+			if (parse_member_name(ts->members[k].name, om->allocation,
+			                      sizeof(om->allocation), &om->member) < 0)
+				continue; /* a joined attachment's veth: not a member's */
 			ot->n_members++;
 		}
 	}
@@ -421,20 +462,24 @@ static int source_for(const char *peer, char out[ISO_IPV4_MAX])
 }
 
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
-                        struct agent_table_entry *entries, json_t *status, bool *clean)
+                        struct agent_table_entry *entries, const struct agent_attachment *att,
+                        size_t n_att, struct agent_attach_result *res, const char *only,
+                        json_t *status, bool *clean)
 {
-	bool any = false;
+	bool any = n_att > 0;
 	for (size_t i = 0; i < d->n_members; i++)
 		any = any || d->members[i].has_overlay;
 	if (!any && *clean)
 		return;
 	*clean = false;
-	struct iso_agent_overlay_member_in *in =
-	    calloc(d->n_members ? d->n_members : 1, sizeof(*in));
+	size_t cap = d->n_members + n_att;
+	struct iso_agent_overlay_member_in *in = calloc(cap ? cap : 1, sizeof(*in));
 	char(*paths)[64] = calloc(d->n_members ? d->n_members : 1, sizeof(*paths));
-	if (!in || !paths) {
+	char(*names)[ISO_NAME_MAX] = calloc(n_att ? n_att : 1, sizeof(*names));
+	if (!in || !paths || !names) {
 		free(in);
 		free(paths);
+		free(names);
 		iso_log(ISO_LOG_ERR, "agent.overlay_failed", "node=%s msg=\"out of memory\"", node);
 		return;
 	}
@@ -453,16 +498,20 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 			in[i].netns = paths[i];
 		}
 	}
+	size_t n_in = d->n_members;
+	/* the pods' attachments (cni.c): a created one is its member's input */
+	agent_attachment_inputs(d, att, n_att, in, names, &n_in);
 	struct iso_agent_overlay_env env = {
-	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev};
+	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev, .only_name = only};
 	struct iso_agent_overlay ov;
 	struct iso_error err = {0};
-	int r = iso_agent_overlay_reconcile(&env, in, d->n_members, &ov, &err);
+	int r = iso_agent_overlay_reconcile(&env, in, n_in, &ov, &err);
 	if (r < 0)
 		iso_log(ISO_LOG_WARN, "agent.overlay_failed", "node=%s field=%s msg=\"%s\"", node,
 		        err.field, err.message);
 	for (size_t i = 0; i < d->n_members; i++) {
-		if (!d->members[i].has_overlay || !entries[i].ready)
+		bool pod = in[i].ifname != NULL; /* an attachment's member */
+		if (!d->members[i].has_overlay || (!entries[i].ready && !pod))
 			continue;
 		if (r < 0 || !in[i].ready) {
 			/* the member is not ready without its network */
@@ -470,7 +519,34 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 			iso_codec_reason_copy(entries[i].reason,
 			                      r < 0 ? err.message
 			                            : (in[i].reason[0] ? in[i].reason : "overlay"));
+		} else if (pod) {
+			entries[i].ready = true;
+			entries[i].reason[0] = '\0';
 		}
+	}
+	for (size_t a = 0; res && a < n_att; a++) {
+		char name[ISO_NAME_MAX];
+		res[a].ready = false;
+		iso_strlcpy(res[a].reason, "its allocation is not in the node's desired state",
+		            sizeof(res[a].reason));
+		agent_attachment_name(&att[a], name);
+		for (size_t i = 0; i < n_in; i++) {
+			char nb[ISO_NAME_MAX];
+			if (!in[i].netns || strcmp(in_name(&in[i], nb), name) != 0)
+				continue;
+			res[a].ready = r == 0 && in[i].ready;
+			iso_strlcpy(res[a].reason,
+			            r < 0 ? err.message : (in[i].reason[0] ? in[i].reason : ""),
+			            sizeof(res[a].reason));
+		}
+	}
+	if (only) {
+		/* a CNI request's: the tick reports and cleans */
+		iso_agent_overlay_clear(&ov);
+		free(in);
+		free(paths);
+		free(names);
+		return;
 	}
 	if (any && r == 0)
 		json_object_set_new(status, "overlay", iso_codec_status_overlay_encode(&ov));
@@ -478,4 +554,5 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	iso_agent_overlay_clear(&ov);
 	free(in);
 	free(paths);
+	free(names);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -228,6 +229,15 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->work, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->ticked_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	pthread_mutex_init(&s->cni_http_lock, NULL);
+	pthread_cond_init(&s->cni_http_cond, NULL);
 	s->real = real;
 	s->roots = *roots;
 	s->rdma_hca_handles = AGENT_RDMA_HCA_HANDLES;
@@ -249,6 +259,11 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 
 void agent_sandboxes_free(struct agent_sandboxes *s)
 {
+	agent_cni_drain(s);
+	agent_views_free(s);
+	pthread_cond_destroy(&s->ticked_cond);
+	pthread_cond_destroy(&s->cni_http_cond);
+	pthread_mutex_destroy(&s->cni_http_lock);
 	free(s->entries);
 	free(s->tombs);
 	free(s->ticked);
@@ -931,21 +946,47 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 					taken.w[k] |= m.w[k];
 		}
 	}
-	for (size_t i = 0; i < d->n_members; i++)
-		one_member(s, g, node, d, status, &d->members[i], recs, n_recs, &taken, &entries[i],
-		           tick);
-	if (s->real)
-		agent_overlay_tick(node, d, entries, status, &s->overlay_clean);
+	for (size_t i = 0; i < d->n_members; i++) {
+		const struct iso_agent_member_want *m = &d->members[i];
+		if (agent_cni_key_is_attachment(m->key)) {
+			/* a pod's attachment (cni.c): the pod is the runtime's
+			 * sandbox; the overlay pass below plugs its netns in */
+			memset(&entries[i], 0, sizeof(entries[i]));
+			iso_strlcpy(entries[i].node, node, sizeof(entries[i].node));
+			iso_strlcpy(entries[i].allocation, m->allocation,
+			            sizeof(entries[i].allocation));
+			entries[i].member = m->member;
+			member_lookup_fields(d, status, m, &entries[i]);
+			iso_strlcpy(entries[i].reason, "waiting for the pod's attachment",
+			            sizeof(entries[i].reason));
+			continue;
+		}
+		one_member(s, g, node, d, status, m, recs, n_recs, &taken, &entries[i], tick);
+	}
+	{
+		_cleanup_free_ struct agent_attachment *att = NULL;
+		size_t n_att = 0;
+		struct iso_error ae = {0};
+		if (agent_attachments_list(s->state_root, node, &att, &n_att, &ae) < 0)
+			iso_log(ISO_LOG_WARN, "agent.cni_records_failed", "node=%s msg=\"%s\"",
+			        node, ae.message);
+		if (s->real || n_att)
+			agent_overlay_tick(node, d, entries, att, n_att, NULL, NULL, status,
+			                   &s->overlay_clean);
+	}
 	/* real mode: a plugin starts a member once its sandbox is there */
 	for (size_t i = 0; s->real && i < d->n_members; i++) {
 		entries[i].member_ready = entries[i].ready;
 		iso_strlcpy(entries[i].member_reason, entries[i].reason,
 		            sizeof(entries[i].member_reason));
 	}
+	/* (a pod attachment's member has no sandbox to report) */
 	for (size_t i = 0; s->real && i < d->n_members; i++)
-		entry_status(arr, &entries[i]);
+		if (!agent_cni_key_is_attachment(d->members[i].key))
+			entry_status(arr, &entries[i]);
 	if (publish(s, node, entries, d->n_members) < 0)
 		r = iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
+	agent_view_store(s, node, d);
 out:
 	pthread_mutex_unlock(&s->work);
 	json_object_set_new(status, "sandbox_mode", json_string(s->real ? "real" : "off"));

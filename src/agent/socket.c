@@ -258,14 +258,29 @@ struct agent_socket {
 	pthread_t thread;
 };
 
-static void serve_one(struct agent_socket *sk, int fd)
+/* {"cni": ...} at the top level of an object (parsed strictly later). */
+static bool is_cni_request(const char *buf, size_t len)
+{
+	json_error_t je;
+	json_t *doc = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	bool yes = json_is_object(doc) && json_object_get(doc, "cni");
+
+	json_decref(doc);
+	return yes;
+}
+
+static void serve_one(struct agent_socket *sk, int fd, bool *handed)
 {
 	struct timeval tv = {IO_TIMEOUT_S, 0};
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	char buf[AGENT_REQUEST_MAX + 1];
+	_cleanup_free_ char *buf = malloc(AGENT_CNI_REQUEST_MAX + 1);
+	const size_t size = AGENT_CNI_REQUEST_MAX + 1;
 	size_t len = 0;
 	_cleanup_free_ char *answer = NULL;
+
+	if (!buf)
+		return;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -274,16 +289,28 @@ static void serve_one(struct agent_socket *sk, int fd)
 	/* read also a stranger's request (bounded, unparsed): closing with
 	 * unread bytes would reset the connection before the refusal arrives */
 	for (;;) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - len);
+		ssize_t n = read(fd, buf + len, size - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		len += (size_t)n;
-		if (len == sizeof(buf))
+		if (len == size)
 			break; /* over the limit: refused below */
 	}
-	answer = agent_socket_answer(sk->s, cred.uid, buf, len);
+	/* issue 17: a CNI request ({"cni": VERB, ...}, up to 64 KiB for GC's
+	 * list) is served on a thread of its own, which answers and closes;
+	 * the other shapes stay at AGENT_REQUEST_MAX */
+	if (cred.uid == 0 && len && is_cni_request(buf, len)) {
+		int r = agent_cni_serve(sk->s, fd, buf, len);
+		if (r == 0) {
+			*handed = true;
+			return;
+		}
+		answer =
+		    agent_answer_error(ISO_E_UNAVAILABLE, "the agent is busy (too many CNI requests)");
+	} else
+		answer = agent_socket_answer(sk->s, cred.uid, buf, len);
 	if (cred.uid != 0)
 		iso_log(ISO_LOG_WARN, "agent.socket_refused", "uid=%u pid=%d", cred.uid, cred.pid);
 	if (answer) {
@@ -312,8 +339,10 @@ static void *socket_main(void *arg)
 		c = accept4(sk->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		serve_one(sk, c);
-		close(c);
+		bool handed = false;
+		serve_one(sk, c, &handed);
+		if (!handed)
+			close(c);
 	}
 	return NULL;
 }

@@ -1295,7 +1295,7 @@ static bool cxi_ready(const struct agent_node *n, const char *id, int k)
 }
 
 static bool slots_ready(const struct agent_node *n, bool cxi, const char *id, int64_t tenant_id,
-                        int k, const struct iso_slot *slots, int n_slots)
+                        const char *key, int k, const struct iso_slot *slots, int n_slots)
 {
 	const struct iso_agent_sandbox *sb;
 	bool has_vf;
@@ -1304,8 +1304,12 @@ static bool slots_ready(const struct agent_node *n, bool cxi, const char *id, in
 		return false;
 	if (cxi && !cxi_ready(n, id, k))
 		return false;
-	/* an agent that makes sandboxes: the member runs in one or not at all */
-	if (n->sandbox_real && (!(sb = sandbox_of(n, id, k)) || !sb->ready))
+	/* an agent that makes sandboxes: the member runs in one or not at all;
+	 * a pod's CNI attachment (issue 17, key "cni:...") runs in the pod,
+	 * which its runtime made, and the agent answers the plugin only once
+	 * the pod's interface is on the overlay */
+	if (n->sandbox_real && strncmp(key, "cni:", 4) != 0 &&
+	    (!(sb = sandbox_of(n, id, k)) || !sb->ready))
 		return false;
 	if (!vf_ready(n, tenant_id, id, &has_vf) && has_vf)
 		return false;
@@ -1338,7 +1342,8 @@ bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_al
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n)
 		return false;
-	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, k, a->slots,
+	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, a->idem_key, k,
+	                   a->slots,
 	                   a->n_slots);
 }
 
@@ -1354,8 +1359,8 @@ static void gate_node(struct iso_controller *c, int ni)
 	for (int i = 0; i < n->n_e; i++) {
 		struct agent_entry *e = &n->e[i];
 
-		if (e->gated || !slots_ready(n, c->agents->cxi, e->alloc, e->tenant_id, e->member,
-		                             e->slots, e->n_slots))
+		if (e->gated || !slots_ready(n, c->agents->cxi, e->alloc, e->tenant_id, e->key,
+		                             e->member, e->slots, e->n_slots))
 			continue;
 		e->gated = true;
 		if (!ids && !(ids = calloc((size_t)n->n_e, sizeof(*ids))))

@@ -72,6 +72,42 @@ static int provision(struct iso_controller *c, struct iso_allocation *a, struct 
 	return r;
 }
 
+/* A node agent's pod attachment (issue 17, docs/cni.md): one member, its
+ * key "cni:<the agent's node>:<rest>". The key is stored with the
+ * allocation and never changed, so it is the attachment's marker. */
+bool ctl_node_attachment(const struct iso_principal *p, const char *key, int members)
+{
+	size_t n = strlen(p->node);
+
+	return p->node[0] && members == 1 && key && strncmp(key, "cni:", 4) == 0 &&
+	       strncmp(key + 4, p->node, n) == 0 && key[4 + n] == ':' && key[5 + n];
+}
+
+/* What a node agent may create: its own node's attachment, pinned there,
+ * no GPUs. Refused naming the field, before anything is looked up. */
+static int check_node_attachment(const struct iso_principal *p, const struct iso_alloc_request *req,
+                                 struct iso_error *err)
+{
+	if (!req->has_nodes || req->n_nodes != 1 || !req->nodes[0] ||
+	    strcmp(req->nodes[0], p->node) != 0)
+		return iso_error_set(err, ISO_E_FORBIDDEN, "nodes",
+		                     "nodes: a node agent creates only attachments pinned to its "
+		                     "own node (nodes: [\"%s\"])",
+		                     p->node);
+	if (req->members != 1)
+		return iso_error_set(err, ISO_E_FORBIDDEN, "members",
+		                     "members: a node agent's attachment has one member");
+	if (!ctl_node_attachment(p, req->idem_key, req->members))
+		return iso_error_set(err, ISO_E_FORBIDDEN, "Idempotency-Key",
+		                     "Idempotency-Key: a node agent's attachment is keyed "
+		                     "cni:%s:...",
+		                     p->node);
+	if (req->shape.gpu_count)
+		return iso_error_set(err, ISO_E_FORBIDDEN, "gpus",
+		                     "gpus: a node agent's attachment holds no GPUs");
+	return 0;
+}
+
 /* Is `a` within `scope` of principal `p`? */
 static bool alloc_in_scope(enum ctl_scope scope, const struct iso_principal *p,
                            const struct iso_allocation *a)
@@ -84,6 +120,9 @@ static bool alloc_in_scope(enum ctl_scope scope, const struct iso_principal *p,
 	case CTL_SCOPE_OWN:
 		return p->tenant_id > 0 && a->tenant_id == p->tenant_id &&
 		       strcmp(a->owner, p->owner) == 0;
+	case CTL_SCOPE_NODE:
+		return ctl_node_attachment(p, a->idem_key, a->members) &&
+		       (a->n_members == 0 || strcmp(a->placed[0].node, p->node) == 0);
 	default:
 		return false;
 	}
@@ -452,15 +491,17 @@ static int check_spread(struct iso_controller *c, const struct iso_alloc_request
 		bool first = true;
 		/* A rack counts once: at its first node that can hold a member. */
 		for (int m = 0; sp == ISO_SPREAD_RACK && m < n && first; m++)
-			first = !inv->nodes[n].rack[0] || strcmp(inv->nodes[m].rack, inv->nodes[n].rack) != 0 ||
+			first = !inv->nodes[n].rack[0] ||
+			        strcmp(inv->nodes[m].rack, inv->nodes[n].rack) != 0 ||
 			        iso_shape_node_members(&inv->nodes[m], &req->shape, 1) < 1;
 		most += first;
 	}
 	if (most < req->members)
-		return iso_error_set(err, ISO_E_CAPACITY, "spread",
-		                     "spread: members must be on distinct %ss, and this cluster has "
-		                     "%d that can hold one member of this shape, even when empty",
-		                     iso_spread_name(sp), most);
+		return iso_error_set(
+		    err, ISO_E_CAPACITY, "spread",
+		    "spread: members must be on distinct %ss, and this cluster has "
+		    "%d that can hold one member of this shape, even when empty",
+		    iso_spread_name(sp), most);
 	return 0;
 }
 
@@ -556,13 +597,28 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 	char hex[17];
 	int r;
 
-	r = require_writer(p, "allocation.create", NULL, err);
+	enum ctl_scope scope;
+	r = ctl_authorize(p, "allocation.create", &scope, err);
 	if (r < 0)
 		return r;
 	if (req->has_nodes && iso_role_is_tenant_scoped(p->role))
 		return iso_error_set(err, ISO_E_FORBIDDEN, "nodes",
 		                     "nodes: only cluster roles may place members on named nodes");
-	r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
+	if (scope == CTL_SCOPE_NODE) {
+		/* the pod's tenant is named by the agent, which serves every
+		 * tenant's pods on its node; it learns nothing of the tenant but
+		 * what it created (answers are its own attachments only) */
+		if ((r = check_node_attachment(p, req, err)) < 0)
+			return r;
+		if (!req->tenant || !iso_name_valid(req->tenant))
+			return iso_error_set(err, ISO_E_INVALID, "tenant",
+			                     "tenant: required, a tenant name");
+		r = c->store->ops->tenant_get_by_name(c->store, req->tenant, &tn, err);
+		if (r == -ENOENT)
+			r = iso_error_set(err, ISO_E_NOT_FOUND, "tenant", "no such tenant");
+	} else {
+		r = ctl_resolve_tenant(c, p, req->tenant, "tenant", &tn, err);
+	}
 	if (r < 0)
 		return r;
 	/* A retry comes before every other check: what was created stays the
@@ -1021,8 +1077,7 @@ int ctl_alloc_place_pending(struct iso_controller *c, struct iso_allocation *a, 
 }
 
 int ctl_alloc_evict(struct iso_controller *c, struct iso_allocation *a, bool requeue,
-                    const char *action, const char *reason, const char *by,
-                    struct iso_error *err)
+                    const char *action, const char *reason, const char *by, struct iso_error *err)
 {
 	struct iso_allocation ran = *a; /* shallow: as it ran, for undo and the usage log */
 	struct ended seg = {.a = &ran, .any = true};

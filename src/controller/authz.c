@@ -31,10 +31,13 @@ struct right {
 
 /* Columns in enum iso_role order. The node-agent may read its own node's
  * desired state, write its own node's status and report its own node's GPU
- * faults, nothing else (docs/agents.md). The neutron role (networking-mlnx's
- * mlnx_sdn_assist driver's credential, docs/openstack.md) may do the neutron.*
- * wire actions of the /neutron routes and nothing else: it never reaches the
- * /v1 API. */
+ * faults; and (issue 17, the CNI plugin's pod attachments) create, read and
+ * release its own node's attachments: one-member allocations pinned to its
+ * node whose Idempotency-Key is "cni:<its node>:..." (allocations.c,
+ * `ctl_node_attachment`), nothing else (docs/agents.md, docs/api.md). The
+ * neutron role (networking-mlnx's mlnx_sdn_assist driver's credential,
+ * docs/openstack.md) may do the neutron.* wire actions of the /neutron
+ * routes and nothing else: it never reaches the /v1 API. */
 static const struct right rights[] = {
     /* action                          c-adm aud t-adm t-usr agent neutron */
     {"version.read", {A, A, A, A, D, D}, NULL},
@@ -99,11 +102,11 @@ static const struct right rights[] = {
 
     /* own: a tenant-user's allocations are those it created, and its
      * priority stays under its tenant's max_user_priority */
-    {"allocation.create", {A, D, T, O, D, D}, NULL},
+    {"allocation.create", {A, D, T, O, N, D}, NULL},
     {"allocation.list", {A, A, T, O, D, D}, NULL},
-    {"allocation.read", {A, A, T, O, D, D}, NULL},
+    {"allocation.read", {A, A, T, O, N, D}, NULL},
     {"allocation.resize", {A, D, T, O, D, D}, "allocations are changed by their tenant"},
-    {"allocation.release", {A, D, T, O, D, D}, "allocations are changed by their tenant"},
+    {"allocation.release", {A, D, T, O, N, D}, "allocations are changed by their tenant"},
 
     {"fabric.read", {A, A, D, D, D, D}, "the fabric is visible to cluster-admin and auditor only"},
     {"fabric.verify",

@@ -137,6 +137,9 @@ bool ctl_sees_all_tenants(const struct iso_principal *p);
 /* Resolves a tenant name as the caller may see it: another tenant's name is
  * ISO_E_NOT_FOUND exactly like a missing one. NULL name = the caller's own
  * (cluster roles must name one). */
+/* A node agent's pod attachment: one member, key "cni:<p->node>:..."
+ * (allocations.c; issue 17). */
+bool ctl_node_attachment(const struct iso_principal *p, const char *key, int members);
 int ctl_resolve_tenant(struct iso_controller *c, const struct iso_principal *p, const char *name,
                        const char *field, struct iso_tenant *out, struct iso_error *err);
 

@@ -603,9 +603,10 @@ static void addrobjp(struct rtnl_addr **a)
 		rtnl_addr_put(*a);
 }
 
-/* eth0 in the member's namespace: up, the MTU, exactly one IPv4 address. */
-static int tune_eth0(struct nl_sock *msk, struct rtnl_link *eth0, uint32_t want_be, unsigned mtu,
-                     struct iso_error *err)
+/* The member's interface (eth0, or a CNI attachment's CNI_IFNAME) in its
+ * namespace: up, the MTU, exactly one IPv4 address (/plen). */
+static int tune_eth0(struct nl_sock *msk, struct rtnl_link *eth0, uint32_t want_be, unsigned plen,
+                     unsigned mtu, struct iso_error *err)
 {
 	int r = tune_link(msk, eth0, 0, NULL, mtu, err);
 	if (r < 0)
@@ -620,7 +621,7 @@ static int tune_eth0(struct nl_sock *msk, struct rtnl_link *eth0, uint32_t want_
 		if (rtnl_addr_get_ifindex(a) != idx || rtnl_addr_get_family(a) != AF_INET)
 			continue;
 		struct nl_addr *l = rtnl_addr_get_local(a);
-		if (l && nl_addr_get_len(l) == 4 && rtnl_addr_get_prefixlen(a) == 8 &&
+		if (l && nl_addr_get_len(l) == 4 && rtnl_addr_get_prefixlen(a) == (int)plen &&
 		    memcmp(nl_addr_get_binary_addr(l), &want_be, 4) == 0) {
 			have = true;
 			continue;
@@ -634,7 +635,7 @@ static int tune_eth0(struct nl_sock *msk, struct rtnl_link *eth0, uint32_t want_
 	_cleanup_addr_ struct nl_addr *la = nl_addr_build(AF_INET, &want_be, 4);
 	if (!na || !la)
 		return iso_error_set(err, ISO_E_INTERNAL, "member_netns", "out of memory");
-	nl_addr_set_prefixlen(la, 8);
+	nl_addr_set_prefixlen(la, (int)plen);
 	rtnl_addr_set_ifindex(na, idx);
 	rtnl_addr_set_family(na, AF_INET);
 	if ((r = rtnl_addr_set_local(na, la)) < 0)
@@ -653,13 +654,33 @@ int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member
 		return iso_error_set(err, ISO_E_INVALID, "vni", "must be 1..16777215");
 	if (!m->member_netns || !*m->member_netns)
 		return iso_error_set(err, ISO_E_INVALID, "member_netns", "missing");
+	const char *ifn = m->ifname ? m->ifname : "eth0";
 	char ip[ISO_IPV4_MAX];
-	int r = iso_overlay_address(m->node_index, m->slot, ip, err);
-	if (r < 0)
-		return r;
+	unsigned plen = 8;
 	uint32_t want_be = 0;
-	if ((r = parse_ip(ip, "slot", &want_be, err)) < 0)
+	int r;
+	if ((r = check_ifname(ifn, "ifname", err)) < 0)
 		return r;
+	if (m->address) {
+		/* an address of the attachment's IPAM: "A.B.C.D/N" */
+		const char *slash = strchr(m->address, '/');
+		char *end = NULL;
+		unsigned long pl = slash ? strtoul(slash + 1, &end, 10) : 0;
+		if (!slash || (size_t)(slash - m->address) >= sizeof(ip) || !slash[1] || *end ||
+		    pl < 1 || pl > 32)
+			return iso_error_set(err, ISO_E_INVALID, "address",
+			                     "address: expected A.B.C.D/N");
+		memcpy(ip, m->address, (size_t)(slash - m->address));
+		ip[slash - m->address] = '\0';
+		plen = (unsigned)pl;
+		if ((r = parse_ip(ip, "address", &want_be, err)) < 0)
+			return r;
+	} else {
+		if ((r = iso_overlay_address(m->node_index, m->slot, ip, err)) < 0)
+			return r;
+		if ((r = parse_ip(ip, "slot", &want_be, err)) < 0)
+			return r;
+	}
 
 	_cleanup_nl_ struct nl_sock *sk = NULL, *msk = NULL;
 	if ((r = ovl_nl_open(netns, &sk, err)) < 0)
@@ -684,8 +705,7 @@ int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member
 	 * drops a frame too large for the port it leaves by. */
 	unsigned mtu = vx ? rtnl_link_get_mtu(vx) : 0;
 
-	if ((r = get_link(sk, vname, &veth, err)) < 0 ||
-	    (r = get_link(msk, "eth0", &eth0, err)) < 0)
+	if ((r = get_link(sk, vname, &veth, err)) < 0 || (r = get_link(msk, ifn, &eth0, err)) < 0)
 		return r;
 	if (veth) {
 		const char *alias = rtnl_link_get_ifalias(veth);
@@ -706,7 +726,7 @@ int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member
 			if (eth0) {
 				rtnl_link_put(eth0);
 				eth0 = NULL;
-				if ((r = get_link(msk, "eth0", &eth0, err)) < 0)
+				if ((r = get_link(msk, ifn, &eth0, err)) < 0)
 					return r;
 			}
 		}
@@ -714,7 +734,7 @@ int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member
 	if (!veth) {
 		if (eth0) {
 			iso_error_set(err, ISO_E_CONFLICT, "member_netns",
-			              "the member's namespace already has an eth0");
+			              "the member's namespace already has an %s", ifn);
 			return -EEXIST;
 		}
 		_cleanup_close_ int mfd = open(m->member_netns, O_RDONLY | O_CLOEXEC);
@@ -729,7 +749,7 @@ int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member
 			return iso_error_set(err, ISO_E_INTERNAL, "name", "out of memory");
 		rtnl_link_set_name(nv, vname);
 		struct rtnl_link *peer = rtnl_link_veth_get_peer(nv);
-		rtnl_link_set_name(peer, "eth0");
+		rtnl_link_set_name(peer, ifn);
 		rtnl_link_set_ns_fd(peer, mfd);
 		if (mtu) {
 			rtnl_link_set_mtu(nv, mtu);
@@ -741,14 +761,14 @@ int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member
 		if ((r = no_addresses(sk, vname, err)) < 0)
 			return r;
 		if ((r = get_link(sk, vname, &veth, err)) < 0 ||
-		    (r = get_link(msk, "eth0", &eth0, err)) < 0)
+		    (r = get_link(msk, ifn, &eth0, err)) < 0)
 			return r;
 		if (!veth || !eth0)
 			return iso_error_set(err, ISO_E_INTERNAL, "name", "%s vanished", vname);
 	}
 	if ((r = tune_link(sk, veth, rtnl_link_get_ifindex(br), m->name, mtu, err)) < 0)
 		return r;
-	return tune_eth0(msk, eth0, want_be, mtu, err);
+	return tune_eth0(msk, eth0, want_be, plen, mtu, err);
 }
 
 int iso_overlay_member_remove(const char *netns, const char *name, struct iso_error *err)
@@ -777,18 +797,38 @@ int iso_overlay_member_remove(const char *netns, const char *name, struct iso_er
 int iso_overlay_member_address(const char *member_netns, char out[ISO_IPV4_MAX],
                                struct iso_error *err)
 {
+	struct iso_overlay_member_link l;
+	int r = iso_overlay_member_link_read(member_netns, NULL, &l, err);
+
 	out[0] = '\0';
+	if (r == 0)
+		iso_strlcpy(out, l.address, ISO_IPV4_MAX);
+	return r;
+}
+
+int iso_overlay_member_link_read(const char *member_netns, const char *ifname,
+                                 struct iso_overlay_member_link *out, struct iso_error *err)
+{
+	const char *ifn = ifname ? ifname : "eth0";
+	memset(out, 0, sizeof(*out));
 	_cleanup_nl_ struct nl_sock *msk = NULL;
 	int r = ovl_nl_open(member_netns, &msk, err);
 	if (r < 0)
 		return r;
 	_cleanup_link_ struct rtnl_link *eth0 = NULL;
-	if ((r = get_link(msk, "eth0", &eth0, err)) < 0)
+	if ((r = get_link(msk, ifn, &eth0, err)) < 0)
 		return r;
 	if (!eth0) {
-		iso_error_set(err, ISO_E_NOT_FOUND, "member_netns", "no eth0");
+		iso_error_set(err, ISO_E_NOT_FOUND, "member_netns", "no %s", ifn);
 		return -ENODEV;
 	}
+	struct nl_addr *mac = rtnl_link_get_addr(eth0);
+	if (mac && nl_addr_get_len(mac) == 6) {
+		const unsigned char *b = nl_addr_get_binary_addr(mac);
+		snprintf(out->mac, sizeof(out->mac), "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1],
+		         b[2], b[3], b[4], b[5]);
+	}
+	out->up = (rtnl_link_get_flags(eth0) & IFF_UP) != 0;
 	_cleanup_cache_ struct nl_cache *addrs = NULL;
 	if ((r = rtnl_addr_alloc_cache(msk, &addrs)) < 0)
 		return nl_fail(err, r, "member_netns", "dump", "addresses");
@@ -797,7 +837,8 @@ int iso_overlay_member_address(const char *member_netns, char out[ISO_IPV4_MAX],
 		struct nl_addr *l = rtnl_addr_get_local(a);
 		if (rtnl_addr_get_ifindex(a) == rtnl_link_get_ifindex(eth0) &&
 		    rtnl_addr_get_family(a) == AF_INET && l && nl_addr_get_len(l) == 4) {
-			inet_ntop(AF_INET, nl_addr_get_binary_addr(l), out, ISO_IPV4_MAX);
+			inet_ntop(AF_INET, nl_addr_get_binary_addr(l), out->address, ISO_IPV4_MAX);
+			out->prefixlen = (unsigned)rtnl_addr_get_prefixlen(a);
 			break;
 		}
 	}

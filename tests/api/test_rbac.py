@@ -63,7 +63,9 @@ def other(t):
 #   (no token, cluster-admin, auditor, tenant-admin, tenant-user, node-agent).
 # None: not asserted (the order of checks is the server's choice there).
 # The node-agent (a token of node kiwi01) may only read its node's desired
-# state and report its status and its GPUs' faults (docs/agents.md): any other node is 404 like a
+# state and report its status and its GPUs' faults (docs/agents.md), and read or release its
+# own node's pod attachments (issue 17, docs/cni.md: any other allocation is 404 like a missing
+# one; test_cni_authz.py has the rest): any other node is 404 like a
 # missing one, and every other authenticated route answers 403, before any
 # lookup, so it also learns nothing of which tenants or objects exist
 # (docs/api.md, "Roles").
@@ -146,18 +148,18 @@ EXPECT = {
     ("POST /v1/allocations", "omit"):  (401, 400, 403, 201, 201, 403),
     ("POST /v1/allocations", "other"): (401, 201, 403, 404, 404, 403),
     ("POST /v1/allocations", "missing"): (401, 404, 403, 404, 404, 403),
-    ("GET /v1/allocations/X", "mine"):    (401, 200, 200, 200, 200, 403),
-    ("GET /v1/allocations/X", "sibling"): (401, 200, 200, 200, 404, 403),
-    ("GET /v1/allocations/X", "other"):   (401, 200, 200, 404, 404, 403),
-    ("GET /v1/allocations/X", "missing"): (401, 404, 404, 404, 404, 403),
+    ("GET /v1/allocations/X", "mine"):    (401, 200, 200, 200, 200, 404),
+    ("GET /v1/allocations/X", "sibling"): (401, 200, 200, 200, 404, 404),
+    ("GET /v1/allocations/X", "other"):   (401, 200, 200, 404, 404, 404),
+    ("GET /v1/allocations/X", "missing"): (401, 404, 404, 404, 404, 404),
     ("PATCH /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200, 403),
     ("PATCH /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404, 403),
     ("PATCH /v1/allocations/X", "other"):   (401, 200, 403, 404, 404, 403),
     ("PATCH /v1/allocations/X", "missing"): (401, 404, None, 404, 404, 403),
-    ("DELETE /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200, 403),
-    ("DELETE /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404, 403),
-    ("DELETE /v1/allocations/X", "other"):   (401, 200, 403, 404, 404, 403),
-    ("DELETE /v1/allocations/X", "missing"): (401, 404, None, 404, 404, 403),
+    ("DELETE /v1/allocations/X", "mine"):    (401, 200, 403, 200, 200, 404),
+    ("DELETE /v1/allocations/X", "sibling"): (401, 200, 403, 200, 404, 404),
+    ("DELETE /v1/allocations/X", "other"):   (401, 200, 403, 404, 404, 404),
+    ("DELETE /v1/allocations/X", "missing"): (401, 404, None, 404, 404, 404),
 
     ("GET /v1/audit/events", "-"):     (401, 200, 200, 200, 403, 403),
     ("GET /v1/audit/events?tenant=X", "own"): (401, 200, 200, 200, 403, 403),

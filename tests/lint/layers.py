@@ -47,9 +47,10 @@ LAYERS = [
     ["api", "client"],  # client/ is drawn beside api/: the HTTP client isoctl uses
     ["sandbox"],  # the job sandbox (cgroups, seccomp, namespaces): over util/ and model/
     ["agent"],  # the node agent's reconcile and loop: over gpu/, client/ and sandbox/
-    # the mains; slurm/ is the SPANK plugin (build/slurm/isostack.so), a thin
-    # main over isostack-client like isostack-agent
-    ["isoctl", "isostackd", "isostack-agent", "slurm"],
+    # the mains; slurm/ is the SPANK plugin (build/slurm/isostack.so) and
+    # cni/ the CNI plugin (build/cni/isostack-cni), thin mains over
+    # isostack-client like isostack-agent
+    ["isoctl", "isostackd", "isostack-agent", "slurm", "cni"],
 ]
 
 # Edges between modules of one layer, (from, to): each says which of the two
@@ -68,7 +69,7 @@ LIBRARY = {
     "store": "server", "fabric": "server", "controller": "server", "api": "server",
     "gpu": "client", "client": "client", "agent": "client", "sandbox": "client",
 }
-MAINS = {"isoctl", "isostackd", "isostack-agent", "slurm"}
+MAINS = {"isoctl", "isostackd", "isostack-agent", "slurm", "cni"}
 
 # The libraries a library's modules may include headers of.
 USES = {"core": {"core"}, "server": {"server", "core"}, "client": {"client", "core"}}
