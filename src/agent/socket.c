@@ -307,8 +307,8 @@ static void serve_one(struct agent_socket *sk, int fd, bool *handed)
 			*handed = true;
 			return;
 		}
-		answer =
-		    agent_answer_error(ISO_E_UNAVAILABLE, "the agent is busy (too many CNI requests)");
+		answer = agent_answer_error(ISO_E_UNAVAILABLE,
+		                            "the agent is busy (too many CNI requests)");
 	} else
 		answer = agent_socket_answer(sk->s, cred.uid, buf, len);
 	if (cred.uid != 0)

@@ -122,9 +122,12 @@ static bool sm_action(const char *action)
 /* The node-agent's only rights. */
 static bool agent_action(const char *action)
 {
+	/* its own node's pod attachments (issue 17, docs/cni.md): which
+	 * allocations those are is checked in allocations.c, with the node */
 	return strcmp(action, "node.desired.read") == 0 ||
 	       strcmp(action, "node.status.write") == 0 || strcmp(action, "gpu.fault") == 0 ||
-	       sm_action(action);
+	       strcmp(action, "allocation.create") == 0 || strcmp(action, "allocation.read") == 0 ||
+	       strcmp(action, "allocation.release") == 0 || sm_action(action);
 }
 
 /* The neutron role (docs/openstack.md) may do no route of the API: its
