@@ -30,8 +30,9 @@
 #     root). CPUs= per node is the host's core count; SlurmdParameters=
 #     config_overrides lets all four claim the same cores.
 #   - PlugStackConfig=STATE_DIR/slurm/plugstack.conf: `required
-#     build/slurm/isostack.so agent_state_dir=STATE_DIR/agent/%n
-#     allow_no_sandbox=1` when the plugin is built, else no line (a warning).
+#     build/slurm/isostack.so agent_state_dir=STATE_DIR/agent/%n` (with
+#     allow_no_sandbox=1 when sandboxes are off) when the plugin is built,
+#     else no line (a warning).
 #   - PrologSlurmctld/EpilogSlurmctld: STATE_DIR/slurm/prolog.sh, epilog.sh,
 #     which exec `isoctl slurm prolog|epilog` with ISOSTACK_URL and
 #     ISOSTACK_TOKEN_FILE, a cluster-admin token of its own (0600), when
@@ -48,13 +49,18 @@
 #     slices, globex 1 whole GPU and 7 slices, no borrowing; so a 2-GPU job
 #     of globex is over quota.
 #
-# Sandboxes are off (--sandbox off, and allow_no_sandbox=1 for the plugin):
-# the four agents share one small host, and a real sandbox per member would
-# give four nodes' members cpusets of the same few cores and a cgroup tree
-# each agent believes is its own. The sandbox itself is tested on one node
-# (tests/api/test_agent_sandbox.py); here the job gets its MIG devices and
-# P_Key from the agent, which is what the Slurm integration adds.
-#
+# Sandboxes (SANDBOX_MODE, chosen at the first start, kept in
+# STATE_DIR/sandbox-mode):
+#   off   (default) --sandbox off, and allow_no_sandbox=1 for the plugin:
+#         jobs get their MIG devices and P_Key, in no sandbox.
+#   real  --sandbox real: each agent (its own --state-dir) makes a sandbox
+#         per member and the plugin joins each task to it. Root only;
+#         STATE_DIR must not be under /tmp (a sandbox's /tmp is its own:
+#         the slurmd spool and the job files would be hidden from the
+#         tasks); jobs must be submitted as a user (the plugin refuses a
+#         sandbox to uid 0). Test-only artifact: the four nodes are one
+#         host, so each agent hands out the same cores as its own, and
+#         members on different nodes overlap (never within one node).
 # Environment: BUILD (build, relative to the repository), SLURMCTLD_PORT,
 # SLURMD_PORT (the first of four), ISOSTACK_PORT (default: free ports,
 # chosen at the first start and kept in STATE_DIR/ports), SLURM_NODE_CPUS

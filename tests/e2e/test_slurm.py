@@ -672,7 +672,7 @@ class SlurmE2E(harness.ApiTestCase):
     def test_two_node_job_one_allocation_one_partition(self):
         self.need_isostack()
         jobid, tag = self.submit("acme", "-N", "2", "-w", "n3,n4", "--isostack-profile=1g.10gb",
-                                 srun=True)
+                                 srun=True, probe=True)
         a = self.check_running(jobid, tag, "acme", ["n3", "n4"])
         self.assertEqual(len(a["nodes"]), 2)
         vfs = [m["vf"]["guid"] for m in a["nodes"]]
@@ -681,9 +681,17 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertEqual(parts[0], parts[1])
         e3, e4 = self.task_env(tag, "n3"), self.task_env(tag, "n4")
         self.assertEqual(e3["UCX_IB_PKEY"], e4["UCX_IB_PKEY"])
+        sandboxes = []
+        if self.c.real:
+            # the step's task on each node in that node's member's sandbox
+            # (on n3 the batch task, which ran srun, is in the same one)
+            sandboxes = [self.check_sandbox(a, tag, n)[:3] for n in ("n3", "n4")]
+            self.assertNotEqual(sandboxes[0][0], sandboxes[1][0])
         self.release(tag)
         self.wait_job(jobid, ("COMPLETED", "FAILED"))
         self.check_clean(a)
+        for name, holder, task in sandboxes:
+            self.check_sandbox_gone(name, holder, task)
 
     def test_scancel_leaves_nothing(self):
         self.need_isostack()
@@ -769,6 +777,30 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertIn(job_key(jobid), self.out(tag))
         self.assertIsNone(self.alloc_of(jobid, "globex"))
         self.assert_no_drain()
+
+    def test_sandbox_mode_refused(self):
+        """SANDBOX_MODE: a bad value, real under /tmp, and the other mode than
+        the one a running cluster was started with are refused, naming it,
+        before anything starts."""
+        for d, mode, want in [("/tmp", "bogus", "SANDBOX_MODE: 'bogus' is not one of real, off"),
+                              ("/tmp", "real", "STATE_DIR must not be under /tmp"),
+                              ("/var/tmp", "bogus", "SANDBOX_MODE: 'bogus'")]:
+            tmp = tempfile.mkdtemp(prefix="isoslurm-bad.", dir=d)
+            try:
+                r = subprocess.run(["bash", SCRIPT, "start", tmp], capture_output=True, text=True,
+                                   env=dict(self.c.env, SANDBOX_MODE=mode), timeout=harness.T(60))
+                self.assertEqual(r.returncode, 1, (mode, d, r.stderr))
+                self.assertIn(want, r.stderr, (mode, d))
+                self.assertFalse(os.path.exists(os.path.join(tmp, "sandbox-mode")))
+                self.assertFalse(os.listdir(os.path.join(tmp, "run")), "something started")
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        other = "off" if self.c.real else "real"
+        r = subprocess.run(["bash", SCRIPT, "start", self.c.dir], capture_output=True, text=True,
+                           env=dict(self.c.env, SANDBOX_MODE=other), timeout=harness.T(60))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("SANDBOX_MODE=%s, but %s was started with %s" % (
+            other, self.c.dir, "real" if self.c.real else "off"), r.stderr)
 
     def test_plugin_missing_the_job_does_not_run(self):
         self.need_isostack()
