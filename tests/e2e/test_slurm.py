@@ -173,6 +173,9 @@ class Cluster:
             env["SLURM_CONF"] = conf
         argv = list(argv)
         if user is not None:
+            # a user's job never gets the cluster-admin token (sbatch
+            # exports the submitter's environment to the job)
+            env.pop("ISOSTACK_TOKEN", None)
             argv = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + argv
         r = subprocess.run(argv, capture_output=True, text=True, env=env,
                            timeout=harness.T(timeout))
