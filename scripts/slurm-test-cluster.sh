@@ -30,8 +30,9 @@
 #     root). CPUs= per node is the host's core count; SlurmdParameters=
 #     config_overrides lets all four claim the same cores.
 #   - PlugStackConfig=STATE_DIR/slurm/plugstack.conf: `required
-#     build/slurm/isostack.so agent_state_dir=STATE_DIR/agent/%n
-#     allow_no_sandbox=1` when the plugin is built, else no line (a warning).
+#     build/slurm/isostack.so agent_state_dir=STATE_DIR/agent/%n` (with
+#     allow_no_sandbox=1 when sandboxes are off) when the plugin is built,
+#     else no line (a warning).
 #   - PrologSlurmctld/EpilogSlurmctld: STATE_DIR/slurm/prolog.sh, epilog.sh,
 #     which exec `isoctl slurm prolog|epilog` with ISOSTACK_URL and
 #     ISOSTACK_TOKEN_FILE, a cluster-admin token of its own (0600), when
@@ -48,13 +49,18 @@
 #     slices, globex 1 whole GPU and 7 slices, no borrowing; so a 2-GPU job
 #     of globex is over quota.
 #
-# Sandboxes are off (--sandbox off, and allow_no_sandbox=1 for the plugin):
-# the four agents share one small host, and a real sandbox per member would
-# give four nodes' members cpusets of the same few cores and a cgroup tree
-# each agent believes is its own. The sandbox itself is tested on one node
-# (tests/api/test_agent_sandbox.py); here the job gets its MIG devices and
-# P_Key from the agent, which is what the Slurm integration adds.
-#
+# Sandboxes (SANDBOX_MODE, chosen at the first start, kept in
+# STATE_DIR/sandbox-mode):
+#   off   (default) --sandbox off, and allow_no_sandbox=1 for the plugin:
+#         jobs get their MIG devices and P_Key, in no sandbox.
+#   real  --sandbox real: each agent (its own --state-dir) makes a sandbox
+#         per member and the plugin joins each task to it. Root only;
+#         STATE_DIR must not be under /tmp (a sandbox's /tmp is its own:
+#         the slurmd spool and the job files would be hidden from the
+#         tasks); jobs must be submitted as a user (the plugin refuses a
+#         sandbox to uid 0). Test-only artifact: the four nodes are one
+#         host, so each agent hands out the same cores as its own, and
+#         members on different nodes overlap (never within one node).
 # Environment: BUILD (build, relative to the repository), SLURMCTLD_PORT,
 # SLURMD_PORT (the first of four), ISOSTACK_PORT (default: free ports,
 # chosen at the first start and kept in STATE_DIR/ports), SLURM_NODE_CPUS
@@ -82,6 +88,7 @@ CONFIG_SRC=$REPO/examples/cluster-slurm.yaml
 NODES=(n1 n2 n3 n4)
 WAIT_S=${WAIT_S:-60}
 FABRIC_MODE_ASKED=${FABRIC_MODE:-}
+SANDBOX_MODE_ASKED=${SANDBOX_MODE:-}
 PROLOG_TIMEOUT_S=${PROLOG_TIMEOUT_S:-30}
 
 say() { echo "slurm-test-cluster: $*" >&2; }
@@ -267,6 +274,32 @@ load_fabric_mode() {
 
 has_ibsim() { [ "$FABRIC_MODE" != sim ]; }
 
+# ---- the sandboxes ----
+
+# The mode is chosen once and kept (STATE_DIR/sandbox-mode): a restarted
+# agent serves the same kind of members it made.
+load_sandbox_mode() {
+	local kept=
+	[ -f "$S/sandbox-mode" ] && kept=$(cat "$S/sandbox-mode")
+	SANDBOX_MODE=${kept:-${SANDBOX_MODE_ASKED:-off}}
+	case "$SANDBOX_MODE" in
+	real | off) ;;
+	*) die "SANDBOX_MODE: '$SANDBOX_MODE' is not one of real, off" ;;
+	esac
+	[ -z "$SANDBOX_MODE_ASKED" ] || [ "$SANDBOX_MODE_ASKED" = "$SANDBOX_MODE" ] ||
+		die "SANDBOX_MODE=$SANDBOX_MODE_ASKED, but $S was started with $SANDBOX_MODE (stop it and use a fresh STATE_DIR)"
+	if [ "$SANDBOX_MODE" = real ]; then
+		[ "$(id -u)" -eq 0 ] || die "SANDBOX_MODE=real needs root (the agents make cgroups and namespaces)"
+		# A sandbox has a /tmp of its own: a task that joined it could
+		# neither exec its batch script (in the slurmd spool) nor see the
+		# job's files if they were under the host's /tmp.
+		case "$S/" in
+		/tmp/*) die "SANDBOX_MODE=real: STATE_DIR must not be under /tmp (a job's sandbox has a private /tmp, which would hide the slurmd spool and the job's files from its tasks): use /var/tmp/..." ;;
+		esac
+	fi
+	echo "$SANDBOX_MODE" >"$S/sandbox-mode"
+}
+
 # cluster_config: writes STATE_DIR/cluster.yaml, isostackd's inventory, for
 # the mode: the example itself (ibsim), the example on the sim driver (sim),
 # or the synthetic fat tree with n1..n4 in it (ibsim-1000).
@@ -376,9 +409,12 @@ EOF
 }
 
 write_plugstack() {
+	local extra=
+	# only where the agents make no sandboxes: a job may then run without one
+	if [ "$SANDBOX_MODE" = off ]; then extra=" allow_no_sandbox=1"; fi
 	if [ -f "$PLUGIN" ]; then
-		printf '# scripts/slurm-test-cluster.sh\nrequired %s agent_state_dir=%s/%%n allow_no_sandbox=1\n' \
-			"$PLUGIN" "$AGENTS" >"$SLURM_DIR/plugstack.conf"
+		printf '# scripts/slurm-test-cluster.sh\nrequired %s agent_state_dir=%s/%%n%s\n' \
+			"$PLUGIN" "$AGENTS" "$extra" >"$SLURM_DIR/plugstack.conf"
 	else
 		say "warning: $PLUGIN is not built: jobs run without the isostack plugin (no --isostack-* options)"
 		printf '# scripts/slurm-test-cluster.sh: %s was not built when the cluster started\n' \
@@ -518,7 +554,7 @@ start_agents() {
 			spawn "agent-$n" "$BUILD/isostack-agent" --controller "$URL" \
 			--token-file "$AGENTS/$n.token" --node "$n" --gpu-driver nvml \
 			"${vf[@]}" --state-dir "$AGENTS/$n" \
-			--heartbeat-s 1 --sandbox off
+			--heartbeat-s 1 --sandbox "$SANDBOX_MODE"
 	done
 	# Every node's agent connected (isostackd shows its lease).
 	for n in "${NODES[@]}"; do
@@ -607,6 +643,7 @@ start() {
 	chmod 700 "$ISO" "$AGENTS"
 	load_ports
 	load_fabric_mode
+	load_sandbox_mode
 	cluster_config
 	start_munge
 	start_fabric
@@ -640,14 +677,52 @@ stepds() {
 	return 0
 }
 
+# No agent holds a sandbox record (STATE_DIR/agent/nX/sandboxes/*.json).
+sandboxes_gone() { ! compgen -G "$AGENTS/*/sandboxes/*.json" >/dev/null; }
+
+# After the agents stopped: what a record still names (an allocation not
+# released, isostackd down) goes, as iso_sandbox_destroy would: its holder
+# (only when it is this cluster's: an iso-holder cloned by an agent of this
+# STATE_DIR, whose command line it keeps), the processes left in its
+# cgroup, the cgroup (every v1 hierarchy, or the v2 tree), the record.
+remove_sandboxes_left() {
+	local rec name pid d p
+	for rec in "$AGENTS"/*/sandboxes/*.json; do
+		[ -f "$rec" ] || continue
+		name=$(basename "$rec" .json)
+		say "warning: removing the sandbox $name left behind"
+		pid=$(sed -n 's/.*"holder_pid": *\([0-9]*\).*/\1/p' "$rec")
+		if [ -n "$pid" ] && [ "$pid" -gt 0 ] &&
+			[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = iso-holder ] &&
+			tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$AGENTS/"; then
+			kill -9 "$pid" 2>/dev/null || true
+			wait_for 5 sh -c "! kill -0 $pid 2>/dev/null || grep -q ') Z ' /proc/$pid/stat 2>/dev/null" ||
+				say "warning: the holder $pid of $name did not exit"
+		fi
+		for d in /sys/fs/cgroup/*/"$name" /sys/fs/cgroup/"$name"; do
+			[ -d "$d" ] || continue
+			while read -r p; do kill -9 "$p" 2>/dev/null || true; done <"$d/cgroup.procs"
+			wait_for 5 rmdir "$d" 2>/dev/null || say "warning: cannot remove the cgroup $d"
+		done
+		rm -f "$rec"
+	done
+}
+
 stop() {
 	local n p
 	[ -d "$RUN" ] || return 0
 	# The jobs first, while slurmctld and the slurmd run: their step daemons
 	# and tasks are nobody's children here.
 	if alive slurmctld; then
-		SLURM_CONF=$CONF scancel --quiet --full --state=RUNNING,PENDING,SUSPENDED -u root 2>/dev/null || true
-		SLURM_CONF=$CONF scancel --quiet -u root 2>/dev/null || true
+		# every user's jobs (real sandboxes run the tests' jobs as nobody)
+		local ids
+		ids=$(SLURM_CONF=$CONF squeue -h -t R,PD,S -o %i 2>/dev/null || true)
+		if [ -n "$ids" ]; then
+			# shellcheck disable=SC2086 # job ids
+			SLURM_CONF=$CONF scancel --quiet --full $ids 2>/dev/null || true
+			# shellcheck disable=SC2086
+			SLURM_CONF=$CONF scancel --quiet $ids 2>/dev/null || true
+		fi
 		wait_for 20 sh -c "[ -z \"\$(SLURM_CONF='$CONF' squeue -h -t R,PD,CG,S -o %i 2>/dev/null)\" ]" ||
 			say "warning: jobs still listed after scancel"
 	fi
@@ -658,7 +733,13 @@ stop() {
 		pkill -9 -P "$p" 2>/dev/null || true
 		kill -9 "$p" 2>/dev/null || true
 	done
+	# The jobs' sandboxes go with their allocations (the epilog released
+	# them): the agents remove them while they still run.
+	if alive isostackd && ! wait_for 20 sandboxes_gone; then
+		say "warning: sandboxes still there 20 s after the jobs ended"
+	fi
 	for n in "${NODES[@]}"; do stop_pid "agent-$n"; done
+	remove_sandboxes_left
 	stop_pid isostackd
 	"$FABRIC" stop "$IB" >/dev/null 2>&1 || true
 	rm -f "$RUN/opensm.pid" "$RUN/ibsim.pid"

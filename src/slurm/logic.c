@@ -223,8 +223,14 @@ void iso_slurm_env_add_cxi(const struct iso_agent_cxi_grant *g, struct iso_slurm
 }
 
 int iso_slurm_sandbox_decide(const struct iso_agent_member_info *mi, bool allow_no_sandbox,
-                             struct iso_error *err)
+                             unsigned uid, struct iso_error *err)
 {
+	if (mi->has_sandbox && uid == 0)
+		return iso_error_set(err, ISO_E_FORBIDDEN, "uid",
+		                     "the job runs as root (uid 0), which no sandbox takes: uid 0 "
+		                     "owns the host's files even without capabilities (and "
+		                     "slurmstepd cannot set root's groups after the join); submit "
+		                     "it as a user");
 	if (mi->has_sandbox)
 		return 1;
 	if (mi->sandbox_real)

@@ -67,9 +67,12 @@ void iso_slurm_env_build(const struct iso_agent_member_info *mi, struct iso_slur
  * switch/hpe_slingshot sets and libfabric's cxi provider reads. */
 void iso_slurm_env_add_cxi(const struct iso_agent_cxi_grant *g, struct iso_slurm_env *out);
 
-/* Whether the task joins a sandbox: 1 yes, 0 no (the node's sandboxes are
- * off and allow_no_sandbox=1), -errno refused with the reason. */
+/* Whether the task of a job of `uid` joins a sandbox: 1 yes, 0 no (the
+ * node's sandboxes are off and allow_no_sandbox=1), -errno refused with the
+ * reason. A job of uid 0 is refused a sandbox: uid 0 owns the host's files
+ * (it writes /etc without a capability), and slurmstepd's setgroups for
+ * root fails once the join dropped the capabilities. */
 int iso_slurm_sandbox_decide(const struct iso_agent_member_info *mi, bool allow_no_sandbox,
-                             struct iso_error *err);
+                             unsigned uid, struct iso_error *err);
 
 #endif

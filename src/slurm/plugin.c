@@ -222,7 +222,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 			            err.code == ISO_E_UNAVAILABLE ? " (gave up after wait=)" : "");
 		usleep(250 * 1000);
 	}
-	if ((r = iso_slurm_sandbox_decide(mi, args.allow_no_sandbox, &err)) < 0)
+	if ((r = iso_slurm_sandbox_decide(mi, args.allow_no_sandbox, (unsigned)uid, &err)) < 0)
 		return fail("job %u, member %u of %s: %s", jobid, mi->member, mi->allocation,
 		            err.message);
 	iso_slurm_env_build(mi, env);
@@ -248,7 +248,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		return 0;
 	}
 	{
-		struct iso_sandbox_identity id = {.set = uid != 0, .uid = uid, .gid = gid};
+		struct iso_sandbox_identity id = {.set = true, .uid = uid, .gid = gid};
 		if (iso_agent_sandbox_join(dir, mi->allocation, mi->member, &id, &err) < 0)
 			return fail("job %u: cannot join the sandbox of member %u of %s: %s", jobid,
 			            mi->member, mi->allocation, err.message);

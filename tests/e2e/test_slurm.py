@@ -15,6 +15,16 @@ then lets it end (or cancels it) and checks that nothing is left: the
 allocation released, its MIG instances gone from the fake, its tenant's key
 off the VF and the VF in no partition.
 
+With root and cgroups (harness.sandbox_skip_reason) the cluster runs with
+SANDBOX_MODE=real: every agent makes a real sandbox per member and the plugin
+joins it (no allow_no_sandbox=1). Then STATE_DIR is under /var/tmp (a
+sandbox's /tmp is its own, which would hide the slurmd spool and the job
+files from the tasks), and the jobs run as nobody (the plugin refuses a
+sandbox to uid 0). The MIG test then also checks, while the jobs run, that
+each task and the process it starts are in their member's sandbox (cgroup,
+the holder's namespaces, cores, device filter) and, after, that the sandbox
+is gone; tearDownClass that no holder, cgroup or process is left.
+
 Skips (77) when slurmd, munge, ibsim or opensm is missing; the tests that need
 the plugin and `isoctl slurm` skip, naming what is missing, until those exist.
 
@@ -25,6 +35,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,6 +50,47 @@ import harness  # noqa: E402
 SCRIPT = os.path.join(ROOT, "scripts", "slurm-test-cluster.sh")
 NODES = ["n1", "n2", "n3", "n4"]
 DEFAULT = {0x7FFF: False}  # a VF in no tenant's partition: the default one, limited
+NOBODY = 65534  # the jobs' uid and gid with real sandboxes
+CG_ROOT = harness.CGROUP_ROOT
+# what a sandbox's /dev holds, with no GPU or VF device node on this host
+# (the fake NVML makes none): docs/sandbox.md "Namespaces"
+SANDBOX_DEV = {"fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+               "tty", "urandom", "zero"}
+
+# The probe a job's task starts (so it runs in the sandbox's pid namespace,
+# which setns gives only to the children of the task). argv: OUT FOREIGN,
+# FOREIGN a device node (a copy of /dev/fuse) in no sandbox's list.
+PROBE = r"""
+import errno, json, os, socket, stat, sys
+out, foreign = sys.argv[1], sys.argv[2]
+def try_(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+def open_rw(p):
+    os.close(os.open(p, os.O_RDWR))
+status = dict(l.rstrip("\n").split(":\t", 1) for l in open("/proc/self/status") if ":\t" in l)
+r = {
+    "task_pid": int(os.environ["TASK_PID"]),
+    "pid": os.getpid(),
+    "uid": os.getuid(),
+    "cgroup": open("/proc/self/cgroup").read(),
+    "ns": {n: os.readlink("/proc/self/ns/" + n) for n in ("pid", "mnt", "uts", "ipc", "net")},
+    "hostname": socket.gethostname(),
+    "cap_eff": status["CapEff"], "no_new_privs": status["NoNewPrivs"],
+    "seccomp": status["Seccomp"], "cpus": status["Cpus_allowed_list"],
+    "procs": len([p for p in os.listdir("/proc") if p.isdigit()]),
+    "dev": sorted(os.listdir("/dev")),
+    "open_foreign": try_(lambda: open_rw(foreign)),
+    "open_host_fuse": try_(lambda: open_rw("/dev/fuse")),
+    "mknod": try_(lambda: os.mknod(out + ".node", stat.S_IFCHR | 0o666, os.makedev(10, 229))),
+}
+with open(out + ".tmp", "w") as f:
+    json.dump(r, f)
+os.rename(out + ".tmp", out)
+"""
 
 
 def build_dir():
@@ -59,12 +111,24 @@ class Cluster:
     """The script's cluster in a temp dir: start, stop, its env and files."""
 
     def __init__(self):
-        # short: munge's socket path must fit sun_path
-        self.dir = tempfile.mkdtemp(prefix="isoslurm.", dir="/tmp")
-        self.env = dict(os.environ, BUILD=build_dir())
+        self.no_sandbox = harness.sandbox_skip_reason("setpriv")
+        self.real = not self.no_sandbox
+        # short: munge's socket path must fit sun_path; with real sandboxes
+        # not under /tmp, which a sandbox replaces with its own
+        self.dir = tempfile.mkdtemp(prefix="isoslurm.", dir="/var/tmp" if self.real else "/tmp")
+        self.env = dict(os.environ, BUILD=build_dir(), SANDBOX_MODE="real" if self.real else "off")
         self.jobs = os.path.join(self.dir, "jobs")
         os.makedirs(self.jobs)
         os.chmod(self.dir, 0o755)
+        os.chmod(self.jobs, 0o1777)  # the jobs (nobody with real sandboxes) write here
+        self.probe = os.path.join(self.jobs, "probe.py")
+        with open(self.probe, "w") as f:
+            f.write(PROBE)
+        # a device node no sandbox lists: a copy of /dev/fuse (10:229),
+        # which anyone may open outside a sandbox
+        self.foreign = os.path.join(self.jobs, "fuse")
+        os.mknod(self.foreign, 0o666 | stat.S_IFCHR, os.makedev(10, 229))
+        os.chmod(self.foreign, 0o666)
 
     def script(self, *args, check=True, timeout=240):
         r = subprocess.run(["bash", SCRIPT] + list(args) + [self.dir], capture_output=True,
@@ -92,20 +156,28 @@ class Cluster:
         return r
 
     def stop(self):
-        self.script("stop", check=False)
+        return self.script("stop", check=False)
 
     def cleanup(self):
-        self.stop()
+        """Stops the cluster, removes the dir; returns stop's stderr."""
+        r = self.stop()
         if os.environ.get("ISO_TEST_KEEP"):
             sys.stderr.write("test_slurm: kept %s\n" % self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+        return r.stderr
 
-    def run(self, *argv, conf=None, check=True, timeout=60):
+    def run(self, *argv, conf=None, check=True, timeout=60, user=None):
         env = dict(self.env)
         if conf:
             env["SLURM_CONF"] = conf
-        r = subprocess.run(list(argv), capture_output=True, text=True, env=env,
+        argv = list(argv)
+        if user is not None:
+            # a user's job never gets the cluster-admin token (sbatch
+            # exports the submitter's environment to the job)
+            env.pop("ISOSTACK_TOKEN", None)
+            argv = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + argv
+        r = subprocess.run(argv, capture_output=True, text=True, env=env,
                            timeout=harness.T(timeout))
         if check and r.returncode != 0:
             raise AssertionError("%s: exit %d: %s%s" % (" ".join(argv), r.returncode, r.stdout,
@@ -166,6 +238,40 @@ class Cluster:
             st = json.load(f)
         return {ci["uuid"] for g in st["gpus"] for i in g["instances"] for ci in i["cis"]}
 
+    def sandbox_record(self, node, name):
+        """The agent's record of sandbox `name` on `node`, or None."""
+        try:
+            with open(os.path.join(self.dir, "agent", node, "sandboxes", name + ".json")) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def jobs_listed(self):
+        return self.run("squeue", "-h", "-t", "R,PD,CG,S", "-o", "%i", check=False).stdout.split()
+
+
+def cgroup_dirs(name):
+    """The directories of cgroup `name`: one per v1 hierarchy, or the v2 one."""
+    found = [os.path.join(CG_ROOT, name)] if os.path.isdir(os.path.join(CG_ROOT, name)) else []
+    for ctl in sorted(os.listdir(CG_ROOT)):
+        d = os.path.join(CG_ROOT, ctl, name)
+        if os.path.isdir(d):
+            found.append(d)
+    return found
+
+
+def our_cgroups():
+    """Every iso-* cgroup on the host (a sandbox's: iso-<allocation>-<member>)."""
+    names = set()
+    for base in [CG_ROOT] + [os.path.join(CG_ROOT, c) for c in os.listdir(CG_ROOT)]:
+        if os.path.isdir(base):
+            names.update(n for n in os.listdir(base) if n.startswith("iso-a-"))
+    return names
+
+
+def readns(pid, ns):
+    return os.readlink("/proc/%d/ns/%s" % (pid, ns))
+
 
 def gone(pid):
     """The process has exited (a zombie counts: nobody may reap it here)."""
@@ -214,23 +320,38 @@ class SlurmE2E(harness.ApiTestCase):
         cls.admin = harness.Client(Endpoint(cls.c.port), cls.c.env["ISOSTACK_TOKEN"])
         cls.missing = isostack_missing()
         cls.seq = 0
+        cls.cgroups_before = our_cgroups() if cls.c.real else set()
+        if not cls.c.real:
+            sys.stderr.write("test_slurm: sandboxes off (%s): no sandbox checks\n"
+                             % cls.c.no_sandbox)
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.cleanup()
-        # stop leaves no process of the cluster behind
+        stopped = cls.c.cleanup()
+        # the agents removed every sandbox themselves (their allocations
+        # released); stop's own clean-up found nothing left
+        if "removing the sandbox" in stopped or "sandboxes still there" in stopped:
+            raise AssertionError("stop: " + stopped)
+        # stop leaves no process of the cluster behind: none whose command
+        # line names the dir, which a sandbox's holder (cloned by an agent)
+        # and a job's processes (its files are there) do too
         left = subprocess.run(["grep", "-l", cls.c.dir] + [
             "/proc/%s/cmdline" % p for p in os.listdir("/proc") if p.isdigit()],
             capture_output=True, text=True).stdout.split()
         if left:
             raise AssertionError("processes left by stop: %r" % left)
+        # and no sandbox's cgroup
+        if cls.c.real:
+            extra = our_cgroups() - cls.cgroups_before
+            if extra:
+                raise AssertionError("cgroups left behind: %r" % sorted(extra))
 
     def tearDown(self):
         # a test's leftover job must not hold nodes for the next test
-        if self.c.run("squeue", "-h", "-o", "%i", check=False).stdout.strip():
-            self.c.run("scancel", "-u", "root", check=False)
-            self.wait_until("every job gone", lambda: not self.c.run(
-                "squeue", "-h", "-t", "R,PD,CG,S", "-o", "%i", check=False).stdout.strip(), 60)
+        ids = self.c.jobs_listed()
+        if ids:
+            self.c.run("scancel", *ids, check=False)
+            self.wait_until("every job gone", lambda: not self.c.jobs_listed(), 60)
 
     def wait_context(self):
         return "\n" + self.log_tails()
@@ -251,13 +372,17 @@ class SlurmE2E(harness.ApiTestCase):
 
     # ---- jobs ----
 
-    def job_script(self, tag, srun=False, wait=True):
+    def job_script(self, tag, srun=False, wait=True, probe=False):
         """A job that writes its isostack env to jobs/TAG.NODE.env (every task
-        with srun, else the batch step) and waits for jobs/TAG.go."""
+        with srun, else the batch step), with `probe` starts the probe (its
+        report in jobs/TAG.NODE.probe), and waits for jobs/TAG.go."""
         j = self.c.jobs
         body = ("env | grep -E '^(%s)=' | sort > %s/%s.$SLURMD_NODENAME.tmp && "
                 "mv %s/%s.$SLURMD_NODENAME.tmp %s/%s.$SLURMD_NODENAME.env; " % (
                     "|".join(ENV_VARS), j, tag, j, tag, j, tag))
+        if probe:
+            body += "TASK_PID=$$ python3 %s %s/%s.$SLURMD_NODENAME.probe %s; " % (
+                self.c.probe, j, tag, self.c.foreign)
         if wait:
             body += "while [ ! -e %s/%s.go ]; do sleep 0.2; done" % (j, tag)
         if srun:
@@ -265,15 +390,16 @@ class SlurmE2E(harness.ApiTestCase):
                 "$", "\\$")
         return "#!/bin/sh\n" + body + "\n"
 
-    def submit(self, account, *opts, srun=False, wait=True, conf=None, check=True):
+    def submit(self, account, *opts, srun=False, wait=True, conf=None, check=True, probe=False):
         SlurmE2E.seq += 1
         tag = "j%d" % SlurmE2E.seq
         path = os.path.join(self.c.jobs, tag + ".sh")
         with open(path, "w") as f:
-            f.write(self.job_script(tag, srun=srun, wait=wait))
+            f.write(self.job_script(tag, srun=srun, wait=wait, probe=probe))
+        # real sandboxes take no job of uid 0: the jobs run as nobody
         r = self.c.run("sbatch", "--parsable", "-A", account, "-o",
                        os.path.join(self.c.jobs, tag + ".out"), *opts, path, conf=conf,
-                       check=check)
+                       check=check, user=NOBODY if self.c.real else None)
         if not check:
             return r, tag
         return r.stdout.strip().split(";")[0], tag
@@ -391,6 +517,81 @@ class SlurmE2E(harness.ApiTestCase):
                 self.assertEqual(table[info["pkey_index"]], key | 0x8000, (env, table))
         return a
 
+    def probe(self, tag, node, timeout=60):
+        p = os.path.join(self.c.jobs, "%s.%s.probe" % (tag, node))
+        self.wait_until("%s's probe reported on %s" % (tag, node), lambda: os.path.exists(p),
+                        timeout)
+        with open(p) as f:
+            return json.load(f)
+
+    def check_sandbox(self, a, tag, node):
+        """While the job runs: its task and the probe it started are in the
+        sandbox of a's member on `node`, as the allocation and the agent's
+        record name it. Returns (sandbox name, holder pid, task pid, probe)."""
+        member = next(m for m in self.admin.get("/v1/allocations/" + a["id"]).body["nodes"]
+                      if m["node"] == node)
+        name = "iso-%s-%d" % (a["id"], member["member"])
+        self.assertEqual(member["sandbox"]["cgroup"], name, member)
+        rec = self.c.sandbox_record(node, name)
+        self.assertIsNotNone(rec, "no agent record of " + name)
+        self.assertEqual(member["sandbox"]["cpus"], rec["cpus"], (member, rec))
+        holder = rec["holder_pid"]
+        p = self.probe(tag, node)
+        task = p["task_pid"]
+        ctx = (name, p)
+        # the cgroup: the probe's and the task's (read from the host), in
+        # every hierarchy the sandbox uses
+        ctls = ["cpuset", "memory", "pids", "devices"] if os.path.isdir(
+            os.path.join(CG_ROOT, "cpuset")) else [""]
+        with open("/proc/%d/cgroup" % task) as f:
+            task_cg = f.read()
+        for ctl in ctls:
+            line = r"(?m)^\d+:%s:/%s$" % (ctl, re.escape(name))
+            self.assertRegex(p["cgroup"], line, ctx)
+            self.assertRegex(task_cg, line, (name, task_cg))
+        # the holder's namespaces: the probe is in its pid namespace; the
+        # task (setns cannot move the caller) is in the host's, with the
+        # holder's for its children
+        for ns in ("pid", "mnt", "uts", "ipc"):
+            self.assertEqual(p["ns"][ns], readns(holder, ns), (ns,) + ctx)
+        self.assertNotEqual(p["ns"]["pid"], readns(os.getpid(), "pid"), ctx)
+        self.assertEqual(readns(task, "pid"), readns(os.getpid(), "pid"))
+        self.assertEqual(readns(task, "pid_for_children"), readns(holder, "pid"))
+        for ns in ("mnt", "uts", "ipc"):
+            self.assertEqual(readns(task, ns), readns(holder, ns), ns)
+        self.assertLess(p["procs"], 10, ctx)  # its sandbox's processes only
+        self.assertEqual(p["hostname"], name, ctx)
+        # the member's cores, its identity
+        self.assertEqual(p["cpus"], rec["cpus"], ctx)
+        if ctls[0]:
+            with open(os.path.join(CG_ROOT, "cpuset", name, "cpuset.cpus")) as f:
+                self.assertEqual(f.read().strip(), rec["cpus"])
+        self.assertEqual((p["uid"], int(p["cap_eff"], 16), p["no_new_privs"], p["seccomp"]),
+                         (NOBODY, 0, "1", "2"), ctx)
+        # the device list: /dev holds the sandbox's nodes only, and a node
+        # outside the list is refused by the cgroup's filter (EPERM, where
+        # nobody outside a sandbox opens it: the control below)
+        self.assertEqual(set(p["dev"]), SANDBOX_DEV, ctx)
+        self.assertEqual(p["open_foreign"], "EPERM", ctx)
+        self.assertEqual(p["open_host_fuse"], "ENOENT", ctx)
+        self.assertEqual(p["mknod"], "EPERM", ctx)
+        if ctls[0]:
+            with open(os.path.join(CG_ROOT, "devices", name, "devices.list")) as f:
+                rules = f.read().split("\n")
+            self.assertIn("c 1:3 rw", rules)
+            self.assertNotIn("a *:* rwm", rules)
+            self.assertFalse([r for r in rules if r.startswith("c 10:")], rules)
+        return name, holder, task, p
+
+    def check_sandbox_gone(self, name, holder, task):
+        self.wait_until("sandbox %s's holder %d gone" % (name, holder), lambda: gone(holder), 30)
+        self.wait_until("the job's task %d gone" % task, lambda: gone(task), 30)
+        self.wait_until("cgroup %s removed" % name, lambda: not cgroup_dirs(name), 30)
+        node_dirs = os.path.join(self.c.dir, "agent")
+        self.wait_until("record of %s removed" % name, lambda: not any(
+            os.path.exists(os.path.join(node_dirs, n, "sandboxes", name + ".json"))
+            for n in NODES), 30)
+
     def check_clean(self, a):
         """Nothing of allocation `a` is left: released, its instances gone
         from the fake, its VFs in no partition and back to the default key."""
@@ -425,8 +626,8 @@ class SlurmE2E(harness.ApiTestCase):
 
     def test_mig_jobs_of_two_accounts_on_one_node(self):
         self.need_isostack()
-        ja, ta = self.submit("acme", "-w", "n1", "--isostack-profile=1g.10gb")
-        jb, tb = self.submit("globex", "-w", "n1", "--isostack-profile=1g.10gb")
+        ja, ta = self.submit("acme", "-w", "n1", "--isostack-profile=1g.10gb", probe=True)
+        jb, tb = self.submit("globex", "-w", "n1", "--isostack-profile=1g.10gb", probe=True)
         aa = self.check_running(ja, ta, "acme", ["n1"])
         ab = self.check_running(jb, tb, "globex", ["n1"])
         ea, eb = self.task_env(ta, "n1"), self.task_env(tb, "n1")
@@ -437,6 +638,20 @@ class SlurmE2E(harness.ApiTestCase):
         # each VF holds its own tenant's key only
         kb = int(eb["UCX_IB_PKEY"], 16) & 0x7FFF
         self.assertNotIn(kb, self.c.pkeys(va))
+        sandboxes = []
+        if self.c.real:
+            # each task in its member's sandbox; the two tenants' apart
+            sa = self.check_sandbox(aa, ta, "n1")
+            sb = self.check_sandbox(ab, tb, "n1")
+            self.assertNotEqual(sa[0], sb[0])
+            self.assertNotEqual(sa[3]["ns"]["pid"], sb[3]["ns"]["pid"])
+            self.assertNotEqual(sa[3]["ns"]["mnt"], sb[3]["ns"]["mnt"])
+            self.assertNotEqual(sa[3]["cpus"], sb[3]["cpus"])  # one agent: cores of its own
+            # the control: outside a sandbox nobody opens the foreign node
+            r = self.c.run("python3", "-c", "import os; os.close(os.open(%r, os.O_RDWR))"
+                           % self.c.foreign, user=NOBODY, check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sandboxes = [sa[:3], sb[:3]]
         # job end
         self.release(ta)
         self.release(tb)
@@ -444,6 +659,8 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertEqual(self.wait_job(jb, ("COMPLETED", "FAILED"))["state"], "COMPLETED")
         self.check_clean(aa)
         self.check_clean(ab)
+        for name, holder, task in sandboxes:
+            self.check_sandbox_gone(name, holder, task)
 
     def test_whole_gpu_job(self):
         self.need_isostack()
@@ -458,7 +675,7 @@ class SlurmE2E(harness.ApiTestCase):
     def test_two_node_job_one_allocation_one_partition(self):
         self.need_isostack()
         jobid, tag = self.submit("acme", "-N", "2", "-w", "n3,n4", "--isostack-profile=1g.10gb",
-                                 srun=True)
+                                 srun=True, probe=True)
         a = self.check_running(jobid, tag, "acme", ["n3", "n4"])
         self.assertEqual(len(a["nodes"]), 2)
         vfs = [m["vf"]["guid"] for m in a["nodes"]]
@@ -467,9 +684,17 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertEqual(parts[0], parts[1])
         e3, e4 = self.task_env(tag, "n3"), self.task_env(tag, "n4")
         self.assertEqual(e3["UCX_IB_PKEY"], e4["UCX_IB_PKEY"])
+        sandboxes = []
+        if self.c.real:
+            # the step's task on each node in that node's member's sandbox
+            # (on n3 the batch task, which ran srun, is in the same one)
+            sandboxes = [self.check_sandbox(a, tag, n)[:3] for n in ("n3", "n4")]
+            self.assertNotEqual(sandboxes[0][0], sandboxes[1][0])
         self.release(tag)
         self.wait_job(jobid, ("COMPLETED", "FAILED"))
         self.check_clean(a)
+        for name, holder, task in sandboxes:
+            self.check_sandbox_gone(name, holder, task)
 
     def test_scancel_leaves_nothing(self):
         self.need_isostack()
@@ -555,6 +780,30 @@ class SlurmE2E(harness.ApiTestCase):
         self.assertIn(job_key(jobid), self.out(tag))
         self.assertIsNone(self.alloc_of(jobid, "globex"))
         self.assert_no_drain()
+
+    def test_sandbox_mode_refused(self):
+        """SANDBOX_MODE: a bad value, real under /tmp, and the other mode than
+        the one a running cluster was started with are refused, naming it,
+        before anything starts."""
+        for d, mode, want in [("/tmp", "bogus", "SANDBOX_MODE: 'bogus' is not one of real, off"),
+                              ("/tmp", "real", "STATE_DIR must not be under /tmp"),
+                              ("/var/tmp", "bogus", "SANDBOX_MODE: 'bogus'")]:
+            tmp = tempfile.mkdtemp(prefix="isoslurm-bad.", dir=d)
+            try:
+                r = subprocess.run(["bash", SCRIPT, "start", tmp], capture_output=True, text=True,
+                                   env=dict(self.c.env, SANDBOX_MODE=mode), timeout=harness.T(60))
+                self.assertEqual(r.returncode, 1, (mode, d, r.stderr))
+                self.assertIn(want, r.stderr, (mode, d))
+                self.assertFalse(os.path.exists(os.path.join(tmp, "sandbox-mode")))
+                self.assertFalse(os.listdir(os.path.join(tmp, "run")), "something started")
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        other = "off" if self.c.real else "real"
+        r = subprocess.run(["bash", SCRIPT, "start", self.c.dir], capture_output=True, text=True,
+                           env=dict(self.c.env, SANDBOX_MODE=other), timeout=harness.T(60))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("SANDBOX_MODE=%s, but %s was started with %s" % (
+            other, self.c.dir, "real" if self.c.real else "off"), r.stderr)
 
     def test_plugin_missing_the_job_does_not_run(self):
         self.need_isostack()

@@ -302,13 +302,20 @@ static void test_env_and_sandbox(void **state)
 	assert_int_equal(env.n, 2);
 	assert_string_equal(env.v[0].value, ""); /* no GPU: none visible */
 
-	assert_int_equal(iso_slurm_sandbox_decide(&mi, false, &e), 1);
+	assert_int_equal(iso_slurm_sandbox_decide(&mi, false, 1000, &e), 1);
+	/* root's job: never in a sandbox (uid 0 owns the host's files) */
+	assert_true(iso_slurm_sandbox_decide(&mi, false, 0, &e) < 0);
+	assert_string_equal(e.field, "uid");
+	assert_non_null(strstr(e.message, "runs as root (uid 0)"));
+	assert_true(iso_slurm_sandbox_decide(&mi, true, 0, &e) < 0);
 	mi.has_sandbox = false;
-	assert_true(iso_slurm_sandbox_decide(&mi, true, &e) < 0);
+	assert_true(iso_slurm_sandbox_decide(&mi, true, 1000, &e) < 0);
 	mi.sandbox_real = false;
-	assert_true(iso_slurm_sandbox_decide(&mi, false, &e) < 0);
+	assert_true(iso_slurm_sandbox_decide(&mi, false, 1000, &e) < 0);
 	assert_non_null(strstr(e.message, "allow_no_sandbox=1"));
-	assert_int_equal(iso_slurm_sandbox_decide(&mi, true, &e), 0);
+	assert_int_equal(iso_slurm_sandbox_decide(&mi, true, 1000, &e), 0);
+	/* no sandbox on the node (a test cluster): root's job runs */
+	assert_int_equal(iso_slurm_sandbox_decide(&mi, true, 0, &e), 0);
 }
 
 int main(void)
