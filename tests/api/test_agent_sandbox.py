@@ -146,7 +146,7 @@ class TestAgentSandbox(ApiTestCase):
         os.chmod(os.path.join(self.state, "agent.sock"), 0o666)
         r = self.exec(a["id"], ["true"], as_user=65534)
         self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
-        self.assertIn("refused: only root may join a sandbox", r.stderr)
+        self.assertIn("refused: only root may ask the agent", r.stderr)
         self.assertIn("event=agent.socket_refused uid=65534", self.agent.text())
         os.chmod(os.path.join(self.state, "agent.sock"), 0o600)
 
