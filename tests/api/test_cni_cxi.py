@@ -111,9 +111,15 @@ class TestCniCxi(ApiTestCase):
     # ---- the runtime's side ----
 
     def config(self, **extra):
-        c = {"cniVersion": "1.1.0", "name": "ssnet", "type": "isostack-cni",
-             "mode": "slingshot", "agentStateDir": self.state_dir,
-             "tenants": {"team-a": self.t1["name"], "team-b": self.t2["name"]}}
+        """examples/cni/slingshot.conflist's isostack-cni entry (chained after
+        the bridge plugin there) as a runtime hands it over, at 1.1.0 for GC."""
+        root = os.environ.get("ISO_SOURCE_ROOT",
+                              os.path.join(os.path.dirname(__file__), "..", ".."))
+        with open(os.path.join(root, "examples", "cni", "slingshot.conflist")) as f:
+            lst = json.load(f)
+        (c,) = [p for p in lst["plugins"] if p["type"] == "isostack-cni"]
+        c = dict(c, cniVersion="1.1.0", name=lst["name"], agentStateDir=self.state_dir,
+                 tenants={"team-a": self.t1["name"], "team-b": self.t2["name"]})
         c.update(extra)
         return c
 
