@@ -340,7 +340,7 @@ struct iso_agent_overlay_member_in {
 	const char *name;
 	const char *ifname;
 	const char *address;
-	bool ready;        /* out: true without an overlay, or with its veth and address */
+	bool ready; /* out: true without an overlay, or with its veth and address */
 	char reason[ISO_AGENT_REASON_MAX]; /* out: why not ready, "" when ready */
 };
 /* Brings the node's overlay to the members in[0..n), level-triggered:
@@ -388,6 +388,10 @@ void iso_agent_cxi_report_clear(struct iso_agent_cxi_report *r);
  * (-EIO): nothing half made is left. */
 int iso_agent_cxi_ensure(struct iso_agent_cxi *x, uint32_t vni, uint32_t uid, uint32_t gid,
                          uint32_t *svc_id, struct iso_error *err);
+/* The service that admits exactly uid and gid to exactly vni, read back
+ * from the NIC, changing nothing: 0 with *svc_id, -ENOENT when none. */
+int iso_agent_cxi_find(struct iso_agent_cxi *x, uint32_t vni, uint32_t uid, uint32_t gid,
+                       uint32_t *svc_id, struct iso_error *err);
 /* Destroys service svc_id; the default service and system services are
  * refused (-EPERM); -ENOENT when there is none; -EBUSY while a process
  * uses it (cxil_destroy_svc). */

@@ -114,9 +114,9 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
                             struct iso_error *err)
 {
 	static const char *const keys[] = {
-	    "node", "container_id", "ifname",     "netns",    "network", "tenant",
-	    "key",  "hash",         "allocation", "member",   "joined",  "address",
-	    "cpus", "memory_mib",   "name",       "deleting", NULL};
+	    "node", "container_id", "ifname", "netns",  "network", "tenant", "key",
+	    "hash", "allocation",   "member", "joined", "address", "cpus",   "memory_mib",
+	    "name", "deleting",     "mode",   "uid",    "gid",     NULL};
 	struct {
 		const char *k;
 		char *dst;
@@ -168,6 +168,25 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 	    (r = iso_json_get_int(doc, "memory_mib", NULL, true, 0, INT64_C(1) << 40, &mem, err)) <
 	        0)
 		goto out;
+	{
+		const char *mode = NULL;
+		int64_t uid = 0, gid = 0;
+		if ((r = iso_json_get_string(doc, "mode", NULL, false, &mode, err)) < 0)
+			goto out;
+		if (mode && strcmp(mode, "slingshot") != 0 && strcmp(mode, "ethernet") != 0) {
+			r = iso_error_set(err, ISO_E_INVALID, "mode",
+			                  "mode: expected ethernet or slingshot");
+			goto out;
+		}
+		out->cxi = mode && strcmp(mode, "slingshot") == 0;
+		if ((r = iso_json_get_int(doc, "uid", NULL, out->cxi, 1, UINT32_MAX - 1, &uid,
+		                          err)) < 0 ||
+		    (r = iso_json_get_int(doc, "gid", NULL, out->cxi, 1, UINT32_MAX - 1, &gid,
+		                          err)) < 0)
+			goto out;
+		out->uid = (uint32_t)uid;
+		out->gid = (uint32_t)gid;
+	}
 	out->member = (unsigned)member;
 	out->cpus = (unsigned)cpus;
 	out->memory_mib = (uint64_t)mem;
@@ -198,14 +217,23 @@ out:
 
 static json_t *attachment_encode(const struct agent_attachment *a)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:I, "
-	                 "s:s, s:b}",
-	                 "node", a->node, "container_id", a->container_id, "ifname", a->ifname,
-	                 "netns", a->netns, "network", a->network, "tenant", a->tenant, "key",
-	                 a->key, "hash", a->hash, "allocation", a->allocation, "member",
-	                 (int)a->member, "joined", a->joined, "address", a->address, "cpus",
-	                 (int)a->cpus, "memory_mib", (json_int_t)a->memory_mib, "name",
-	                 a->alloc_name, "deleting", a->deleting);
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:I, "
+	    "s:s, s:b}",
+	    "node", a->node, "container_id", a->container_id, "ifname", a->ifname, "netns",
+	    a->netns, "network", a->network, "tenant", a->tenant, "key", a->key, "hash", a->hash,
+	    "allocation", a->allocation, "member", (int)a->member, "joined", a->joined, "address",
+	    a->address, "cpus", (int)a->cpus, "memory_mib", (json_int_t)a->memory_mib, "name",
+	    a->alloc_name, "deleting", a->deleting);
+
+	if (o && a->cxi &&
+	    (json_object_set_new(o, "mode", json_string("slingshot")) < 0 ||
+	     json_object_set_new(o, "uid", json_integer(a->uid)) < 0 ||
+	     json_object_set_new(o, "gid", json_integer(a->gid)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static int record_path(const char *state_root, const char *hash, char *buf, size_t size)
@@ -356,6 +384,9 @@ static void view_clear(struct agent_node_view *v)
 	free(v->members);
 	v->members = NULL;
 	v->n = 0;
+	free(v->plugged);
+	v->plugged = NULL;
+	v->n_plugged = 0;
 }
 
 void agent_views_free(struct agent_sandboxes *s)
@@ -368,7 +399,8 @@ void agent_views_free(struct agent_sandboxes *s)
 }
 
 void agent_view_store(struct agent_sandboxes *s, const char *node,
-                      const struct iso_agent_desired *d)
+                      const struct iso_agent_desired *d, const struct agent_attachment *att,
+                      const struct agent_attach_result *res, size_t n_att)
 {
 	struct agent_node_view nv = {0}, *v = NULL;
 
@@ -379,6 +411,18 @@ void agent_view_store(struct agent_sandboxes *s, const char *node,
 		if (want_copy(&nv.members[i], &d->members[i]) < 0) {
 			view_clear(&nv);
 			return;
+		}
+	/* (out of memory: none plugged, the ADDs run their own pass) */
+	if (n_att && res && (nv.plugged = calloc(n_att, sizeof(*nv.plugged))))
+		for (size_t a = 0; a < n_att; a++) {
+			struct agent_plugged *p = &nv.plugged[nv.n_plugged];
+			if (!res[a].ready || att[a].deleting || att[a].cxi || !att[a].allocation[0])
+				continue;
+			iso_strlcpy(p->hash, att[a].hash, sizeof(p->hash));
+			iso_strlcpy(p->allocation, att[a].allocation, sizeof(p->allocation));
+			iso_strlcpy(p->netns, att[a].netns, sizeof(p->netns));
+			iso_strlcpy(p->address, att[a].address, sizeof(p->address));
+			nv.n_plugged++;
 		}
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_views && !v; i++)
@@ -399,6 +443,8 @@ void agent_view_store(struct agent_sandboxes *s, const char *node,
 		v->generation = gen + 1;
 		nv.members = NULL;
 		nv.n = 0;
+		nv.plugged = NULL;
+		nv.n_plugged = 0;
 	}
 	pthread_cond_broadcast(&s->ticked_cond);
 	pthread_mutex_unlock(&s->lock);
@@ -444,6 +490,30 @@ static const struct iso_agent_member_want *view_member(const struct agent_node_v
 	return best;
 }
 
+/* Did node's last tick leave attachment a on its overlay, as a is now
+ * (same allocation, netns and address)? That pass is the node-wide,
+ * level-triggered one: an ADD that finds its pod there needs no pass of
+ * its own. */
+static bool view_plugged(struct agent_sandboxes *s, const char *node,
+                         const struct agent_attachment *a)
+{
+	bool yes = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n_views && !yes; i++) {
+		const struct agent_node_view *v = &s->views[i];
+		if (strcmp(v->node, node) != 0)
+			continue;
+		for (size_t k = 0; k < v->n_plugged && !yes; k++)
+			yes = strcmp(v->plugged[k].hash, a->hash) == 0 &&
+			      strcmp(v->plugged[k].allocation, a->allocation) == 0 &&
+			      strcmp(v->plugged[k].netns, a->netns) == 0 &&
+			      strcmp(v->plugged[k].address, a->address) == 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return yes;
+}
+
 /* ---- the overlay pass with attachments (the tick's and a request's) ---- */
 
 void agent_attachment_inputs(const struct iso_agent_desired *d, const struct agent_attachment *att,
@@ -456,8 +526,8 @@ void agent_attachment_inputs(const struct iso_agent_desired *d, const struct age
 		const struct agent_attachment *t = &att[a];
 		const struct iso_agent_member_want *w = NULL;
 
-		if (!t->allocation[0] || t->deleting)
-			continue;
+		if (!t->allocation[0] || t->deleting || t->cxi)
+			continue; /* (a Slingshot pod has no interface of ours) */
 		for (size_t i = 0; i < d->n_members && !w; i++)
 			if (d->members[i].member == t->member &&
 			    strcmp(d->members[i].allocation, t->allocation) == 0 &&
@@ -568,7 +638,9 @@ struct cni_req {
 	char address[24];
 	unsigned cpus;
 	uint64_t memory_mib;
-	json_t *valid; /* GC: [{"container_id","ifname"}] (borrowed from the doc) */
+	bool cxi;          /* ADD's "mode": "slingshot" */
+	uint32_t uid, gid; /* and the pod's identity, 1..4294967294 */
+	json_t *valid;     /* GC: [{"container_id","ifname"}] (borrowed from the doc) */
 };
 
 static json_t *answer_err(enum iso_errcode code, const char *fmt, ...)
@@ -612,8 +684,8 @@ static int agent_cni_request_parse(const char *text, size_t len, const char *con
                                    struct iso_error *err)
 {
 	static const char *const keys[] = {
-	    "cni",        "node",    "container_id", "ifname",     "netns", "network", "tenant",
-	    "allocation", "address", "cpus",         "memory_mib", "valid", NULL};
+	    "cni",     "node", "container_id", "ifname", "netns", "network", "tenant", "allocation",
+	    "address", "cpus", "memory_mib",   "valid",  "mode",  "uid",     "gid",    NULL};
 	json_error_t je;
 	json_t *doc;
 	int64_t cpus = 0, mem = 0;
@@ -716,6 +788,30 @@ static int agent_cni_request_parse(const char *text, size_t len, const char *con
 		}
 		rq->cpus = (unsigned)cpus;
 		rq->memory_mib = (uint64_t)mem;
+		const char *mode = NULL;
+		int64_t uid = 0, gid = 0;
+		if ((r = iso_json_get_string(doc, "mode", NULL, false, &mode, err)) < 0)
+			goto fail;
+		if (mode && strcmp(mode, "ethernet") != 0 && strcmp(mode, "slingshot") != 0) {
+			r = iso_error_set(err, ISO_E_INVALID, "mode",
+			                  "mode: expected ethernet or slingshot");
+			goto fail;
+		}
+		rq->cxi = mode && strcmp(mode, "slingshot") == 0;
+		/* root's 0 (and -1) never: a service that admits root admits
+		 * every root process of every tenant */
+		if ((r = iso_json_get_int(doc, "uid", NULL, rq->cxi, 1, UINT32_MAX - 1, &uid,
+		                          err)) < 0 ||
+		    (r = iso_json_get_int(doc, "gid", NULL, rq->cxi, 1, UINT32_MAX - 1, &gid,
+		                          err)) < 0)
+			goto fail;
+		if (!rq->cxi && (uid || gid)) {
+			r = iso_error_set(err, ISO_E_INVALID, uid ? "uid" : "gid",
+			                  "%s: only with mode slingshot", uid ? "uid" : "gid");
+			goto fail;
+		}
+		rq->uid = (uint32_t)uid;
+		rq->gid = (uint32_t)gid;
 	}
 	if (gc) {
 		json_t *v = json_object_get(doc, "valid"), *it;
@@ -875,6 +971,39 @@ static json_t *attached_answer(const struct agent_attachment *a)
 	                 a->joined);
 }
 
+/* Slingshot: the pod's uid and gid admitted to its member's CXI service by
+ * the socket's own cxi_admit (cxi_node.c: the same checks, the same kept
+ * identity, the same service), then the grant as the answer. */
+static json_t *cxi_admit_now(struct agent_sandboxes *s, const struct agent_attachment *a)
+{
+	_cleanup_free_ struct agent_table_entry *e = calloc(1, sizeof(*e));
+	char reason[ISO_AGENT_REASON_MAX + 64];
+	json_error_t je;
+	json_t *o;
+	char *text;
+
+	if (!e)
+		return answer_err(ISO_E_INTERNAL, "out of memory");
+	if (!s->cxi)
+		return answer_err(ISO_E_UNAVAILABLE, "this agent has no CXI driver");
+	if (agent_sandboxes_member(s, a->allocation, a->member, e, reason, sizeof(reason)) < 0)
+		return answer_err(ISO_E_UNAVAILABLE, "allocation %s member %u: %s", a->allocation,
+		                  a->member, reason);
+	if (!(text = agent_cxi_admit_answer(s->cxi, e, a->tenant, a->uid, a->gid)))
+		return answer_err(ISO_E_INTERNAL, "out of memory");
+	o = json_loads(text, 0, &je);
+	free(text);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return answer_err(ISO_E_INTERNAL, "the CXI admit's answer is not an object");
+	}
+	if (!json_object_get(o, "error")) {
+		json_object_set_new(o, "tenant", json_string(a->tenant));
+		json_object_set_new(o, "joined", json_boolean(a->joined));
+	}
+	return o;
+}
+
 static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 {
 	struct agent_attachment a = {0}, old;
@@ -892,6 +1021,9 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	iso_strlcpy(a.address, rq->address, sizeof(a.address));
 	a.cpus = rq->cpus;
 	a.memory_mib = rq->memory_mib;
+	a.cxi = rq->cxi;
+	a.uid = rq->uid;
+	a.gid = rq->gid;
 	attachment_hash(a.node, a.container_id, a.ifname, a.hash);
 	{
 		/* a lease of its own: a retry or an agent restart finds the key in
@@ -914,7 +1046,8 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 			                  a.container_id, a.ifname);
 		/* the runtime's retry: the same pod, same lease */
 		if (strcmp(old.netns, a.netns) != 0 || strcmp(old.tenant, a.tenant) != 0 ||
-		    strcmp(old.network, a.network) != 0)
+		    strcmp(old.network, a.network) != 0 || old.cxi != a.cxi || old.uid != a.uid ||
+		    old.gid != a.gid)
 			return answer_err(ISO_E_CONFLICT,
 			                  "container %s's %s is attached already (netns %s, tenant "
 			                  "%s): DEL it first",
@@ -967,13 +1100,34 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 			    ISO_E_UNAVAILABLE,
 			    "allocation %s: not in node %s's desired state after %d s",
 			    a.allocation, a.node, CNI_WAIT_MS / 1000);
-		if (!w.has_overlay)
+		if (a.cxi && !w.has_cxi)
+			return answer_err(ISO_E_INVALID,
+			                  "mode: allocation %s has no VNI on node %s (not a "
+			                  "Slingshot fabric?)",
+			                  a.allocation, a.node);
+		if (!a.cxi && !w.has_overlay)
 			return answer_err(ISO_E_INVALID,
 			                  "allocation %s: no overlay on node %s (not an Ethernet "
 			                  "fabric?)",
 			                  a.allocation, a.node);
 	}
-	if ((r = overlay_now(s, a.node, a.hash, &ready, why, sizeof(why), &e)) < 0)
+	if (a.cxi) {
+		json_t *o = cxi_admit_now(s, &a);
+		if (!json_object_get(o, "error"))
+			iso_log(ISO_LOG_INFO, "agent.cni_attached",
+			        "node=%s container=%s ifname=%s tenant=%s allocation=%s joined=%d "
+			        "uid=%u gid=%u",
+			        a.node, a.container_id, a.ifname, a.tenant, a.allocation, a.joined,
+			        a.uid, a.gid);
+		return o;
+	}
+	/* the tick that brought the member ran the node's overlay pass with
+	 * this record: when that pass plugged the pod in, answer from it;
+	 * else (a join, a record newer than the pass, a failure) a pass for
+	 * this attachment alone */
+	if (view_plugged(s, a.node, &a))
+		ready = true;
+	else if ((r = overlay_now(s, a.node, a.hash, &ready, why, sizeof(why), &e)) < 0)
 		return answer_err(e.code, "%s", e.message);
 	if (!ready)
 		return answer_err(ISO_E_UNAVAILABLE, "not on the tenant's overlay yet (%s)", why);
@@ -1002,7 +1156,9 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	}
 	agent_attachment_name(a, name);
 	pthread_mutex_lock(&s->work);
-	if (iso_overlay_member_remove(NULL, name, &e2) < 0)
+	/* (Slingshot: no interface; the member's release below ends its
+	 * service: the tick's CXI pass drops the identity and destroys it) */
+	if (!a->cxi && iso_overlay_member_remove(NULL, name, &e2) < 0)
 		iso_log(ISO_LOG_WARN, "agent.cni_overlay_failed", "node=%s msg=\"%s\"", a->node,
 		        e2.message);
 	pthread_mutex_unlock(&s->work);
@@ -1067,6 +1223,25 @@ static json_t *do_check(struct agent_sandboxes *s, const struct cni_req *rq)
 		return answer_err(
 		    ISO_E_NOT_FOUND, "container %s's %s: its allocation %s is not live on node %s",
 		    rq->container_id, rq->ifname, a.allocation[0] ? a.allocation : "-", a.node);
+	if (a.cxi) {
+		/* the NIC read back now: the member's service with the tenant's
+		 * VNI admitting exactly the pod's uid and gid */
+		char why[ISO_AGENT_REASON_MAX + 64];
+		uint32_t svc = 0;
+		if (!w.has_cxi)
+			return answer_err(ISO_E_NOT_FOUND, "container %s: its member has no VNI",
+			                  rq->container_id);
+		if (!s->cxi)
+			return answer_err(ISO_E_UNAVAILABLE, "this agent has no CXI driver");
+		if (agent_cxi_check(s->cxi, a.allocation, a.member, w.cxi_vni, a.uid, a.gid, &svc,
+		                    why, sizeof(why)) < 0)
+			return answer_err(ISO_E_NOT_FOUND, "container %s: %s", rq->container_id,
+			                  why);
+		return json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:b}", "allocation",
+		                 a.allocation, "member", (int)a.member, "tenant", a.tenant, "vni",
+		                 (json_int_t)w.cxi_vni, "uid", (json_int_t)a.uid, "gid",
+		                 (json_int_t)a.gid, "svc_id", (json_int_t)svc, "joined", a.joined);
+	}
 	/* what the kernel holds now, read back, changing nothing: the pod's
 	 * interface with its address, its veth on the tenant's bridge */
 	struct iso_overlay_member_link lk;

@@ -295,6 +295,30 @@ int iso_agent_cxi_ensure(struct iso_agent_cxi *x, uint32_t vni, uint32_t uid, ui
 	return r < 0 ? r : 0;
 }
 
+int iso_agent_cxi_find(struct iso_agent_cxi *x, uint32_t vni, uint32_t uid, uint32_t gid,
+                       uint32_t *svc_id, struct iso_error *err)
+{
+	struct iso_agent_cxi_report l;
+	int r;
+
+	*svc_id = 0;
+	if ((r = check_args(vni, uid, gid, err)) < 0)
+		return r;
+	if ((r = iso_agent_cxi_list(x, &l, err)) < 0)
+		return r;
+	r = -ENOENT;
+	for (int i = 0; i < l.n_services && r < 0; i++)
+		if (is_ours(&l.services[i], vni, uid, gid)) {
+			*svc_id = l.services[i].svc_id;
+			r = 0;
+		}
+	iso_agent_cxi_report_clear(&l);
+	if (r < 0)
+		iso_error_set(err, ISO_E_NOT_FOUND, "vni",
+		              "no CXI service admits uid %u gid %u to VNI %u", uid, gid, vni);
+	return r;
+}
+
 int iso_agent_cxi_destroy(struct iso_agent_cxi *x, uint32_t svc_id, struct iso_error *err)
 {
 	struct iso_agent_cxi_report l;

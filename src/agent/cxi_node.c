@@ -524,3 +524,31 @@ char *agent_cxi_admit_answer(struct agent_cxi *c, const struct agent_table_entry
 	json_decref(o);
 	return text;
 }
+
+/* ---- a pod attachment's CHECK (cni.c) ---- */
+
+int agent_cxi_check(struct agent_cxi *c, const char *allocation, unsigned member, uint32_t vni,
+                    uint32_t uid, uint32_t gid, uint32_t *svc_id, char *why, size_t size)
+{
+	const struct agent_cxi_admit *had;
+	struct iso_error err = {0};
+	int r;
+
+	*svc_id = 0;
+	pthread_mutex_lock(&c->lock);
+	if ((r = ready_locked(c, why, size)) < 0) {
+		pthread_mutex_unlock(&c->lock);
+		return r;
+	}
+	had = admitted_of(c, allocation, member);
+	if (!had || had->uid != uid || had->gid != gid || had->vni != vni) {
+		snprintf(why, size, "member %u of %s does not admit uid %u gid %u to VNI %u",
+		         member, allocation, uid, gid, vni);
+		pthread_mutex_unlock(&c->lock);
+		return -ENOENT;
+	}
+	if ((r = iso_agent_cxi_find(c->x, vni, uid, gid, svc_id, &err)) < 0)
+		snprintf(why, size, "%s", err.message);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}

@@ -223,6 +223,10 @@ struct agent_attachment {
 	uint64_t memory_mib;
 	char alloc_name[ISO_NAME_MAX]; /* its allocation's name, cni-<hash 16> */
 	bool deleting; /* DEL began: off the overlay, its allocation being released */
+	/* Slingshot mode: no interface of ours; the pod's uid and gid are
+	 * admitted to its member's CXI service (cxi_node.c's cxi_admit) */
+	bool cxi;
+	uint32_t uid, gid;
 };
 
 /* One attachment's outcome of an overlay pass. */
@@ -231,12 +235,25 @@ struct agent_attach_result {
 	char reason[ISO_AGENT_REASON_MAX];
 };
 
+/* One attachment the tick's overlay pass plugged in. */
+struct agent_plugged {
+	char hash[33];
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	char netns[AGENT_CNI_NETNS_MAX];
+	char address[24];
+};
+
 /* A node's members as its last desired document listed them. */
 struct agent_node_view {
 	char node[ISO_NAME_MAX];
 	uint64_t generation; /* bumped by every tick */
 	size_t n;
 	struct iso_agent_member_want *members;
+	/* the attachments the tick's own overlay pass left ready, by record
+	 * (hash, allocation, netns, address as that pass read them): an ADD
+	 * answers from these instead of a second pass */
+	size_t n_plugged;
+	struct agent_plugged *plugged;
 };
 
 bool agent_cni_key_is_attachment(const char *key);
@@ -338,8 +355,12 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 
 /* ---- the CNI requests (cni.c) ---- */
 /* The node's members, kept for the requests; broadcasts ticked_cond. */
+/* The tick's: node's desired members and the attachments (att, with
+ * res[i] its overlay pass's outcome; res NULL: none ran) that pass left
+ * ready; wakes the requests that wait for them. */
 void agent_view_store(struct agent_sandboxes *s, const char *node,
-                      const struct iso_agent_desired *d);
+                      const struct iso_agent_desired *d, const struct agent_attachment *att,
+                      const struct agent_attach_result *res, size_t n_att);
 void agent_views_free(struct agent_sandboxes *s);
 /* One request {"cni": VERB, ...}: the answer object (never NULL but out
  * of memory). */
@@ -412,6 +433,12 @@ void agent_cxi_tick(struct agent_cxi *c, const char *node, const struct iso_agen
  * (malloc'd), the grant or {"error","message"}. */
 char *agent_cxi_admit_answer(struct agent_cxi *c, const struct agent_table_entry *e,
                              const char *tenant, uint32_t uid, uint32_t gid);
+/* CHECK of a pod's Slingshot attachment, changing nothing: member
+ * (allocation, member) admits exactly uid and gid, and the NIC holds an
+ * enabled service of exactly vni and them (read back now). 0 with
+ * *svc_id, or -errno with why. */
+int agent_cxi_check(struct agent_cxi *c, const char *allocation, unsigned member, uint32_t vni,
+                    uint32_t uid, uint32_t gid, uint32_t *svc_id, char *why, size_t size);
 
 /* ---- the socket (socket.c) ---- */
 

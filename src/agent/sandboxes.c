@@ -922,6 +922,9 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
                               struct agent_sandbox_tick *tick, struct iso_error *err)
 {
 	_cleanup_free_ struct agent_sandbox_record *recs = NULL;
+	_cleanup_free_ struct agent_attachment *att = NULL;
+	_cleanup_free_ struct agent_attach_result *att_res = NULL;
+	size_t n_att = 0;
 	_cleanup_free_ struct agent_table_entry *entries =
 	    calloc(d->n_members ? d->n_members : 1, sizeof(*entries));
 	struct agent_cpumask taken = {0};
@@ -964,14 +967,16 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 		one_member(s, g, node, d, status, m, recs, n_recs, &taken, &entries[i], tick);
 	}
 	{
-		_cleanup_free_ struct agent_attachment *att = NULL;
-		size_t n_att = 0;
 		struct iso_error ae = {0};
 		if (agent_attachments_list(s->state_root, node, &att, &n_att, &ae) < 0)
 			iso_log(ISO_LOG_WARN, "agent.cni_records_failed", "node=%s msg=\"%s\"",
 			        node, ae.message);
+		/* each attachment's outcome: an ADD waiting for this pass answers
+		 * from it (cni.c) instead of running a second one */
+		if (n_att)
+			att_res = calloc(n_att, sizeof(*att_res));
 		if (s->real || n_att)
-			agent_overlay_tick(node, d, entries, att, n_att, NULL, NULL, status,
+			agent_overlay_tick(node, d, entries, att, n_att, att_res, NULL, status,
 			                   &s->overlay_clean);
 	}
 	/* real mode: a plugin starts a member once its sandbox is there */
@@ -986,7 +991,7 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 			entry_status(arr, &entries[i]);
 	if (publish(s, node, entries, d->n_members) < 0)
 		r = iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
-	agent_view_store(s, node, d);
+	agent_view_store(s, node, d, att, att_res, att_res ? n_att : 0);
 out:
 	pthread_mutex_unlock(&s->work);
 	json_object_set_new(status, "sandbox_mode", json_string(s->real ? "real" : "off"));

@@ -153,15 +153,15 @@ int cni_config_parse(const char *text, size_t len, struct cni_config *cfg, json_
 		goto out;
 	}
 	(void)type; /* the runtime's choice of binary; any spelling */
-	if (mode && strcmp(mode, "ethernet") != 0) {
+	if (mode && strcmp(mode, "ethernet") != 0 && strcmp(mode, "slingshot") != 0) {
 		snprintf(msg, sizeof(msg),
-		         "mode: \"%.32s\" is not built into this plugin (ethernet; infiniband and "
-		         "slingshot are not yet)",
+		         "mode: \"%.32s\" is not built into this plugin (ethernet, slingshot; "
+		         "infiniband is not yet)",
 		         mode);
 		fail(code, CNI_E_CONFIG, err, "mode", msg);
 		goto out;
 	}
-	iso_strlcpy(cfg->mode, "ethernet", sizeof(cfg->mode));
+	iso_strlcpy(cfg->mode, mode ? mode : "ethernet", sizeof(cfg->mode));
 	if ((sock && dir) || (!sock && !dir)) {
 		fail(code, CNI_E_CONFIG, err, sock ? "agentStateDir" : "agentSocket",
 		     "agentSocket or agentStateDir: give exactly one (the node agent's socket, or "
@@ -246,6 +246,12 @@ int cni_config_parse(const char *text, size_t len, struct cni_config *cfg, json_
 			goto out;
 		}
 		cfg->has_ipam = true;
+	}
+	if (cfg->has_ipam && strcmp(cfg->mode, "slingshot") == 0) {
+		fail(code, CNI_E_CONFIG, err, "ipam",
+		     "ipam: not with mode slingshot (it makes no interface: chain it after the "
+		     "pod's network plugin, whose Result it passes on)");
+		goto out;
 	}
 	json_t *prev = json_object_get(doc, "prevResult");
 	if (prev && !json_is_object(prev)) {
@@ -344,6 +350,33 @@ int cni_args_parse(const char *text, struct cni_args *out, struct iso_error *err
 					    "CNI_ARGS: ISOSTACK_ALLOCATION: expected an "
 					    "allocation id (a- and 16 hex digits)");
 				iso_strlcpy(out->allocation, v, sizeof(out->allocation));
+			} else if (strcmp(k, "ISOSTACK_UID") == 0 ||
+			           strcmp(k, "ISOSTACK_GID") == 0) {
+				bool is_uid = strcmp(k, "ISOSTACK_UID") == 0;
+				unsigned long long x = 0;
+				const char *q = v;
+				/* decimal digits only, no sign, no blanks, no leading 0 */
+				for (; *q >= '0' && *q <= '9' && x <= UINT32_MAX; q++)
+					x = x * 10 + (unsigned)(*q - '0');
+				if (!*v || *q || (v[0] == '0' && v[1]) || x > UINT32_MAX - 1)
+					return iso_error_set(
+					    err, ISO_E_INVALID,
+					    is_uid ? "CNI_ARGS.ISOSTACK_UID"
+					           : "CNI_ARGS.ISOSTACK_GID",
+					    "CNI_ARGS: %s: expected a decimal %s, 1..4294967294", k,
+					    is_uid ? "uid" : "gid");
+				if (x == 0)
+					return iso_error_set(
+					    err, ISO_E_INVALID,
+					    is_uid ? "CNI_ARGS.ISOSTACK_UID"
+					           : "CNI_ARGS.ISOSTACK_GID",
+					    "CNI_ARGS: %s: 0 (root) is refused: a CXI service that "
+					    "admits root admits every root process of every tenant",
+					    k);
+				if (is_uid)
+					out->uid = (uint32_t)x;
+				else
+					out->gid = (uint32_t)x;
 			} else if (strcmp(k, "K8S_POD_INFRA_CONTAINER_ID") == 0 ||
 			           strcmp(k, "K8S_POD_UID") == 0 || out->ignore_unknown) {
 				continue;
@@ -466,6 +499,15 @@ json_t *cni_add_result(const char *version, const char *ifname, const char *netn
 	json_t *dns = json_object_get(ipam, "dns");
 	if (json_is_object(dns))
 		json_object_set(res, "dns", dns);
+	return res;
+}
+
+json_t *cni_passthrough_result(const char *version, const json_t *prev)
+{
+	json_t *res = prev ? json_deep_copy(prev) : json_pack("{s:[], s:[]}", "interfaces", "ips");
+
+	if (res)
+		json_object_set_new(res, "cniVersion", json_string(version));
 	return res;
 }
 

@@ -47,7 +47,7 @@ struct cni_tenant_map_entry {
 struct cni_config {
 	char cni_version[16];
 	char name[129];
-	char mode[16];                   /* "ethernet" (the only one built here) */
+	char mode[16];                   /* "ethernet" or "slingshot" */
 	char agent_socket[CNI_PATH_MAX]; /* from agentSocket or agentStateDir */
 	char node[ISO_NAME_MAX];         /* "" : the agent's only node */
 	char allocation[24];             /* join this allocation; "" : one of its own */
@@ -66,6 +66,9 @@ struct cni_args {
 	char pod_namespace[CNI_NS_MAX];
 	char pod_name[254];
 	char allocation[24]; /* ISOSTACK_ALLOCATION */
+	/* ISOSTACK_UID, ISOSTACK_GID (Slingshot mode: the pod's identity that
+	 * its CXI service admits), 1..4294967294; 0: not given */
+	uint32_t uid, gid;
 	bool ignore_unknown;
 };
 
@@ -103,6 +106,10 @@ int cni_code_of(enum iso_errcode c);
  * IPAM's result (routes, dns; NULL when none), for cniVersion `version`. */
 json_t *cni_add_result(const char *version, const char *ifname, const char *netns,
                        const json_t *agent, const json_t *ipam);
+/* Slingshot mode's ADD Result: the chain's prevResult passed on (its
+ * cniVersion set to `version`), or an empty one (no interfaces, no ips):
+ * the pod's CXI service is not an interface. */
+json_t *cni_passthrough_result(const char *version, const json_t *prev);
 /* The first IPv4 address of a Result's ips ("A.B.C.D/N"), or -ENOENT. */
 int cni_result_ipv4(const json_t *result, char out[24]);
 

@@ -277,6 +277,15 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, struc
 		         env->args.pod_namespace);
 		return error_out(v, CNI_E_UNMAPPED, msg, "");
 	}
+	bool cxi = strcmp(cfg->mode, "slingshot") == 0;
+	if (cxi && (!env->args.uid || !env->args.gid))
+		return error_out(v, CNI_E_ENV,
+		                 !env->args.uid
+		                     ? "CNI_ARGS: ISOSTACK_UID: not set (mode slingshot: the pod's "
+		                       "uid, which its CXI service admits)"
+		                     : "CNI_ARGS: ISOSTACK_GID: not set (mode slingshot: the pod's "
+		                       "gid, which its CXI service admits)",
+		                 "");
 	if (cfg->has_ipam) {
 		if ((r = ipam_run(env, cfg, "ADD", ip, &ipam, &e)) < 0)
 			return error_out(v, CNI_E_IPAM, e.message, "");
@@ -299,8 +308,13 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, struc
 		json_object_set_new(
 		    req, "allocation",
 		    json_string(env->args.allocation[0] ? env->args.allocation : cfg->allocation));
-	if (addr[0])
+	if (addr[0] && !cxi)
 		json_object_set_new(req, "address", json_string(addr));
+	if (cxi) {
+		json_object_set_new(req, "mode", json_string("slingshot"));
+		json_object_set_new(req, "uid", json_integer(env->args.uid));
+		json_object_set_new(req, "gid", json_integer(env->args.gid));
+	}
 	json_object_set_new(req, "cpus", json_integer(cfg->cpus));
 	json_object_set_new(req, "memory_mib", json_integer((json_int_t)cfg->memory_mib));
 	r = iso_agent_cni_request(cfg->agent_socket, req, &answer, &e);
@@ -320,8 +334,9 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, struc
 		         tenant, e.message);
 		return error_out(v, code, msg, "");
 	}
-	json_t *res =
-	    cni_add_result(v, env->ifname, env->netns, answer, ipam ? ipam : cfg->prev_result);
+	json_t *res = cxi ? cni_passthrough_result(v, cfg->prev_result)
+	                  : cni_add_result(v, env->ifname, env->netns, answer,
+	                                   ipam ? ipam : cfg->prev_result);
 	json_decref(answer);
 	json_decref(ipam);
 	return emit(res) < 0 ? 1 : 0;
@@ -348,7 +363,7 @@ static int do_simple(const char *verb, const struct cni_config *cfg, const struc
 		                     ? CNI_E_CHECK
 		                     : cni_code_of(e.code),
 		                 e.message, "");
-	if (strcmp(verb, "CHECK") == 0 && cfg->prev_result) {
+	if (strcmp(verb, "CHECK") == 0 && cfg->prev_result && strcmp(cfg->mode, "slingshot") != 0) {
 		/* the Result the runtime kept must still be what the pod has */
 		char want[24], have[40];
 		if (cni_result_ipv4(cfg->prev_result, want) == 0) {

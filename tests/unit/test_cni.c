@@ -83,6 +83,8 @@ static void test_config_bad(void **state)
 	     "\"b\"}}",
 	     7, "type", "type"},
 	    {"{" GOOD ",\"mode\":\"infiniband\"}", 7, "mode", "infiniband"},
+	    {"{" GOOD ",\"mode\":\"slingshot\",\"ipam\":{\"type\":\"host-local\"}}", 7, "ipam",
+	     "slingshot"},
 	    {"{" GOOD ",\"agentSocket\":\"/x.sock\"}", 7, "agentStateDir", "exactly one"},
 	    {"{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"tenants\":{\"a\":\"b\"}}",
 	     7, "agentSocket", "exactly one"},
@@ -150,6 +152,16 @@ static void test_args(void **state)
 	    {"K8S_POD_NAME=", "CNI_ARGS.K8S_POD_NAME", "K8S_POD_NAME"},
 	    {"ISOSTACK_ALLOCATION=zz", "CNI_ARGS.ISOSTACK_ALLOCATION", "allocation id"},
 	    {"FOO=bar", "CNI_ARGS", "unknown key FOO"},
+	    {"ISOSTACK_UID=0", "CNI_ARGS.ISOSTACK_UID", "root"},
+	    {"ISOSTACK_GID=0", "CNI_ARGS.ISOSTACK_GID", "root"},
+	    {"ISOSTACK_UID=", "CNI_ARGS.ISOSTACK_UID", "decimal"},
+	    {"ISOSTACK_UID=-1", "CNI_ARGS.ISOSTACK_UID", "decimal"},
+	    {"ISOSTACK_UID=+5", "CNI_ARGS.ISOSTACK_UID", "decimal"},
+	    {"ISOSTACK_UID=5 ", "CNI_ARGS.ISOSTACK_UID", "decimal"},
+	    {"ISOSTACK_UID=007", "CNI_ARGS.ISOSTACK_UID", "decimal"},
+	    {"ISOSTACK_UID=4294967295", "CNI_ARGS.ISOSTACK_UID", "4294967294"},
+	    {"ISOSTACK_GID=99999999999999999999", "CNI_ARGS.ISOSTACK_GID", "4294967294"},
+	    {"ISOSTACK_GID=1e3", "CNI_ARGS.ISOSTACK_GID", "decimal"},
 	    {"IgnoreUnknown=maybe", "CNI_ARGS.IgnoreUnknown", "IgnoreUnknown"},
 	};
 	struct cni_args a;
@@ -171,6 +183,10 @@ static void test_args(void **state)
 	assert_string_equal(a.pod_namespace, "team-a");
 	assert_string_equal(a.pod_name, "web-0");
 	assert_string_equal(a.allocation, "a-0123456789abcdef");
+	assert_int_equal(a.uid, 0);
+	assert_int_equal(cni_args_parse("ISOSTACK_UID=5001;ISOSTACK_GID=4294967294", &a, &e), 0);
+	assert_int_equal(a.uid, 5001);
+	assert_int_equal(a.gid, 4294967294u);
 	assert_int_equal(cni_args_parse(NULL, &a, &e), 0);
 	assert_string_equal(a.pod_namespace, "");
 }
