@@ -160,7 +160,8 @@ int iso_agent_cxi_list(struct iso_agent_cxi *x, struct iso_agent_cxi_report *out
 	for (unsigned i = 0; i < l->count; i++)
 		from_desc(&l->descs[i], &out->services[out->n_services++]);
 	x->f.cxil_free_svc_list(l);
-	qsort(out->services, (size_t)out->n_services, sizeof(*out->services), svc_cmp);
+	if (out->n_services > 0)
+		qsort(out->services, (size_t)out->n_services, sizeof(*out->services), svc_cmp);
 	return 0;
 }
 

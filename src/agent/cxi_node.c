@@ -149,7 +149,8 @@ static int admitted_load(struct agent_cxi *c, struct iso_error *err)
 		return iso_error_set(err, ISO_E_INVALID, err ? err->field : "", "%s: %s", c->path,
 		                     msg);
 	}
-	memcpy(c->v, v, n * sizeof(*v));
+	if (n > 0)
+		memcpy(c->v, v, n * sizeof(*v));
 	c->n = n;
 	free(v);
 	return 0;

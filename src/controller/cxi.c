@@ -82,7 +82,8 @@ static void judge_node(struct iso_controller *c, struct ctl_findings *f, int ni,
 
 		ctl_agents_node_member(c, ni, i, &alloc, &k, &ts[n_ts++]);
 	}
-	qsort(ts, (size_t)n_ts, sizeof(*ts), i64_cmp);
+	if (n_ts > 0)
+		qsort(ts, (size_t)n_ts, sizeof(*ts), i64_cmp);
 	for (int s = 0; s < cx->n_services; s++) {
 		const struct iso_cxi_service *sv = &cx->services[s];
 		int64_t owner = 0;
@@ -118,7 +119,7 @@ static void judge_node(struct iso_controller *c, struct ctl_findings *f, int ni,
 				continue;
 			}
 			owner = t;
-			if (!bsearch(&t, ts, (size_t)n_ts, sizeof(*ts), i64_cmp))
+			if (n_ts == 0 || !bsearch(&t, ts, (size_t)n_ts, sizeof(*ts), i64_cmp))
 				CTL_FINDING(
 				    f, ISO_VIOL_EXTRA, sv->vnis[k], nodes, one,
 				    "node %s: CXI service %u lists VNI %u of tenant %s, which "
@@ -131,7 +132,8 @@ static void judge_node(struct iso_controller *c, struct ctl_findings *f, int ni,
 			    (struct ident){(uint64_t)sv->members[m].type << 32 | sv->members[m].id,
 			                   owner, sv->vnis[0], sv->svc_id};
 	}
-	qsort(ids, (size_t)n_ids, sizeof(*ids), ident_cmp);
+	if (n_ids > 0)
+		qsort(ids, (size_t)n_ids, sizeof(*ids), ident_cmp);
 	for (int i = 1; i < n_ids; i++) {
 		if (ids[i].key != ids[i - 1].key || ids[i].tenant == ids[i - 1].tenant)
 			continue;

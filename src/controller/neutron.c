@@ -92,7 +92,8 @@ static int index_inventory(struct ctl_neutron *nt, const struct iso_inventory *i
 	for (int s = 0; s < inv->fabric.n_services; s++)
 		for (int g = 0; g < inv->fabric.services[s].n_guids; g++)
 			nt->inv_guids[nt->n_inv_guids++] = inv->fabric.services[s].guids[g];
-	qsort(nt->inv_guids, (size_t)nt->n_inv_guids, sizeof(uint64_t), cmp_u64);
+	if (nt->n_inv_guids > 0)
+		qsort(nt->inv_guids, (size_t)nt->n_inv_guids, sizeof(uint64_t), cmp_u64);
 	return 0;
 }
 
@@ -112,8 +113,10 @@ int ctl_neutron_open(struct iso_controller *c, struct iso_error *err)
 	if (r < 0)
 		return r;
 	/* the stores list in key order, but by their collation: sort ours */
-	qsort(nt->projects, (size_t)nt->n_projects, sizeof(*nt->projects), cmp_proj);
-	qsort(nt->objs, (size_t)nt->n_objs, sizeof(*nt->objs), cmp_obj);
+	if (nt->n_projects > 0) /* qsort's base may not be NULL, even for none */
+		qsort(nt->projects, (size_t)nt->n_projects, sizeof(*nt->projects), cmp_proj);
+	if (nt->n_objs > 0)
+		qsort(nt->objs, (size_t)nt->n_objs, sizeof(*nt->objs), cmp_obj);
 	if (nt->n_objs > 0)
 		iso_log(ISO_LOG_INFO, "neutron_restored", "projects=%d objects=%d", nt->n_projects,
 		        nt->n_objs);
@@ -161,6 +164,8 @@ static struct iso_neutron_project *project_of(struct ctl_neutron *nt, const char
 	struct iso_neutron_project key = {0};
 
 	iso_strlcpy(key.project_id, id, sizeof(key.project_id));
+	if (nt->n_projects == 0) /* bsearch's base may not be NULL, even for none */
+		return NULL;
 	return bsearch(&key, nt->projects, (size_t)nt->n_projects, sizeof(*nt->projects), cmp_proj);
 }
 
@@ -466,7 +471,8 @@ int iso_controller_neutron_network_delete(struct iso_controller *c, const struct
 
 static bool guid_in_inventory(const struct ctl_neutron *nt, uint64_t guid)
 {
-	return bsearch(&guid, nt->inv_guids, (size_t)nt->n_inv_guids, sizeof(uint64_t), cmp_u64);
+	return nt->n_inv_guids > 0 &&
+	       bsearch(&guid, nt->inv_guids, (size_t)nt->n_inv_guids, sizeof(uint64_t), cmp_u64);
 }
 
 int iso_controller_neutron_port_put(struct iso_controller *c, const struct iso_principal *p,

@@ -609,7 +609,7 @@ static int reap_once(struct isoctl *ctx, const char *cluster)
 		return ISOCTL_EXIT_UNAVAILABLE;
 	}
 	for (i = 0; i < n; i++) {
-		if (bsearch(&c[i].job, live, nlive, sizeof(*live), cmp_job))
+		if (nlive > 0 && bsearch(&c[i].job, live, nlive, sizeof(*live), cmp_job))
 			continue;
 		r = release(ctx, c[i].id, &why);
 		if (r) {
