@@ -115,6 +115,9 @@ struct iso_port_assignment {
 	/* the allocation whose partition the port is in ("": the tenant's own;
 	 * a per-allocation tenant's allocation: its id) */
 	char alloc[ISO_ID_MAX];
+	/* alloc holds this VF of its own but is in its tenant's own partition:
+	 * a pod's CNI attachment (docs/fabric.md, "VFs of pod attachments") */
+	bool own_vf;
 };
 
 /* A tenant's partition as the controller knows it: the tenant's own

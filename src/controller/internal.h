@@ -292,6 +292,8 @@ struct ctl_node_vf {
 	char alloc[ISO_ID_MAX];
 };
 int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_vf *out, int max);
+/* Is member i of node ni's view a pod's CNI attachment (key "cni:...")? */
+bool ctl_agents_node_member_attachment(const struct iso_controller *c, int ni, int i);
 
 /* ---- agents.c: the node agents' desired state, status and leases ---- */
 /* Before the allocations are rebuilt: hooks the cluster state, bumps the

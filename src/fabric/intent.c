@@ -435,7 +435,8 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 		r = check_assignment(inv, &assign[i], i, err);
 		if (r < 0)
 			return r;
-		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id, assign[i].alloc);
+		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id,
+		                    assign[i].own_vf ? "" : assign[i].alloc);
 		if (t < 0)
 			return iso_error_set(err, ISO_E_INVALID, "fabric",
 			                     "assignment %d: tenant id %lld%s%s has no P_Key", i,
