@@ -262,6 +262,14 @@ struct iso_overlay_member_link {
 int iso_overlay_member_link_read(const char *member_netns, const char *ifname,
                                  struct iso_overlay_member_link *out, struct iso_error *err);
 
+/* Moves interface `name` of namespace `from` (NULL: the caller's) into
+ * namespace `to` (NULL: the caller's) as `newname`, up there, with
+ * `address` ("A.B.C.D/N", NULL or "": none): a VF's netdev into a pod and
+ * back (docs/cni.md, "InfiniBand"). -ENODEV (ISO_E_NOT_FOUND) when `from`
+ * has no `name`. */
+int iso_overlay_link_move(const char *from, const char *name, const char *to, const char *newname,
+                          const char *address, struct iso_error *err);
+
 /* The member's address, "10.A.B.C" (without the /8). */
 int iso_overlay_address(unsigned node_index, unsigned slot, char out[ISO_IPV4_MAX],
                         struct iso_error *err);

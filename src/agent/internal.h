@@ -223,6 +223,14 @@ struct agent_attachment {
 	uint64_t memory_mib;
 	char alloc_name[ISO_NAME_MAX]; /* its allocation's name, cni-<hash 16> */
 	bool deleting; /* DEL began: off the overlay, its allocation being released */
+	/* InfiniBand mode (docs/cni.md): the allocation's own VF, its host
+	 * netdev (moved into the pod as ifname), the RDMA device moved with
+	 * it ("" none); vf_index -1 until known */
+	bool ib;
+	int vf_index;
+	char vf_device[32];
+	char vf_netdev[16];
+	char rdma_dev[64];
 };
 
 /* One attachment's outcome of an overlay pass. */
@@ -232,11 +240,24 @@ struct agent_attach_result {
 };
 
 /* A node's members as its last desired document listed them. */
+/* A VF of the node's desired document and the member it serves (the
+ * document's "vfs", one row per member named). */
+struct agent_view_vf {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	unsigned index;
+	char device[32];
+	uint64_t guid;
+	uint16_t pkey;
+};
+
 struct agent_node_view {
 	char node[ISO_NAME_MAX];
 	uint64_t generation; /* bumped by every tick */
 	size_t n;
 	struct iso_agent_member_want *members;
+	size_t n_vfs;
+	struct agent_view_vf *vfs;
 };
 
 bool agent_cni_key_is_attachment(const char *key);

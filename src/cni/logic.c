@@ -153,15 +153,15 @@ int cni_config_parse(const char *text, size_t len, struct cni_config *cfg, json_
 		goto out;
 	}
 	(void)type; /* the runtime's choice of binary; any spelling */
-	if (mode && strcmp(mode, "ethernet") != 0) {
+	if (mode && strcmp(mode, "ethernet") != 0 && strcmp(mode, "infiniband") != 0) {
 		snprintf(msg, sizeof(msg),
-		         "mode: \"%.32s\" is not built into this plugin (ethernet; infiniband and "
-		         "slingshot are not yet)",
+		         "mode: \"%.32s\" is not built into this plugin (ethernet, infiniband; "
+		         "slingshot is not yet)",
 		         mode);
 		fail(code, CNI_E_CONFIG, err, "mode", msg);
 		goto out;
 	}
-	iso_strlcpy(cfg->mode, "ethernet", sizeof(cfg->mode));
+	iso_strlcpy(cfg->mode, mode ? mode : "ethernet", sizeof(cfg->mode));
 	if ((sock && dir) || (!sock && !dir)) {
 		fail(code, CNI_E_CONFIG, err, sock ? "agentStateDir" : "agentSocket",
 		     "agentSocket or agentStateDir: give exactly one (the node agent's socket, or "
@@ -189,6 +189,12 @@ int cni_config_parse(const char *text, size_t len, struct cni_config *cfg, json_
 	if (alloc && (strlen(alloc) != 18 || strncmp(alloc, "a-", 2) != 0)) {
 		fail(code, CNI_E_CONFIG, err, "allocation",
 		     "allocation: expected an allocation id (a- and 16 hex digits)");
+		goto out;
+	}
+	if (alloc && strcmp(cfg->mode, "infiniband") == 0) {
+		fail(code, CNI_E_CONFIG, err, "allocation",
+		     "allocation: not with mode infiniband (a pod holds a VF of its own "
+		     "allocation)");
 		goto out;
 	}
 	if (alloc)

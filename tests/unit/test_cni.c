@@ -82,7 +82,9 @@ static void test_config_bad(void **state)
 	    {"{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"agentSocket\":\"/s\",\"tenants\":{\"a\":"
 	     "\"b\"}}",
 	     7, "type", "type"},
-	    {"{" GOOD ",\"mode\":\"infiniband\"}", 7, "mode", "infiniband"},
+	    {"{" GOOD ",\"mode\":\"slingshot\"}", 7, "mode", "slingshot"},
+	    {"{" GOOD ",\"mode\":\"infiniband\",\"allocation\":\"a-0123456789abcdef\"}", 7,
+	     "allocation", "not with mode infiniband"},
 	    {"{" GOOD ",\"agentSocket\":\"/x.sock\"}", 7, "agentStateDir", "exactly one"},
 	    {"{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"tenants\":{\"a\":\"b\"}}",
 	     7, "agentSocket", "exactly one"},
