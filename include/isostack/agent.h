@@ -235,7 +235,7 @@ int iso_agent_cxi_admit(const char *state_dir, const char *tenant, const char *a
 /* The host's netdev of VF `index` of `device` (docs/cni.md, "InfiniBand"):
  * mlx5: the VF's PCI function's net/ entry; sim and ibsim, whose VFs have no
  * kernel netdev: the stand-in "<device>v<index>" the host provides (a
- * dummy link in the tests). */
+ * veth in the tests). */
 int iso_agent_vf_netdev(const struct iso_vf_host *h, const char *device, unsigned index,
                         char out[16], struct iso_error *err);
 int iso_agent_vf_pkey_index(const struct iso_vf_host *h, const char *node_dir, const char *device,
@@ -346,7 +346,7 @@ struct iso_agent_overlay_member_in {
 	const char *name;
 	const char *ifname;
 	const char *address;
-	bool ready;        /* out: true without an overlay, or with its veth and address */
+	bool ready; /* out: true without an overlay, or with its veth and address */
 	char reason[ISO_AGENT_REASON_MAX]; /* out: why not ready, "" when ready */
 };
 /* Brings the node's overlay to the members in[0..n), level-triggered:

@@ -115,10 +115,10 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
                             struct iso_error *err)
 {
 	static const char *const keys[] = {
-	    "node", "container_id", "ifname",     "netns",    "network", "tenant",
-	    "key",  "hash",         "allocation", "member",   "joined",  "address",
-	    "cpus", "memory_mib",   "name",       "deleting", "ib",      "vf_index",
-	    "vf_device", "vf_netdev", "rdma_dev", NULL};
+	    "node",      "container_id", "ifname",     "netns",    "network", "tenant",
+	    "key",       "hash",         "allocation", "member",   "joined",  "address",
+	    "cpus",      "memory_mib",   "name",       "deleting", "ib",      "vf_index",
+	    "vf_device", "vf_netdev",    "rdma_dev",   NULL};
 	struct {
 		const char *k;
 		char *dst;
@@ -208,16 +208,15 @@ out:
 
 static json_t *attachment_encode(const struct agent_attachment *a)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:I, "
-	                 "s:s, s:b, s:b, s:i, s:s, s:s, s:s}",
-	                 "node", a->node, "container_id", a->container_id, "ifname", a->ifname,
-	                 "netns", a->netns, "network", a->network, "tenant", a->tenant, "key",
-	                 a->key, "hash", a->hash, "allocation", a->allocation, "member",
-	                 (int)a->member, "joined", a->joined, "address", a->address, "cpus",
-	                 (int)a->cpus, "memory_mib", (json_int_t)a->memory_mib, "name",
-	                 a->alloc_name, "deleting", a->deleting, "ib", a->ib, "vf_index",
-	                 a->vf_index, "vf_device", a->vf_device, "vf_netdev", a->vf_netdev,
-	                 "rdma_dev", a->rdma_dev);
+	return json_pack(
+	    "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:I, "
+	    "s:s, s:b, s:b, s:i, s:s, s:s, s:s}",
+	    "node", a->node, "container_id", a->container_id, "ifname", a->ifname, "netns",
+	    a->netns, "network", a->network, "tenant", a->tenant, "key", a->key, "hash", a->hash,
+	    "allocation", a->allocation, "member", (int)a->member, "joined", a->joined, "address",
+	    a->address, "cpus", (int)a->cpus, "memory_mib", (json_int_t)a->memory_mib, "name",
+	    a->alloc_name, "deleting", a->deleting, "ib", a->ib, "vf_index", a->vf_index,
+	    "vf_device", a->vf_device, "vf_netdev", a->vf_netdev, "rdma_dev", a->rdma_dev);
 }
 
 static int record_path(const char *state_root, const char *hash, char *buf, size_t size)
@@ -979,8 +978,8 @@ static json_t *ib_attach(struct agent_sandboxes *s, struct agent_attachment *a)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		r = allocation_state(s, a->allocation, state, sizeof(state), reason,
-		                     sizeof(reason), &e);
+		r = allocation_state(s, a->allocation, state, sizeof(state), reason, sizeof(reason),
+		                     &e);
 		if (r == 0 && strcmp(state, "active") == 0)
 			break;
 		if (r == 0 && strcmp(state, "provisioning") != 0 && strcmp(state, "placed") != 0 &&
@@ -992,12 +991,13 @@ static json_t *ib_attach(struct agent_sandboxes *s, struct agent_attachment *a)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
 		if (ms >= CNI_CONFIRM_MS) {
-			snprintf(msg, sizeof(msg),
-			         "the subnet manager did not confirm tenant %s's P_Key on the pod's "
-			         "VF within %d s (allocation %s: %s%s%s)",
-			         a->tenant, CNI_CONFIRM_MS / 1000, a->allocation,
-			         r < 0 ? "the controller: " : state, r < 0 ? e.message : "",
-			         r == 0 && reason[0] ? reason : "");
+			snprintf(
+			    msg, sizeof(msg),
+			    "the subnet manager did not confirm tenant %s's P_Key on the pod's "
+			    "VF within %d s (allocation %s: %s%s%s)",
+			    a->tenant, CNI_CONFIRM_MS / 1000, a->allocation,
+			    r < 0 ? "the controller: " : state, r < 0 ? e.message : "",
+			    r == 0 && reason[0] ? reason : "");
 			goto fail;
 		}
 		struct timespec ts = {0, 50000000L};
@@ -1019,8 +1019,10 @@ static json_t *ib_attach(struct agent_sandboxes *s, struct agent_attachment *a)
 		view_clear(&v);
 	if (!vf) {
 		code = ISO_E_INTERNAL;
-		snprintf(msg, sizeof(msg), "allocation %s has no VF on node %s (not an InfiniBand "
-		         "fabric?)", a->allocation, a->node);
+		snprintf(msg, sizeof(msg),
+		         "allocation %s has no VF on node %s (not an InfiniBand "
+		         "fabric?)",
+		         a->allocation, a->node);
 		goto fail;
 	}
 	a->vf_index = (int)mine.index;
@@ -1081,8 +1083,9 @@ fail : {
 		iso_log(ISO_LOG_WARN, "agent.cni_rollback_failed",
 		        "node=%s container=%s allocation=%s msg=\"%s\" (DEL or GC frees it)",
 		        a->node, a->container_id, a->allocation, de.message);
-	iso_log(ISO_LOG_WARN, "agent.cni_ib_failed", "node=%s container=%s allocation=%s msg=\"%s\"",
-	        a->node, a->container_id, a->allocation, msg);
+	iso_log(ISO_LOG_WARN, "agent.cni_ib_failed",
+	        "node=%s container=%s allocation=%s msg=\"%s\"", a->node, a->container_id,
+	        a->allocation, msg);
 	return answer_err(code, "%s", msg);
 }
 }
@@ -1107,10 +1110,11 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	a.ib = rq->ib;
 	a.vf_index = -1;
 	if (rq->ib && rq->allocation[0])
-		return answer_err(ISO_E_INVALID,
-		                  "allocation: a pod on InfiniBand holds a VF of its own allocation; "
-		                  "it cannot join allocation %s",
-		                  rq->allocation);
+		return answer_err(
+		    ISO_E_INVALID,
+		    "allocation: a pod on InfiniBand holds a VF of its own allocation; "
+		    "it cannot join allocation %s",
+		    rq->allocation);
 	attachment_hash(a.node, a.container_id, a.ifname, a.hash);
 	{
 		/* a lease of its own: a retry or an agent restart finds the key in
@@ -1231,7 +1235,8 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 		 * restore names it afresh. No ifname in the pod: never moved. */
 		r = 0;
 		if (access(a->netns, F_OK) == 0) {
-			if (a->rdma_dev[0] && iso_rdma_dev_move(a->netns, a->rdma_dev, NULL, &e2) < 0)
+			if (a->rdma_dev[0] &&
+			    iso_rdma_dev_move(a->netns, a->rdma_dev, NULL, &e2) < 0)
 				iso_log(ISO_LOG_WARN, "agent.cni_rdma_back_failed",
 				        "node=%s dev=%s msg=\"%s\"", a->node, a->rdma_dev,
 				        e2.message);
@@ -1240,8 +1245,9 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 		}
 		if (r < 0 && r != -ENODEV) {
 			pthread_mutex_unlock(&s->work);
-			return iso_error_set(err, e2.code, "", "the pod's %s back to the host as %s: %s",
-			                     a->ifname, a->vf_netdev, e2.message);
+			return iso_error_set(err, e2.code, "",
+			                     "the pod's %s back to the host as %s: %s", a->ifname,
+			                     a->vf_netdev, e2.message);
 		}
 	} else if (iso_overlay_member_remove(NULL, name, &e2) < 0) {
 		iso_log(ISO_LOG_WARN, "agent.cni_overlay_failed", "node=%s msg=\"%s\"", a->node,

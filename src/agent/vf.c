@@ -909,8 +909,9 @@ int iso_agent_vf_netdev(const struct iso_vf_host *h, const char *device, unsigne
 		return 0;
 	}
 	if (h->driver != ISO_VF_MLX5)
-		return iso_error_set(err, ISO_E_UNAVAILABLE, "vfs",
-		                     "this host has no VF driver (isostack-agent --vf-driver none)");
+		return iso_error_set(
+		    err, ISO_E_UNAVAILABLE, "vfs",
+		    "this host has no VF driver (isostack-agent --vf-driver none)");
 	if ((r = vf_open(&v, h, device, index, err)) < 0 || (r = vf_read(&v, err)) < 0)
 		return r;
 	if (!v.netdev[0] || strlen(v.netdev) >= 16)

@@ -1356,9 +1356,8 @@ bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_al
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n)
 		return false;
-	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, a->idem_key, k,
-	                   a->slots,
-	                   a->n_slots);
+	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, a->idem_key,
+	                   k, a->slots, a->n_slots);
 }
 
 /* A report made members of node `ni` ready: their allocations pass the gate

@@ -544,8 +544,7 @@ static bool alloc_on_node(const struct iso_controller *c, int ni, int64_t tenant
 	return false;
 }
 
-static int no_vf(const struct iso_node *node, const char *alloc, bool own_vf,
-                 struct iso_error *err)
+static int no_vf(const struct iso_node *node, const char *alloc, bool own_vf, struct iso_error *err)
 {
 	char field[ISO_NAME_MAX + 24];
 
@@ -582,8 +581,8 @@ static int stage_alloc_key(struct iso_controller *c, const struct ctl_key *tk, c
 	if (find_key(f->staged_keys, f->n_staged_keys, tk->tenant_id, alloc))
 		return 0;
 	for (int i = 0; i < f->n_staged_keys; i++)
-		held += f->staged_keys[i].tenant_id == tk->tenant_id && f->staged_keys[i].alloc[0] &&
-		        !ctl_neutron_is_key(f->staged_keys[i].alloc);
+		held += f->staged_keys[i].tenant_id == tk->tenant_id &&
+		        f->staged_keys[i].alloc[0] && !ctl_neutron_is_key(f->staged_keys[i].alloc);
 	quarantined = qkeys_of(f, tk->tenant_id, now);
 	r = c->store->ops->tenant_get_by_id(c->store, tk->tenant_id, &t, err);
 	if (r < 0)
@@ -811,15 +810,16 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 			} else if (tk) {
 				/* a pod's attachment holds a VF of its own, in the
 				 * tenant's key; the tenant's other members share one */
-				n_shared = node_allocs_which(c, ni, here[t], allocs, 1,
-				                             ALLOCS_OTHERS) > 0;
-				n_al = n_shared + node_allocs_which(c, ni, here[t], allocs + n_shared,
-				                                    max_members - n_shared,
-				                                    ALLOCS_ATTACHMENTS);
+				n_shared =
+				    node_allocs_which(c, ni, here[t], allocs, 1, ALLOCS_OTHERS) > 0;
+				n_al = n_shared + node_allocs_which(
+				                      c, ni, here[t], allocs + n_shared,
+				                      max_members - n_shared, ALLOCS_ATTACHMENTS);
 			}
 			for (int a = 0; a < n_al; a++) {
 				bool own_vf = tk && !tk->per_alloc && a >= n_shared;
-				const char *alloc = tk && (tk->per_alloc || own_vf) ? allocs[a] : "";
+				const char *alloc =
+				    tk && (tk->per_alloc || own_vf) ? allocs[a] : "";
 				int vf;
 
 				if (find_port(next, n_next, ni, here[t], alloc))

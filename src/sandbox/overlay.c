@@ -681,8 +681,7 @@ int iso_overlay_link_move(const char *from, const char *name, const char *to, co
 		              from ? " in " : "", from ? from : "");
 		return -ENODEV;
 	}
-	_cleanup_close_ int tfd =
-	    open(to ? to : "/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int tfd = open(to ? to : "/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (tfd < 0) {
 		int e = errno;
 		iso_error_set(err, e == ENOENT ? ISO_E_NOT_FOUND : ISO_E_INTERNAL, "netns",
@@ -712,7 +711,8 @@ int iso_overlay_link_move(const char *from, const char *name, const char *to, co
 	if ((r = get_link(tsk, newname, &m, err)) < 0)
 		return r;
 	if (!m) {
-		iso_error_set(err, ISO_E_INTERNAL, "ifname", "%s not found after the move", newname);
+		iso_error_set(err, ISO_E_INTERNAL, "ifname", "%s not found after the move",
+		              newname);
 		return -ENODEV;
 	}
 	if (plen)
