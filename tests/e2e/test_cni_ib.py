@@ -309,6 +309,7 @@ class CniIb(harness.ApiTestCase):
         self.assertLess(took, harness.T(40))
         self.assertEqual(self.records(), [])
         self.assertEqual(self.live_attachments(), [])
+        self.assert_clean()
 
     def test_agent_killed_while_provisioning(self):
         _, p = self.pod("k")
@@ -333,8 +334,8 @@ class CniIb(harness.ApiTestCase):
         self.wait_status()
         rc, out = self.gc([])
         self.assertEqual(rc, 0, out)
-        self.assertEqual(self.records(), [])
-        self.assertEqual(self.live_attachments(), [])
+        self.assertEqual(out, None)  # GC prints nothing on success
+        self.assert_clean()
 
 
 if __name__ == "__main__":
