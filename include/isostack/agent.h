@@ -232,6 +232,12 @@ int iso_agent_cxi_admit(const char *state_dir, const char *tenant, const char *a
  * entry whose low 15 bits are pkey's, full membership first. *out -1 when
  * not there, no RDMA device is seen, or the driver cannot read the table
  * (ibsim, none); -errno only for a bad argument. */
+/* The host's netdev of VF `index` of `device` (docs/cni.md, "InfiniBand"):
+ * mlx5: the VF's PCI function's net/ entry; sim and ibsim, whose VFs have no
+ * kernel netdev: the stand-in "<device>v<index>" the host provides (a
+ * veth in the tests). */
+int iso_agent_vf_netdev(const struct iso_vf_host *h, const char *device, unsigned index,
+                        char out[16], struct iso_error *err);
 int iso_agent_vf_pkey_index(const struct iso_vf_host *h, const char *node_dir, const char *device,
                             unsigned index, uint16_t pkey, int *out, struct iso_error *err);
 

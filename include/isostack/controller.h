@@ -35,8 +35,8 @@ struct iso_principal {
 /* What one tenant may have at once (docs/tenancy.md, "Limits"): a tenant's
  * own value wins, 0 takes the daemon's default. */
 struct iso_tenant_limits {
-	int max_pending; /* pending allocations; default 1000 */
-	int max_live;    /* allocations holding resources; default 2000 */
+	int max_pending;               /* pending allocations; default 1000 */
+	int max_live;                  /* allocations holding resources; default 2000 */
 	int writes_per_s, reads_per_s; /* in force (iso_controller_tenant_limits only) */
 };
 #define ISO_DEFAULT_MAX_PENDING 1000
@@ -397,9 +397,9 @@ int iso_controller_alloc_create(struct iso_controller *c, const struct iso_princ
 int iso_controller_alloc_get(struct iso_controller *c, const struct iso_principal *p,
                              const char *id, struct iso_allocation *out, struct iso_error *err);
 struct iso_alloc_query {
-	const char *tenant; /* NULL: all visible */
+	const char *tenant;   /* NULL: all visible */
 	const char *idem_key; /* NULL: any; else only the one(s) created with it */
-	int state;          /* -1: any */
+	int state;            /* -1: any */
 	const char *after;
 	int limit;
 };
@@ -513,8 +513,8 @@ struct iso_desired_wait {
  * generation still `after`, the request is registered instead (*out NULL)
  * and wait->fn answers it later; ISO_E_LIMIT when too many already wait. */
 int iso_controller_node_desired(struct iso_controller *c, const struct iso_principal *p,
-                                const char *node, const struct iso_desired_wait *wait,
-                                json_t **out, struct iso_error *err);
+                                const char *node, const struct iso_desired_wait *wait, json_t **out,
+                                struct iso_error *err);
 /* Answers every waiting request now, and any that comes later at once
  * (before the API stops). */
 void iso_controller_agents_release_waiters(struct iso_controller *c);

@@ -54,8 +54,8 @@ int iso_pkey_pool_take_exact(struct iso_pkey_pool *p, int64_t now_ms, uint16_t p
  * lowest, as take). An allocation's key is taken with a random pick, so that
  * its number says nothing about which keys others hold (docs/fabric.md,
  * "Per-allocation partitions"). The same -ENOSPC as take when none is left. */
-int iso_pkey_pool_take_pick(struct iso_pkey_pool *p, int64_t now_ms, uint32_t pick,
-                            uint16_t *out, struct iso_error *err);
+int iso_pkey_pool_take_pick(struct iso_pkey_pool *p, int64_t now_ms, uint32_t pick, uint16_t *out,
+                            struct iso_error *err);
 /* Back into quarantine from `now_ms`. */
 void iso_pkey_pool_release(struct iso_pkey_pool *p, uint16_t pkey, int64_t now_ms);
 
@@ -82,8 +82,8 @@ struct iso_partition {
 	/* ISO_PART_TENANT of one allocation of a per-allocation tenant: its id;
 	 * "" for the tenant's own partition */
 	char alloc[ISO_ID_MAX];
-	bool ipoib, indx0; /* flags rendered on the definition */
-	int n_members;     /* sorted by guid, unique */
+	bool ipoib, indx0;                 /* flags rendered on the definition */
+	int n_members;                     /* sorted by guid, unique */
 	struct iso_fabric_member *members; /* owned */
 };
 
@@ -115,6 +115,9 @@ struct iso_port_assignment {
 	/* the allocation whose partition the port is in ("": the tenant's own;
 	 * a per-allocation tenant's allocation: its id) */
 	char alloc[ISO_ID_MAX];
+	/* alloc holds this VF of its own but is in its tenant's own partition:
+	 * a pod's CNI attachment (docs/fabric.md, "VFs of pod attachments") */
+	bool own_vf;
 };
 
 /* A tenant's partition as the controller knows it: the tenant's own

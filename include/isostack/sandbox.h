@@ -82,8 +82,8 @@ struct iso_cgroup_rdma {
 };
 
 struct iso_cgroup_limits {
-	const char *cpus; /* cpuset list "0-3,8"; NULL: v1 copies the parent's, v2 leaves it */
-	const char *mems; /* likewise for memory nodes */
+	const char *cpus;   /* cpuset list "0-3,8"; NULL: v1 copies the parent's, v2 leaves it */
+	const char *mems;   /* likewise for memory nodes */
 	int64_t memory_max; /* bytes; 0: no limit */
 	int64_t pids_max;   /* 0: no limit */
 	/* filter_devices: deny every device but the n_devices rules (v1:
@@ -146,7 +146,8 @@ struct iso_sandbox_spec {
 	 * not exist is refused (-ENOENT, field device_paths[i]). */
 	const char *const *device_paths;
 	size_t n_device_paths;
-	bool new_netns; /* an empty net namespace (only lo, up); the Ethernet overlay adds its interface */
+	bool new_netns; /* an empty net namespace (only lo, up); the Ethernet overlay adds its
+	                   interface */
 };
 
 struct iso_sandbox {
@@ -196,9 +197,8 @@ int iso_sandbox_enter(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
  * ran, and never ran outside the sandbox. stdin/stdout/stderr are the
  * caller's. */
 int iso_sandbox_run(const struct iso_cgroup *cg, const struct iso_sandbox *sb,
-                    const struct iso_sandbox_identity *id,
-                    const struct iso_seccomp_policy *policy, char *const argv[], int *status,
-                    struct iso_error *err);
+                    const struct iso_sandbox_identity *id, const struct iso_seccomp_policy *policy,
+                    char *const argv[], int *status, struct iso_error *err);
 
 /* ---- end sandbox ---- */
 
@@ -238,11 +238,11 @@ int iso_overlay_tenant_remove(const char *netns, uint32_t vni, struct iso_error 
  * eth0 in the member's namespace, up, with address
  * 10.<node_index/256>.<node_index%256>.<slot+2>/8. */
 struct iso_overlay_member {
-	const char *name;      /* the sandbox's name (iso_name_valid); kept as the veth's alias */
-	uint32_t vni;          /* the tenant, whose bridge must exist */
+	const char *name; /* the sandbox's name (iso_name_valid); kept as the veth's alias */
+	uint32_t vni;     /* the tenant, whose bridge must exist */
 	const char *member_netns; /* path of the member's namespace */
-	unsigned node_index;   /* 0 .. 65535 */
-	unsigned slot;         /* 0 .. ISO_OVERLAY_SLOT_MAX */
+	unsigned node_index;      /* 0 .. 65535 */
+	unsigned slot;            /* 0 .. ISO_OVERLAY_SLOT_MAX */
 	/* issue 17, a CNI attachment: the interface's name in member_netns
 	 * (NULL: "eth0") and its address "A.B.C.D/N" from the pod's IPAM
 	 * (NULL: the slot plan's 10.x.y.z/8; node_index and slot unused) */
@@ -261,6 +261,14 @@ struct iso_overlay_member_link {
 /* ifname NULL: eth0. -ENODEV when the namespace has no such interface. */
 int iso_overlay_member_link_read(const char *member_netns, const char *ifname,
                                  struct iso_overlay_member_link *out, struct iso_error *err);
+
+/* Moves interface `name` of namespace `from` (NULL: the caller's) into
+ * namespace `to` (NULL: the caller's) as `newname`, up there, with
+ * `address` ("A.B.C.D/N", NULL or "": none): a VF's netdev into a pod and
+ * back (docs/cni.md, "InfiniBand"). -ENODEV (ISO_E_NOT_FOUND) when `from`
+ * has no `name`. */
+int iso_overlay_link_move(const char *from, const char *name, const char *to, const char *newname,
+                          const char *address, struct iso_error *err);
 
 /* The member's address, "10.A.B.C" (without the /8). */
 int iso_overlay_address(unsigned node_index, unsigned slot, char out[ISO_IPV4_MAX],
@@ -316,8 +324,7 @@ struct iso_overlay_allow {
 	uint32_t vni;
 };
 int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
-                            const struct iso_overlay_allow *allow, size_t n,
-                            struct iso_error *err);
+                            const struct iso_overlay_allow *allow, size_t n, struct iso_error *err);
 struct iso_overlay_guard_state {
 	bool present; /* the table, its set, chain and both rules */
 	char underlay_dev[ISO_OVERLAY_IFNAME];
@@ -343,8 +350,8 @@ struct iso_overlay_vf {
 int iso_overlay_vf_set(const char *netns, const char *pf, const struct iso_overlay_vf *want,
                        struct iso_error *err);
 /* -ENOENT when the PF reports no such VF. */
-int iso_overlay_vf_read(const char *netns, const char *pf, unsigned vf,
-                        struct iso_overlay_vf *out, struct iso_error *err);
+int iso_overlay_vf_read(const char *netns, const char *pf, unsigned vf, struct iso_overlay_vf *out,
+                        struct iso_error *err);
 
 /* ---- end overlay ---- */
 
@@ -367,8 +374,7 @@ int iso_rdma_netns_mode_read(enum iso_rdma_netns_mode *out, struct iso_error *er
 /* Whether RDMA device `name` is visible from the net namespace at path
  * `netns` (NULL: the caller's): in exclusive mode, whether it is there.
  * 1 (with *index when not NULL), 0 when not, or -errno. */
-int iso_rdma_dev_find(const char *netns, const char *name, uint32_t *index,
-                      struct iso_error *err);
+int iso_rdma_dev_find(const char *netns, const char *name, uint32_t *index, struct iso_error *err);
 /* Moves RDMA device `name` from the namespace at path `from` into the one
  * at path `to` (NULL: the caller's own), by RDMA_NLDEV_CMD_SET with
  * RDMA_NLDEV_NET_NS_FD, and reads it back. Level-triggered: a device
@@ -377,8 +383,7 @@ int iso_rdma_dev_move(const char *from, const char *name, const char *to, struct
 /* In exclusive mode, moves every RDMA device the namespace `from` holds
  * into `to` (a member's namespace given back to the host before it goes);
  * in shared or no mode, nothing (0). *moved: how many moved. */
-int iso_rdma_dev_move_all(const char *from, const char *to, unsigned *moved,
-                          struct iso_error *err);
+int iso_rdma_dev_move_all(const char *from, const char *to, unsigned *moved, struct iso_error *err);
 
 /* ---- end RDMA ---- */
 

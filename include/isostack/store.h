@@ -383,8 +383,7 @@ enum {
 	ISO_FAULTSIM_READ = 8,
 	ISO_FAULTSIM_ALL = 15,
 };
-int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out,
-                            struct iso_error *err);
+int iso_store_faultsim_open(struct iso_store *inner, struct iso_store **out, struct iso_error *err);
 void iso_store_faultsim_arm(struct iso_store *s, unsigned kinds, int64_t nth, int error,
                             bool persistent);
 int64_t iso_store_faultsim_ops(const struct iso_store *s);      /* counted since armed */

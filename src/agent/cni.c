@@ -37,6 +37,7 @@
 #define CNI_THREADS_MAX  256   /* requests served at once; more: try again later */
 #define CNI_RECORD_MAX   8192
 #define CNI_IO_TIMEOUT_S 30
+#define CNI_CONFIRM_MS   10000 /* InfiniBand: for the subnet manager's read-back */
 
 /* ---- names and checks ---- */
 
@@ -114,9 +115,10 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
                             struct iso_error *err)
 {
 	static const char *const keys[] = {
-	    "node", "container_id", "ifname", "netns",  "network", "tenant", "key",
-	    "hash", "allocation",   "member", "joined", "address", "cpus",   "memory_mib",
-	    "name", "deleting",     "mode",   "uid",    "gid",     NULL};
+	    "node",      "container_id", "ifname",   "netns",  "network", "tenant", "key",
+	    "hash",      "allocation",   "member",   "joined", "address", "cpus",   "memory_mib",
+	    "name",      "deleting",     "mode",     "uid",    "gid",     "ib",     "vf_index",
+	    "vf_device", "vf_netdev",    "rdma_dev", NULL};
 	struct {
 		const char *k;
 		char *dst;
@@ -134,10 +136,13 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 	    {"allocation", out->allocation, sizeof(out->allocation), true},
 	    {"address", out->address, sizeof(out->address), true},
 	    {"name", out->alloc_name, sizeof(out->alloc_name), true},
+	    {"vf_device", out->vf_device, sizeof(out->vf_device), false},
+	    {"vf_netdev", out->vf_netdev, sizeof(out->vf_netdev), false},
+	    {"rdma_dev", out->rdma_dev, sizeof(out->rdma_dev), false},
 	};
 	json_error_t je;
 	json_t *doc;
-	int64_t member = 0, cpus = 0, mem = 0;
+	int64_t member = 0, cpus = 0, mem = 0, vf = -1;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -164,6 +169,8 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 	                          err)) < 0 ||
 	    (r = iso_json_get_bool(doc, "joined", NULL, true, &out->joined, err)) < 0 ||
 	    (r = iso_json_get_bool(doc, "deleting", NULL, false, &out->deleting, err)) < 0 ||
+	    (r = iso_json_get_bool(doc, "ib", NULL, false, &out->ib, err)) < 0 ||
+	    (r = iso_json_get_int(doc, "vf_index", NULL, false, -1, 1023, &vf, err)) < 0 ||
 	    (r = iso_json_get_int(doc, "cpus", NULL, true, 0, 1024, &cpus, err)) < 0 ||
 	    (r = iso_json_get_int(doc, "memory_mib", NULL, true, 0, INT64_C(1) << 40, &mem, err)) <
 	        0)
@@ -187,7 +194,12 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 		out->uid = (uint32_t)uid;
 		out->gid = (uint32_t)gid;
 	}
+	if (out->cxi && out->ib) {
+		r = iso_error_set(err, ISO_E_INVALID, "ib", "ib: not with mode slingshot");
+		goto out;
+	}
 	out->member = (unsigned)member;
+	out->vf_index = json_object_get(doc, "vf_index") ? (int)vf : -1;
 	out->cpus = (unsigned)cpus;
 	out->memory_mib = (uint64_t)mem;
 	r = -EINVAL;
@@ -208,6 +220,8 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 		iso_error_set(err, ISO_E_INVALID, "hash", "hash: not 32 hex digits");
 	else if (out->allocation[0] && strncmp(out->allocation, "a-", 2) != 0)
 		iso_error_set(err, ISO_E_INVALID, "allocation", "allocation: not an allocation id");
+	else if (out->vf_netdev[0] && !agent_cni_ifname_valid(out->vf_netdev))
+		iso_error_set(err, ISO_E_INVALID, "vf_netdev", "vf_netdev: not an interface name");
 	else
 		r = 0;
 out:
@@ -219,12 +233,13 @@ static json_t *attachment_encode(const struct agent_attachment *a)
 {
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:i, s:I, "
-	    "s:s, s:b}",
+	    "s:s, s:b, s:b, s:i, s:s, s:s, s:s}",
 	    "node", a->node, "container_id", a->container_id, "ifname", a->ifname, "netns",
 	    a->netns, "network", a->network, "tenant", a->tenant, "key", a->key, "hash", a->hash,
 	    "allocation", a->allocation, "member", (int)a->member, "joined", a->joined, "address",
 	    a->address, "cpus", (int)a->cpus, "memory_mib", (json_int_t)a->memory_mib, "name",
-	    a->alloc_name, "deleting", a->deleting);
+	    a->alloc_name, "deleting", a->deleting, "ib", a->ib, "vf_index", a->vf_index,
+	    "vf_device", a->vf_device, "vf_netdev", a->vf_netdev, "rdma_dev", a->rdma_dev);
 
 	if (o && a->cxi &&
 	    (json_object_set_new(o, "mode", json_string("slingshot")) < 0 ||
@@ -387,6 +402,9 @@ static void view_clear(struct agent_node_view *v)
 	free(v->plugged);
 	v->plugged = NULL;
 	v->n_plugged = 0;
+	free(v->vfs);
+	v->vfs = NULL;
+	v->n_vfs = 0;
 }
 
 void agent_views_free(struct agent_sandboxes *s)
@@ -412,11 +430,31 @@ void agent_view_store(struct agent_sandboxes *s, const char *node,
 			view_clear(&nv);
 			return;
 		}
-	/* (out of memory: none plugged, the ADDs run their own pass) */
+	size_t n_rows = 0;
+	for (size_t i = 0; i < d->n_vfs; i++)
+		n_rows += d->vfs[i].n_members;
+	if (n_rows && !(nv.vfs = calloc(n_rows, sizeof(*nv.vfs)))) {
+		view_clear(&nv);
+		return;
+	}
+	for (size_t i = 0; i < d->n_vfs; i++)
+		for (unsigned k = 0; k < d->vfs[i].n_members; k++) {
+			struct agent_view_vf *r = &nv.vfs[nv.n_vfs++];
+			iso_strlcpy(r->allocation, d->vfs[i].members[k].allocation,
+			            sizeof(r->allocation));
+			r->member = d->vfs[i].members[k].member;
+			r->index = d->vfs[i].index;
+			iso_strlcpy(r->device, d->vfs[i].device, sizeof(r->device));
+			r->guid = d->vfs[i].guid;
+			r->pkey = d->vfs[i].pkey;
+		}
+	/* (out of memory: none plugged, the ADDs run their own pass; an
+	 * InfiniBand or Slingshot pod is never on the overlay) */
 	if (n_att && res && (nv.plugged = calloc(n_att, sizeof(*nv.plugged))))
 		for (size_t a = 0; a < n_att; a++) {
 			struct agent_plugged *p = &nv.plugged[nv.n_plugged];
-			if (!res[a].ready || att[a].deleting || att[a].cxi || !att[a].allocation[0])
+			if (!res[a].ready || att[a].deleting || att[a].cxi || att[a].ib ||
+			    !att[a].allocation[0])
 				continue;
 			iso_strlcpy(p->hash, att[a].hash, sizeof(p->hash));
 			iso_strlcpy(p->allocation, att[a].allocation, sizeof(p->allocation));
@@ -445,6 +483,8 @@ void agent_view_store(struct agent_sandboxes *s, const char *node,
 		nv.n = 0;
 		nv.plugged = NULL;
 		nv.n_plugged = 0;
+		nv.vfs = NULL;
+		nv.n_vfs = 0;
 	}
 	pthread_cond_broadcast(&s->ticked_cond);
 	pthread_mutex_unlock(&s->lock);
@@ -468,6 +508,14 @@ static int view_get_locked(struct agent_sandboxes *s, const char *node, struct a
 				view_clear(out);
 				return -ENOMEM;
 			}
+		if (v->n_vfs) {
+			if (!(out->vfs = malloc(v->n_vfs * sizeof(*v->vfs)))) {
+				view_clear(out);
+				return -ENOMEM;
+			}
+			memcpy(out->vfs, v->vfs, v->n_vfs * sizeof(*v->vfs));
+			out->n_vfs = v->n_vfs;
+		}
 		return 0;
 	}
 	return -ENOENT;
@@ -526,8 +574,9 @@ void agent_attachment_inputs(const struct iso_agent_desired *d, const struct age
 		const struct agent_attachment *t = &att[a];
 		const struct iso_agent_member_want *w = NULL;
 
-		if (!t->allocation[0] || t->deleting || t->cxi)
-			continue; /* (a Slingshot pod has no interface of ours) */
+		if (!t->allocation[0] || t->deleting || t->cxi || t->ib)
+			continue; /* (a Slingshot pod has no interface of ours, an
+			           * InfiniBand pod its own VF) */
 		for (size_t i = 0; i < d->n_members && !w; i++)
 			if (d->members[i].member == t->member &&
 			    strcmp(d->members[i].allocation, t->allocation) == 0 &&
@@ -638,8 +687,9 @@ struct cni_req {
 	char address[24];
 	unsigned cpus;
 	uint64_t memory_mib;
-	bool cxi;          /* ADD's "mode": "slingshot" */
-	uint32_t uid, gid; /* and the pod's identity, 1..4294967294 */
+	bool cxi;          /* "mode": "slingshot" (ADD, STATUS) */
+	uint32_t uid, gid; /* and the pod's identity, 1..4294967294 (ADD) */
+	bool ib;           /* "mode": "infiniband" (ADD, STATUS) */
 	json_t *valid;     /* GC: [{"container_id","ifname"}] (borrowed from the doc) */
 };
 
@@ -754,6 +804,22 @@ static int agent_cni_request_parse(const char *text, size_t len, const char *con
 			goto fail;
 		}
 	}
+	if (add || status) {
+		char mode[16] = "";
+		if ((r = req_string(doc, "mode", false, mode, sizeof(mode), err)) < 0)
+			goto fail;
+		if (mode[0] && strcmp(mode, "ethernet") != 0 && strcmp(mode, "slingshot") != 0 &&
+		    strcmp(mode, "infiniband") != 0) {
+			r = iso_error_set(err, ISO_E_INVALID, "mode",
+			                  "mode: expected ethernet, slingshot or infiniband");
+			goto fail;
+		}
+		rq->cxi = strcmp(mode, "slingshot") == 0;
+		rq->ib = strcmp(mode, "infiniband") == 0;
+	} else if (json_object_get(doc, "mode")) {
+		r = iso_error_set(err, ISO_E_INVALID, "mode", "mode: only with ADD and STATUS");
+		goto fail;
+	}
 	if (add || gc) {
 		if ((r = req_string(doc, "network", true, rq->network, sizeof(rq->network), err)) <
 		    0)
@@ -788,17 +854,8 @@ static int agent_cni_request_parse(const char *text, size_t len, const char *con
 		}
 		rq->cpus = (unsigned)cpus;
 		rq->memory_mib = (uint64_t)mem;
-		const char *mode = NULL;
 		int64_t uid = 0, gid = 0;
-		if ((r = iso_json_get_string(doc, "mode", NULL, false, &mode, err)) < 0)
-			goto fail;
-		if (mode && strcmp(mode, "ethernet") != 0 && strcmp(mode, "slingshot") != 0) {
-			r = iso_error_set(err, ISO_E_INVALID, "mode",
-			                  "mode: expected ethernet or slingshot");
-			goto fail;
-		}
-		rq->cxi = mode && strcmp(mode, "slingshot") == 0;
-		/* root's 0 (and -1) never: a service that admits root admits
+		/* (mode: parsed above) root's 0 (and -1) never: a service that admits root admits
 		 * every root process of every tenant */
 		if ((r = iso_json_get_int(doc, "uid", NULL, rq->cxi, 1, UINT32_MAX - 1, &uid,
 		                          err)) < 0 ||
@@ -1004,6 +1061,164 @@ static json_t *cxi_admit_now(struct agent_sandboxes *s, const struct agent_attac
 	return o;
 }
 
+static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct agent_attachment *a,
+                   struct iso_error *err);
+
+/* The allocation's state at the controller: "active" once the subnet
+ * manager read the tenant's P_Key back from the VF (the fabric driver's
+ * confirmation, docs/fabric.md "Active only when read back"). */
+static int allocation_state(struct agent_sandboxes *s, const char *id, char *state, size_t size,
+                            char *reason, size_t rsize, struct iso_error *err)
+{
+	_cleanup_client_ struct iso_client *cl = NULL;
+	_cleanup_response_ struct iso_response resp = {0};
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/v1/allocations/%s", id);
+	http_enter(s);
+	if ((r = controller_open(s, 2000, &cl, err)) == 0 &&
+	    (r = iso_client_request(cl, "GET", path, NULL, &resp, err)) == 0)
+		r = iso_response_error(&resp, err);
+	http_leave(s);
+	if (r < 0)
+		return r;
+	const char *st = json_string_value(json_object_get(resp.body, "state"));
+	const char *why = json_string_value(json_object_get(resp.body, "reason"));
+	iso_strlcpy(state, st ? st : "", size);
+	iso_strlcpy(reason, why ? why : "", rsize);
+	return 0;
+}
+
+/* InfiniBand mode, after the allocation was created and its member is in
+ * the node's desired state: wait for the subnet manager's confirmation,
+ * then move the allocation's own VF (netdev, and its RDMA device in RDMA
+ * netns exclusive mode) into the pod. Any failure releases the attachment
+ * (the record first says what was moved); its VF then leaves the desired
+ * document and the agent's VF pass writes the saved original GUID back
+ * (docs/agent.md "VFs", step 1: ib-sriov-cni#217). */
+static json_t *ib_attach(struct agent_sandboxes *s, struct agent_attachment *a)
+{
+	char state[32] = "", reason[256] = "", msg[768] = "";
+	struct iso_error e = {0};
+	enum iso_errcode code = ISO_E_UNAVAILABLE;
+	struct timespec t0, now;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		r = allocation_state(s, a->allocation, state, sizeof(state), reason, sizeof(reason),
+		                     &e);
+		if (r == 0 && strcmp(state, "active") == 0)
+			break;
+		if (r == 0 && strcmp(state, "provisioning") != 0 && strcmp(state, "placed") != 0 &&
+		    strcmp(state, "pending") != 0) {
+			snprintf(msg, sizeof(msg), "allocation %s is %s (%s)", a->allocation, state,
+			         reason);
+			goto fail;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= CNI_CONFIRM_MS) {
+			snprintf(
+			    msg, sizeof(msg),
+			    "the subnet manager did not confirm tenant %s's P_Key on the pod's "
+			    "VF within %d s (allocation %s: %s%s%s)",
+			    a->tenant, CNI_CONFIRM_MS / 1000, a->allocation,
+			    r < 0 ? "the controller: " : state, r < 0 ? e.message : "",
+			    r == 0 && reason[0] ? reason : "");
+			goto fail;
+		}
+		struct timespec ts = {0, 50000000L};
+		nanosleep(&ts, NULL);
+	}
+	/* the allocation's own VF, named by the document for its member */
+	struct agent_node_view v;
+	const struct agent_view_vf *vf = NULL;
+	struct agent_view_vf mine;
+	pthread_mutex_lock(&s->lock);
+	r = view_get_locked(s, a->node, &v);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; r == 0 && i < v.n_vfs && !vf; i++)
+		if (strcmp(v.vfs[i].allocation, a->allocation) == 0 && v.vfs[i].member == a->member)
+			vf = &v.vfs[i];
+	if (vf)
+		mine = *vf;
+	if (r == 0)
+		view_clear(&v);
+	if (!vf) {
+		code = ISO_E_INTERNAL;
+		snprintf(msg, sizeof(msg),
+		         "allocation %s has no VF on node %s (not an InfiniBand "
+		         "fabric?)",
+		         a->allocation, a->node);
+		goto fail;
+	}
+	a->vf_index = (int)mine.index;
+	iso_strlcpy(a->vf_device, mine.device, sizeof(a->vf_device));
+	if (iso_agent_vf_netdev(&s->vf, mine.device, mine.index, a->vf_netdev, &e) < 0) {
+		code = e.code;
+		snprintf(msg, sizeof(msg), "%s", e.message);
+		goto fail;
+	}
+	/* said before it is done: a crash between the move and the store
+	 * leaves a record DEL and GC move back */
+	if ((r = attachment_store(s->state_root, a, &e)) < 0) {
+		code = e.code;
+		snprintf(msg, sizeof(msg), "%s", e.message);
+		goto fail;
+	}
+	pthread_mutex_lock(&s->work);
+	r = iso_overlay_link_move(NULL, a->vf_netdev, a->netns, a->ifname, a->address, &e);
+	if (r == 0 && s->rdma_mode == ISO_RDMA_NETNS_EXCLUSIVE) {
+		struct agent_host_roots roots = {"/dev", "/proc",
+		                                 s->vf.sysfs_root ? s->vf.sysfs_root : "/"};
+		struct agent_vf_ref ref = {a->vf_device, (unsigned)a->vf_index};
+		char rdev[ISO_RDMA_NAME_MAX];
+		if (agent_vf_rdma_device(&roots, &ref, rdev, &e) > 0) {
+			iso_strlcpy(a->rdma_dev, rdev, sizeof(a->rdma_dev));
+			if ((r = attachment_store(s->state_root, a, &e)) == 0)
+				r = iso_rdma_dev_move(NULL, rdev, a->netns, &e);
+		}
+	}
+	pthread_mutex_unlock(&s->work);
+	if (r < 0) {
+		code = e.code == ISO_E_NOT_FOUND ? ISO_E_UNAVAILABLE : e.code;
+		snprintf(msg, sizeof(msg), "moving VF %d of %s (%s) into the pod: %s", a->vf_index,
+		         a->vf_device, a->vf_netdev, e.message);
+		goto fail;
+	}
+	iso_log(ISO_LOG_INFO, "agent.cni_attached",
+	        "node=%s container=%s ifname=%s tenant=%s allocation=%s vf=%d netdev=%s "
+	        "guid=0x%016" PRIx64 " pkey=0x%04x rdma=%s",
+	        a->node, a->container_id, a->ifname, a->tenant, a->allocation, a->vf_index,
+	        a->vf_netdev, mine.guid, mine.pkey, a->rdma_dev[0] ? a->rdma_dev : "-");
+	json_t *out = attached_answer(a);
+	char g[24], pk[8];
+	snprintf(g, sizeof(g), "0x%016" PRIx64, mine.guid);
+	snprintf(pk, sizeof(pk), "0x%04x", mine.pkey & 0x7fff);
+	if (out && json_object_get(out, "allocation")) {
+		json_object_set_new(out, "guid", json_string(g));
+		json_object_set_new(out, "pkey", json_string(pk));
+		json_object_set_new(out, "vf", json_integer(a->vf_index));
+	}
+	return out;
+fail : {
+	/* rolled back: the netdev back, the allocation released, the record
+	 * gone; the VF pass gives the VF its original GUID back */
+	_cleanup_client_ struct iso_client *cl = NULL;
+	struct iso_error de = {0};
+	if (del_one(s, &cl, a, &de) < 0)
+		iso_log(ISO_LOG_WARN, "agent.cni_rollback_failed",
+		        "node=%s container=%s allocation=%s msg=\"%s\" (DEL or GC frees it)",
+		        a->node, a->container_id, a->allocation, de.message);
+	iso_log(ISO_LOG_WARN, "agent.cni_ib_failed",
+	        "node=%s container=%s allocation=%s msg=\"%s\"", a->node, a->container_id,
+	        a->allocation, msg);
+	return answer_err(code, "%s", msg);
+}
+}
+
 static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 {
 	struct agent_attachment a = {0}, old;
@@ -1024,6 +1239,14 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	a.cxi = rq->cxi;
 	a.uid = rq->uid;
 	a.gid = rq->gid;
+	a.ib = rq->ib;
+	a.vf_index = -1;
+	if (rq->ib && rq->allocation[0])
+		return answer_err(
+		    ISO_E_INVALID,
+		    "allocation: a pod on InfiniBand holds a VF of its own allocation; "
+		    "it cannot join allocation %s",
+		    rq->allocation);
 	attachment_hash(a.node, a.container_id, a.ifname, a.hash);
 	{
 		/* a lease of its own: a retry or an agent restart finds the key in
@@ -1047,7 +1270,7 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 		/* the runtime's retry: the same pod, same lease */
 		if (strcmp(old.netns, a.netns) != 0 || strcmp(old.tenant, a.tenant) != 0 ||
 		    strcmp(old.network, a.network) != 0 || old.cxi != a.cxi || old.uid != a.uid ||
-		    old.gid != a.gid)
+		    old.gid != a.gid || old.ib != a.ib)
 			return answer_err(ISO_E_CONFLICT,
 			                  "container %s's %s is attached already (netns %s, tenant "
 			                  "%s): DEL it first",
@@ -1100,6 +1323,8 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 			    ISO_E_UNAVAILABLE,
 			    "allocation %s: not in node %s's desired state after %d s",
 			    a.allocation, a.node, CNI_WAIT_MS / 1000);
+		if (a.ib)
+			return ib_attach(s, &a);
 		if (a.cxi && !w.has_cxi)
 			return answer_err(ISO_E_INVALID,
 			                  "mode: allocation %s has no VNI on node %s (not a "
@@ -1156,11 +1381,34 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	}
 	agent_attachment_name(a, name);
 	pthread_mutex_lock(&s->work);
-	/* (Slingshot: no interface; the member's release below ends its
-	 * service: the tick's CXI pass drops the identity and destroys it) */
-	if (!a->cxi && iso_overlay_member_remove(NULL, name, &e2) < 0)
+	if (a->ib && a->vf_netdev[0]) {
+		/* the VF back to the host under its own name. A netns gone gave
+		 * it back already (the kernel returns a physical device to the
+		 * host's namespace): nothing is renamed by a name then, which
+		 * could be the host's own interface; mlx5's rebind at the GUID's
+		 * restore names it afresh. No ifname in the pod: never moved. */
+		r = 0;
+		if (access(a->netns, F_OK) == 0) {
+			if (a->rdma_dev[0] &&
+			    iso_rdma_dev_move(a->netns, a->rdma_dev, NULL, &e2) < 0)
+				iso_log(ISO_LOG_WARN, "agent.cni_rdma_back_failed",
+				        "node=%s dev=%s msg=\"%s\"", a->node, a->rdma_dev,
+				        e2.message);
+			r = iso_overlay_link_move(a->netns, a->ifname, NULL, a->vf_netdev, NULL,
+			                          &e2);
+		}
+		if (r < 0 && r != -ENODEV) {
+			pthread_mutex_unlock(&s->work);
+			return iso_error_set(err, e2.code, "",
+			                     "the pod's %s back to the host as %s: %s", a->ifname,
+			                     a->vf_netdev, e2.message);
+		}
+	} else if (!a->cxi && iso_overlay_member_remove(NULL, name, &e2) < 0) {
+		/* (Slingshot: no interface; the member's release below ends its
+		 * service: the tick's CXI pass drops the identity and destroys it) */
 		iso_log(ISO_LOG_WARN, "agent.cni_overlay_failed", "node=%s msg=\"%s\"", a->node,
 		        e2.message);
+	}
 	pthread_mutex_unlock(&s->work);
 	if (!a->joined) {
 		if (!*cl && (r = controller_open(s, 10000, cl, err)) < 0)
@@ -1200,6 +1448,57 @@ static json_t *do_del(struct agent_sandboxes *s, const struct cni_req *rq)
 	if (del_one(s, &cl, &a, &e) < 0)
 		return answer_err(e.code, "%s", e.message);
 	return json_pack("{s:b, s:s}", "deleted", true, "allocation", a.allocation);
+}
+
+/* CHECK of an InfiniBand attachment, changing nothing: the pod's VF netdev
+ * in its netns as ifname, up, with the record's address (if any), and the
+ * node's desired document still naming that VF for the member. */
+static json_t *ib_check(struct agent_sandboxes *s, const struct agent_attachment *a,
+                        const struct cni_req *rq)
+{
+	struct iso_overlay_member_link lk;
+	struct iso_error e = {0};
+	struct agent_node_view v;
+	bool mine = false;
+	int r;
+
+	if (a->vf_index < 0 || !a->vf_netdev[0])
+		return answer_err(ISO_E_NOT_FOUND,
+		                  "container %s: its VF was never moved into the pod",
+		                  rq->container_id);
+	if (iso_overlay_member_link_read(a->netns, a->ifname, &lk, &e) < 0)
+		return answer_err(ISO_E_NOT_FOUND, "container %s: the pod has no %s (%s)",
+		                  rq->container_id, a->ifname, e.message);
+	if (!lk.up)
+		return answer_err(ISO_E_CONFLICT, "container %s: the pod's %s is down",
+		                  rq->container_id, a->ifname);
+	if (a->address[0]) {
+		char have[40];
+		snprintf(have, sizeof(have), "%s/%u", lk.address, lk.prefixlen);
+		if (strcmp(have, a->address) != 0)
+			return answer_err(
+			    ISO_E_CONFLICT, "container %s: the pod's %s has %s, not %s",
+			    rq->container_id, a->ifname, lk.address[0] ? have : "none", a->address);
+	}
+	pthread_mutex_lock(&s->lock);
+	r = view_get_locked(s, a->node, &v);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; r == 0 && i < v.n_vfs && !mine; i++)
+		mine = strcmp(v.vfs[i].allocation, a->allocation) == 0 &&
+		       v.vfs[i].member == a->member && v.vfs[i].index == (unsigned)a->vf_index &&
+		       strcmp(v.vfs[i].device, a->vf_device) == 0;
+	if (r == 0)
+		view_clear(&v);
+	if (!mine)
+		return answer_err(ISO_E_NOT_FOUND,
+		                  "container %s: VF %d of %s is not its member's in node %s's "
+		                  "desired state",
+		                  rq->container_id, a->vf_index, a->vf_device, a->node);
+	/* (address and prefixlen: the plugin holds them against prevResult) */
+	return json_pack("{s:s, s:i, s:s, s:s, s:i, s:s, s:i, s:b}", "allocation", a->allocation,
+	                 "member", (int)a->member, "tenant", a->tenant, "ifname", a->ifname, "vf",
+	                 a->vf_index, "address", lk.address, "prefixlen", (int)lk.prefixlen,
+	                 "joined", a->joined);
 }
 
 static json_t *do_check(struct agent_sandboxes *s, const struct cni_req *rq)
@@ -1242,6 +1541,8 @@ static json_t *do_check(struct agent_sandboxes *s, const struct cni_req *rq)
 		                 (json_int_t)w.cxi_vni, "uid", (json_int_t)a.uid, "gid",
 		                 (json_int_t)a.gid, "svc_id", (json_int_t)svc, "joined", a.joined);
 	}
+	if (a.ib)
+		return ib_check(s, &a, rq);
 	/* what the kernel holds now, read back, changing nothing: the pod's
 	 * interface with its address, its veth on the tenant's bridge */
 	struct iso_overlay_member_link lk;

@@ -227,6 +227,14 @@ struct agent_attachment {
 	 * admitted to its member's CXI service (cxi_node.c's cxi_admit) */
 	bool cxi;
 	uint32_t uid, gid;
+	/* InfiniBand mode (docs/cni.md): the allocation's own VF, its host
+	 * netdev (moved into the pod as ifname), the RDMA device moved with
+	 * it ("" none); vf_index -1 until known */
+	bool ib;
+	int vf_index;
+	char vf_device[32];
+	char vf_netdev[16];
+	char rdma_dev[64];
 };
 
 /* One attachment's outcome of an overlay pass. */
@@ -243,6 +251,17 @@ struct agent_plugged {
 	char address[24];
 };
 
+/* A VF of the node's desired document and the member it serves (the
+ * document's "vfs", one row per member named). */
+struct agent_view_vf {
+	char allocation[ISO_AGENT_ALLOC_MAX];
+	unsigned member;
+	unsigned index;
+	char device[32];
+	uint64_t guid;
+	uint16_t pkey;
+};
+
 /* A node's members as its last desired document listed them. */
 struct agent_node_view {
 	char node[ISO_NAME_MAX];
@@ -254,6 +273,9 @@ struct agent_node_view {
 	 * answers from these instead of a second pass */
 	size_t n_plugged;
 	struct agent_plugged *plugged;
+	/* its VFs, by member served (an InfiniBand ADD finds its pod's own) */
+	size_t n_vfs;
+	struct agent_view_vf *vfs;
 };
 
 bool agent_cni_key_is_attachment(const char *key);

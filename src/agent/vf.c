@@ -893,6 +893,34 @@ int iso_agent_vf_reconcile(const struct iso_vf_host *given, const char *state_di
 	return 0;
 }
 
+int iso_agent_vf_netdev(const struct iso_vf_host *h, const char *device, unsigned index,
+                        char out[16], struct iso_error *err)
+{
+	struct vf v;
+	int r;
+
+	out[0] = '\0';
+	if (!device || !*device || strchr(device, '/') || device[0] == '.')
+		return iso_error_set(err, ISO_E_INVALID, "device", "bad HCA name");
+	if (h->driver == ISO_VF_SIM || h->driver == ISO_VF_IBSIM) {
+		if (snprintf(out, 16, "%sv%u", device, index) >= 16)
+			return iso_error_set(err, ISO_E_INVALID, "device",
+			                     "%sv%u: longer than an interface name", device, index);
+		return 0;
+	}
+	if (h->driver != ISO_VF_MLX5)
+		return iso_error_set(
+		    err, ISO_E_UNAVAILABLE, "vfs",
+		    "this host has no VF driver (isostack-agent --vf-driver none)");
+	if ((r = vf_open(&v, h, device, index, err)) < 0 || (r = vf_read(&v, err)) < 0)
+		return r;
+	if (!v.netdev[0] || strlen(v.netdev) >= 16)
+		return iso_error_set(err, ISO_E_UNAVAILABLE, "vfs", "VF %u of %s has no netdev",
+		                     index, device);
+	iso_strlcpy(out, v.netdev, 16);
+	return 0;
+}
+
 /* ---- the P_Key table (issue 15: NCCL_IB_PKEY is an index in it) ---- */
 
 int iso_agent_vf_pkey_index(const struct iso_vf_host *h, const char *node_dir, const char *device,

@@ -153,10 +153,11 @@ int cni_config_parse(const char *text, size_t len, struct cni_config *cfg, json_
 		goto out;
 	}
 	(void)type; /* the runtime's choice of binary; any spelling */
-	if (mode && strcmp(mode, "ethernet") != 0 && strcmp(mode, "slingshot") != 0) {
+	if (mode && strcmp(mode, "ethernet") != 0 && strcmp(mode, "slingshot") != 0 &&
+	    strcmp(mode, "infiniband") != 0) {
 		snprintf(msg, sizeof(msg),
-		         "mode: \"%.32s\" is not built into this plugin (ethernet, slingshot; "
-		         "infiniband is not yet)",
+		         "mode: \"%.32s\" is not built into this plugin (ethernet, slingshot, "
+		         "infiniband)",
 		         mode);
 		fail(code, CNI_E_CONFIG, err, "mode", msg);
 		goto out;
@@ -189,6 +190,12 @@ int cni_config_parse(const char *text, size_t len, struct cni_config *cfg, json_
 	if (alloc && (strlen(alloc) != 18 || strncmp(alloc, "a-", 2) != 0)) {
 		fail(code, CNI_E_CONFIG, err, "allocation",
 		     "allocation: expected an allocation id (a- and 16 hex digits)");
+		goto out;
+	}
+	if (alloc && strcmp(cfg->mode, "infiniband") == 0) {
+		fail(code, CNI_E_CONFIG, err, "allocation",
+		     "allocation: not with mode infiniband (a pod holds a VF of its own "
+		     "allocation)");
 		goto out;
 	}
 	if (alloc)

@@ -47,7 +47,7 @@ struct cni_tenant_map_entry {
 struct cni_config {
 	char cni_version[16];
 	char name[129];
-	char mode[16];                   /* "ethernet" or "slingshot" */
+	char mode[16];                   /* "ethernet", "slingshot" or "infiniband" */
 	char agent_socket[CNI_PATH_MAX]; /* from agentSocket or agentStateDir */
 	char node[ISO_NAME_MAX];         /* "" : the agent's only node */
 	char allocation[24];             /* join this allocation; "" : one of its own */

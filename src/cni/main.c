@@ -299,6 +299,8 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, struc
 		cni_result_ipv4(cfg->prev_result, addr); /* chained: the earlier IPAM's */
 	}
 	json_t *req = agent_req("ADD", cfg);
+	if (strcmp(cfg->mode, "ethernet") != 0)
+		json_object_set_new(req, "mode", json_string(cfg->mode));
 	json_object_set_new(req, "container_id", json_string(env->container_id));
 	json_object_set_new(req, "ifname", json_string(env->ifname));
 	json_object_set_new(req, "netns", json_string(env->netns));
@@ -311,7 +313,6 @@ static int do_add(const struct cni_config *cfg, const struct cni_env *env, struc
 	if (addr[0] && !cxi)
 		json_object_set_new(req, "address", json_string(addr));
 	if (cxi) {
-		json_object_set_new(req, "mode", json_string("slingshot"));
 		json_object_set_new(req, "uid", json_integer(env->args.uid));
 		json_object_set_new(req, "gid", json_integer(env->args.gid));
 	}
@@ -417,6 +418,8 @@ static int do_status(const struct cni_config *cfg)
 {
 	struct iso_error e = {0};
 	json_t *answer = NULL, *req = agent_req("STATUS", cfg);
+	if (req && strcmp(cfg->mode, "ethernet") != 0)
+		json_object_set_new(req, "mode", json_string(cfg->mode));
 	int r = iso_agent_cni_request(cfg->agent_socket, req, &answer, &e);
 
 	json_decref(req);

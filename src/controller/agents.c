@@ -398,6 +398,16 @@ static int want_vf_cmp(const void *pa, const void *pb)
  * tenant's P_Key as the fabric driver programs it (full membership) and the
  * members it serves (the codec writes them as the document's "vfs"). Also
  * keeps the assignments for the gate. */
+/* Does entry e's allocation hold a VF of its own among want (a pod's
+ * attachment)? Then its tenant's shared VF does not name it. */
+static bool own_vf_of(const struct ctl_node_vf *want, int nw, const struct agent_entry *e)
+{
+	for (int v = 0; v < nw; v++)
+		if (want[v].tenant_id == e->tenant_id && strcmp(want[v].alloc, e->alloc) == 0)
+			return true;
+	return false;
+}
+
 static int build_vfs(const struct iso_controller *c, int ni, struct iso_agent_desired *d)
 {
 	struct agent_node *n = &c->agents->nodes[ni];
@@ -421,7 +431,8 @@ static int build_vfs(const struct iso_controller *c, int ni, struct iso_agent_de
 
 		for (int i = 0; i < n->n_e; i++)
 			if (n->e[i].tenant_id == want[v].tenant_id &&
-			    (!want[v].alloc[0] || strcmp(n->e[i].alloc, want[v].alloc) == 0))
+			    (want[v].alloc[0] ? strcmp(n->e[i].alloc, want[v].alloc) == 0
+			                      : !own_vf_of(want, nw, &n->e[i])))
 				mine[n_mine++] = &n->e[i];
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sorted */
 		qsort(mine, (size_t)n_mine, sizeof(*mine), member_cmp);
@@ -1245,10 +1256,13 @@ static const struct iso_agent_vf *vf_ready(const struct agent_node *n, int64_t t
                                            const char *alloc, bool *has_vf)
 {
 	*has_vf = false;
-	for (int v = 0; v < n->n_want_vf; v++) {
-		/* a per-allocation tenant's VF is its allocation's alone */
+	/* the allocation's own VF first (a per-allocation tenant's, a pod's
+	 * attachment's), else its tenant's shared one */
+	for (int pass = 0; pass < 2 * n->n_want_vf; pass++) {
+		int v = pass % n->n_want_vf;
+		bool own = pass < n->n_want_vf;
 		if (n->want_vf[v].tenant_id != tenant_id ||
-		    (n->want_vf[v].alloc[0] && strcmp(n->want_vf[v].alloc, alloc) != 0))
+		    (own ? strcmp(n->want_vf[v].alloc, alloc) != 0 : n->want_vf[v].alloc[0] != 0))
 			continue;
 		*has_vf = true;
 		for (int i = 0; i < n->n_vf; i++) {
@@ -1342,9 +1356,8 @@ bool ctl_agents_member_ready(const struct iso_controller *c, const struct iso_al
 	ni = iso_cluster_state_node_index(&c->cs, a->placed[k].node);
 	if (ni < 0 || ni >= c->agents->n)
 		return false;
-	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, a->idem_key, k,
-	                   a->slots,
-	                   a->n_slots);
+	return slots_ready(&c->agents->nodes[ni], c->agents->cxi, a->id, a->tenant_id, a->idem_key,
+	                   k, a->slots, a->n_slots);
 }
 
 /* A report made members of node `ni` ready: their allocations pass the gate
@@ -1509,6 +1522,11 @@ void ctl_agents_node_member(const struct iso_controller *c, int ni, int i, const
 	*alloc = e->alloc;
 	*member = e->member;
 	*tenant_id = e->tenant_id;
+}
+
+bool ctl_agents_node_member_attachment(const struct iso_controller *c, int ni, int i)
+{
+	return strncmp(c->agents->nodes[ni].e[i].key, "cni:", 4) == 0;
 }
 
 bool ctl_agents_tenant_on_node(const struct iso_controller *c, int64_t tenant_id, int ni)

@@ -253,6 +253,9 @@ static int load_ports(struct iso_controller *c, const struct iso_fabric_port_row
 		                                 .guid = port_guid(n, ports[i].vf)};
 		iso_strlcpy(f->ports[f->n_ports - 1].alloc, ports[i].alloc_id,
 		            sizeof(f->ports[0].alloc));
+		/* an allocation's VF of a per-tenant tenant: a pod's attachment */
+		const struct ctl_key *tk = key_of(f, ports[i].tenant_id);
+		f->ports[f->n_ports - 1].own_vf = ports[i].alloc_id[0] && tk && !tk->per_alloc;
 	}
 	return 0;
 }
@@ -487,8 +490,12 @@ static int free_vf(const struct iso_node *n, int ni, const struct iso_port_assig
 /* The distinct allocations of `tenant` with members on node ni, from the
  * node agents' view of the cluster state (it follows every take and give at
  * once, inside the transaction): up to `max` ids into out. */
-static int node_allocs(const struct iso_controller *c, int ni, int64_t tenant, const char **out,
-                       int max)
+/* The tenant's allocations on node ni into out (each once); which: every
+ * one (ALLOCS_ALL), the pods' CNI attachments alone (ALLOCS_ATTACHMENTS),
+ * or the others (ALLOCS_OTHERS). */
+enum { ALLOCS_ALL, ALLOCS_ATTACHMENTS, ALLOCS_OTHERS };
+static int node_allocs_which(const struct iso_controller *c, int ni, int64_t tenant,
+                             const char **out, int max, int which)
 {
 	struct ctl_overlay_view v;
 	int n = 0;
@@ -503,12 +510,21 @@ static int node_allocs(const struct iso_controller *c, int ni, int64_t tenant, c
 		ctl_agents_node_member(c, ni, i, &a, &m, &t);
 		if (t != tenant)
 			continue;
+		if (which != ALLOCS_ALL &&
+		    ctl_agents_node_member_attachment(c, ni, i) != (which == ALLOCS_ATTACHMENTS))
+			continue;
 		for (int j = 0; j < n && !seen; j++)
 			seen = strcmp(out[j], a) == 0;
 		if (!seen && n < max)
 			out[n++] = a;
 	}
 	return n;
+}
+
+static int node_allocs(const struct iso_controller *c, int ni, int64_t tenant, const char **out,
+                       int max)
+{
+	return node_allocs_which(c, ni, tenant, out, max, ALLOCS_ALL);
 }
 
 static bool alloc_on_node(const struct iso_controller *c, int ni, int64_t tenant, const char *alloc)
@@ -528,11 +544,16 @@ static bool alloc_on_node(const struct iso_controller *c, int ni, int64_t tenant
 	return false;
 }
 
-static int no_vf(const struct iso_node *node, const char *alloc, struct iso_error *err)
+static int no_vf(const struct iso_node *node, const char *alloc, bool own_vf, struct iso_error *err)
 {
 	char field[ISO_NAME_MAX + 24];
 
 	snprintf(field, sizeof(field), "nodes.%s.port.vfs", node->name);
+	if (alloc[0] && own_vf)
+		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
+		                     "node %s has no free VF for pod attachment %s: each pod holds "
+		                     "a VF of its own, and all %d are held",
+		                     node->name, alloc, node->port.n_vfs);
 	if (alloc[0])
 		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
 		                     "node %s has no free VF for allocation %s: a per-allocation "
@@ -560,8 +581,8 @@ static int stage_alloc_key(struct iso_controller *c, const struct ctl_key *tk, c
 	if (find_key(f->staged_keys, f->n_staged_keys, tk->tenant_id, alloc))
 		return 0;
 	for (int i = 0; i < f->n_staged_keys; i++)
-		held += f->staged_keys[i].tenant_id == tk->tenant_id && f->staged_keys[i].alloc[0] &&
-		        !ctl_neutron_is_key(f->staged_keys[i].alloc);
+		held += f->staged_keys[i].tenant_id == tk->tenant_id &&
+		        f->staged_keys[i].alloc[0] && !ctl_neutron_is_key(f->staged_keys[i].alloc);
 	quarantined = qkeys_of(f, tk->tenant_id, now);
 	r = c->store->ops->tenant_get_by_id(c->store, tk->tenant_id, &t, err);
 	if (r < 0)
@@ -752,6 +773,11 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 			continue; /* Neutron's ports: staged again from neutron.c */
 		if (p->alloc[0]) {
 			live = alloc_on_node(c, p->node, p->tenant_id, p->alloc);
+		} else if (!roce) {
+			/* the tenant's shared VF: for its members that are not
+			 * pods' attachments (those hold VFs of their own) */
+			live = node_allocs_which(c, p->node, p->tenant_id, allocs, 1,
+			                         ALLOCS_OTHERS) > 0;
 		} else {
 			int n = iso_cluster_state_node_tenants(&c->cs, p->node, here,
 			                                       MAX_TENANTS_PER_NODE);
@@ -776,24 +802,36 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 			continue;
 		for (int t = 0; t < n && t < MAX_TENANTS_PER_NODE; t++) {
 			const struct ctl_key *tk = roce ? NULL : key_of(f, here[t]);
-			int n_al = 1;
+			int n_al = 1, n_shared = 1;
 
-			if (tk && tk->per_alloc)
+			if (tk && tk->per_alloc) {
 				n_al = node_allocs(c, ni, here[t], allocs, max_members);
+				n_shared = 0;
+			} else if (tk) {
+				/* a pod's attachment holds a VF of its own, in the
+				 * tenant's key; the tenant's other members share one */
+				n_shared =
+				    node_allocs_which(c, ni, here[t], allocs, 1, ALLOCS_OTHERS) > 0;
+				n_al = n_shared + node_allocs_which(
+				                      c, ni, here[t], allocs + n_shared,
+				                      max_members - n_shared, ALLOCS_ATTACHMENTS);
+			}
 			for (int a = 0; a < n_al; a++) {
-				const char *alloc = tk && tk->per_alloc ? allocs[a] : "";
+				bool own_vf = tk && !tk->per_alloc && a >= n_shared;
+				const char *alloc =
+				    tk && (tk->per_alloc || own_vf) ? allocs[a] : "";
 				int vf;
 
 				if (find_port(next, n_next, ni, here[t], alloc))
 					continue;
-				if (alloc[0]) {
+				if (alloc[0] && !own_vf) {
 					r = stage_alloc_key(c, tk, alloc, now, err);
 					if (r < 0)
 						return r;
 				}
 				vf = free_vf(node, ni, next, n_next);
 				if (vf < -1)
-					return no_vf(node, alloc, err);
+					return no_vf(node, alloc, own_vf, err);
 				if (roce ? !ctl_tnums_of(&f->vlans, here[t]) : !tk)
 					return iso_error_set(
 					    err, ISO_E_INTERNAL, "fabric", "tenant %lld has no %s",
@@ -805,7 +843,8 @@ int ctl_fabric_stage(struct iso_controller *c, struct iso_error *err)
 				    (struct iso_port_assignment){.node = ni,
 				                                 .tenant_id = here[t],
 				                                 .vf = vf,
-				                                 .guid = port_guid(node, vf)};
+				                                 .guid = port_guid(node, vf),
+				                                 .own_vf = own_vf};
 				iso_strlcpy(next[n_next].alloc, alloc, sizeof(next[0].alloc));
 				n_next++;
 				r = ops->fabric_port_put(c->store, &row, err);
@@ -1239,7 +1278,7 @@ int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_
 		/* the port's partition: its allocation's key, or its tenant's */
 		for (int j = 0; j < f->n_keys && !k; j++)
 			if (f->keys[j].tenant_id == p->tenant_id &&
-			    strcmp(f->keys[j].alloc, p->alloc) == 0)
+			    strcmp(f->keys[j].alloc, p->own_vf ? "" : p->alloc) == 0)
 				k = &f->keys[j];
 		out[n++] =
 		    (struct ctl_node_vf){.vf = p->vf,

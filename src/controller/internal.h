@@ -48,19 +48,19 @@ struct iso_controller {
 	struct ctl_rates *rates;           /* ratelimit.c */
 	struct ctl_auth_cache *auth_cache; /* authcache.c: tokens read lately */
 	uint64_t auth_epoch;               /* bumped at every transaction's end */
-	struct ctl_agents *agents;   /* agents.c: desired state, status, leases */
-	struct ctl_sm *sm;           /* sm.c: the SM host's agent's long polls */
-	struct ctl_neutron *neutron; /* neutron.c: OpenStack's networks and ports */
-	struct ctl_uring *uring;     /* uring.c: tenants whose io_uring switch is on */
-	struct iso_tenant_limits limits; /* defaults for tenants that set none */
-	bool queue_more;                 /* the last queue pass stopped at its depth */
-	int64_t queue_pass_ms;           /* when the last pass ran */
-	struct iso_capacity capacity;    /* nodes.c: free as a tenant holding nothing sees it */
-	uint64_t capacity_version;       /* cs.version it was counted at, 0: never */
-	bool fabric_async;           /* allocations wait in provisioning for the fabric */
-	bool agent_gate;             /* ...and for every member's agent (not --no-agents) */
-	int64_t provision_ms;        /* the gate fails what waits longer */
-	int64_t gate_checked_ms;     /* the last pass over provisioning allocations */
+	struct ctl_agents *agents;         /* agents.c: desired state, status, leases */
+	struct ctl_sm *sm;                 /* sm.c: the SM host's agent's long polls */
+	struct ctl_neutron *neutron;       /* neutron.c: OpenStack's networks and ports */
+	struct ctl_uring *uring;           /* uring.c: tenants whose io_uring switch is on */
+	struct iso_tenant_limits limits;   /* defaults for tenants that set none */
+	bool queue_more;                   /* the last queue pass stopped at its depth */
+	int64_t queue_pass_ms;             /* when the last pass ran */
+	struct iso_capacity capacity;      /* nodes.c: free as a tenant holding nothing sees it */
+	uint64_t capacity_version;         /* cs.version it was counted at, 0: never */
+	bool fabric_async;                 /* allocations wait in provisioning for the fabric */
+	bool agent_gate;                   /* ...and for every member's agent (not --no-agents) */
+	int64_t provision_ms;              /* the gate fails what waits longer */
+	int64_t gate_checked_ms;           /* the last pass over provisioning allocations */
 	/* group commit (iso_controller_sync): commits wait for one flush */
 	bool group_commit;
 	bool unsynced;           /* a commit since the last sync is not yet durable */
@@ -292,6 +292,8 @@ struct ctl_node_vf {
 	char alloc[ISO_ID_MAX];
 };
 int ctl_fabric_node_vfs(const struct iso_controller *c, int ni, struct ctl_node_vf *out, int max);
+/* Is member i of node ni's view a pod's CNI attachment (key "cni:...")? */
+bool ctl_agents_node_member_attachment(const struct iso_controller *c, int ni, int i);
 
 /* ---- agents.c: the node agents' desired state, status and leases ---- */
 /* Before the allocations are rebuilt: hooks the cluster state, bumps the

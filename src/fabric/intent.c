@@ -391,14 +391,13 @@ static int check_port_tables(const struct iso_inventory *inv,
 		if (keys <= cap)
 			continue;
 		snprintf(field, sizeof(field), "nodes.%s.port", nd->name);
-		return iso_error_set(err, ISO_E_NO_CAPACITY, field,
-		                     "node %s port 0x%016llx and its VFs would hold %d P_Keys "
-		                     "(Default, %d shared services, %d tenant and allocation "
-		                     "partitions) but its P_Key table holds %d%s",
-		                     nd->name, (unsigned long long)nd->port.guid, keys,
-		                     inv->fabric.n_services, parts, cap,
-		                     from_fabric ? " (NodeInfo.PartitionCap read from the fabric)"
-		                                 : "");
+		return iso_error_set(
+		    err, ISO_E_NO_CAPACITY, field,
+		    "node %s port 0x%016llx and its VFs would hold %d P_Keys "
+		    "(Default, %d shared services, %d tenant and allocation "
+		    "partitions) but its P_Key table holds %d%s",
+		    nd->name, (unsigned long long)nd->port.guid, keys, inv->fabric.n_services,
+		    parts, cap, from_fabric ? " (NodeInfo.PartitionCap read from the fabric)" : "");
 	}
 	return 0;
 }
@@ -435,12 +434,14 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 		r = check_assignment(inv, &assign[i], i, err);
 		if (r < 0)
 			return r;
-		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id, assign[i].alloc);
+		int t = find_tenant(tenants, n_tenants, assign[i].tenant_id,
+		                    assign[i].own_vf ? "" : assign[i].alloc);
 		if (t < 0)
 			return iso_error_set(err, ISO_E_INVALID, "fabric",
 			                     "assignment %d: tenant id %lld%s%s has no P_Key", i,
 			                     (long long)assign[i].tenant_id,
-			                     assign[i].alloc[0] ? " allocation " : "", assign[i].alloc);
+			                     assign[i].alloc[0] ? " allocation " : "",
+			                     assign[i].alloc);
 		active[t] = true;
 		slots[i] = (struct slot){.guid = assign[i].guid, .tenant = t, .assign = i};
 	}

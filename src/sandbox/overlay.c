@@ -645,6 +645,81 @@ static int tune_eth0(struct nl_sock *msk, struct rtnl_link *eth0, uint32_t want_
 	return 0;
 }
 
+int iso_overlay_link_move(const char *from, const char *name, const char *to, const char *newname,
+                          const char *address, struct iso_error *err)
+{
+	uint32_t want_be = 0;
+	unsigned plen = 0;
+	int r;
+
+	if (!name || !*name || strlen(name) >= IFNAMSIZ || !newname || !*newname ||
+	    strlen(newname) >= IFNAMSIZ)
+		return iso_error_set(err, ISO_E_INVALID, "ifname", "not an interface name");
+	if (address && *address) {
+		char ip[ISO_IPV4_MAX];
+		const char *slash = strchr(address, '/');
+		char *end = NULL;
+		unsigned long n = slash ? strtoul(slash + 1, &end, 10) : 99;
+		if (!slash || (size_t)(slash - address) >= sizeof(ip) || end == slash + 1 || *end ||
+		    n < 1 || n > 32)
+			return iso_error_set(err, ISO_E_INVALID, "address",
+			                     "address: expected A.B.C.D/N");
+		memcpy(ip, address, (size_t)(slash - address));
+		ip[slash - address] = '\0';
+		if ((r = parse_ip(ip, "address", &want_be, err)) < 0)
+			return r;
+		plen = (unsigned)n;
+	}
+	_cleanup_nl_ struct nl_sock *sk = NULL;
+	if ((r = ovl_nl_open(from, &sk, err)) < 0)
+		return r;
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	if ((r = get_link(sk, name, &l, err)) < 0)
+		return r;
+	if (!l) {
+		iso_error_set(err, ISO_E_NOT_FOUND, "ifname", "no interface %s%s%s", name,
+		              from ? " in " : "", from ? from : "");
+		return -ENODEV;
+	}
+	_cleanup_close_ int tfd = open(to ? to : "/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (tfd < 0) {
+		int e = errno;
+		iso_error_set(err, e == ENOENT ? ISO_E_NOT_FOUND : ISO_E_INTERNAL, "netns",
+		              "open %s: %s", to ? to : "the agent's netns", strerror(e));
+		return -e;
+	}
+	/* a rename needs the link down: down, renamed and moved in one change */
+	_cleanup_link_ struct rtnl_link *ch = rtnl_link_alloc();
+	if (!ch)
+		return iso_error_set(err, ISO_E_INTERNAL, "ifname", "out of memory");
+	if (rtnl_link_get_flags(l) & IFF_UP) {
+		_cleanup_link_ struct rtnl_link *dn = rtnl_link_alloc();
+		if (!dn)
+			return iso_error_set(err, ISO_E_INTERNAL, "ifname", "out of memory");
+		rtnl_link_unset_flags(dn, IFF_UP);
+		if ((r = rtnl_link_change(sk, l, dn, 0)) < 0)
+			return nl_fail(err, r, "ifname", "set down", name);
+	}
+	rtnl_link_set_name(ch, newname);
+	rtnl_link_set_ns_fd(ch, tfd);
+	if ((r = rtnl_link_change(sk, l, ch, 0)) < 0)
+		return nl_fail(err, r, "ifname", "move", name);
+	_cleanup_nl_ struct nl_sock *tsk = NULL;
+	if ((r = ovl_nl_open(to, &tsk, err)) < 0)
+		return r;
+	_cleanup_link_ struct rtnl_link *m = NULL;
+	if ((r = get_link(tsk, newname, &m, err)) < 0)
+		return r;
+	if (!m) {
+		iso_error_set(err, ISO_E_INTERNAL, "ifname", "%s not found after the move",
+		              newname);
+		return -ENODEV;
+	}
+	if (plen)
+		return tune_eth0(tsk, m, want_be, plen, 0, err);
+	return tune_link(tsk, m, 0, NULL, 0, err);
+}
+
 int iso_overlay_member_ensure(const char *netns, const struct iso_overlay_member *m,
                               struct iso_error *err)
 {

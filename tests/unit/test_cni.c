@@ -56,6 +56,15 @@ static void test_config_good(void **state)
 	                 0);
 	assert_string_equal(cfg.agent_socket, "/run/a.sock");
 	assert_int_equal(cfg.memory_mib, 64); /* the default */
+	/* both fabric modes are built: Slingshot without ipam, InfiniBand with it */
+	assert_int_equal(parse("{" GOOD ",\"mode\":\"slingshot\"}", &cfg, &code, &e), 0);
+	assert_string_equal(cfg.mode, "slingshot");
+	assert_int_equal(parse("{" GOOD
+	                       ",\"mode\":\"infiniband\",\"ipam\":{\"type\":\"host-local\"}}",
+	                       &cfg, &code, &e),
+	                 0);
+	assert_string_equal(cfg.mode, "infiniband");
+	assert_true(cfg.has_ipam);
 }
 
 static void test_config_bad(void **state)
@@ -82,9 +91,11 @@ static void test_config_bad(void **state)
 	    {"{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"agentSocket\":\"/s\",\"tenants\":{\"a\":"
 	     "\"b\"}}",
 	     7, "type", "type"},
-	    {"{" GOOD ",\"mode\":\"infiniband\"}", 7, "mode", "infiniband"},
+	    {"{" GOOD ",\"mode\":\"omnipath\"}", 7, "mode", "ethernet, slingshot, infiniband"},
 	    {"{" GOOD ",\"mode\":\"slingshot\",\"ipam\":{\"type\":\"host-local\"}}", 7, "ipam",
 	     "slingshot"},
+	    {"{" GOOD ",\"mode\":\"infiniband\",\"allocation\":\"a-0123456789abcdef\"}", 7,
+	     "allocation", "not with mode infiniband"},
 	    {"{" GOOD ",\"agentSocket\":\"/x.sock\"}", 7, "agentStateDir", "exactly one"},
 	    {"{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"tenants\":{\"a\":\"b\"}}",
 	     7, "agentSocket", "exactly one"},
