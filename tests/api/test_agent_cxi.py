@@ -166,7 +166,10 @@ class CxiCase(ApiTestCase):
     def helper(self, mode, *args, uid=0, wait_line=True):
         """Runs HELPER as a process of `uid`; "use" returns its output line,
         "hold"/"plant" the process (kept until killed) and its line."""
-        env = dict(os.environ, AS_UID=str(uid))
+        # the fake libcxi may be an ASan build, loaded here into a python
+        # without the ASan runtime
+        env = dict(os.environ, AS_UID=str(uid),
+                   ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0")
         p = subprocess.Popen([sys.executable, "-c", HELPER, fake_cxi(), mode] +
                              [str(a) for a in args], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=env, text=True)
