@@ -124,9 +124,19 @@ class CniIb(harness.ApiTestCase):
     def standin(self, name):
         """A VF's netdev stand-in: a veth (no dummy module here) whose peer
         is parked in a namespace of its own."""
-        if not os.path.exists("/sys/class/net/" + name):
-            sh("ip", "link", "add", name, "type", "veth", "peer", "name", "p" + name[-1],
-               "netns", self.park)
+        # After a pod's netns is deleted the kernel destroys the veth pair,
+        # and with it the parked peer, asynchronously: until it has, the
+        # peer's name is still taken ("File exists"), so try again a while.
+        deadline = time.monotonic() + harness.T(10)
+        while not os.path.exists("/sys/class/net/" + name):
+            r = subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
+                                "p" + name[-1], "netns", self.park], capture_output=True,
+                               text=True)
+            if r.returncode == 0:
+                break
+            if "File exists" not in r.stderr or time.monotonic() > deadline:
+                raise AssertionError("ip link add %s: %s" % (name, r.stderr.strip()))
+            time.sleep(0.1)
 
     def stop_agent(self, sig=signal.SIGTERM):
         if self.agent.poll() is None:
