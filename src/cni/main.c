@@ -200,9 +200,10 @@ static int ipam_conf(const char *cni_path, const char *type, const char *version
 		seen_ours = seen_ours || strcmp(order[i], version) == 0;
 		if (!seen_ours)
 			continue;
-		json_array_foreach (sup, k, it)
+		json_array_foreach (sup, k, it) {
 			if (json_is_string(it) && strcmp(json_string_value(it), order[i]) == 0)
 				pick = order[i];
+		}
 	}
 	json_decref(vr);
 	if (!pick)
@@ -400,10 +401,11 @@ static int do_gc(const struct cni_config *cfg)
 	size_t i;
 	int r;
 
-	json_array_foreach (cfg->valid, i, it)
+	json_array_foreach (cfg->valid, i, it) {
 		json_array_append_new(valid, json_pack("{s:O, s:O}", "container_id",
 		                                       json_object_get(it, "containerID"), "ifname",
 		                                       json_object_get(it, "ifname")));
+	}
 	json_object_set_new(req, "network", json_string(cfg->name));
 	json_object_set_new(req, "valid", valid);
 	r = iso_agent_cni_request(cfg->agent_socket, req, &answer, &e);
