@@ -84,6 +84,27 @@ def fake_cxi():
                         "libcxi.so.1")
 
 
+def cxi_services(state):
+    """The fake NIC's services (its state file) other than the default one:
+    sorted (svc_id, vnis, uid, gid); [] while the file is not written."""
+    for _ in range(50):
+        try:
+            with open(state) as f:
+                st = json.load(f)
+            break
+        except (OSError, ValueError):
+            time.sleep(0.05)  # not written yet, or mid-write
+    else:
+        return []
+    out = []
+    for s in st["services"]:
+        if s["svc_id"] == 1:
+            continue
+        ids = {m["type"]: m["id"] for m in s["members"]}
+        out.append((s["svc_id"], s["vnis"], ids.get("uid"), ids.get("gid")))
+    return sorted(out)
+
+
 class CxiCase(ApiTestCase):
     library = None  # set per test class: the fake, or a path that is not there
 
@@ -146,22 +167,7 @@ class CxiCase(ApiTestCase):
 
     def services(self):
         """The fake's services other than the default one: (svc_id, vnis, uid, gid)."""
-        for _ in range(50):
-            try:
-                with open(self.cxi_state) as f:
-                    st = json.load(f)
-                break
-            except (OSError, ValueError):
-                time.sleep(0.05)  # not written yet, or mid-write
-        else:
-            return []
-        out = []
-        for s in st["services"]:
-            if s["svc_id"] == 1:
-                continue
-            ids = {m["type"]: m["id"] for m in s["members"]}
-            out.append((s["svc_id"], s["vnis"], ids.get("uid"), ids.get("gid")))
-        return sorted(out)
+        return cxi_services(self.cxi_state)
 
     def helper(self, mode, *args, uid=0, wait_line=True):
         """Runs HELPER as a process of `uid`; "use" returns its output line,

@@ -30,7 +30,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ApiTestCase, Daemon, T, create_tenant  # noqa: E402
-from test_agent_cxi import HELPER, fake_cxi  # noqa: E402
+from test_agent_cxi import HELPER, cxi_services, fake_cxi  # noqa: E402
 from test_agent_daemon import Agent, agent_binary  # noqa: E402
 
 NODE = "ss-n01"
@@ -157,22 +157,7 @@ class TestCniCxi(ApiTestCase):
 
     def services(self):
         """The fake's services but the default one: (svc_id, vnis, uid, gid)."""
-        for _ in range(50):
-            try:
-                with open(self.cxi_state) as f:
-                    st = json.load(f)
-                break
-            except (OSError, ValueError):
-                time.sleep(0.05)
-        else:
-            return []
-        out = []
-        for s in st["services"]:
-            if s["svc_id"] == 1:
-                continue
-            ids = {m["type"]: m["id"] for m in s["members"]}
-            out.append((s["svc_id"], s["vnis"], ids.get("uid"), ids.get("gid")))
-        return sorted(out)
+        return cxi_services(self.cxi_state)
 
     def use(self, uid, svc, *vnis):
         """HELPER as a process of uid: [lni rc, cp rc per VNI]."""
