@@ -624,8 +624,10 @@ static int overlay_now(struct agent_sandboxes *s, const char *node, const char *
 	pthread_mutex_lock(&s->work);
 	pthread_mutex_lock(&s->lock);
 	r = view_get_locked(s, node, &v);
-	if (r == 0 && v.n && !(entries = calloc(v.n, sizeof(*entries))))
+	if (r == 0 && v.n && !(entries = calloc(v.n, sizeof(*entries)))) {
+		view_clear(&v); /* the copy view_get_locked made */
 		r = -ENOMEM;
+	}
 	for (size_t i = 0; r == 0 && i < v.n; i++)
 		for (size_t k = 0; k < s->n; k++)
 			if (strcmp(s->entries[k].node, node) == 0 &&
