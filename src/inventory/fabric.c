@@ -470,10 +470,40 @@ static int not_on(struct inv_ctx *c, const struct inv_field *f, const char *kind
 	return inv_fail(c, path, f->line, "only allowed on %s fabrics", kinds);
 }
 
+/* The keys of the fabric mapping, then the driver's (D_*). */
+enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_VLAN, F_SVC, F_DRV, F_N = F_DRV + D_N };
+
+/* A fabric isolated by VNIs (ethernet's VXLAN, Slingshot's CXI services):
+ * no subnet manager, no P_Keys, no shared services; its VNI range, with
+ * this kind's default and limit. */
+static int vni_fabric(struct inv_ctx *c, const struct inv_field *fs, uint32_t def_min,
+                      uint32_t def_max, uint32_t limit)
+{
+	struct iso_fabric_config *fc = &c->inv->fabric;
+	uint32_t lo = 0, hi = 0;
+	int r;
+
+	if (fs[F_SM].present)
+		return not_on(c, &fs[F_SM], "infiniband and omnipath");
+	if (fs[F_PKEY].present)
+		return not_on(c, &fs[F_PKEY], "infiniband and omnipath");
+	if (fs[F_SVC].present)
+		return not_on(c, &fs[F_SVC], "infiniband and omnipath");
+	fc->vni_min = def_min;
+	fc->vni_max = def_max;
+	if (fs[F_VNI].present) {
+		r = get_range(c, &fs[F_VNI], false, limit, &lo, &hi);
+		if (r < 0)
+			return r;
+		fc->vni_min = lo;
+		fc->vni_max = hi;
+	}
+	return 0;
+}
+
 int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 {
 	struct iso_fabric_config *fc = &c->inv->fabric;
-	enum { F_TYPE, F_NAME, F_SM, F_PKEY, F_VNI, F_VLAN, F_SVC, F_DRV, F_N = F_DRV + D_N };
 	struct inv_field fs[F_N] = {
 	    [F_TYPE] = {.key = "type"},       [F_NAME] = {.key = "name"},
 	    [F_SM] = {.key = "sm_nodes"},     [F_PKEY] = {.key = "pkey_range"},
@@ -536,41 +566,15 @@ int inv_parse_fabric(struct inv_ctx *c, const struct inv_field *f)
 	if (fc->type == ISO_FABRIC_SLINGSHOT) {
 		/* the NIC enforces the VNIs (CXI services): no SM, no P_Keys,
 		 * no VLANs */
-		if (fs[F_SM].present)
-			return not_on(c, &fs[F_SM], "infiniband and omnipath");
-		if (fs[F_PKEY].present)
-			return not_on(c, &fs[F_PKEY], "infiniband and omnipath");
-		if (fs[F_SVC].present)
-			return not_on(c, &fs[F_SVC], "infiniband and omnipath");
-		if (fs[F_VLAN].present)
-			return not_on(c, &fs[F_VLAN], "ethernet");
-		fc->vni_min = SS_VNI_MIN;
-		fc->vni_max = SS_VNI_MAX;
-		if (fs[F_VNI].present) {
-			r = get_range(c, &fs[F_VNI], false, SS_VNI_MAX, &lo, &hi);
-			if (r < 0)
-				return r;
-			fc->vni_min = lo;
-			fc->vni_max = hi;
-		}
-		return 0;
+		r = vni_fabric(c, fs, SS_VNI_MIN, SS_VNI_MAX, SS_VNI_MAX);
+		if (r == 0 && fs[F_VLAN].present)
+			r = not_on(c, &fs[F_VLAN], "ethernet");
+		return r;
 	}
 	if (fc->type == ISO_FABRIC_ETHERNET) {
-		if (fs[F_SM].present)
-			return not_on(c, &fs[F_SM], "infiniband and omnipath");
-		if (fs[F_PKEY].present)
-			return not_on(c, &fs[F_PKEY], "infiniband and omnipath");
-		if (fs[F_SVC].present)
-			return not_on(c, &fs[F_SVC], "infiniband and omnipath");
-		fc->vni_min = DEFAULT_VNI_MIN;
-		fc->vni_max = DEFAULT_VNI_MAX;
-		if (fs[F_VNI].present) {
-			r = get_range(c, &fs[F_VNI], false, VNI_MAX, &lo, &hi);
-			if (r < 0)
-				return r;
-			fc->vni_min = lo;
-			fc->vni_max = hi;
-		}
+		r = vni_fabric(c, fs, DEFAULT_VNI_MIN, DEFAULT_VNI_MAX, VNI_MAX);
+		if (r < 0)
+			return r;
 		/* RoCE VFs get their tenant's VLAN only when a range is given
 		 * (docs/fabric.md "RoCE VFs"); no default: VLAN ids belong to the
 		 * site's switches */
