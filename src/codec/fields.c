@@ -197,3 +197,17 @@ bool cd_alloc_id_valid(const char *s)
 			return false;
 	return true;
 }
+
+int cd_get_alloc_id(json_t *obj, const char *prefix, char *out, struct iso_error *err)
+{
+	char field[ISO_ERR_FIELD_MAX];
+
+	if (cd_get_ascii(obj, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, out,
+	                 ISO_CODEC_ID_MAX, err) < 0)
+		return -EINVAL;
+	if (cd_alloc_id_valid(out))
+		return 0;
+	iso_json_field(field, sizeof(field), prefix, "allocation");
+	return iso_error_set(err, ISO_E_INVALID, field,
+	                     "%s: not an allocation id (a- and 16 hex digits)", field);
+}

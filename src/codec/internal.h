@@ -22,5 +22,8 @@ int cd_get_reason(json_t *obj, const char *prefix, char *out, struct iso_error *
 int cd_get_objects(json_t *body, const char *key, size_t max, json_t **out, struct iso_error *err);
 /* "a-" and 16 lowercase hex digits. */
 bool cd_alloc_id_valid(const char *s);
+/* The required allocation id "allocation" of obj into out[ISO_CODEC_ID_MAX],
+ * refused unless cd_alloc_id_valid (field prefix.allocation). */
+int cd_get_alloc_id(json_t *obj, const char *prefix, char *out, struct iso_error *err);
 
 #endif

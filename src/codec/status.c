@@ -253,7 +253,6 @@ static int instance_decode(json_t *o, const char *prefix, void *item, struct iso
 	struct iso_agent_instance *in = item;
 	static const char *const keys[] = {"gpu",    "start", "profile", "uuid", "allocation",
 	                                   "member", "ready", "reason",  NULL};
-	char field[ISO_ERR_FIELD_MAX];
 	int64_t gpu = 0, start = 0, member = 0;
 
 	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
@@ -262,15 +261,9 @@ static int instance_decode(json_t *o, const char *prefix, void *item, struct iso
 	    cd_get_ascii(o, "profile", prefix, true, 1, sizeof(in->profile) - 1, in->profile,
 	                 sizeof(in->profile), err) < 0 ||
 	    cd_get_ascii(o, "uuid", prefix, false, 0, 96, in->uuid, sizeof(in->uuid), err) < 0 ||
-	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, in->allocation,
-	                 sizeof(in->allocation), err) < 0 ||
+	    cd_get_alloc_id(o, prefix, in->allocation, err) < 0 ||
 	    iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) < 0)
 		return -EINVAL;
-	if (!cd_alloc_id_valid(in->allocation)) {
-		iso_json_field(field, sizeof(field), prefix, "allocation");
-		return iso_error_set(err, ISO_E_INVALID, field,
-		                     "%s: not an allocation id (a- and 16 hex digits)", field);
-	}
 	if (iso_json_get_bool(o, "ready", prefix, true, &in->ready, err) < 0 ||
 	    cd_get_reason(o, prefix, in->reason, err) < 0)
 		return -EINVAL;
@@ -418,14 +411,8 @@ static int sandbox_decode(json_t *o, const char *prefix, void *item, struct iso_
 	int64_t member = 0;
 
 	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
-	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, sb->allocation,
-	                 sizeof(sb->allocation), err) < 0)
+	    cd_get_alloc_id(o, prefix, sb->allocation, err) < 0)
 		return -EINVAL;
-	if (!cd_alloc_id_valid(sb->allocation)) {
-		iso_json_field(field, sizeof(field), prefix, "allocation");
-		return iso_error_set(err, ISO_E_INVALID, field,
-		                     "%s: not an allocation id (a- and 16 hex digits)", field);
-	}
 	if (iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
 	        0 ||
 	    iso_json_get_bool(o, "ready", prefix, true, &sb->ready, err) < 0 ||
@@ -653,14 +640,8 @@ static int cxi_member_decode(json_t *o, const char *prefix, void *item, struct i
 	int64_t member = 0, vni = 0, svc = 0;
 
 	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
-	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, m->allocation,
-	                 sizeof(m->allocation), err) < 0)
+	    cd_get_alloc_id(o, prefix, m->allocation, err) < 0)
 		return -EINVAL;
-	if (!cd_alloc_id_valid(m->allocation)) {
-		iso_json_field(field, sizeof(field), prefix, "allocation");
-		return iso_error_set(err, ISO_E_INVALID, field,
-		                     "%s: not an allocation id (a- and 16 hex digits)", field);
-	}
 	if (iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
 	        0 ||
 	    iso_json_get_int(o, "vni", prefix, true, 1, ISO_CXI_VNI_MAX, &vni, err) < 0 ||
@@ -683,18 +664,11 @@ static int overlay_member_decode(json_t *o, const char *prefix, void *item, stru
 {
 	struct iso_agent_overlay_member *m = item;
 	static const char *const keys[] = {"allocation", "member", "ifname", "address", NULL};
-	char field[ISO_ERR_FIELD_MAX];
 	int64_t member = 0;
 
 	if (iso_json_check_keys(o, prefix, keys, err) < 0 ||
-	    cd_get_ascii(o, "allocation", prefix, true, 1, ISO_CODEC_ID_MAX - 1, m->allocation,
-	                 sizeof(m->allocation), err) < 0)
+	    cd_get_alloc_id(o, prefix, m->allocation, err) < 0)
 		return -EINVAL;
-	if (!cd_alloc_id_valid(m->allocation)) {
-		iso_json_field(field, sizeof(field), prefix, "allocation");
-		return iso_error_set(err, ISO_E_INVALID, field,
-		                     "%s: not an allocation id (a- and 16 hex digits)", field);
-	}
 	if (iso_json_get_int(o, "member", prefix, true, 0, ISO_CODEC_MEMBER_MAX, &member, err) <
 	        0 ||
 	    get_ifname(o, "ifname", prefix, false, m->ifname, err) < 0 ||
