@@ -75,15 +75,16 @@ STORAGE = 0x946dae0300f5e001
 
 
 class Fabric:
-    """ibsim + OpenSM for one inventory, in a temp dir."""
+    """ibsim + OpenSM for one inventory, in a temp dir. `inventory`: another
+    template of INVENTORY's shape (its {dir}, {cap}, {services} filled in)."""
 
-    def __init__(self, cap=64, services=0):
+    def __init__(self, cap=64, services=0, inventory=INVENTORY):
         self.dir = tempfile.mkdtemp(prefix="isofab-")
         self.config = os.path.join(self.dir, "cluster.yaml")
         extra = "".join("    - {name: svc%d, pkey: 0x%04x, guids: [0x%016x]}\n" %
                         (i, 0x0020 + i, 0x946dae0300f6e000 + i) for i in range(services))
         with open(self.config, "w") as f:
-            f.write(INVENTORY.format(dir=self.dir, cap=cap, services=extra))
+            f.write(inventory.format(dir=self.dir, cap=cap, services=extra))
         net = subprocess.run([harness.Binaries.isoctl, "fabric", "ibsim-net", "--config",
                               self.config], capture_output=True, text=True)
         if net.returncode != 0:
