@@ -1364,8 +1364,27 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	return attached_answer(&a);
 }
 
+/* Has the controller served this agent node's desired state since it
+ * started? Only to the node's own token (GET /v1/nodes/N/desired is 403 to
+ * another node's), so this is the proof that the token is the node's. */
+static bool node_viewed(struct agent_sandboxes *s, const char *node)
+{
+	bool seen = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n_views && !seen; i++)
+		seen = strcmp(s->views[i].node, node) == 0;
+	pthread_mutex_unlock(&s->lock);
+	return seen;
+}
+
 /* DEL of one record: its allocation released (when it made one), the
- * record removed, the overlay pass run (its veth goes). */
+ * record removed, the overlay pass run (its veth goes). Not before the
+ * controller served the node's desired state to this agent: with another
+ * node's token the release is a 404, which reads as "released already",
+ * and the record would go while the allocation (its VF, its GUID in the
+ * tenant's P_Key) lived on with nothing left to free it; the pod's
+ * interface would be taken first. */
 static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct agent_attachment *a,
                    struct iso_error *err)
 {
@@ -1373,6 +1392,12 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	struct iso_error e2 = {0};
 	int r;
 
+	if (!node_viewed(s, a->node))
+		return iso_error_set(err, ISO_E_UNAVAILABLE, "",
+		                     "node %s's desired state has not come from the controller "
+		                     "yet (is the agent's token node %s's?): the attachment is "
+		                     "kept",
+		                     a->node, a->node);
 	/* off the overlay first (the tick leaves a deleting record alone), so
 	 * the pod is cut before its member is released; a crash from here on
 	 * leaves the record for the next DEL or GC */

@@ -159,6 +159,11 @@ class CniIbNodes(harness.ApiTestCase):
             raise
 
     @classmethod
+    def assertStatus(cls, r, status, msg=""):
+        if r.status != status:
+            raise AssertionError("%s: expected %d, got %r" % (msg, status, r))
+
+    @classmethod
     def _hosts(cls):
         """The bridge isostackd listens on, and per node a namespace-host
         on it with the VFs' stand-ins (their peers parked in a namespace of
@@ -242,16 +247,16 @@ class CniIbNodes(harness.ApiTestCase):
 
     # ---- the runtime's side ----
 
-    def config(self, node, state=None, **extra):
+    def config(self, host, state=None, **extra):
         """examples/cni/infiniband.conflist's plugin as a runtime hands it
-        over, for this node's agent (or the agent at `state`)."""
-        lo, hi = RANGE[node]
+        over, on this node: its agent (or the agent at `state`), its range."""
+        lo, hi = RANGE[host]
         with open(os.path.join(ROOT, "examples", "cni", "infiniband.conflist")) as f:
             lst = json.load(f)
         c = dict(lst["plugins"][0], cniVersion=lst["cniVersion"], name="ib" + TAG)
-        c["agentStateDir"] = state or self.state(node)
+        c["agentStateDir"] = state or self.state(host)
         c["tenants"] = {"team-a": self.ta, "team-b": self.tb}
-        c["ipam"] = dict(c["ipam"], dataDir=os.path.join(self.tmp, "ipam-" + node),
+        c["ipam"] = dict(c["ipam"], dataDir=os.path.join(self.tmp, "ipam-" + host),
                          ranges=[[{"subnet": "10.79.0.0/16", "rangeStart": lo, "rangeEnd": hi}]])
         c.update(extra)
         return c
@@ -478,9 +483,11 @@ class CniIbNodes(harness.ApiTestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("ibn2", out["msg"], out)
         self.assertEqual(self.records("ibn1"), [])
-        rc, out = self.cni("DEL", "ibn2", cid, path, conf=mconf)
-        gconf = dict(mconf, **{"cni.dev/valid-attachments": []})
-        rc2, out2 = self.cni("GC", "ibn2", conf=gconf)
+        for verb, conf in (("DEL", mconf),
+                           ("GC", dict(mconf, **{"cni.dev/valid-attachments": []}))):
+            rc, out = self.cni(verb, "ibn2", cid, path, conf=conf)
+            self.assertEqual(rc, 1, "%s: %r" % (verb, out))
+            self.assertIn("ibn2", out["msg"], out)
         untouched("node 2's config at node 1's agent")
 
         # an agent with node 1's token started as node 2, holding a copy of
@@ -505,11 +512,14 @@ class CniIbNodes(harness.ApiTestCase):
             self.assertEqual(rc, 1, out)
             untouched("ADD through the agent with node 1's token")
             rc, out = self.cni("DEL", "ibn2", cid, path, conf=rconf)
-            self.assertEqual(rc, 1, "DEL of node 2's pod with node 1's token: %r" % out)
+            self.assertEqual((rc, out and out["code"]), (1, 11),
+                             "DEL of node 2's pod with node 1's token: %r" % out)
+            self.assertIn("token", out["msg"])
             untouched("DEL through the agent with node 1's token")
             rc, out = self.cni("GC", "ibn2", conf=dict(
                 rconf, **{"cni.dev/valid-attachments": []}))
-            self.assertEqual(rc, 1, "GC with node 1's token: %r" % out)
+            self.assertEqual((rc, out and out["code"]), (1, 11),
+                             "GC with node 1's token: %r" % out)
             untouched("GC through the agent with node 1's token")
             self.assertEqual(len(self.records("ibn2", state=rogue)), 1,
                              "the record is kept where it could not be freed")
