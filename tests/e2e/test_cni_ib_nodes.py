@@ -26,7 +26,6 @@ no live attachment, only Default on every VF, the verifier ok, GC frees
 nothing. Root only; skips (77) without ibsim/opensm or host-local.
 
 argv: isostackd isoctl"""
-import copy
 import json
 import os
 import shutil
