@@ -75,7 +75,8 @@ class CniIb(harness.ApiTestCase):
         self.fab = Fabric()
         self.addCleanup(self.fab.stop)
         self.daemon = harness.Daemon(self.fab.config, env=self.fab.env, agents=True,
-                                     extra_args=("--provisioning-timeout-s", "60"))
+                                     extra_args=("--provisioning-timeout-s", "60"),
+                                     fixed_port=True)  # the agent's URL across restarts
         self.addCleanup(self.daemon.cleanup)
         self.daemon.start()
         self.admin = harness.Client(self.daemon, self.daemon.admin_token)
@@ -451,6 +452,73 @@ class CniIb(harness.ApiTestCase):
         self.assertEqual(rc, 0, out)
         self.assert_clean()
 
+
+    # ---- the controller restarted mid-ADD (issue 17, failure injection) ----
+
+    def add_async(self, cid, netns, ns="team-a"):
+        """An ADD run in the background, as a runtime starts it."""
+        proc = subprocess.Popen(
+            [os.path.join(build_dir(), "cni", "isostack-cni")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={"PATH": "/usr/bin:/bin", "CNI_COMMAND": "ADD", "CNI_PATH": CNI_PATH,
+                 "CNI_CONTAINERID": cid, "CNI_IFNAME": "net1", "CNI_NETNS": netns,
+                 "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s" % (ns, cid)})
+        proc.stdin.write(json.dumps(self.conf))
+        proc.stdin.close()
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def restarted_mid_add(self, name, stop, down_past_the_wait=False):
+        """OpenSM down holds the ADD in its wait for the SM; the controller
+        goes (stop) and comes back on the same store, then OpenSM. With
+        down_past_the_wait the controller stays away until the ADD gave up."""
+        _, p = self.pod(name)
+        cid = "c%s%s" % (name, TAG)
+        self.fab.opensm("stop")
+        proc = self.add_async(cid, p)
+        deadline = time.time() + harness.T(20)
+        while not [a for a in self.live_attachments() if a["state"] == "provisioning"]:
+            self.assertLess(time.time(), deadline, self.agent_text())
+            self.assertIsNone(proc.poll(), "the ADD ended before the SM could confirm")
+            time.sleep(0.1)
+        stop()
+        if down_past_the_wait:
+            proc.wait(timeout=harness.T(60))
+        self.daemon.start()
+        self.admin = harness.Client(self.daemon, self.daemon.admin_token)
+        self.fab.restart_opensm()
+        out = proc.stdout.read()
+        proc.wait(timeout=harness.T(60))
+        proc.stdout.close()
+        res = json.loads(out)
+        if down_past_the_wait:
+            self.assertEqual(proc.returncode, 1, res)
+        if proc.returncode != 0:
+            self.assertEqual(res["code"], 11, "a retry can succeed: %r" % res)
+            # the retry of the same (container, ifname, netns) succeeds. (After
+            # a success the runtime may not ADD again without a DEL: CNI
+            # spec, and host-local refuses the duplicate.)
+            res, _ = self.add_ok(cid, p)
+        live = self.live_attachments()
+        self.assertEqual(len(live), 1, live)  # one allocation for the key
+        self.assertEqual((live[0]["tenant"], live[0]["state"]), (self.ta, "active"), live)
+        guid = self.vf_guid(live[0]["id"])
+        self.assertIn(guid, (VF0, VF1))
+        self.assertEqual(self.fab.pkeys(guid).get(self.tenant_key(self.ta)), True,
+                         "the pod's VF GUID is a full member of its tenant's P_Key")
+        self.assertEqual(self.check(cid, p, res), (0, None))
+        rc, out = self.cni("DEL", cid, p)
+        self.assertEqual(rc, 0, out)
+        self.assert_clean()
+
+    def test_controller_killed_mid_add(self):
+        self.restarted_mid_add("rk", self.daemon.kill)
+
+    def test_controller_stopped_mid_add(self):
+        self.restarted_mid_add("rs", self.daemon.stop)
+
+    def test_controller_down_past_the_add(self):
+        self.restarted_mid_add("rd", self.daemon.kill, down_past_the_wait=True)
 
 if __name__ == "__main__":
     harness.main(__doc__)
