@@ -65,6 +65,9 @@ enum iso_pkey_membership { ISO_MEMBER_LIMITED = 0, ISO_MEMBER_FULL = 1 };
 struct iso_fabric_member {
 	uint64_t guid;
 	enum iso_pkey_membership membership;
+	/* an external assignment's GUID (ISO_VF_EXTERNAL: a VF of the node
+	 * whose GUID Neutron's agent wrote), not one of the inventory's */
+	bool external;
 };
 
 enum iso_partition_kind {

@@ -1264,11 +1264,22 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	if (access(a.netns, F_OK) < 0)
 		return answer_err(ISO_E_NOT_FOUND, "netns: %s: %s", a.netns, strerror(errno));
 	record_path(s->state_root, a.hash, path, sizeof(path));
-	if (attachment_load_file(path, &old, &e) == 0) {
-		if (old.deleting)
-			return answer_err(ISO_E_UNAVAILABLE,
-			                  "container %s's %s is being deleted: DEL it first",
-			                  a.container_id, a.ifname);
+	bool held = attachment_load_file(path, &old, &e) == 0;
+	if (held && old.deleting) {
+		/* a DEL (or a failed ADD's rollback: the controller unreachable)
+		 * cut short: finished here, as the DEL the runtime would send
+		 * first, so that the retry the 11 promised can succeed; then a new
+		 * lease. Still unreachable: 11 again, the record kept. */
+		_cleanup_client_ struct iso_client *cl = NULL;
+		if (del_one(s, &cl, &old, &e) < 0)
+			return answer_err(e.code,
+			                  "container %s's %s: the release of its last attachment "
+			                  "(allocation %s) is not done: %s",
+			                  a.container_id, a.ifname,
+			                  old.allocation[0] ? old.allocation : "-", e.message);
+		held = false;
+	}
+	if (held) {
 		/* the runtime's retry: the same pod, same lease */
 		if (strcmp(old.netns, a.netns) != 0 || strcmp(old.tenant, a.tenant) != 0 ||
 		    strcmp(old.network, a.network) != 0 || old.cxi != a.cxi || old.uid != a.uid ||

@@ -461,6 +461,27 @@ path:
 	return 0;
 }
 
+int cni_verb_check(enum cni_command command, const struct cni_config *cfg, int *code,
+                   struct iso_error *err)
+{
+	if ((command == CNI_STATUS || command == CNI_GC) && strcmp(cfg->cni_version, "1.1.0") != 0)
+		return fail(code, CNI_E_VERSION, err, "cniVersion",
+		            "cniVersion: STATUS and GC need 1.1.0");
+	if (command != CNI_CHECK)
+		return 0;
+	if (strncmp(cfg->cni_version, "0.3.", 4) == 0)
+		return fail(code, CNI_E_VERSION, err, "cniVersion",
+		            "cniVersion: CHECK needs 0.4.0 or later (it came with 0.4.0)");
+	/* SPEC.md, CHECK: the runtime must include the Result of the
+	 * immediately preceding ADD; without it there is nothing to hold the
+	 * pod against, and a CHECK that passes then would say nothing */
+	if (!cfg->prev_result)
+		return fail(code, CNI_E_CONFIG, err, "prevResult",
+		            "prevResult: CHECK needs the Result of the pod's ADD (the runtime "
+		            "must send it)");
+	return 0;
+}
+
 int cni_tenant_of(const struct cni_config *cfg, const char *ns, const char **tenant)
 {
 	for (size_t i = 0; i < cfg->n_tenants; i++)

@@ -92,6 +92,11 @@ int cni_args_parse(const char *text, struct cni_args *out, struct iso_error *err
 /* The environment, by the getter `get` (getenv in the main). */
 int cni_env_parse(const char *(*get)(const char *), struct cni_env *out, int *code,
                   struct iso_error *err);
+/* What a verb needs of the config beyond its parse (the CNI spec): STATUS
+ * and GC came with 1.1.0, CHECK with 0.4.0 and always with the ADD's Result
+ * as prevResult. Refused naming the field, the CNI code in *code. */
+int cni_verb_check(enum cni_command command, const struct cni_config *cfg, int *code,
+                   struct iso_error *err);
 /* The pod namespace's tenant; -ENOENT when the map does not name it. */
 int cni_tenant_of(const struct cni_config *cfg, const char *ns, const char **tenant);
 /* Is v one of the versions this plugin speaks? */

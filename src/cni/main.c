@@ -451,10 +451,8 @@ int main(void)
 		free(conf);
 		return error_out(NULL, code, e.message, "");
 	}
-	if ((env.command == CNI_STATUS || env.command == CNI_GC) &&
-	    strcmp(cfg.cni_version, "1.1.0") != 0) {
-		rc = error_out(cfg.cni_version, CNI_E_VERSION,
-		               "cniVersion: STATUS and GC need 1.1.0", "");
+	if (cni_verb_check(env.command, &cfg, &code, &e) < 0) {
+		rc = error_out(cfg.cni_version, code, e.message, "");
 		goto out;
 	}
 	struct ipam_in ip = {.orig = conf, .orig_len = len};

@@ -253,6 +253,7 @@ static int sort_members(struct iso_fabric_member *m, int n)
 		if (w > 0 && m[w - 1].guid == m[i].guid) {
 			if (m[i].membership == ISO_MEMBER_FULL)
 				m[w - 1].membership = ISO_MEMBER_FULL;
+			m[w - 1].external |= m[i].external;
 			continue;
 		}
 		m[w++] = m[i];
@@ -520,10 +521,11 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 			return -ENOMEM;
 		for (int g = 0; g < svc->n_guids; g++)
 			p->members[p->n_members++] =
-			    (struct iso_fabric_member){svc->guids[g], ISO_MEMBER_FULL};
+			    (struct iso_fabric_member){svc->guids[g], ISO_MEMBER_FULL, false};
 		for (int i = 0; i < n_unique; i++)
-			p->members[p->n_members++] =
-			    (struct iso_fabric_member){slots[i].guid, ISO_MEMBER_LIMITED};
+			p->members[p->n_members++] = (struct iso_fabric_member){
+			    slots[i].guid, ISO_MEMBER_LIMITED,
+			    assign[slots[i].assign].vf == ISO_VF_EXTERNAL};
 		p->n_members = sort_members(p->members, p->n_members);
 	}
 
@@ -554,8 +556,9 @@ int iso_fabric_intent_build_caps(const struct iso_inventory *inv,
 			return -ENOMEM;
 		for (int i = 0; i < n_unique; i++)
 			if (slots[i].tenant == t)
-				p->members[p->n_members++] =
-				    (struct iso_fabric_member){slots[i].guid, ISO_MEMBER_FULL};
+				p->members[p->n_members++] = (struct iso_fabric_member){
+				    slots[i].guid, ISO_MEMBER_FULL,
+				    assign[slots[i].assign].vf == ISO_VF_EXTERNAL};
 	}
 
 	r = unique_names(in.parts, in.n_parts, src, prefix);

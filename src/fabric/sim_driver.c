@@ -5,6 +5,10 @@
  * are skipped silently as OpenSM skips them, and a table that is full drops
  * the keys beyond its capacity (OpenSM's ERR 0512), which is reported as an
  * incident. The model has no delay: an applied intent is confirmed at once.
+ * An external assignment's GUID (an OpenStack VF whose GUID Neutron's agent
+ * wrote, docs/openstack.md) is a port of the fabric from the first intent
+ * that names it on: the VF is there with that GUID whether or not isostack
+ * programs it, and it stays (Default only) after its port is unbound.
  * A test hook injects rogue entries to prove that the verifier sees them.
  * A snapshot may run on another thread than apply (GET /v1/fabric/verify
  * reads off the server thread), so the model has its own lock; for tests,
@@ -98,11 +102,48 @@ static int sim_apply(struct iso_fabric_driver *d, const struct iso_fabric_intent
 	return r;
 }
 
+/* The external GUIDs of the intent that the fabric has no port for yet
+ * become ports (kept sorted by GUID). */
+static int add_external_ports(struct sim_driver *s, const struct iso_fabric_intent *in)
+{
+	int sorted = s->n_ports, added = 0;
+
+	for (int p = 0; p < in->n_parts; p++) {
+		const struct iso_partition *part = &in->parts[p];
+		for (int m = 0; m < part->n_members; m++) {
+			const struct iso_fabric_member *mem = &part->members[m];
+			struct sim_port key = {.guid = mem->guid};
+			bool known = !mem->external ||
+			             bsearch(&key, s->ports, (size_t)sorted, sizeof(key), cmp_port);
+			for (int k = sorted; k < s->n_ports && !known; k++)
+				known = s->ports[k].guid == mem->guid; /* added here, unsorted */
+			if (known)
+				continue;
+			struct sim_port *np =
+			    realloc(s->ports, sizeof(*np) * (size_t)(s->n_ports + 1));
+			if (!np)
+				return -ENOMEM;
+			s->ports = np;
+			np[s->n_ports] =
+			    (struct sim_port){.guid = mem->guid, .capacity = SIM_SERVICE_CAPACITY};
+			snprintf(np[s->n_ports].desc, sizeof(np[0].desc), "external VF");
+			s->n_ports++;
+			added++;
+		}
+	}
+	if (added)
+		qsort(s->ports, (size_t)s->n_ports, sizeof(*s->ports), cmp_port);
+	return 0;
+}
+
 static int sim_apply_locked(struct sim_driver *s, const struct iso_fabric_intent *in,
                             struct iso_error *err)
 {
 	int dropped = 0;
 	char first[160] = "";
+
+	if (add_external_ports(s, in) < 0)
+		return iso_error_set(err, ISO_E_INTERNAL, "", "sim fabric: out of memory");
 
 	for (int i = 0; i < s->n_ports; i++) {
 		s->ports[i].n = 0;

@@ -333,8 +333,11 @@ class Daemon:
     context manager); an atexit hook kills anything left over."""
 
     def __init__(self, config, binary=None, state_dir=None, extra_args=(), env=None,
-                 test_rates=True, agents=False):
+                 test_rates=True, agents=False, fixed_port=False):
         self.binary = binary or Binaries.isostackd
+        # fixed_port: one port for every start (node agents hold the
+        # controller's URL across its restarts); else a free one each start
+        self.fixed_port = free_port() if fixed_port else None
         if not self.binary:
             raise DaemonError("no isostackd binary: pass it as argv[1]")
         self.config = config if os.path.isabs(config) else data_path(config)
@@ -381,7 +384,7 @@ class Daemon:
         timeout = timeout or T(20)
         last_err = None
         for _attempt in range(4):
-            port = free_port()
+            port = self.fixed_port or free_port()
             self.starts += 1
             log = os.path.join(self.tmp, "isostackd.%d.stderr" % self.starts)
             out = os.path.join(self.tmp, "isostackd.%d.stdout" % self.starts)

@@ -237,15 +237,17 @@ class TestCniCxi(ApiTestCase):
         self.add("ca", pa, ns="team-a", uid=UID_A, gid=UID_A)
         self.assertEqual(len(self.live()), 2)
         self.wait_services([([va], UID_A, UID_A), ([vb], UID_B, UID_B)])
+        # CHECK as a runtime sends it: the ADD's Result as prevResult
+        results = {"ca": {"cniVersion": "1.1.0", "interfaces": [], "ips": []}, "cb": prev}
         for cid, p in (("ca", pa), ("cb", pb)):
-            rc, out = self.cni("CHECK", cid, p)
+            rc, out = self.cni("CHECK", cid, p, conf=self.config(prevResult=results[cid]))
             self.assertEqual(rc, 0, "CHECK %s: %r" % (cid, out))
         self.verify_clean()
         # DEL: the member released, its service destroyed by the agent's pass
         rc, out = self.cni("DEL", "ca", pa)
         self.assertEqual(rc, 0, out)
         self.wait_services([([vb], UID_B, UID_B)])
-        rc, out = self.cni("CHECK", "ca", pa)
+        rc, out = self.cni("CHECK", "ca", pa, conf=self.config(prevResult=results["ca"]))
         self.assertEqual(rc, 1)
         self.assertEqual(out["code"], 102, out)
         rc, out = self.cni("DEL", "ca", pa)  # idempotent

@@ -286,6 +286,44 @@ class TestLifecycle(Case):
         self.assertIsNone(self.part_of(net["id"]))
 
 
+class TestVerify(Case):
+    """GET /v1/fabric/verify with Neutron's ports in the intent: a port's
+    GUID is the VF's that Neutron's agent set, on the fabric like any port."""
+
+    def verify(self):
+        r = self.admin.get("/v1/fabric/verify")
+        self.assertStatus(r, 200)
+        return r.body
+
+    def test_verify_with_ports(self):
+        net = net_dict(self.project, 0x1f0)
+        port = port_dict(self.project, net["id"], "cmp-01")
+        guid = "0xfa163e0000123456"
+        self.drv.sync("POST", "Network", net)
+        self.drv.sync("POST", "Port", port)
+        rep = self.verify()
+        self.assertTrue(rep["ok"], rep)
+        p = self.part_of(net["id"])
+        self.assertEqual((p["pkey"], p["tenant"]), ("0x01f0", self.tenant))
+        self.assertIn(guid, [m["guid"] for m in p["members"]])
+        # a second project's network, of another tenant, with a port: still
+        # ok, and no path between the two tenants
+        mine = net_dict(self.hostile, 0x1f1)
+        self.drv.sync("POST", "Network", mine)
+        self.drv.sync("POST", "Port", port_dict(self.hostile, mine["id"], "cmp-01",
+                                                mac="fa:16:3e:00:00:77"))
+        rep = self.verify()
+        self.assertTrue(rep["ok"], rep)
+        self.assertNotIn("cross_tenant", [v["kind"] for v in rep["violations"]])
+        # unbind and delete: ok, the GUID gone from the intent
+        self.drv.sync("DELETE", "Port", port)
+        self.drv.sync("DELETE", "Network", net)
+        rep = self.verify()
+        self.assertTrue(rep["ok"], rep)
+        guids = [m["guid"] for p in self.intent_parts() for m in p["members"]]
+        self.assertNotIn(guid, guids)
+
+
 class TestHostile(Case):
     def test_another_tenants_segmentation_id(self):
         net = net_dict(self.project, 0x170)

@@ -75,7 +75,8 @@ class CniIb(harness.ApiTestCase):
         self.fab = Fabric()
         self.addCleanup(self.fab.stop)
         self.daemon = harness.Daemon(self.fab.config, env=self.fab.env, agents=True,
-                                     extra_args=("--provisioning-timeout-s", "60"))
+                                     extra_args=("--provisioning-timeout-s", "60"),
+                                     fixed_port=True)  # the agent's URL across restarts
         self.addCleanup(self.daemon.cleanup)
         self.daemon.start()
         self.admin = harness.Client(self.daemon, self.daemon.admin_token)
@@ -347,6 +348,177 @@ class CniIb(harness.ApiTestCase):
         self.assertEqual(out, None)  # GC prints nothing on success
         self.assert_clean()
 
+
+    # ---- CHECK in InfiniBand mode (docs/cni.md "Verbs") ----
+
+    def check(self, cid, netns, prev, conf=None, **kw):
+        """CHECK as a runtime sends it: the ADD's Result as prevResult."""
+        conf = copy.deepcopy(conf or self.conf)
+        if prev is not None:
+            conf["prevResult"] = prev
+        return self.cni("CHECK", cid, netns, conf=conf, **kw)
+
+    def assert_check_fails(self, got, *words):
+        rc, out = got
+        self.assertEqual((rc, out and out.get("code")), (1, 102), out)
+        for w in words:
+            self.assertIn(w, out["msg"])
+
+    def standin_of(self, cid):
+        """The host name of the VF netdev the attachment `cid` holds."""
+        live = self.live_attachments()
+        self.assertEqual(len(live), 1, live)
+        return STANDINS[0] if self.vf_guid(live[0]["id"]) == VF0 else STANDINS[1]
+
+    def test_check_follows_the_pod(self):
+        ns, p = self.pod("ck")
+        cid = "ck" + TAG
+        res, _ = self.add_ok(cid, p)
+        addr = res["ips"][0]["address"]
+        standin = self.standin_of(cid)
+        self.assertEqual(self.check(cid, p, res), (0, None))
+        # a prevResult that is not what the pod has: 102 naming both
+        wrong = copy.deepcopy(res)
+        wrong["ips"][0]["address"] = "10.78.9.9/16"
+        self.assert_check_fails(self.check(cid, p, wrong), "10.78.9.9/16", addr, "net1")
+        # the pod's net1 down, then up again
+        sh("ip", "-n", ns, "link", "set", "net1", "down")
+        self.assert_check_fails(self.check(cid, p, res), "net1", "down")
+        sh("ip", "-n", ns, "link", "set", "net1", "up")
+        self.assertEqual(self.check(cid, p, res), (0, None))
+        # its address removed, then given back
+        sh("ip", "-n", ns, "addr", "del", addr, "dev", "net1")
+        self.assert_check_fails(self.check(cid, p, res), "net1", "none", addr)
+        sh("ip", "-n", ns, "addr", "add", addr, "dev", "net1")
+        self.assertEqual(self.check(cid, p, res), (0, None))
+        # another address on it than the ADD gave
+        sh("ip", "-n", ns, "addr", "flush", "dev", "net1")
+        sh("ip", "-n", ns, "addr", "add", "10.78.200.1/16", "dev", "net1")
+        self.assert_check_fails(self.check(cid, p, res), "10.78.200.1/16", addr)
+        # the VF's netdev moved back to the host (its own name there)
+        sh("ip", "-n", ns, "link", "set", "net1", "netns", "1")
+        sh("ip", "link", "set", "net1", "name", standin)
+        self.assert_check_fails(self.check(cid, p, res), "no net1")
+        # DEL still frees everything (the netdev is on the host already)
+        rc, out = self.cni("DEL", cid, p)
+        self.assertEqual(rc, 0, out)
+        # after DEL: the runtime must not CHECK (CNI spec, CHECK); ours says
+        # 102, nothing attached, and makes nothing
+        self.assert_check_fails(self.check(cid, p, res), "not attached")
+        self.assert_clean()
+
+    def test_check_interface_deleted(self):
+        ns, p = self.pod("cd")
+        cid = "cd" + TAG
+        res, _ = self.add_ok(cid, p)
+        sh("ip", "-n", ns, "link", "del", "net1")  # a veth: its peer goes too
+        self.assert_check_fails(self.check(cid, p, res), "no net1")
+        rc, out = self.cni("DEL", cid, p)
+        self.assertEqual(rc, 0, out)
+        for name in STANDINS:
+            self.standin(name)
+        self.assert_clean()
+
+    def test_check_bad_inputs(self):
+        ns, p = self.pod("cb")
+        _, p2 = self.pod("cb2")
+        cid = "cb" + TAG
+        res, _ = self.add_ok(cid, p)
+        # no prevResult: the runtime must send the ADD's Result (CNI spec)
+        rc, out = self.check(cid, p, None)
+        self.assertEqual((rc, out["code"]), (1, 7), out)
+        self.assertIn("prevResult", out["msg"])
+        # prevResult not a Result
+        rc, out = self.check(cid, p, ["x"])
+        self.assertEqual((rc, out["code"]), (1, 6), out)
+        self.assertIn("prevResult", out["msg"])
+        # CHECK came with spec 0.4.0: a 0.3.1 config may not ask it
+        old = dict(self.conf, cniVersion="0.3.1")
+        rc, out = self.check(cid, p, res, conf=old)
+        self.assertEqual((rc, out["code"]), (1, 1), out)
+        self.assertIn("cniVersion", out["msg"])
+        # no CNI_NETNS
+        rc, out = self.check(cid, None, res)
+        self.assertEqual((rc, out["code"]), (1, 4), out)
+        self.assertIn("CNI_NETNS", out["msg"])
+        # another netns than the ADD's, another ifname, another container
+        self.assert_check_fails(self.check(cid, p2, res), p, p2)
+        self.assert_check_fails(self.check(cid, p, res, ifname="net2"), "net2",
+                                "not attached")
+        self.assert_check_fails(self.check("cx" + TAG, p, res), "not attached")
+        # none of them changed anything: the pod still checks out
+        self.assertEqual(self.check(cid, p, res), (0, None))
+        rc, out = self.cni("DEL", cid, p)
+        self.assertEqual(rc, 0, out)
+        self.assert_clean()
+
+
+    # ---- the controller restarted mid-ADD (issue 17, failure injection) ----
+
+    def add_async(self, cid, netns, ns="team-a"):
+        """An ADD run in the background, as a runtime starts it."""
+        proc = subprocess.Popen(
+            [os.path.join(build_dir(), "cni", "isostack-cni")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={"PATH": "/usr/bin:/bin", "CNI_COMMAND": "ADD", "CNI_PATH": CNI_PATH,
+                 "CNI_CONTAINERID": cid, "CNI_IFNAME": "net1", "CNI_NETNS": netns,
+                 "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s" % (ns, cid)})
+        proc.stdin.write(json.dumps(self.conf))
+        proc.stdin.close()
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def restarted_mid_add(self, name, stop, down_past_the_wait=False):
+        """OpenSM down holds the ADD in its wait for the SM; the controller
+        goes (stop) and comes back on the same store, then OpenSM. With
+        down_past_the_wait the controller stays away until the ADD gave up."""
+        _, p = self.pod(name)
+        cid = "c%s%s" % (name, TAG)
+        self.fab.opensm("stop")
+        proc = self.add_async(cid, p)
+        deadline = time.time() + harness.T(20)
+        while not [a for a in self.live_attachments() if a["state"] == "provisioning"]:
+            self.assertLess(time.time(), deadline, self.agent_text())
+            self.assertIsNone(proc.poll(), "the ADD ended before the SM could confirm")
+            time.sleep(0.1)
+        stop()
+        if down_past_the_wait:
+            proc.wait(timeout=harness.T(60))
+        self.daemon.start()
+        self.admin = harness.Client(self.daemon, self.daemon.admin_token)
+        self.fab.restart_opensm()
+        out = proc.stdout.read()
+        proc.wait(timeout=harness.T(60))
+        proc.stdout.close()
+        res = json.loads(out)
+        if down_past_the_wait:
+            self.assertEqual(proc.returncode, 1, res)
+        if proc.returncode != 0:
+            self.assertEqual(res["code"], 11, "a retry can succeed: %r" % res)
+            # the retry of the same (container, ifname, netns) succeeds. (After
+            # a success the runtime may not ADD again without a DEL: CNI
+            # spec, and host-local refuses the duplicate.)
+            res, _ = self.add_ok(cid, p)
+        live = self.live_attachments()
+        self.assertEqual(len(live), 1, live)  # one allocation for the key
+        self.assertEqual((live[0]["tenant"], live[0]["state"]), (self.ta, "active"), live)
+        guid = self.vf_guid(live[0]["id"])
+        self.assertIn(guid, (VF0, VF1))
+        self.assertEqual(self.fab.pkeys(guid).get(self.tenant_key(self.ta)), True,
+                         "the pod's VF GUID is a full member of its tenant's P_Key")
+        self.assertEqual(self.check(cid, p, res), (0, None))
+        rc, out = self.cni("DEL", cid, p)
+        self.assertEqual(rc, 0, out)
+        self.assert_clean()
+
+    def test_controller_killed_mid_add(self):
+        self.restarted_mid_add("rk", self.daemon.kill)
+
+    def test_controller_stopped_mid_add(self):
+        self.restarted_mid_add("rs", self.daemon.stop)
+
+    def test_controller_down_past_the_add(self):
+        self.restarted_mid_add("rd", self.daemon.kill, down_past_the_wait=True)
 
 if __name__ == "__main__":
     harness.main(__doc__)

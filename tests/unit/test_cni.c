@@ -309,12 +309,60 @@ static void test_answers(void **state)
 	json_decref(ipam);
 }
 
+/* What a verb needs of the config (cni_verb_check): STATUS and GC at
+ * 1.1.0, CHECK at 0.4.0 or later and always with the ADD's prevResult. */
+static void test_verb_needs(void **state)
+{
+	static const struct {
+		enum cni_command cmd;
+		const char *version, *extra;
+		int code; /* 0: accepted */
+		const char *field;
+	} cases[] = {
+	    {CNI_CHECK, "1.1.0", ",\"prevResult\":{\"ips\":[]}", 0, NULL},
+	    {CNI_CHECK, "0.4.0", ",\"prevResult\":{}", 0, NULL},
+	    {CNI_CHECK, "1.1.0", "", CNI_E_CONFIG, "prevResult"},
+	    {CNI_CHECK, "0.4.0", "", CNI_E_CONFIG, "prevResult"},
+	    {CNI_CHECK, "0.3.1", ",\"prevResult\":{}", CNI_E_VERSION, "cniVersion"},
+	    {CNI_CHECK, "0.3.0", ",\"prevResult\":{}", CNI_E_VERSION, "cniVersion"},
+	    {CNI_STATUS, "1.0.0", "", CNI_E_VERSION, "cniVersion"},
+	    {CNI_GC, "0.4.0", "", CNI_E_VERSION, "cniVersion"},
+	    {CNI_GC, "1.1.0", "", 0, NULL},
+	    {CNI_ADD, "0.3.1", "", 0, NULL},
+	    {CNI_DEL, "1.1.0", "", 0, NULL}, /* DEL: prevResult may be omitted */
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[512];
+		struct cni_config cfg;
+		struct iso_error e;
+		json_t *doc = NULL;
+		int code = 0;
+		snprintf(text, sizeof(text),
+		         "{\"cniVersion\":\"%s\",\"name\":\"n\",\"type\":\"x\","
+		         "\"agentSocket\":\"/run/a.sock\",\"tenants\":{\"a\":\"b\"}%s}",
+		         cases[i].version, cases[i].extra);
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(cni_config_parse(text, strlen(text), &cfg, &doc, &code, &e), 0);
+		int r = cni_verb_check(cases[i].cmd, &cfg, &code, &e);
+		if (!cases[i].code) {
+			assert_int_equal(r, 0);
+		} else {
+			assert_int_equal(r, -EINVAL);
+			assert_int_equal(code, cases[i].code);
+			assert_string_equal(e.field, cases[i].field);
+			assert_non_null(strstr(e.message, cases[i].field));
+		}
+		json_decref(doc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config_good), cmocka_unit_test(test_config_bad),
 	    cmocka_unit_test(test_args),        cmocka_unit_test(test_env),
-	    cmocka_unit_test(test_answers),
+	    cmocka_unit_test(test_answers),     cmocka_unit_test(test_verb_needs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

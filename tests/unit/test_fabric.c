@@ -821,8 +821,10 @@ static void test_port_table_128(void **state)
 	assert_int_equal(iso_fabric_port_table_count(inv, 126), 128);
 	for (int i = 0; i < VFS; i++) {
 		snprintf(ids[i], sizeof(ids[i]), "a-%016x", i + 1);
-		t[i] = (struct iso_fabric_tenant){
-		    .tenant_id = 1, .name = "acme", .pkey = (uint16_t)(0x0100 + i), .alloc = ids[i]};
+		t[i] = (struct iso_fabric_tenant){.tenant_id = 1,
+		                                  .name = "acme",
+		                                  .pkey = (uint16_t)(0x0100 + i),
+		                                  .alloc = ids[i]};
 		as[i] = (struct iso_port_assignment){
 		    .node = 0, .tenant_id = 1, .vf = i, .guid = inv->nodes[0].port.vf_guids[i]};
 		iso_strlcpy(as[i].alloc, ids[i], sizeof(as[i].alloc));
@@ -1029,7 +1031,7 @@ static void test_sim_capacity_incident(void **state)
 	struct iso_fabric_status st;
 
 	/* the builder refuses this; a driver must still model what the SM does */
-	struct iso_fabric_member m = {0x100, ISO_MEMBER_FULL};
+	struct iso_fabric_member m = {0x100, ISO_MEMBER_FULL, false};
 	struct iso_partition parts[] = {
 	    {.kind = ISO_PART_DEFAULT, .name = "Default", .pkey = 0x7fff},
 	    {.kind = ISO_PART_TENANT, .name = "t_a", .pkey = 0x0101, .n_members = 1, .members = &m},
@@ -1070,6 +1072,89 @@ static void test_sim_capacity_incident(void **state)
 	assert_false(st.incident);
 	assert_true(st.confirmed == 4);
 	iso_fabric_driver_freep(&d);
+	iso_inventory_free(inv);
+}
+
+/* An OpenStack port (an external assignment, docs/openstack.md): its GUID is
+ * a VF's that Neutron's agent wrote, on the fabric though not in the
+ * inventory. The sim has that port from the intent on; the verifier holds
+ * it against the intent like any port, and sees it put into another
+ * tenant's key. A GUID the intent does not mark external stays unknown to
+ * the fabric (OpenSM skips it): unreachable. */
+static void test_sim_external_port(void **state)
+{
+	(void)state;
+	struct iso_inventory *inv = load_inv(SMALL_INV("8"));
+	struct iso_fabric_intent in = {0};
+	struct iso_fabric_driver *d = NULL;
+	struct iso_fabric_snapshot snap = {0};
+	struct iso_fabric_report rep = {0};
+	struct iso_error err = {0};
+	const uint64_t ext = 0xfa163e0000123456ull, ext2 = 0xfa163e0000000077ull;
+	struct iso_port_assignment assign[ISO_ARRAY_SIZE(two_assign) + 2];
+
+	memcpy(assign, two_assign, sizeof(two_assign));
+	assign[ISO_ARRAY_SIZE(two_assign)] = (struct iso_port_assignment){
+	    .node = 0, .tenant_id = 1, .vf = ISO_VF_EXTERNAL, .guid = ext};
+	assign[ISO_ARRAY_SIZE(two_assign) + 1] = (struct iso_port_assignment){
+	    .node = 1, .tenant_id = 2, .vf = ISO_VF_EXTERNAL, .guid = ext2};
+	assert_int_equal(iso_fabric_intent_build(inv, two_tenants, 2, assign,
+	                                         (int)ISO_ARRAY_SIZE(assign), &in, &err),
+	                 0);
+	const struct iso_partition *acme = find_part(&in, 0x0101);
+	for (int i = 0; i < acme->n_members; i++)
+		assert_int_equal(acme->members[i].external, acme->members[i].guid == ext);
+	assert_int_equal(iso_fabric_sim_driver_new(inv, &d, &err), 0);
+	assert_int_equal(d->ops->apply(d, &in, &err), 0);
+	assert_int_equal(d->ops->apply(d, &in, &err), 0); /* again: no second port */
+	assert_int_equal(d->ops->snapshot(d, &snap, &err), 0);
+	assert_int_equal(snap.n_ports, 13 + 2);
+	struct iso_port_table *pt = snap_port(&snap, ext);
+	assert_int_equal(pt->n_pkeys, 3); /* Default, storage (limited), acme (full) */
+	assert_int_equal(iso_fabric_verify(&in, &snap, &rep, &err), 0);
+	if (!rep.ok) {
+		dump(&rep);
+		fail_msg("an external port as the intent says: ok");
+	}
+	/* hostile: the port's GUID put into beta's key, full */
+	assert_int_equal(iso_fabric_sim_inject(d, ext, 0x8102), 0);
+	iso_fabric_snapshot_clear(&snap);
+	iso_fabric_report_clear(&rep);
+	assert_int_equal(d->ops->snapshot(d, &snap, &err), 0);
+	assert_int_equal(iso_fabric_verify(&in, &snap, &rep, &err), 0);
+	assert_false(rep.ok);
+	const struct iso_violation *v = find_viol(&rep, ISO_VIOL_CROSS_TENANT, 0x0102);
+	assert_non_null(v);
+	assert_true(v->ports[0] == ext || v->ports[1] == ext);
+	assert_non_null(strstr(v->message, "acme"));
+	assert_non_null(strstr(v->message, "beta-co.x"));
+	/* a member GUID not marked external: OpenSM skips it, unreachable */
+	iso_fabric_report_clear(&rep);
+	iso_fabric_snapshot_clear(&snap);
+	iso_fabric_intent_clear(&in);
+	assign[ISO_ARRAY_SIZE(two_assign) + 1].guid = 0xfa163e00000000aaull;
+	assert_int_equal(iso_fabric_intent_build(inv, two_tenants, 2, assign,
+	                                         (int)ISO_ARRAY_SIZE(assign), &in, &err),
+	                 0);
+	for (int p = 0; p < in.n_parts; p++)
+		for (int m = 0; m < in.parts[p].n_members; m++)
+			if (in.parts[p].members[m].guid == 0xfa163e00000000aaull)
+				in.parts[p].members[m].external = false;
+	assert_int_equal(d->ops->apply(d, &in, &err), 0);
+	assert_int_equal(d->ops->snapshot(d, &snap, &err), 0);
+	assert_int_equal(snap.n_ports, 13 + 2); /* kept: ext, ext2 (Default only) */
+	assert_int_equal(snap_port(&snap, ext2)->n_pkeys, 1);
+	assert_int_equal(iso_fabric_verify(&in, &snap, &rep, &err), 0);
+	assert_false(rep.ok);
+	v = find_viol(&rep, ISO_VIOL_UNREACHABLE, 0x0010);
+	if (!v)
+		v = find_viol(&rep, ISO_VIOL_UNREACHABLE, 0x0102);
+	assert_non_null(v);
+	assert_true(v->ports[0] == 0xfa163e00000000aaull);
+	iso_fabric_report_clear(&rep);
+	iso_fabric_snapshot_clear(&snap);
+	iso_fabric_driver_freep(&d);
+	iso_fabric_intent_clear(&in);
 	iso_inventory_free(inv);
 }
 
@@ -1174,15 +1259,17 @@ static void test_opafm_render_50(void **state)
 	struct iso_fabric_member mem[N][2];
 	parts[0] =
 	    (struct iso_partition){.kind = ISO_PART_DEFAULT, .name = "Default", .pkey = 0x7fff};
-	struct iso_fabric_member svc = {0xabc, ISO_MEMBER_FULL};
+	struct iso_fabric_member svc = {0xabc, ISO_MEMBER_FULL, false};
 	parts[1] = (struct iso_partition){.kind = ISO_PART_SERVICE,
 	                                  .name = "svc_login",
 	                                  .pkey = 0x0020,
 	                                  .n_members = 1,
 	                                  .members = &svc};
 	for (int i = 0; i < N; i++) {
-		mem[i][0] = (struct iso_fabric_member){0x1000 + 2 * (uint64_t)i, ISO_MEMBER_FULL};
-		mem[i][1] = (struct iso_fabric_member){0x1001 + 2 * (uint64_t)i, ISO_MEMBER_FULL};
+		mem[i][0] =
+		    (struct iso_fabric_member){0x1000 + 2 * (uint64_t)i, ISO_MEMBER_FULL, false};
+		mem[i][1] =
+		    (struct iso_fabric_member){0x1001 + 2 * (uint64_t)i, ISO_MEMBER_FULL, false};
 		parts[i + 2] = (struct iso_partition){.kind = ISO_PART_TENANT,
 		                                      .pkey = (uint16_t)(0x0200 + i),
 		                                      .n_members = 2,
@@ -1305,6 +1392,7 @@ int main(void)
 	    cmocka_unit_test(test_verify_scale),
 	    cmocka_unit_test(test_sim_capacity_incident),
 	    cmocka_unit_test(test_sim_inject_wrong_driver),
+	    cmocka_unit_test(test_sim_external_port),
 	    cmocka_unit_test(test_opafm_render),
 	    cmocka_unit_test(test_opafm_render_50),
 	    cmocka_unit_test(test_opafm_driver),
