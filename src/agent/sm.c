@@ -110,22 +110,9 @@ static int mark_store(const char *path, const struct iso_sm_mark *m, struct iso_
 	return iso_file_write_atomic(path, buf, (size_t)n, 0600, false, err);
 }
 
-/* The pid in the SM's pid file if that process exists; 0 when it is down. */
-static pid_t sm_pid(const char *path)
-{
-	_cleanup_fclose_ FILE *f = path ? fopen(path, "re") : NULL;
-	long pid = 0;
-
-	if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1 || pid > INT32_MAX)
-		return 0;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return 0;
-	return (pid_t)pid;
-}
-
 static bool hup(const struct iso_agent_config *cfg)
 {
-	pid_t pid = sm_pid(cfg->sm.pid_file);
+	pid_t pid = iso_sm_pid_alive(cfg->sm.pid_file);
 
 	return pid && kill(pid, SIGHUP) == 0;
 }
