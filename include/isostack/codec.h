@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "isostack/smfile.h"
 #include "isostack/util.h"
 
 ISO_PUBLIC_BEGIN
@@ -396,10 +397,13 @@ void iso_codec_sm_document_clear(struct iso_sm_document *d);
 
 /* The SM agent's report (PUT /v1/fabric/sm/status): {"version","term",
  * "generation"[,"refused":{"term","generation","reason"}][,"incident":
- * {"generation","line"}]}. term/generation: the highest document written to
- * the file and signalled to the primary SM (0, 0: none yet); refused: the
- * last document it would not write; incident: what OpenSM logged after the
- * file of that generation (the previous file is back). */
+ * {"generation","line"}][,"sm_alive"]}. term/generation: the highest document
+ * written to the file and signalled to the primary SM (0, 0: none yet);
+ * refused: the last document it would not write; incident: what OpenSM
+ * logged after the file of that generation (the previous file is back);
+ * sm_alive: whether OpenSM's process (the agent's --sm-pid-file) runs, sent
+ * at once when it changes and at least every ISO_SM_REPORT_S (absent from an
+ * older agent's report: has_sm_alive false). */
 struct iso_sm_report {
 	char version[65];
 	uint64_t term, generation;
@@ -409,9 +413,30 @@ struct iso_sm_report {
 	bool incident;
 	uint64_t incident_generation;
 	char incident_line[256];
+	bool has_sm_alive, sm_alive;
 };
 json_t *iso_codec_sm_report_encode(const struct iso_sm_report *r);
 int iso_codec_sm_report_decode(json_t *body, struct iso_sm_report *out, struct iso_error *err);
+
+/* GET /v1/fabric/health (docs/api.md, "Fabric"): whether the fabric
+ * driver's subnet manager is reachable, what the CNI plugin's STATUS asks
+ * through the node agent. {"driver","sm":{"state":"none|unknown|up|down",
+ * "reason","since":RFC 3339}} for every reader; cluster roles' answer (full)
+ * adds "generation","applied","confirmed","incident" (GET /v1/fabric's).
+ * The decode is the node agent's: every key known, driver 1..15 bytes of
+ * printable ASCII, the state one of the four, the reason at most
+ * ISO_SM_REASON_MAX - 1 bytes of text, since exactly as iso_format_time
+ * writes it, and the four full keys all or none. Field names "sm.state". */
+struct iso_fabric_health {
+	char driver[16];
+	struct iso_sm_health sm;
+	bool full;
+	uint64_t generation, applied, confirmed;
+	bool incident;
+};
+json_t *iso_codec_fabric_health_encode(const struct iso_fabric_health *h);
+int iso_codec_fabric_health_decode(json_t *body, struct iso_fabric_health *out,
+                                   struct iso_error *err);
 
 ISO_PUBLIC_END
 

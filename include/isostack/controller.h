@@ -193,6 +193,11 @@ int iso_controller_fabric_status(struct iso_controller *c, const struct iso_prin
                                  json_t **out, struct iso_error *err);
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err);
+/* GET /v1/fabric/health: whether the driver's SM is reachable
+ * (iso_codec_fabric_health_encode); cluster roles get the full answer, any
+ * node agent the small one (the CNI plugin's STATUS), tenants 403. O(1). */
+int iso_controller_fabric_health(struct iso_controller *c, const struct iso_principal *p,
+                                 json_t **out, struct iso_error *err);
 int iso_controller_fabric_verify(struct iso_controller *c, const struct iso_principal *p,
                                  struct iso_fabric_report *out, struct iso_error *err);
 /* The same in three steps, so that reading the fabric holds no lock: begin

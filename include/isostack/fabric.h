@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "isostack/inventory.h"
+#include "isostack/smfile.h"
 #include "isostack/util.h"
 
 #define ISO_PKEY_DEFAULT   0x7fff /* the default partition, never a tenant's */
@@ -371,6 +372,12 @@ struct iso_fabric_status {
 	uint64_t applied;   /* highest generation written to the SM */
 	bool incident;      /* the SM refused or degraded the last file */
 	char incident_msg[256];
+	/* whether the SM is reachable (docs/fabric.md, "Is the SM reachable"):
+	 * sim NONE (it models the SM itself), opafm UNKNOWN, opensm UP/DOWN from
+	 * the SM's process (local: the pid files, checked once a second by the
+	 * worker; agent: the SM host's agent's reports), UNKNOWN when it cannot
+	 * tell */
+	struct iso_sm_health sm;
 };
 
 struct iso_fabric_driver_ops {
@@ -397,6 +404,10 @@ struct iso_fabric_driver_ops {
 	int (*sm_document)(struct iso_fabric_driver *d, uint64_t *generation, char **text);
 	void (*sm_applied)(struct iso_fabric_driver *d, uint64_t generation, const char *incident,
 	                   uint64_t incident_generation);
+	/* Every report of the SM host's agent, of any term: whether its OpenSM
+	 * process runs (1, 0; -1: an older agent that does not say). A report
+	 * missing for 3 x ISO_SM_REPORT_S makes the SM DOWN. */
+	void (*sm_reported)(struct iso_fabric_driver *d, int alive);
 };
 struct iso_fabric_driver {
 	const struct iso_fabric_driver_ops *ops;

@@ -9,7 +9,9 @@
  * header, written and read strictly; the refusal rule; the check of a
  * document's text; and the scan of OpenSM's log for the lines that say it
  * did not do what the file said, which the controller's opensm driver (a
- * local log) and the SM agent (the SM host's log) share. Pure C over files,
+ * local log) and the SM agent (the SM host's log) share; and whether the SM
+ * runs: its pid file's process, and the four states of its reachability
+ * (GET /v1/fabric/health, what the CNI plugin's STATUS asks). Pure C over files,
  * in isostack-core, so that the agent links it without the server library. */
 #ifndef ISOSTACK_SMFILE_H
 #define ISOSTACK_SMFILE_H
@@ -88,6 +90,45 @@ void iso_sm_log_mark(struct iso_sm_log *w);
  * fabric is flattened), "ERR 0507" (switch enforcement off), "ERR 0512" (a
  * P_Key table full) or "PARSE ERROR", copied into `line`. */
 bool iso_sm_log_scan(struct iso_sm_log *w, char *line, size_t size);
+
+/* ---- the SM's process and whether it can be reached ---- */
+
+/* The pid in the SM's pid file `path` if that process exists (kill 0; EPERM
+ * counts as existing); 0 when the file is missing, holds no pid above 1, or
+ * names no process: the SM is down. NULL or "" is 0. */
+pid_t iso_sm_pid_alive(const char *path);
+
+/* Whether a fabric driver's subnet manager is reachable:
+ * NONE: the driver has no SM to reach (sim models the SM in-process);
+ * UNKNOWN: the driver cannot tell (opafm; no pid file configured; no report
+ * from the SM host's agent yet, or one too old to say);
+ * UP, DOWN: as judged from the SM's process. */
+enum iso_sm_state {
+	ISO_SM_STATE_NONE,
+	ISO_SM_STATE_UNKNOWN,
+	ISO_SM_STATE_UP,
+	ISO_SM_STATE_DOWN,
+};
+#define ISO_SM_REASON_MAX 160
+/* The SM host's agent reports at least this often (and at once on a change);
+ * the controller counts the SM DOWN after 3 x this without a report. */
+#define ISO_SM_REPORT_S 2
+
+/* A state, why (words and inventory keys only: no tenant, GUID, P_Key or
+ * path, since every node agent reads it), and since when (wall clock ms). */
+struct iso_sm_health {
+	enum iso_sm_state state;
+	char reason[ISO_SM_REASON_MAX];
+	int64_t since_ms;
+};
+
+/* "none", "unknown", "up", "down"; parse: -EINVAL for anything else. */
+const char *iso_sm_state_name(enum iso_sm_state s);
+int iso_sm_state_parse(const char *name, enum iso_sm_state *out);
+/* Sets the state and reason; since_ms moves to now_ms only when the state
+ * changes (or was never set). */
+void iso_sm_health_set(struct iso_sm_health *h, enum iso_sm_state s, const char *reason,
+                       int64_t now_ms);
 
 ISO_PUBLIC_END
 

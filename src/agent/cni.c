@@ -1680,10 +1680,33 @@ static json_t *do_status(struct agent_sandboxes *s, const struct cni_req *rq)
 	if ((r = controller_open(s, 2000, &cl, &e)) == 0 &&
 	    (r = iso_client_request(cl, "GET", "/v1/healthz", NULL, &resp, &e)) == 0)
 		r = iso_response_error(&resp, &e);
+	/* InfiniBand: the subnet manager too (GET /v1/fabric/health, which
+	 * any node agent may read); Ethernet and Slingshot have none to ask */
+	if (r == 0 && rq->ib) {
+		iso_response_clear(&resp);
+		if ((r = iso_client_request(cl, "GET", "/v1/fabric/health", NULL, &resp, &e)) ==
+		        0 &&
+		    (r = iso_response_error(&resp, &e)) < 0)
+			r = -EPROTO; /* it answered: not "unreachable" */
+	}
 	http_leave(s);
+	if (r == -EPROTO)
+		return answer_err(ISO_E_UNAVAILABLE,
+		                  "the controller's GET /v1/fabric/health failed: %s", e.message);
 	if (r < 0)
 		return answer_err(ISO_E_UNAVAILABLE, "the controller is unreachable: %s",
 		                  e.message);
+	if (rq->ib) {
+		struct iso_fabric_health h;
+
+		if (iso_codec_fabric_health_decode(resp.body, &h, &e) < 0)
+			return answer_err(ISO_E_UNAVAILABLE,
+			                  "the controller's fabric health: %s%s%s", e.field,
+			                  e.field[0] ? ": " : "", e.message);
+		if (h.sm.state == ISO_SM_STATE_DOWN)
+			return answer_err(ISO_E_UNAVAILABLE,
+			                  "the subnet manager is unreachable: %s", h.sm.reason);
+	}
 	return json_pack("{s:b}", "ready", true);
 }
 

@@ -45,6 +45,7 @@ struct sm_loop {
 	bool scanning;
 	int64_t scan_until_ms;
 	uint64_t scan_gen;
+	int64_t sent_ms; /* when the last report went (wall clock) */
 };
 
 static void nap_ms(const struct iso_agent_config *cfg, long ms)
@@ -110,22 +111,9 @@ static int mark_store(const char *path, const struct iso_sm_mark *m, struct iso_
 	return iso_file_write_atomic(path, buf, (size_t)n, 0600, false, err);
 }
 
-/* The pid in the SM's pid file if that process exists; 0 when it is down. */
-static pid_t sm_pid(const char *path)
-{
-	_cleanup_fclose_ FILE *f = path ? fopen(path, "re") : NULL;
-	long pid = 0;
-
-	if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1 || pid > INT32_MAX)
-		return 0;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return 0;
-	return (pid_t)pid;
-}
-
 static bool hup(const struct iso_agent_config *cfg)
 {
-	pid_t pid = sm_pid(cfg->sm.pid_file);
+	pid_t pid = iso_sm_pid_alive(cfg->sm.pid_file);
 
 	return pid && kill(pid, SIGHUP) == 0;
 }
@@ -172,15 +160,27 @@ static int write_doc(struct sm_loop *s, const struct iso_sm_document *d, struct 
 	return 0;
 }
 
+/* The report, when it changed or ISO_SM_REPORT_S after the last one: the
+ * controller counts the SM down when it hears nothing for 3 x that. Whether
+ * OpenSM runs is looked at here, each turn (its pid file and kill 0). */
 static void put_status(struct sm_loop *s, json_t **sent)
 {
 	_cleanup_response_ struct iso_response resp = {0};
 	struct iso_error e = {0};
-	json_t *body = iso_codec_sm_report_encode(&s->rep);
+	json_t *body;
+	int64_t now = iso_now_ms();
+	bool alive = iso_sm_pid_alive(s->cfg->sm.pid_file) != 0;
 
-	if (!body)
+	if (alive != s->rep.sm_alive || !s->rep.has_sm_alive)
+		iso_log(alive ? ISO_LOG_INFO : ISO_LOG_WARN, "agent.sm_process",
+		        "pid_file=%s alive=%s", s->cfg->sm.pid_file ? s->cfg->sm.pid_file : "",
+		        alive ? "true" : "false");
+	s->rep.has_sm_alive = true;
+	s->rep.sm_alive = alive;
+	if (!(body = iso_codec_sm_report_encode(&s->rep)))
 		return;
-	if (*sent && json_equal(*sent, body)) {
+	if (*sent && json_equal(*sent, body) && now - s->sent_ms < ISO_SM_REPORT_S * 1000LL &&
+	    now >= s->sent_ms) {
 		json_decref(body);
 		return;
 	}
@@ -195,6 +195,7 @@ static void put_status(struct sm_loop *s, json_t **sent)
 	}
 	json_decref(*sent);
 	*sent = body;
+	s->sent_ms = now;
 }
 
 static void refuse(struct sm_loop *s, uint64_t term, uint64_t gen, const char *why)
@@ -344,8 +345,13 @@ int iso_agent_sm_run(const struct iso_agent_config *cfg, struct iso_error *err)
 		char path[128];
 		bool busy = s.hup_due || s.scanning;
 
+		/* the long poll ends in time for the next report to go */
+		int wait_s = busy ? 1 : cfg->heartbeat_s;
+
+		if (wait_s > ISO_SM_REPORT_S)
+			wait_s = ISO_SM_REPORT_S;
 		snprintf(path, sizeof(path), "/v1/fabric/sm/partitions?after=%" PRIu64 "&wait_s=%d",
-		         held, busy ? 1 : cfg->heartbeat_s);
+		         held, wait_s);
 		if (iso_client_request(s.client, "GET", path, NULL, &resp, &e) < 0 ||
 		    iso_response_error(&resp, &e) < 0) {
 			if (atomic_load(cfg->stop))
@@ -355,6 +361,11 @@ int iso_agent_sm_run(const struct iso_agent_config *cfg, struct iso_error *err)
 			json_decref(sent); /* the report goes again once it is back */
 			sent = NULL;
 			signal_and_scan(&s); /* the SM still gets what was written */
+			/* no document (503 before the first) is no reason to be silent:
+			 * whether OpenSM runs still goes (fails as well when the
+			 * controller is away) */
+			if (resp.status > 0)
+				put_status(&s, &sent);
 			nap_ms(cfg, backoff);
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 			continue;

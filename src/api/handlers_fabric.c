@@ -1,7 +1,8 @@
 /* handlers_fabric.c: the fabric for cluster-admins and auditors: the
  * driver's progress, the intent it programs, and a live verification that
  * reads every reachable port's P_Key table (docs/fabric.md), off the
- * daemon's loop thread (api_defer). */
+ * daemon's loop thread (api_defer); and for node agents too, whether the
+ * subnet manager is reachable (GET /v1/fabric/health, the CNI STATUS). */
 #include <jansson.h>
 
 #include "api/internal.h"
@@ -13,6 +14,17 @@ int api_fabric_status(struct api_request *r)
 
 	if (api_check_query(r, NULL) < 0 ||
 	    iso_controller_fabric_status(r->ctl, &r->who, &out, &r->err) < 0)
+		return -1;
+	api_reply(r, MHD_HTTP_OK, out);
+	return 0;
+}
+
+int api_fabric_health(struct api_request *r)
+{
+	json_t *out = NULL;
+
+	if (api_check_query(r, NULL) < 0 ||
+	    iso_controller_fabric_health(r->ctl, &r->who, &out, &r->err) < 0)
 		return -1;
 	api_reply(r, MHD_HTTP_OK, out);
 	return 0;

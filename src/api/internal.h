@@ -80,7 +80,7 @@ struct api_request {
 	/* a protocol error whose status has no iso_errcode (414, 431) */
 	int err_status;
 	const char *err_code;
-	char leader[256]; /* a follower's not_leader: X-Isostack-Leader */
+	char leader[256];                    /* a follower's not_leader: X-Isostack-Leader */
 	char set_cookie[ISO_TOKEN_MAX + 96]; /* a Set-Cookie header (POST /neutron/login) */
 };
 
@@ -214,6 +214,7 @@ int api_whoami(struct api_request *r);
 int api_capacity(struct api_request *r);
 int api_fabric_status(struct api_request *r);
 int api_fabric_intent(struct api_request *r);
+int api_fabric_health(struct api_request *r);
 int api_fabric_verify(struct api_request *r);
 int api_tenant_create(struct api_request *r);
 int api_tenant_list(struct api_request *r);

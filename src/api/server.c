@@ -133,6 +133,7 @@ static const struct route routes[] = {
      "allocation"},
     {"GET", "v1/fabric", api_fabric_status, ROUTE_AUTH, "fabric.read", "fabric"},
     {"GET", "v1/fabric/intent", api_fabric_intent, ROUTE_AUTH, "fabric.read", "fabric"},
+    {"GET", "v1/fabric/health", api_fabric_health, ROUTE_AUTH, "fabric.health", "fabric"},
     {"GET", "v1/fabric/verify", api_fabric_verify, ROUTE_AUTH, "fabric.verify", "fabric"},
     {"GET", "v1/fabric/sm/partitions", api_sm_partitions, ROUTE_AUTH, "fabric.sm.read", "fabric"},
     {"PUT", "v1/fabric/sm/status", api_sm_status, ROUTE_AUTH, "fabric.sm.status", "fabric"},

@@ -426,8 +426,12 @@ static int do_status(const struct cni_config *cfg)
 
 	json_decref(req);
 	json_decref(answer);
-	if (r < 0)
-		return error_out(cfg->cni_version, CNI_E_NOT_AVAILABLE, e.message, "");
+	if (r < 0) {
+		char msg[sizeof(e.message) + 16];
+
+		snprintf(msg, sizeof(msg), "isostack: %s", e.message);
+		return error_out(cfg->cni_version, CNI_E_NOT_AVAILABLE, msg, "");
+	}
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /* sm.c: the two JSON shapes between the controller and the SM host's agent
  * (include/isostack/codec.h): the partitions document the agent long-polls
- * and the report it sends back. The controller encodes the document and
- * decodes the report; the agent the other way round. */
+ * and the report it sends back (with whether OpenSM's process runs). The controller encodes the
+ * document and decodes the report; the agent the other way round. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +63,9 @@ json_t *iso_codec_sm_report_encode(const struct iso_sm_report *r)
 	                                  "generation", (json_int_t)r->refused_generation, "reason",
 	                                  r->refused_reason)) < 0)
 		goto fail;
+	if (o && r->has_sm_alive &&
+	    json_object_set_new(o, "sm_alive", json_boolean(r->sm_alive)) < 0)
+		goto fail;
 	if (o && r->incident &&
 	    json_object_set_new(o, "incident",
 	                        json_pack("{s:I, s:s}", "generation",
@@ -95,8 +98,8 @@ static int get_text(json_t *obj, const char *key, const char *prefix, char *out,
 
 int iso_codec_sm_report_decode(json_t *body, struct iso_sm_report *out, struct iso_error *err)
 {
-	static const char *const keys[] = {"version", "term",     "generation",
-	                                   "refused", "incident", NULL};
+	static const char *const keys[] = {"version",  "term",     "generation", "refused",
+	                                   "incident", "sm_alive", NULL};
 	static const char *const refused_keys[] = {"term", "generation", "reason", NULL};
 	static const char *const incident_keys[] = {"generation", "line", NULL};
 	int64_t term = 0, gen = 0, v;
@@ -114,6 +117,12 @@ int iso_codec_sm_report_decode(json_t *body, struct iso_sm_report *out, struct i
 		return -EINVAL;
 	out->term = (uint64_t)term;
 	out->generation = (uint64_t)gen;
+	/* optional: an older agent does not send it */
+	if (json_object_get(body, "sm_alive") && !json_is_null(json_object_get(body, "sm_alive"))) {
+		if (iso_json_get_bool(body, "sm_alive", NULL, true, &out->sm_alive, err) < 0)
+			return -EINVAL;
+		out->has_sm_alive = true;
+	}
 	if ((o = json_object_get(body, "refused"))) {
 		if (!json_is_object(o))
 			return iso_error_set(err, ISO_E_INVALID, "refused",

@@ -112,6 +112,11 @@ static const struct right rights[] = {
     {"fabric.verify",
      {A, A, D, D, D, D},
      "the fabric is visible to cluster-admin and auditor only"},
+    /* whether the SM is reachable: every node agent asks for its CNI
+     * plugin's STATUS and gets the small answer (no tenant's data) */
+    {"fabric.health",
+     {A, A, D, D, N, D},
+     "the fabric's health is visible to cluster roles and node agents only"},
     /* the SM host's agent (fabric.sm_node) reads the partitions.conf it is
      * to write and reports what it did: a command to the fabric, so only
      * that agent (sm.c narrows N to fabric.sm_node) */

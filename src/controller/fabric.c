@@ -1138,6 +1138,40 @@ int iso_controller_fabric_status(struct iso_controller *c, const struct iso_prin
 	return r;
 }
 
+int iso_controller_fabric_health(struct iso_controller *c, const struct iso_principal *p,
+                                 json_t **out, struct iso_error *err)
+{
+	const struct ctl_fabric *f = c->fabric;
+	struct iso_fabric_health h = {.driver = "none"};
+	struct iso_fabric_status st = {0};
+	enum ctl_scope scope;
+	int r = ctl_authorize(p, "fabric.health", &scope, err);
+
+	*out = NULL;
+	if (r < 0)
+		return r;
+	if (f) {
+		/* poll() only copies (and, for the SM host's agent, judges its
+		 * last report's age): O(1), and fresh for fabrics the tick does
+		 * not poll (ethernet, slingshot) */
+		f->drv->ops->poll(f->drv, &st);
+		iso_strlcpy(h.driver, f->drv->ops->name, sizeof(h.driver));
+		h.sm = st.sm;
+	} else {
+		iso_sm_health_set(&h.sm, ISO_SM_STATE_NONE, "no fabric driver", iso_now_ms());
+	}
+	/* a node agent's answer carries nothing of the tenants' */
+	if (scope == CTL_SCOPE_ALL && f) {
+		h.full = true;
+		h.generation = f->generation;
+		h.applied = f->status.applied;
+		h.confirmed = f->status.confirmed;
+		h.incident = f->status.incident;
+	}
+	*out = iso_codec_fabric_health_encode(&h);
+	return *out ? 0 : iso_error_set(err, ISO_E_INTERNAL, NULL, "out of memory");
+}
+
 int iso_controller_fabric_intent(struct iso_controller *c, const struct iso_principal *p,
                                  json_t **out, struct iso_error *err)
 {

@@ -162,6 +162,10 @@ int iso_controller_sm_status(struct iso_controller *c, const struct iso_principa
 		                     "term: the SM's file holds term %" PRIu64
 		                     ", above this controller's %" PRIu64 ": a newer leader exists",
 		                     rep->term, term);
+	/* whether OpenSM runs, in every report of whatever term: the SM's
+	 * reachability (GET /v1/fabric/health) is not a command */
+	if ((d = sm_driver(c)) && d->ops->sm_reported)
+		d->ops->sm_reported(d, rep->has_sm_alive ? rep->sm_alive : -1);
 	if (rep->refused)
 		iso_log(ISO_LOG_WARN, "fabric_sm_refused",
 		        "term=%" PRIu64 " generation=%" PRIu64 " reason=\"%s\"", rep->refused_term,

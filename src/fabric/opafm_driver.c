@@ -78,6 +78,9 @@ int iso_fabric_opafm_driver_new(const struct iso_inventory *inv, struct iso_fabr
 	if (!o)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "out of memory");
 	o->base.ops = &opafm_ops;
+	iso_sm_health_set(&o->st.sm, ISO_SM_STATE_UNKNOWN,
+	                  "the opafm driver cannot tell whether the fabric manager runs",
+	                  iso_now_ms());
 	iso_strlcpy(o->path, inv->fabric.opafm_file, sizeof(o->path));
 	*out = &o->base;
 	return 0;

@@ -21,6 +21,7 @@
 
 #define POLL_MS          50
 #define SM_DOWN_RETRY_MS 1000
+#define SM_CHECK_MS      1000 /* how often the worker looks at the SMs' processes */
 #define MAX_SMS          65
 
 struct sm_watch {
@@ -60,6 +61,7 @@ struct osm_driver {
 	int n_dirty, cap_dirty;
 
 	pthread_mutex_t snap_mu; /* serialises every use of smp (worker and snapshot) */
+	uint64_t sm_next_ns;     /* worker's own: when the SMs' processes are looked at next */
 
 	/* fabric.partitions_writer agent: the SM host's agent writes the file
 	 * (docs/fabric.md, "partitions.conf through the SM host's agent") */
@@ -70,6 +72,9 @@ struct osm_driver {
 	uint64_t agent_gen; /* the highest generation the agent wrote and signalled */
 	uint64_t agent_incident_gen;
 	char agent_incident[200];
+	uint64_t created_ns; /* monotonic: the bound for a first report counts from here */
+	uint64_t report_ns;  /* monotonic: the agent's last report (0: none yet) */
+	int report_alive;    /* what it said of OpenSM's process: 1, 0, -1 not said */
 };
 
 static uint64_t ms_ns(int64_t ms)
@@ -228,10 +233,106 @@ static bool stop_or_newer(struct osm_driver *d)
 	return r;
 }
 
+/* ---- is the SM reachable ---- */
+
+/* The local writer: whether the configured SMs' processes run, looked at
+ * by the worker at most once a second (a pid file and kill 0 each), so
+ * that poll() only copies the answer. UP while any SM runs: a standby that
+ * took over from a dead primary serves the fabric, so the reason says which
+ * is down rather than the state. */
+static void sm_check(struct osm_driver *d)
+{
+	uint64_t now = iso_mono_ns();
+	int n_files = 0, n_up = 0, standby_down = 0;
+	bool primary = d->n_sms > 0 && d->sms[0].files.pid_file[0], primary_up = false;
+	enum iso_sm_state st = ISO_SM_STATE_UP;
+	char why[ISO_SM_REASON_MAX] = "";
+
+	if (d->by_agent || now < d->sm_next_ns)
+		return;
+	d->sm_next_ns = now + ms_ns(SM_CHECK_MS);
+	for (int i = 0; i < d->n_sms; i++) {
+		bool up;
+
+		if (!d->sms[i].files.pid_file[0])
+			continue;
+		n_files++;
+		up = iso_sm_pid_alive(d->sms[i].files.pid_file) != 0;
+		n_up += up;
+		if (i == 0)
+			primary_up = up;
+		else
+			standby_down += !up;
+	}
+	if (n_files == 0) {
+		st = ISO_SM_STATE_UNKNOWN;
+		snprintf(why, sizeof(why), "no SM pid_file is configured (fabric.pid_file)");
+	} else if (n_up == 0) {
+		st = ISO_SM_STATE_DOWN;
+		snprintf(why, sizeof(why), "%s",
+		         n_files == 1 ? "OpenSM is not running (fabric.pid_file names no process)"
+		                      : "no configured SM is running (fabric.pid_file and "
+		                        "fabric.standby_sms name no process)");
+	} else if (primary && !primary_up) {
+		snprintf(why, sizeof(why),
+		         "the primary SM is not running (fabric.pid_file); %d standby SM%s run%s",
+		         n_up, n_up == 1 ? "" : "s", n_up == 1 ? "s" : "");
+	} else if (standby_down) {
+		snprintf(why, sizeof(why), "%d standby SM%s of fabric.standby_sms not running",
+		         standby_down, standby_down == 1 ? "" : "s");
+	}
+	pthread_mutex_lock(&d->mu);
+	if (d->status.sm.since_ms && d->status.sm.state != st)
+		iso_log(st == ISO_SM_STATE_UP ? ISO_LOG_INFO : ISO_LOG_WARN,
+		        "fabric.opensm_sm_state", "state=%s reason=\"%s\"", iso_sm_state_name(st),
+		        why);
+	iso_sm_health_set(&d->status.sm, st, why, iso_now_ms());
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* The agent writer, under mu, on poll(): the SM host's agent's last word,
+ * or its silence past 3 x ISO_SM_REPORT_S. O(1). */
+static void sm_judge_reports(struct osm_driver *d)
+{
+	const uint64_t bound = ms_ns(3 * ISO_SM_REPORT_S * 1000);
+	uint64_t now = iso_mono_ns(), last = d->report_ns ? d->report_ns : d->created_ns;
+	enum iso_sm_state st;
+	char why[ISO_SM_REASON_MAX] = "";
+
+	if (d->report_ns && d->report_alive < 0) {
+		/* an older agent says nothing, and reports only on a change */
+		st = ISO_SM_STATE_UNKNOWN;
+		snprintf(why, sizeof(why),
+		         "the SM host's agent does not report whether OpenSM runs (an older "
+		         "agent)");
+	} else if (now - last >= bound) {
+		st = ISO_SM_STATE_DOWN;
+		snprintf(why, sizeof(why), "the SM host's agent has not reported for %d s",
+		         3 * ISO_SM_REPORT_S);
+	} else if (!d->report_ns) {
+		st = ISO_SM_STATE_UNKNOWN;
+		snprintf(why, sizeof(why), "no report from the SM host's agent yet");
+	} else if (d->report_alive) {
+		st = ISO_SM_STATE_UP;
+	} else {
+		st = ISO_SM_STATE_DOWN;
+		snprintf(why, sizeof(why),
+		         "OpenSM is not running on the SM host (the agent's --sm-pid-file names no "
+		         "process)");
+	}
+	if (d->status.sm.since_ms && d->status.sm.state != st)
+		iso_log(st == ISO_SM_STATE_UP ? ISO_LOG_INFO : ISO_LOG_WARN,
+		        "fabric.opensm_sm_state", "state=%s reason=\"%s\"", iso_sm_state_name(st),
+		        why);
+	iso_sm_health_set(&d->status.sm, st, why, iso_now_ms());
+}
+
 /* Sleeps up to `ms`, waking early for stop or a newer intent. */
 static void nap(struct osm_driver *d, int ms)
 {
 	struct timespec ts;
+
+	sm_check(d);
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += (long)ms * 1000000L;
@@ -245,19 +346,6 @@ static void nap(struct osm_driver *d, int ms)
 }
 
 /* ---- the SM's files ---- */
-
-/* The pid in `path` if that process exists; 0 when the SM is down. */
-static pid_t sm_pid(const char *path)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	long pid = 0;
-
-	if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1 || pid > INT32_MAX)
-		return 0;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return 0;
-	return (pid_t)pid;
-}
 
 static int write_all_sms(struct osm_driver *d, const char *text, struct iso_error *err)
 {
@@ -279,7 +367,7 @@ static bool hup_all(struct osm_driver *d)
 
 		if (!d->sms[i].files.pid_file[0])
 			continue;
-		pid = sm_pid(d->sms[i].files.pid_file);
+		pid = iso_sm_pid_alive(d->sms[i].files.pid_file);
 		if (!pid || kill(pid, SIGHUP) < 0) {
 			if (i == 0)
 				return false;
@@ -506,12 +594,22 @@ static void *worker(void *arg)
 		struct work w;
 
 		while (!d->stop && !(d->has_pending && iso_mono_ns() >= d->ready_ns)) {
-			if (d->has_pending) {
-				struct timespec ts = {.tv_sec = (time_t)(d->ready_ns / 1000000000u),
-				                      .tv_nsec = (long)(d->ready_ns % 1000000000u)};
+			/* the pending intent's time, or the next look at the SMs */
+			uint64_t until = d->by_agent ? 0 : d->sm_next_ns;
+
+			if (d->has_pending && (!until || d->ready_ns < until))
+				until = d->ready_ns;
+			if (until) {
+				struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+				                      .tv_nsec = (long)(until % 1000000000u)};
 				pthread_cond_timedwait(&d->cv, &d->mu, &ts);
 			} else {
 				pthread_cond_wait(&d->cv, &d->mu);
+			}
+			if (!d->by_agent && iso_mono_ns() >= d->sm_next_ns) {
+				pthread_mutex_unlock(&d->mu);
+				sm_check(d);
+				pthread_mutex_lock(&d->mu);
 			}
 		}
 		if (d->stop)
@@ -591,6 +689,8 @@ static int osm_poll(struct iso_fabric_driver *base, struct iso_fabric_status *st
 	struct osm_driver *d = (struct osm_driver *)base;
 
 	pthread_mutex_lock(&d->mu);
+	if (d->by_agent)
+		sm_judge_reports(d);
 	*st = d->status;
 	pthread_mutex_unlock(&d->mu);
 	return 0;
@@ -642,6 +742,16 @@ static void osm_sm_applied(struct iso_fabric_driver *base, uint64_t generation,
 	pthread_mutex_unlock(&d->mu);
 }
 
+static void osm_sm_reported(struct iso_fabric_driver *base, int alive)
+{
+	struct osm_driver *d = (struct osm_driver *)base;
+
+	pthread_mutex_lock(&d->mu);
+	d->report_ns = iso_mono_ns();
+	d->report_alive = alive < 0 ? -1 : alive > 0;
+	pthread_mutex_unlock(&d->mu);
+}
+
 static void osm_free(struct iso_fabric_driver *base)
 {
 	struct osm_driver *d = (struct osm_driver *)base;
@@ -683,6 +793,7 @@ static const struct iso_fabric_driver_ops osm_agent_ops = {
     .free = osm_free,
     .sm_document = osm_sm_document,
     .sm_applied = osm_sm_applied,
+    .sm_reported = osm_sm_reported,
 };
 
 /* The file already in place, if it is one we would write: what to restore
@@ -748,6 +859,11 @@ int iso_fabric_opensm_driver_new(const struct iso_inventory *inv, struct iso_fab
 	pthread_cond_init(&d->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	d->good_text = d->by_agent ? NULL : read_good_file(fc->sm.partitions_file);
+	d->created_ns = iso_mono_ns();
+	if (d->by_agent)
+		sm_judge_reports(d); /* no thread yet: mu is not needed */
+	else
+		sm_check(d); /* the first look now, so poll() has an answer at once */
 
 	r = iso_smp_open(NULL, &d->smp, err);
 	if (r == 0 && pthread_create(&d->thread, NULL, worker, d) != 0)

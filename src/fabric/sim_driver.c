@@ -295,6 +295,9 @@ int iso_fabric_sim_driver_new(const struct iso_inventory *inv, struct iso_fabric
 	if (!s)
 		return iso_error_set(err, ISO_E_INTERNAL, "", "sim fabric: out of memory");
 	s->base.ops = &sim_ops;
+	/* no SM process to reach: the model is the SM (docs/fabric.md) */
+	iso_sm_health_set(&s->st.sm, ISO_SM_STATE_NONE,
+	                  "the sim driver models the subnet manager in-process", iso_now_ms());
 	pthread_mutex_init(&s->mu, NULL);
 	const char *delay = getenv("ISO_TEST_SIM_FABRIC_READ_MS");
 	s->read_delay_ms = delay ? strtol(delay, NULL, 10) : 0;

@@ -239,6 +239,7 @@ class TestOpenApiMatchesServer(harness.SharedDaemonCase):
         # fabric
         call("GET", "/v1/fabric")
         call("GET", "/v1/fabric/intent")
+        call("GET", "/v1/fabric/health")
         call("GET", "/v1/fabric/verify")
         # the SM host's agent's routes: nobody else's (docs/fabric.md)
         call("GET", "/v1/fabric/sm/partitions", status=403)

@@ -19,6 +19,7 @@ Run: python3 tests/api/test_rbac.py PATH/TO/isostackd PATH/TO/isoctl
 
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -988,6 +989,49 @@ class TestRbac(harness.SharedDaemonCase):
         self.assertTrue(all(e["outcome"] == "denied" for e in denied), denied)
         self.assertIn("node.down", {e["action"] for e in denied})
         self.assertIn("gpu.restore", {e["action"] for e in denied})
+
+    def test_fabric_health(self):
+        """GET /v1/fabric/health (issue 17, the CNI plugin's STATUS): any
+        node agent reads whether the SM is reachable, and only that (no
+        generation, no tenant's data); cluster roles get the driver's
+        generations too; tenant roles 403 as for /v1/fabric. The sim driver
+        has no SM process to reach: "none"."""
+        for role in ("A-admin", "A-user", "B-admin", "B-user"):
+            with self.subTest(role=role):
+                self.assertError(self.call(role, "GET", "/v1/fabric/health"), 403, "forbidden")
+        self.assertStatus(self.call("none", "GET", "/v1/fabric/health"), 401)
+        since = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        # this node's agent, and any other node's: the same small body
+        r = self.admin.post("/v1/tokens", {"role": "node-agent", "node": "lime02"})
+        self.assertStatus(r, 201)
+        other_agent = r.body["token"]
+        self.addCleanup(self.admin.delete, "/v1/tokens/" + r.body["id"])
+        bodies = []
+        for role, token in (("agent", Ellipsis), ("agent", other_agent)):
+            r = self.call(role, "GET", "/v1/fabric/health", token=token)
+            self.assertStatus(r, 200)
+            self.assertEqual(set(r.body), {"driver", "sm"}, r.body)
+            self.assertEqual(set(r.body["sm"]), {"state", "reason", "since"}, r.body)
+            self.assertEqual((r.body["driver"], r.body["sm"]["state"]), ("sim", "none"), r.body)
+            self.assertRegex(r.body["sm"]["since"], since)
+            for t in ("A", "B"):
+                for secret in self.secrets[t]:
+                    self.assertNotIn(secret, r.text)
+            bodies.append(r.body)
+        self.assertEqual(bodies[0], bodies[1])
+        fabric = self.admin.get("/v1/fabric").body
+        for role in ("admin", "auditor"):
+            with self.subTest(role=role):
+                r = self.call(role, "GET", "/v1/fabric/health")
+                self.assertStatus(r, 200)
+                self.assertEqual(set(r.body), {"driver", "sm", "generation", "applied",
+                                               "confirmed", "incident"}, r.body)
+                self.assertEqual(r.body["sm"], bodies[0]["sm"])
+                self.assertEqual(r.body["generation"], fabric["generation"])
+                self.assertEqual(r.body["confirmed"], fabric["confirmed"])
+                self.assertIs(r.body["incident"], False)
+        # strict like every read: no query
+        self.assertStatus(self.call("agent", "GET", "/v1/fabric/health?x=1"), 400)
 
     def test_node_agent_routes(self):
         """The agent routes (docs/agents.md), on a daemon of their own: a

@@ -348,6 +348,32 @@ class CniIb(harness.ApiTestCase):
         self.assertEqual(out, None)  # GC prints nothing on success
         self.assert_clean()
 
+    def test_status_subnet_manager_down(self):
+        """STATUS in InfiniBand mode asks the controller whether the SM is
+        reachable (GET /v1/fabric/health, a node-agent token may): OpenSM
+        stopped, 50 naming the subnet manager within a few seconds (the
+        driver looks at its pid file once a second); restarted, 0 again."""
+        rc, out = self.cni("STATUS")
+        self.assertEqual(rc, 0, out)
+        self.fab.opensm("stop")
+        deadline = time.time() + harness.T(5)
+        while True:
+            rc, out = self.cni("STATUS")
+            if rc != 0 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        health = self.admin.get("/v1/fabric/health").body
+        self.fab.restart_opensm()
+        self.assertEqual((rc, out and out["code"]), (1, 50), out)
+        self.assertIn("isostack: the subnet manager is unreachable: ", out["msg"])
+        self.assertIn("OpenSM is not running", out["msg"])
+        self.assertEqual(health["sm"]["state"], "down", health)
+        self.wait_status()
+        health_up = self.admin.get("/v1/fabric/health").body
+        self.assertEqual(health_up["sm"]["state"], "up", health_up)
+        self.assertGreaterEqual(health_up["sm"]["since"], health["sm"]["since"])
+        self.assert_clean()
+
 
     # ---- CHECK in InfiniBand mode (docs/cni.md "Verbs") ----
 

@@ -168,6 +168,47 @@ class SmAgentOnOpenSM(harness.ApiTestCase):
         self.assertStatus(r, 400)
         self.assertEqual(r.body["error"]["field"], "bogus")
 
+    def wait_health(self, state, timeout):
+        deadline = time.time() + harness.T(timeout)
+        while True:
+            h = self.admin.get("/v1/fabric/health").body
+            if h["sm"]["state"] == state or time.time() > deadline:
+                self.assertEqual(h["sm"]["state"], state, h)
+                return h
+
+    def test_sm_health_through_the_sm_agent(self):
+        """Whether OpenSM runs, as the SM host's agent reports it (sm_alive,
+        at once on a change and at least every 2 s): up with the agent
+        running; OpenSM stopped on the SM host, down within a few seconds;
+        started again, up; the agent gone, down once it has been silent for
+        3 x 2 s. Any node agent reads the same small answer."""
+        self.assertNotEqual(self.admin.get("/v1/fabric/health").body["sm"]["state"], "up")
+        agent = SmAgent(self, self.daemon.url(), self.node_token(SM_NODE), self.parts,
+                        os.path.join(self.fab.dir, "opensm.pid"),
+                        os.path.join(self.fab.dir, "opensm.log"))
+        self.wait_health("up", 10)
+        self.fab.opensm("stop")
+        t0 = time.time()
+        try:
+            h = self.wait_health("down", 5)
+        finally:
+            self.fab.restart_opensm()
+        print("SM down seen after %.2f s" % (time.time() - t0), file=sys.stderr)
+        self.assertIn("OpenSM is not running on the SM host", h["sm"]["reason"])
+        other = harness.Client(self.daemon, self.node_token("shared"))
+        r = other.get("/v1/fabric/health")
+        self.assertStatus(r, 200)
+        self.assertEqual(set(r.body), {"driver", "sm"}, r.body)
+        self.assertEqual(r.body["sm"]["state"], "down", r.body)
+        up = self.wait_health("up", 10)
+        self.assertGreater(up["sm"]["since"], h["sm"]["since"])
+        agent.wait_log(self, "agent.sm_process")
+        agent.stop()
+        t0 = time.time()
+        h = self.wait_health("down", 15)
+        self.assertEqual(h["sm"]["reason"], "the SM host's agent has not reported for 6 s")
+        self.assertGreater(time.time() - t0, 3.5)  # not before the bound (one report late)
+
 
 class Fake(http.server.BaseHTTPRequestHandler):
     """A controller stand-in: serves `doc` and keeps the reports."""

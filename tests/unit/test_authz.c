@@ -123,11 +123,13 @@ static bool sm_action(const char *action)
 static bool agent_action(const char *action)
 {
 	/* its own node's pod attachments (issue 17, docs/cni.md): which
-	 * allocations those are is checked in allocations.c, with the node */
+	 * allocations those are is checked in allocations.c, with the node;
+	 * and whether the SM is reachable, for its CNI plugin's STATUS */
 	return strcmp(action, "node.desired.read") == 0 ||
 	       strcmp(action, "node.status.write") == 0 || strcmp(action, "gpu.fault") == 0 ||
 	       strcmp(action, "allocation.create") == 0 || strcmp(action, "allocation.read") == 0 ||
-	       strcmp(action, "allocation.release") == 0 || sm_action(action);
+	       strcmp(action, "allocation.release") == 0 || strcmp(action, "fabric.health") == 0 ||
+	       sm_action(action);
 }
 
 /* The neutron role (docs/openstack.md) may do no route of the API: its

@@ -2,8 +2,9 @@
  * smfile.h). The header a file written by the SM agent carries, read back
  * strictly (every bad header refused naming line 1 and what is wrong); the
  * refusal rule (a lower term, a lower generation of the same term); the
- * check of a document's text; the SM document and report codecs; and the
- * log scanner both the opensm driver and the SM agent use. */
+ * check of a document's text; the SM document and report codecs; the log
+ * scanner both the opensm driver and the SM agent use; and whether the SM
+ * runs: its pid file, the four states, GET /v1/fabric/health's codec. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "isostack/codec.h"
@@ -230,7 +232,9 @@ static void test_report_codec(void **state)
 	                          .refused_reason = "term 3 is below term 4",
 	                          .incident = true,
 	                          .incident_generation = (4ULL << 32) | 1,
-	                          .incident_line = "ERR 0512: table full"},
+	                          .incident_line = "ERR 0512: table full",
+	                          .has_sm_alive = true,
+	                          .sm_alive = false},
 	                     back;
 	struct iso_error err = {0};
 	json_t *j = iso_codec_sm_report_encode(&r);
@@ -249,12 +253,35 @@ static void test_report_codec(void **state)
 	     "\"line\":\"x\\u0001\"}}",
 	     "incident.line"},
 	    {"{\"version\":\"v\",\"term\":1,\"generation\":1,\"incident\":[]}", "incident"},
+	    /* whether OpenSM runs: a boolean, nothing else */
+	    {"{\"version\":\"v\",\"term\":1,\"generation\":1,\"sm_alive\":1}", "sm_alive"},
+	    {"{\"version\":\"v\",\"term\":1,\"generation\":1,\"sm_alive\":\"true\"}", "sm_alive"},
+	    {"{\"version\":\"v\",\"term\":1,\"generation\":1,\"sm_alive\":{}}", "sm_alive"},
 	};
 
 	(void)state;
 	assert_int_equal(iso_codec_sm_report_decode(j, &back, &err), 0);
 	json_decref(j);
 	assert_memory_equal(&back, &r, sizeof(r));
+	/* sm_alive true goes as true; an older agent's report has none (and
+	 * null is none) */
+	r.sm_alive = true;
+	j = iso_codec_sm_report_encode(&r);
+	assert_true(json_is_true(json_object_get(j, "sm_alive")));
+	assert_int_equal(iso_codec_sm_report_decode(j, &back, &err), 0);
+	assert_true(back.has_sm_alive && back.sm_alive);
+	json_decref(j);
+	r.has_sm_alive = false;
+	j = iso_codec_sm_report_encode(&r);
+	assert_null(json_object_get(j, "sm_alive"));
+	json_decref(j);
+	for (int i = 0; i < 2; i++) {
+		j = load(i ? "{\"version\":\"v\",\"term\":1,\"generation\":1,\"sm_alive\":null}"
+		           : "{\"version\":\"v\",\"term\":1,\"generation\":1}");
+		assert_int_equal(iso_codec_sm_report_decode(j, &back, &err), 0);
+		assert_false(back.has_sm_alive);
+		json_decref(j);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		json_t *b = load(bad[i].json);
 
@@ -302,6 +329,177 @@ static void test_log_scan(void **state)
 	assert_false(iso_sm_log_scan(&w, line, sizeof(line)));
 }
 
+static void test_pid_alive(void **state)
+{
+	char path[] = "/tmp/test-smpid-XXXXXX";
+	int fd = mkstemp(path);
+	pid_t child;
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(iso_sm_pid_alive(NULL), 0);
+	assert_int_equal(iso_sm_pid_alive(""), 0);
+	assert_int_equal(iso_sm_pid_alive("/nonexistent/opensm.pid"), 0);
+	/* empty, not a number, pid 1 and below, beyond a pid_t */
+	static const char *const bad[] = {"", "opensm\n", "1\n", "0\n", "-5\n", "4294967297\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = fopen(path, "w");
+		fputs(bad[i], f);
+		fclose(f);
+		if (iso_sm_pid_alive(path) != 0)
+			fail_msg("case %zu: \"%s\" read as a live SM", i, bad[i]);
+	}
+	f = fopen(path, "w");
+	fprintf(f, "%ld\n", (long)getpid());
+	fclose(f);
+	assert_int_equal(iso_sm_pid_alive(path), getpid());
+	/* a process that was and is no more */
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	f = fopen(path, "w");
+	fprintf(f, "%ld\n", (long)child);
+	fclose(f);
+	assert_int_equal(iso_sm_pid_alive(path), 0);
+	unlink(path);
+}
+
+static void test_sm_state(void **state)
+{
+	static const char *const names[] = {"none", "unknown", "up", "down"};
+	struct iso_sm_health h = {0};
+	enum iso_sm_state st;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(iso_sm_state_name((enum iso_sm_state)i), names[i]);
+		assert_int_equal(iso_sm_state_parse(names[i], &st), 0);
+		assert_int_equal(st, i);
+	}
+	assert_int_equal(iso_sm_state_parse("UP", &st), -EINVAL);
+	assert_int_equal(iso_sm_state_parse(NULL, &st), -EINVAL);
+	/* since moves with the state only */
+	iso_sm_health_set(&h, ISO_SM_STATE_UP, "", 1000);
+	iso_sm_health_set(&h, ISO_SM_STATE_UP, "a standby is down", 2000);
+	assert_int_equal(h.since_ms, 1000);
+	assert_string_equal(h.reason, "a standby is down");
+	iso_sm_health_set(&h, ISO_SM_STATE_DOWN, "gone", 3000);
+	assert_int_equal(h.since_ms, 3000);
+	assert_int_equal(h.state, ISO_SM_STATE_DOWN);
+}
+
+static void assert_health_equal(const struct iso_fabric_health *a,
+                                const struct iso_fabric_health *b)
+{
+	assert_string_equal(a->driver, b->driver);
+	assert_int_equal(a->sm.state, b->sm.state);
+	assert_string_equal(a->sm.reason, b->sm.reason);
+	assert_int_equal(a->sm.since_ms, b->sm.since_ms);
+	assert_int_equal(a->full, b->full);
+	assert_int_equal(a->generation, b->generation);
+	assert_int_equal(a->applied, b->applied);
+	assert_int_equal(a->confirmed, b->confirmed);
+	assert_int_equal(a->incident, b->incident);
+}
+
+static void test_health_codec(void **state)
+{
+	struct iso_fabric_health h = {.driver = "opensm",
+	                              .sm = {ISO_SM_STATE_DOWN, "OpenSM is not running",
+	                                     1735787045678},
+	                              .full = true,
+	                              .generation = 7,
+	                              .applied = 6,
+	                              .confirmed = 5,
+	                              .incident = true},
+	                         back;
+	struct iso_error err = {0};
+	json_t *j = iso_codec_fabric_health_encode(&h);
+	static const struct {
+		const char *json, *field;
+	} bad[] = {
+	    {"[]", ""},
+	    {"{\"sm\":{\"state\":\"up\",\"reason\":\"\",\"since\":\"2025-01-02T03:04:05.678Z\"}}",
+	     "driver"},
+	    {"{\"driver\":\"\",\"sm\":{}}", "driver"},
+	    {"{\"driver\":\"opensm\"}", "sm"},
+	    {"{\"driver\":\"opensm\",\"sm\":\"up\"}", "sm"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"UP\",\"reason\":\"\",\"since\":"
+	     "\"2025-01-02T03:04:05.678Z\"}}",
+	     "sm.state"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":1,\"reason\":\"\",\"since\":"
+	     "\"2025-01-02T03:04:05.678Z\"}}",
+	     "sm.state"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"up\",\"since\":"
+	     "\"2025-01-02T03:04:05.678Z\"}}",
+	     "sm.reason"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"up\",\"reason\":\"a\\u0007\",\"since\":"
+	     "\"2025-01-02T03:04:05.678Z\"}}",
+	     "sm.reason"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"up\",\"reason\":\"\",\"since\":"
+	     "\"2025-02-30T03:04:05.678Z\"}}",
+	     "sm.since"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"up\",\"reason\":\"\",\"since\":"
+	     "\"2025-01-02 03:04:05\"}}",
+	     "sm.since"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"up\",\"reason\":\"\",\"since\":7}}",
+	     "sm.since"},
+	    {"{\"driver\":\"opensm\",\"sm\":{\"state\":\"up\",\"reason\":\"\",\"since\":"
+	     "\"2025-01-02T03:04:05.678Z\",\"pkeys\":[]}}",
+	     "sm.pkeys"},
+	    {"{\"driver\":\"opensm\",\"tenants\":2,\"sm\":{\"state\":\"up\",\"reason\":\"\","
+	     "\"since\":\"2025-01-02T03:04:05.678Z\"}}",
+	     "tenants"},
+	    /* the full answer: all four or none */
+	    {"{\"driver\":\"opensm\",\"generation\":1,\"sm\":{\"state\":\"up\",\"reason\":\"\","
+	     "\"since\":\"2025-01-02T03:04:05.678Z\"}}",
+	     "applied"},
+	    {"{\"driver\":\"opensm\",\"generation\":1,\"applied\":1,\"confirmed\":1,"
+	     "\"incident\":0,\"sm\":{\"state\":\"up\",\"reason\":\"\","
+	     "\"since\":\"2025-01-02T03:04:05.678Z\"}}",
+	     "incident"},
+	    {"{\"driver\":\"opensm\",\"generation\":-1,\"applied\":1,\"confirmed\":1,"
+	     "\"incident\":false,\"sm\":{\"state\":\"up\",\"reason\":\"\","
+	     "\"since\":\"2025-01-02T03:04:05.678Z\"}}",
+	     "generation"},
+	};
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "sm"), "since")),
+	                    "2025-01-02T03:04:05.678Z");
+	assert_int_equal(iso_codec_fabric_health_decode(j, &back, &err), 0);
+	json_decref(j);
+	assert_health_equal(&back, &h);
+	/* a node agent's answer: the small body */
+	h.full = false;
+	h.generation = h.applied = h.confirmed = 0;
+	h.incident = false;
+	j = iso_codec_fabric_health_encode(&h);
+	assert_int_equal(json_object_size(j), 2);
+	assert_int_equal(iso_codec_fabric_health_decode(j, &back, &err), 0);
+	json_decref(j);
+	assert_health_equal(&back, &h);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *b = json_loads(bad[i].json, JSON_DECODE_ANY, NULL);
+
+		assert_non_null(b);
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(iso_codec_fabric_health_decode(b, &back, &err), -EINVAL);
+		assert_int_equal(back.sm.state, 0);
+		assert_string_equal(back.driver, "");
+		if (strcmp(err.field, bad[i].field) != 0)
+			fail_msg("case %zu: field \"%s\", want \"%s\" (%s)", i, err.field,
+			         bad[i].field, err.message);
+		if (bad[i].field[0] && !strstr(err.message, bad[i].field))
+			fail_msg("case %zu: \"%s\" does not name %s", i, err.message, bad[i].field);
+		json_decref(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +507,8 @@ int main(void)
 	    cmocka_unit_test(test_header_bad),        cmocka_unit_test(test_accept),
 	    cmocka_unit_test(test_text_check),        cmocka_unit_test(test_document_codec),
 	    cmocka_unit_test(test_report_codec),      cmocka_unit_test(test_log_scan),
+	    cmocka_unit_test(test_pid_alive),         cmocka_unit_test(test_sm_state),
+	    cmocka_unit_test(test_health_codec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
