@@ -38,15 +38,16 @@ KEEP=1 keeps the temp dir (logs). Everything the bench started (ibsim,
 OpenSM, isostackd, the agent, namespaces, links) is removed on any exit,
 SIGTERM and Ctrl-C included. Exit 77 when ibsim or OpenSM is not installed.
 """
+import calendar
 import copy
 import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -100,6 +101,8 @@ class IbBench(eth.Bench):
         super().__init__(args)
         self.fab = None
         self.park = None
+        self.spawns = {}  # IB ADDs: container -> (spawned, CLOCK_REALTIME s; took s)
+        self.seq = []  # the containers of the sequential IB ADDs, in order
 
     # ---- setup ----
 
@@ -219,6 +222,18 @@ class IbBench(eth.Bench):
             guid, _, tenant = self.vf_of(cid)
             self.check_in_key(cid, guid, tenant)
             self.checked += 1
+            self.seq.append(cid)
+
+    def after_del(self, variant, cid):
+        if variant == "isostack":  # the next ADD on a fabric at rest
+            fabric.wait_settled(self.admin, 60)
+
+    def run_plugin(self, variant, command, cid=None, netns=None, pod_ns="team-a"):
+        t = time.time()
+        r = super().run_plugin(variant, command, cid, netns, pod_ns)
+        if variant == "isostack" and command == "ADD":
+            self.spawns[cid] = (t, r[1])
+        return r
 
     def live_attachments(self):
         return [a for a in self.admin.list_all("/v1/allocations")
@@ -324,26 +339,23 @@ class IbBench(eth.Bench):
 
     def run(self):
         self.checked = 0
-        t_start = time.time()
         report = super().run()
         report.update(fabric=self.fabric_size, hcas=self.args.hcas, vfs=self.args.vfs,
                       coalesce_ms=self.args.coalesce_ms, pkey_checks_after_add=self.checked,
                       load_avg_end=os.getloadavg(), uptime=sh("uptime").stdout.strip())
-        report["breakdown"] = self.breakdown(t_start)
+        report["breakdown"] = self.breakdown()
+        for i, log in enumerate(self.d.logs):  # kept with KEEP=1
+            shutil.copy(log, os.path.join(self.tmp, "isostackd.%d.log" % (i + 1)))
         return report
 
     # ---- where the time goes ----
 
-    def breakdown(self, since):
-        """Per sequential IB ADD, from the logs (all CLOCK_REALTIME stamps of
-        one host): created (isostackd: allocation created) -> VF reported
-        (isostackd: the agent's status with the VF) -> written (the driver's
-        partitions.conf write + SIGHUP, after the coalesce window) -> OpenSM
-        done (its log: the heavy sweep's end) -> confirmed (the driver's
-        read-back matched) -> active (isostackd) -> attached (agent: the
-        netdev moved, after its 50 ms poll saw active)."""
+    def breakdown(self):
+        """Where each timed sequential IB ADD's time goes (see log_breakdown)."""
+        self.agent_log.flush()
         return log_breakdown(self.d.logs, self.agent_log_path,
-                             os.path.join(self.fab.dir, "opensm.log"), since)
+                             os.path.join(self.fab.dir, "opensm.log"),
+                             [(c, self.spawns[c]) for c in self.seq[self.WARMUP:]])
 
     def teardown_more(self):
         if self.fab is not None:
@@ -355,8 +367,104 @@ def fmt_keys(keys):
                               for k, v in sorted(keys.items()))
 
 
-def log_breakdown(daemon_logs, agent_log, opensm_log, since):
-    return {}
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z .*event=(\S+)(.*)$")
+STEPS = (
+    ("plugin spawned -> allocation created (plugin, agent, controller's create)",
+     "spawn", "created"),
+    ("created -> agent's report makes the member ready (desired doc, VF pass, status)",
+     "created", "ready"),
+    ("created -> partitions.conf written + SIGHUP (coalesce window)", "created", "written"),
+    ("SIGHUP -> OpenSM's SUBNET UP (its heavy sweep)", "written", "sweep"),
+    ("SUBNET UP -> read-back confirmed (driver's 50 ms poll, changed ports)", "sweep",
+     "confirmed"),
+    ("confirmed and ready -> allocation active (controller)", "gate", "active"),
+    ("active -> attached (agent's 50 ms poll, netdev move)", "active", "attached"),
+    ("attached -> plugin exit (answer, IPAM, process)", "attached", "exit"),
+    ("total: plugin spawned -> exit", "spawn", "exit"),
+)
+
+
+def log_events(path):
+    """(seconds since the epoch, event, the rest) of each line of one of our
+    logs (UTC stamps with milliseconds)."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = STAMP.match(line)
+            if m:
+                t = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+                yield t + int(m.group(2)) / 1000.0, m.group(3), dict(
+                    re.findall(r"(\w+)=(\S+)", m.group(4)))
+
+
+def opensm_sweeps(path):
+    """When OpenSM logged SUBNET UP (the end of a sweep), local time to the
+    microsecond."""
+    year = time.localtime().tm_year
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.match(r"^(\w{3} \d\d \d\d:\d\d:\d\d) (\d{6}) .*SUBNET UP", line)
+            if m:
+                t = time.mktime(time.strptime("%d %s" % (year, m.group(1)), "%Y %b %d %H:%M:%S"))
+                out.append(t + int(m.group(2)) / 1e6)
+    return out
+
+
+def first_after(ts, t0):
+    return next((t for t in ts if t >= t0), None)
+
+
+def log_breakdown(daemon_logs, agent_log, opensm_log, adds):
+    """Per IB ADD (container, (spawned, took)): the times of its steps from
+    isostackd's log (allocation_created, agent_member_ready,
+    fabric.opensm_written, fabric.opensm_confirmed, allocation_active), the
+    agent's (agent.cni_attached) and OpenSM's (SUBNET UP); p50/p99/max of each
+    step in ms, and the ADDs whose steps could not all be found."""
+    created, ready, active = {}, {}, {}
+    written, confirmed = [], []
+    for path in daemon_logs:
+        for t, ev, kv in log_events(path):
+            if ev == "allocation_created":
+                created[kv.get("id")] = t
+            elif ev == "agent_member_ready":
+                ready.setdefault(kv.get("allocation"), []).append(t)
+            elif ev == "fabric.opensm_written":
+                written.append(t)
+            elif ev == "fabric.opensm_confirmed":
+                confirmed.append(t)
+            elif ev == "allocation_active":
+                active[kv.get("id")] = t
+    attached = {}
+    for t, ev, kv in log_events(agent_log):
+        if ev == "agent.cni_attached":
+            attached[kv.get("container")] = (t, kv.get("allocation"))
+    sweeps = opensm_sweeps(opensm_log)
+    per_step = {name: [] for name, _, _ in STEPS}
+    missing = []
+    for cid, (spawn, took) in adds:
+        at, aid = attached.get(cid, (None, None))
+        e = {"spawn": spawn, "exit": spawn + took, "attached": at,
+             "created": created.get(aid), "active": active.get(aid)}
+        if None in e.values():
+            missing.append(cid)
+            continue
+        e["ready"] = first_after(ready.get(aid, []), e["created"])
+        e["written"] = first_after(written, e["created"])
+        e["sweep"] = first_after(sweeps, e["written"]) if e["written"] else None
+        e["confirmed"] = first_after(confirmed, e["sweep"]) if e["sweep"] else None
+        if None in e.values():
+            missing.append(cid)
+            continue
+        e["gate"] = max(e["confirmed"], e["ready"])
+        for name, a, b in STEPS:
+            per_step[name].append(e[b] - e[a])
+    out = {"adds": len(adds) - len(missing), "missing": missing[:5], "steps_ms": {}}
+    for name, xs in per_step.items():
+        if xs:
+            out["steps_ms"][name] = {"p50": round(pct(xs, 50) * 1e3, 1),
+                                     "p99": round(pct(xs, 99) * 1e3, 1),
+                                     "max": round(max(xs) * 1e3, 1)}
+    return out
 
 
 def main():

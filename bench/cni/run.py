@@ -149,6 +149,7 @@ class Bench:
                 "memoryMiB": 64, "ipam": ipam}
 
     ifname = "eth0"
+    WARMUP = 3  # untimed cycles of each variant first
 
     def run_plugin(self, variant, command, cid=None, netns=None, pod_ns="team-a"):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CNI_COMMAND": command,
@@ -191,11 +192,16 @@ class Bench:
             if rc != 0:
                 raise SystemExit("%s DEL failed: %s" % (variant, out))
             dele.append(dt)
+            self.after_del(variant, cid)
             self.drop_pod(ns)
         return add, dele
 
     def after_add(self, variant, cid, out):
         """Checks an attachment outside the timed part (InfiniBand mode)."""
+
+    def after_del(self, variant, cid):
+        """Waits, outside the timed part, for what a DEL set off (InfiniBand
+        mode: the fabric settled)."""
 
     def at_once(self, pods, cmd, pod_ns=lambda i: "team-a"):
         """`cmd` for every pod at once, one thread each: (results, wall s),
@@ -245,8 +251,8 @@ class Bench:
         a = self.args
         res = {"bridge": ([], []), "isostack": ([], [])}
         variants = ["bridge", "isostack"]
-        self.cycles("bridge", 3)  # warm-up (page cache, host-local's dir, the bridge)
-        self.cycles("isostack", 3)
+        self.cycles("bridge", self.WARMUP)  # warm-up (page cache, host-local's dir, the bridge)
+        self.cycles("isostack", self.WARMUP)
         for rnd in range(a.rounds):
             order = variants if rnd % 2 == 0 else variants[::-1]
             for v in order:
