@@ -339,10 +339,11 @@ class IbBench(eth.Bench):
 
     def run(self):
         self.checked = 0
+        up0 = sh("uptime").stdout.strip()
         report = super().run()
         report.update(fabric=self.fabric_size, hcas=self.args.hcas, vfs=self.args.vfs,
                       coalesce_ms=self.args.coalesce_ms, pkey_checks_after_add=self.checked,
-                      load_avg_end=os.getloadavg(), uptime=sh("uptime").stdout.strip())
+                      uptime_start=up0, uptime_end=sh("uptime").stdout.strip())
         report["breakdown"] = self.breakdown()
         for i, log in enumerate(self.d.logs):  # kept with KEEP=1
             shutil.copy(log, os.path.join(self.tmp, "isostackd.%d.log" % (i + 1)))
@@ -374,9 +375,12 @@ STEPS = (
     ("created -> agent's report makes the member ready (desired doc, VF pass, status)",
      "created", "ready"),
     ("created -> partitions.conf written + SIGHUP (coalesce window)", "created", "written"),
-    ("SIGHUP -> OpenSM's SUBNET UP (its heavy sweep)", "written", "sweep"),
-    ("SUBNET UP -> read-back confirmed (driver's 50 ms poll, changed ports)", "sweep",
+    ("SIGHUP -> read back confirmed (OpenSM's heavy sweep to the P_Key set, after any sweep "
+     "still running; the driver's 50 ms read-back poll of the changed ports)", "written",
      "confirmed"),
+    ("  the same, no earlier sweep running at the SIGHUP", "written", "confirmed_idle"),
+    ("  the same, an earlier sweep still running (its SUBNET UP came after the SIGHUP)",
+     "written", "confirmed_busy"),
     ("confirmed and ready -> allocation active (controller)", "gate", "active"),
     ("active -> attached (agent's 50 ms poll, netdev move)", "active", "attached"),
     ("attached -> plugin exit (answer, IPAM, process)", "attached", "exit"),
@@ -417,9 +421,11 @@ def first_after(ts, t0):
 def log_breakdown(daemon_logs, agent_log, opensm_log, adds):
     """Per IB ADD (container, (spawned, took)): the times of its steps from
     isostackd's log (allocation_created, agent_member_ready,
-    fabric.opensm_written, fabric.opensm_confirmed, allocation_active), the
-    agent's (agent.cni_attached) and OpenSM's (SUBNET UP); p50/p99/max of each
-    step in ms, and the ADDs whose steps could not all be found."""
+    fabric.opensm_written, fabric.opensm_confirmed, allocation_active) and
+    the agent's (agent.cni_attached); OpenSM's SUBNET UP lines tell whether a
+    sweep was still running when the SIGHUP came (OpenSM logs no sweep start
+    at its default level). n/p50/p99/max of each step in ms, and the ADDs
+    whose steps could not all be found."""
     created, ready, active = {}, {}, {}
     written, confirmed = [], []
     for path in daemon_logs:
@@ -450,18 +456,21 @@ def log_breakdown(daemon_logs, agent_log, opensm_log, adds):
             continue
         e["ready"] = first_after(ready.get(aid, []), e["created"])
         e["written"] = first_after(written, e["created"])
-        e["sweep"] = first_after(sweeps, e["written"]) if e["written"] else None
-        e["confirmed"] = first_after(confirmed, e["sweep"]) if e["sweep"] else None
+        e["confirmed"] = first_after(confirmed, e["written"]) if e["written"] else None
         if None in e.values():
             missing.append(cid)
             continue
         e["gate"] = max(e["confirmed"], e["ready"])
+        # OpenSM takes a SIGHUP in the middle of a sweep after that sweep
+        busy = any(e["written"] <= t <= e["confirmed"] for t in sweeps)
+        e["confirmed_busy" if busy else "confirmed_idle"] = e["confirmed"]
         for name, a, b in STEPS:
-            per_step[name].append(e[b] - e[a])
+            if b in e:
+                per_step[name].append(e[b] - e[a])
     out = {"adds": len(adds) - len(missing), "missing": missing[:5], "steps_ms": {}}
     for name, xs in per_step.items():
         if xs:
-            out["steps_ms"][name] = {"p50": round(pct(xs, 50) * 1e3, 1),
+            out["steps_ms"][name] = {"n": len(xs), "p50": round(pct(xs, 50) * 1e3, 1),
                                      "p99": round(pct(xs, 99) * 1e3, 1),
                                      "max": round(max(xs) * 1e3, 1)}
     return out
