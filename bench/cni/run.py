@@ -20,6 +20,9 @@ address and its own allocation, and DEL at once.
 
 Usage (root): bench/cni/run.py [--build build] [--rounds 5] [--per-round 20]
               [--concurrent 100]
+InfiniBand mode on the 1,000-HCA fabric: bench/cni/ib.py, a subclass of this
+Bench (its hooks: underlay, start_agent, after_add, after_del, at_once,
+teardown_more).
 """
 import argparse
 import json
