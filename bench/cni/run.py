@@ -20,6 +20,9 @@ address and its own allocation, and DEL at once.
 
 Usage (root): bench/cni/run.py [--build build] [--rounds 5] [--per-round 20]
               [--concurrent 100]
+InfiniBand mode on the 1,000-HCA fabric: bench/cni/ib.py, a subclass of this
+Bench (its hooks: underlay, start_agent, after_add, after_del, at_once,
+teardown_more).
 """
 import argparse
 import json
@@ -83,9 +86,18 @@ class Bench:
         self.d = None
 
     def setup(self):
-        build = self.args.build
-        harness.Binaries.isostackd = os.path.join(build, "isostackd")
-        self.plugin = os.path.join(build, "cni", "isostack-cni")
+        self.underlay()
+        self.d = Daemon("cni-eth.yaml", extra_args=("--agent-lease-s", "10",
+                                                    "--agent-grace-s", "600"), agents=True)
+        self.d.start()
+        self.admin = self.d.client()
+        self.tenant = self.new_tenant("bench-" + TAG)
+        self.start_agent(NODE, ["--gpu-driver", "sim"])
+
+    def underlay(self):
+        """The "node": namespace h1 on a bridge of this namespace."""
+        harness.Binaries.isostackd = os.path.join(self.args.build, "isostackd")
+        self.plugin = os.path.join(self.args.build, "cni", "isostack-cni")
         self.br = "cbu" + TAG
         sh("ip", "link", "add", self.br, "type", "bridge")
         self.links.append(self.br)
@@ -101,28 +113,30 @@ class Bench:
         sh("ip", "-n", self.h1, "addr", "add", HOST_IP + "/24", "dev", "ul0")
         sh("ip", "-n", self.h1, "link", "set", "ul0", "up")
         sh("ip", "-n", self.h1, "link", "set", "lo", "up")
-        self.d = Daemon("cni-eth.yaml", extra_args=("--agent-lease-s", "10",
-                                                    "--agent-grace-s", "600"), agents=True)
-        self.d.start()
-        admin = self.d.client()
-        r = admin.post("/v1/tenants", {"name": "bench-" + TAG})
+
+    def new_tenant(self, name):
+        r = self.admin.post("/v1/tenants", {"name": name})
         assert r.status == 201, r
-        self.tenant = r.body["name"]
-        r = admin.post("/v1/tokens", {"role": "node-agent", "node": NODE})
+        return r.body["name"]
+
+    def start_agent(self, node, extra):
+        """The node's agent inside h1 (node-agent token, --sandbox off),
+        then until the plugin's STATUS answers 0."""
+        r = self.admin.post("/v1/tokens", {"role": "node-agent", "node": node})
         tok = os.path.join(self.tmp, "agent.token")
         with open(tok, "w") as f:
             f.write(r.body["token"] + "\n")
         self.state = os.path.join(self.tmp, "agent")
-        self.agent_log = open(os.path.join(self.tmp, "agent.log"), "ab")
+        self.agent_log_path = os.path.join(self.tmp, "agent.log")
+        self.agent_log = open(self.agent_log_path, "ab")
         self.agent = subprocess.Popen(
-            ["ip", "netns", "exec", self.h1, os.path.join(build, "isostack-agent"),
+            ["ip", "netns", "exec", self.h1, os.path.join(self.args.build, "isostack-agent"),
              "--controller", "http://198.51.100.40:%d" % self.d.fixed, "--token-file", tok,
-             "--gpu-driver", "sim", "--state-dir", self.state, "--heartbeat-s", "5",
-             "--sandbox", "off", "--node", NODE], stdout=self.agent_log, stderr=self.agent_log)
-        self.admin = admin
+             "--state-dir", self.state, "--heartbeat-s", "5", "--sandbox", "off",
+             "--node", node] + extra, stdout=self.agent_log, stderr=self.agent_log)
         deadline = time.time() + 30
         while self.run_plugin("isostack", "STATUS")[0] != 0:
-            if time.time() > deadline:
+            if time.time() > deadline or self.agent.poll() is not None:
                 raise SystemExit("the agent did not come up")
             time.sleep(0.2)
 
@@ -137,12 +151,15 @@ class Bench:
                 "agentStateDir": self.state, "tenants": {"team-a": self.tenant},
                 "memoryMiB": 64, "ipam": ipam}
 
-    def run_plugin(self, variant, command, cid=None, netns=None):
+    ifname = "eth0"
+    WARMUP = 3  # untimed cycles of each variant first
+
+    def run_plugin(self, variant, command, cid=None, netns=None, pod_ns="team-a"):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CNI_COMMAND": command,
                "CNI_PATH": CNI_PATH,
-               "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=p"}
+               "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=p" % pod_ns}
         if cid:
-            env.update(CNI_CONTAINERID=cid, CNI_IFNAME="eth0")
+            env.update(CNI_CONTAINERID=cid, CNI_IFNAME=self.ifname)
         if netns:
             env["CNI_NETNS"] = netns
         binary = self.plugin if variant == "isostack" else os.path.join(CNI_PATH, "bridge")
@@ -173,30 +190,45 @@ class Bench:
             if rc != 0:
                 raise SystemExit("%s ADD failed: %s" % (variant, out))
             add.append(dt)
+            self.after_add(variant, cid, out)
             rc, dt, out = self.run_plugin(variant, "DEL", cid, path)
             if rc != 0:
                 raise SystemExit("%s DEL failed: %s" % (variant, out))
             dele.append(dt)
+            self.after_del(variant, cid)
             self.drop_pod(ns)
         return add, dele
 
+    def after_add(self, variant, cid, out):
+        """Checks an attachment outside the timed part (InfiniBand mode)."""
+
+    def after_del(self, variant, cid):
+        """Waits, outside the timed part, for what a DEL set off (InfiniBand
+        mode: the fabric settled)."""
+
+    def at_once(self, pods, cmd, pod_ns=lambda i: "team-a"):
+        """`cmd` for every pod at once, one thread each: (results, wall s),
+        results[i] = (rc, seconds, stdout) of pod i, container "cc" + its ns."""
+        results = [None] * len(pods)
+
+        def one(i):
+            ns, path = pods[i]
+            results[i] = self.run_plugin("isostack", cmd, "cc" + ns.replace("-", ""), path,
+                                         pod_ns(i))
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(pods))]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results, time.perf_counter() - t0
+
     def concurrent(self, n):
         pods = [self.pod() for _ in range(n)]
-        results = [None] * n
-
-        def one(i, cmd):
-            ns, path = pods[i]
-            results[i] = self.run_plugin("isostack", cmd, "cc" + ns.replace("-", ""), path)
-
         out = {}
         for cmd in ("ADD", "DEL"):
-            threads = [threading.Thread(target=one, args=(i, cmd)) for i in range(n)]
-            t0 = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            wall = time.perf_counter() - t0
+            results, wall = self.at_once(pods, cmd)
             ok = sum(1 for r in results if r[0] == 0)
             lat = [r[1] for r in results]
             out[cmd] = {"ok": ok, "of": n, "wall_s": wall, "p50_ms": pct(lat, 50) * 1e3,
@@ -222,8 +254,8 @@ class Bench:
         a = self.args
         res = {"bridge": ([], []), "isostack": ([], [])}
         variants = ["bridge", "isostack"]
-        self.cycles("bridge", 3)  # warm-up (page cache, host-local's dir, the bridge)
-        self.cycles("isostack", 3)
+        self.cycles("bridge", self.WARMUP)  # warm-up (page cache, host-local's dir, the bridge)
+        self.cycles("isostack", self.WARMUP)
         for rnd in range(a.rounds):
             order = variants if rnd % 2 == 0 else variants[::-1]
             for v in order:
@@ -243,6 +275,9 @@ class Bench:
         report["concurrent"] = self.concurrent(a.concurrent)
         return report
 
+    def teardown_more(self):
+        """What a subclass started besides (InfiniBand mode: ibsim, OpenSM)."""
+
     def teardown(self):
         if self.agent and self.agent.poll() is None:
             self.agent.send_signal(signal.SIGTERM)
@@ -256,25 +291,42 @@ class Bench:
             sh("ip", "netns", "del", ns, check=False)
         for l in self.links + ["cbr" + TAG]:
             sh("ip", "link", "del", l, check=False)
+        self.teardown_more()
         if not os.environ.get("KEEP"):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(doc, rounds=5):
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=rounds)
     p.add_argument("--per-round", type=int, default=20)
     p.add_argument("--concurrent", type=int, default=100)
-    a = p.parse_args()
+    return p
+
+
+def bench_main(cls, args):
+    """Runs bench `cls`: its JSON report on stdout; everything it made is
+    removed on any exit, SIGTERM, SIGHUP and Ctrl-C included."""
     if os.geteuid() != 0:
         raise SystemExit("bench/cni: needs root (network namespaces)")
-    b = Bench(a)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    b = cls(args)
     try:
         b.setup()
         print(json.dumps(b.run(), indent=2))
     finally:
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)
         b.teardown()
+
+
+def main():
+    bench_main(Bench, arguments(__doc__).parse_args())
 
 
 if __name__ == "__main__":

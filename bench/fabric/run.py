@@ -72,7 +72,7 @@ def pct(xs, p):
     return s[k]
 
 
-def fabric_section(d, services_line):
+def fabric_section(d, services_line, coalesce_ms=50):
     return ("fabric:\n"
             "  type: infiniband\n"
             "  name: ib0\n"
@@ -82,9 +82,9 @@ def fabric_section(d, services_line):
             "  partitions_file: %s/partitions.conf\n"
             "  pid_file: %s/opensm.pid\n"
             "  log_file: %s/opensm.log\n"
-            "  coalesce_ms: 50\n"
+            "  coalesce_ms: %d\n"
             "  confirm_timeout_ms: 20000\n"
-            "%s" % (d, d, d, services_line))
+            "%s" % (d, d, d, coalesce_ms, services_line))
 
 
 def rewrite_inventory(text, d):
@@ -134,6 +134,20 @@ class Fabric:
         r = subprocess.run(["smpquery", "-G", "pkeys", "0x%016x" % guid], capture_output=True,
                            text=True, env=dict(os.environ, **self.env), timeout=30)
         return r.returncode == 0 and ("0x%04x" % raw) in r.stdout
+
+    def pkeys(self, guid):
+        """Port `guid`'s P_Key table as smpquery reads it: {base: full?}
+        (bench/cni/ib.py)."""
+        r = subprocess.run(["smpquery", "-G", "pkeys", "0x%016x" % guid], capture_output=True,
+                           text=True, env=dict(os.environ, **self.env), timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError("smpquery pkeys 0x%016x: %s" % (guid, r.stderr.strip()))
+        keys = {}
+        for v in re.findall(r"0x([0-9a-f]{4})", r.stdout):
+            raw = int(v, 16)
+            if raw & 0x7fff:
+                keys[raw & 0x7fff] = bool(raw & 0x8000)
+        return keys
 
     def stop(self):
         if self.started:

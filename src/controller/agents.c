@@ -1376,6 +1376,10 @@ static void gate_node(struct iso_controller *c, int ni)
 		                             e->member, e->slots, e->n_slots))
 			continue;
 		e->gated = true;
+		/* where an attachment's time goes (bench/cni/ib.py): the agent's
+		 * report that made the member ready, before the fabric's part */
+		iso_log(ISO_LOG_INFO, "agent_member_ready", "node=%s allocation=%s member=%d",
+		        c->inv->nodes[ni].name, e->alloc, e->member);
 		if (!ids && !(ids = calloc((size_t)n->n_e, sizeof(*ids))))
 			return;
 		iso_strlcpy(ids[n_ids++], e->alloc, sizeof(ids[0]));

@@ -571,6 +571,9 @@ static int process(struct osm_driver *d, struct work *w)
 			        w->in.generation);
 			return RETRY;
 		}
+		iso_log(ISO_LOG_INFO, "fabric.opensm_written",
+		        "generation=%" PRIu64 " sms=%d changed_ports=%d", w->in.generation,
+		        d->n_sms, d->n_dirty);
 	}
 	iso_fabric_intent_clear(&d->last);
 	if (iso_fabric_intent_copy(&w->in, &d->last) < 0) {
