@@ -286,6 +286,13 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 /* The records of `node` (NULL: every node); a bad one is logged, skipped. */
 int agent_attachments_list(const char *state_root, const char *node, struct agent_attachment **out,
                            size_t *n, struct iso_error *err);
+/* Records whose create the controller committed but whose answer the ADD
+ * has not stored yet (allocation ""): their allocation and member, in
+ * these copies, from d's member of the same key (the record's lease) and
+ * tenant. So a pass that reads such a record plugs its pod in instead of
+ * removing the tenant's bridge that no other input explains. */
+void agent_attachments_resolve(const struct iso_agent_desired *d, struct agent_attachment *att,
+                               size_t n_att);
 /* The overlay inputs of the attachments whose member d lists: a created
  * one takes its member's input (in[0..*n_in) holds one per member), a
  * joined one is appended (names[] its veth aliases). */

@@ -231,8 +231,10 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	if (env->only_name && only < 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, "name", "%s: not among the members",
 		                     env->only_name);
+	uint64_t t0 = iso_mono_ns(), t_stale, t_tenant = 0, t_members = 0, t_guard;
 	if (!env->only_name && (r = remove_stale(env, in, n, &vs, err)) < 0)
 		return r;
+	t_stale = iso_mono_ns();
 
 	for (size_t v = 0; v < vs.n; v++) {
 		if (only >= 0 && vs.vni[v] != in[only].want->vni)
@@ -256,7 +258,10 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			t.underlay_dev = NULL;
 			t.n_peers = 0;
 		}
+		uint64_t ta = iso_mono_ns();
 		bool tenant_ok = iso_overlay_tenant_ensure(env->host_netns, &t, &terr) == 0;
+		uint64_t tb = iso_mono_ns();
+		t_tenant += tb - ta;
 		if (tenant_ok && !have_underlay && n_peers) {
 			tenant_ok = false;
 			iso_strlcpy(terr.message, "this node has no underlay address",
@@ -309,6 +314,7 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			if (iso_overlay_member_ensure(env->host_netns, &m, &merr) < 0)
 				reason(&in[i], "overlay", merr.message);
 		}
+		t_members += iso_mono_ns() - tb;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!in[i].want->has_overlay || in[i].reason[0])
@@ -329,6 +335,11 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 		for (size_t i = 0; i < n; i++)
 			if (in[i].want->has_overlay && !in[i].reason[0])
 				reason(&in[i], "overlay guard", gerr.message);
+	t_guard = iso_mono_ns();
+	iso_log(ISO_LOG_DEBUG, "agent.overlay_steps",
+	        "stale_ms=%.2f tenants_ms=%.2f members_ms=%.2f guard_ms=%.2f",
+	        (double)(t_stale - t0) / 1e6, (double)t_tenant / 1e6, (double)t_members / 1e6,
+	        (double)(t_guard - t_stale - t_tenant - t_members) / 1e6);
 
 	if (only >= 0) {
 		in[only].ready = !in[only].reason[0];
@@ -505,7 +516,10 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev, .only_name = only};
 	struct iso_agent_overlay ov;
 	struct iso_error err = {0};
+	uint64_t t0 = iso_mono_ns();
 	int r = iso_agent_overlay_reconcile(&env, in, n_in, &ov, &err);
+	iso_log(ISO_LOG_DEBUG, "agent.overlay_pass", "node=%s only=%s inputs=%zu ms=%.2f", node,
+	        only ? only : "-", n_in, (double)(iso_mono_ns() - t0) / 1e6);
 	if (r < 0)
 		iso_log(ISO_LOG_WARN, "agent.overlay_failed", "node=%s field=%s msg=\"%s\"", node,
 		        err.field, err.message);

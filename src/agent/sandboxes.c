@@ -973,6 +973,7 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 			        node, ae.message);
 		/* each attachment's outcome: an ADD waiting for this pass answers
 		 * from it (cni.c) instead of running a second one */
+		agent_attachments_resolve(d, att, n_att);
 		if (n_att)
 			att_res = calloc(n_att, sizeof(*att_res));
 		if (s->real || n_att)
