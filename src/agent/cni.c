@@ -683,7 +683,7 @@ static int overlay_now(struct agent_sandboxes *s, const char *node, const char *
 	/* this attachment alone (its tenant, its veth, the guard): the tick
 	 * makes the rest level again */
 	agent_overlay_tick(node, &d, entries, att, n_att, res, only[0] ? only : NULL, status,
-	                   &s->overlay_clean);
+	                   &s->overlay_clean, &s->overlay_linger);
 	for (size_t a = 0; a < n_att && hash; a++)
 		if (strcmp(att[a].hash, hash) == 0) {
 			*ready = res[a].ready;

@@ -203,6 +203,10 @@ struct agent_tombstone {
 #define AGENT_CNI_NETNS_MAX   256
 #define AGENT_CNI_NETWORK_MAX 129
 #define AGENT_CNI_REQUEST_MAX 65536
+/* How long an emptied tenant's bridge stays on the node (its ports, tunnel
+ * and guard pairs go at once): a pod replaced within it does not wait for
+ * the kernel to unregister and make the bridge again. */
+#define AGENT_OVERLAY_LINGER_MS 3000
 
 /* STATE_DIR/cni/<hash>.json: one pod's attachment, (node, container id,
  * ifname) hashed; allocation "" until the controller answered. */
@@ -319,6 +323,9 @@ struct agent_sandboxes {
 	 * dump and nft calls) is skipped. Starts false, so an agent's first
 	 * tick always looks and removes what a previous run left. */
 	bool overlay_clean;
+	/* The emptied tenants' bridges that linger (iso_agent_overlay_env
+	 * .linger, AGENT_OVERLAY_LINGER_MS), under `work`. */
+	struct iso_agent_overlay_linger overlay_linger;
 	/* RDMA: the host's netns mode (read at start), rdma.max's defaults,
 	 * and whether "no rdma controller" was logged already (once). */
 	enum iso_rdma_netns_mode rdma_mode;
@@ -380,7 +387,7 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
                         struct agent_table_entry *entries, const struct agent_attachment *att,
                         size_t n_att, struct agent_attach_result *res, const char *only,
-                        json_t *status, bool *clean);
+                        json_t *status, bool *clean, struct iso_agent_overlay_linger *linger);
 
 /* ---- the CNI requests (cni.c) ---- */
 /* The node's members, kept for the requests; broadcasts ticked_cond. */
