@@ -527,13 +527,14 @@ class TestCni(ApiTestCase):
         # the last pod of the tenant on the node gone: its tunnel and guard
         # pair go with the next tick, its bridge alone stays a while
         deadline = time.time() + T(10)
-        while "isovx%s" % vni in self.host_links(node) and time.time() < deadline:
+        while time.time() < deadline and ("isovx%s" % vni in self.host_links(node) or
+                                          pair(vni) in self.guard_pairs(node)):
             time.sleep(0.05)
+        self.assertNotIn(pair(vni), self.guard_pairs(node))
         links = self.host_links(node)
         self.assertNotIn("isovx%s" % vni, links)
         self.assertIn("isobr%s" % vni, links, "the bridge did not linger")
         self.assertNotIn("master isobr%s" % vni, links, "a port on the lingering bridge")
-        self.assertNotIn(pair(vni), self.guard_pairs(node))
         # a pod of the tenant again: on the same bridge, tunnel and guard made again
         pns3, path3 = self.pod("g3")
         _, vni3 = plugged("ctrg3", path3)
