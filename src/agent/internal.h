@@ -326,6 +326,10 @@ struct agent_sandboxes {
 	/* The emptied tenants' bridges that linger (iso_agent_overlay_env
 	 * .linger, AGENT_OVERLAY_LINGER_MS), under `work`. */
 	struct iso_agent_overlay_linger overlay_linger;
+	/* Off mode: a tick's pass ran (for attachments). It runs on until it
+	 * found the node clean; an off agent that never had one touches no
+	 * network (other agents' namespaces in tests). */
+	bool overlay_touched;
 	/* RDMA: the host's netns mode (read at start), rdma.max's defaults,
 	 * and whether "no rdma controller" was logged already (once). */
 	enum iso_rdma_netns_mode rdma_mode;

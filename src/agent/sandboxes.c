@@ -977,11 +977,13 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 		agent_attachments_resolve(d, att, n_att);
 		if (n_att)
 			att_res = calloc(n_att, sizeof(*att_res));
-		/* (off mode, the last attachment gone: until the pass found the
+		/* (off mode, the last attachment gone: on until the pass found the
 		 * node clean, so that what it left, a lingering bridge, goes) */
-		if (s->real || n_att || !s->overlay_clean)
+		if (s->real || n_att || (s->overlay_touched && !s->overlay_clean)) {
+			s->overlay_touched = true;
 			agent_overlay_tick(node, d, entries, att, n_att, att_res, NULL, status,
 			                   &s->overlay_clean, &s->overlay_linger);
+		}
 	}
 	/* real mode: a plugin starts a member once its sandbox is there */
 	for (size_t i = 0; s->real && i < d->n_members; i++) {
