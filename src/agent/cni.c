@@ -1411,6 +1411,8 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	char name[ISO_NAME_MAX];
 	struct iso_error e2 = {0};
 	int r;
+	/* where a DEL's time goes (ISOSTACK_DEBUG=1: agent.cni_del_steps) */
+	uint64_t t0 = iso_mono_ns(), t_rec = t0, t_link, t_rel;
 
 	/* off the overlay first (the tick leaves a deleting record alone), so
 	 * the pod is cut before its member is released; a crash from here on
@@ -1421,7 +1423,9 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 			return r;
 	}
 	agent_attachment_name(a, name);
+	t_rec = iso_mono_ns();
 	pthread_mutex_lock(&s->work);
+	uint64_t t_lock = iso_mono_ns();
 	if (a->ib && a->vf_netdev[0]) {
 		/* the VF back to the host under its own name. A netns gone gave
 		 * it back already (the kernel returns a physical device to the
@@ -1451,6 +1455,7 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 		        e2.message);
 	}
 	pthread_mutex_unlock(&s->work);
+	t_link = iso_mono_ns();
 	if (!a->joined) {
 		if (!*cl && (r = controller_open(s, 10000, cl, err)) < 0)
 			return r;
@@ -1467,11 +1472,19 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 		if (r < 0)
 			return r;
 	}
+	t_rel = iso_mono_ns();
 	if ((r = attachment_remove(s->state_root, a->hash, err)) < 0)
 		return r;
 	iso_log(ISO_LOG_INFO, "agent.cni_detached",
 	        "node=%s container=%s ifname=%s tenant=%s allocation=%s", a->node, a->container_id,
 	        a->ifname, a->tenant, a->allocation);
+	uint64_t t_end = iso_mono_ns();
+	iso_log(ISO_LOG_DEBUG, "agent.cni_del_steps",
+	        "container=%s record_ms=%.2f lock_ms=%.2f link_ms=%.2f release_ms=%.2f "
+	        "remove_ms=%.2f total_ms=%.2f",
+	        a->container_id, (double)(t_rec - t0) / 1e6, (double)(t_lock - t_rec) / 1e6,
+	        (double)(t_link - t_lock) / 1e6, (double)(t_rel - t_link) / 1e6,
+	        (double)(t_end - t_rel) / 1e6, (double)(t_end - t0) / 1e6);
 	return 0;
 }
 
