@@ -1252,7 +1252,7 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	bool ready = false;
 	int r;
 	/* where an ADD's time goes (ISOSTACK_DEBUG=1: agent.cni_add_steps) */
-	uint64_t t0 = iso_mono_ns(), t_rec = t0, t_create = t0, t_wait = t0, t_plug = t0;
+	uint64_t t0 = iso_mono_ns(), t_rec, t_create = t0, t_wait = t0, t_plug;
 
 	iso_strlcpy(a.node, rq->node, sizeof(a.node));
 	iso_strlcpy(a.container_id, rq->container_id, sizeof(a.container_id));
@@ -1412,7 +1412,7 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	struct iso_error e2 = {0};
 	int r;
 	/* where a DEL's time goes (ISOSTACK_DEBUG=1: agent.cni_del_steps) */
-	uint64_t t0 = iso_mono_ns(), t_rec = t0, t_link, t_rel;
+	uint64_t t0 = iso_mono_ns(), t_rec, t_link, t_rel;
 
 	/* off the overlay first (the tick leaves a deleting record alone), so
 	 * the pod is cut before its member is released; a crash from here on

@@ -318,14 +318,14 @@ struct agent_sandboxes {
 	struct agent_table_entry *entries;
 	struct agent_tombstone *tombs; /* a ring of AGENT_TOMBSTONES */
 	size_t n_tombs, tomb_next;
+	/* The emptied tenants' bridges that linger (iso_agent_overlay_env
+	 * .linger, AGENT_OVERLAY_LINGER_MS), under `work`. */
+	struct iso_agent_overlay_linger overlay_linger;
 	/* The last overlay pass wanted nothing and found nothing of ours in the
 	 * kernel: until a member wants an overlay again, the pass (a netlink
 	 * dump and nft calls) is skipped. Starts false, so an agent's first
 	 * tick always looks and removes what a previous run left. */
 	bool overlay_clean;
-	/* The emptied tenants' bridges that linger (iso_agent_overlay_env
-	 * .linger, AGENT_OVERLAY_LINGER_MS), under `work`. */
-	struct iso_agent_overlay_linger overlay_linger;
 	/* Off mode: a tick's pass ran (for attachments). It runs on until it
 	 * found the node clean; an off agent that never had one touches no
 	 * network (other agents' namespaces in tests). */
