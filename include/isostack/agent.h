@@ -326,6 +326,16 @@ int iso_agent_run(const struct iso_agent_config *cfg, struct iso_error *err);
 /* ---- overlay (src/agent/overlay.c; docs/agents.md "overlay") ---- */
 
 /* Where the node's overlay lives. */
+/* The tenants whose last member left, whose bridge lingers (the agent's
+ * memory across passes; see iso_agent_overlay_env.linger). */
+struct iso_agent_overlay_linger {
+	uint64_t hold_ns; /* how long an emptied bridge stays */
+	size_t n;
+	struct {
+		uint32_t vni;
+		uint64_t since_ns; /* iso_mono_ns() when first found empty */
+	} t[ISO_AGENT_MAX_OVERLAY_TENANTS];
+};
 struct iso_agent_overlay_env {
 	const char *host_netns;   /* NULL: the agent's own namespace */
 	const char *underlay_ip;  /* this node's underlay IPv4; NULL or "": none */
@@ -334,6 +344,14 @@ struct iso_agent_overlay_env {
 	 * request, issue 17): its tenant, it and the guard are brought up,
 	 * nothing is removed and nothing read back (the next tick does both) */
 	const char *only_name;
+	/* NULL: a tenant with no member left goes at once (bridge and VXLAN
+	 * device). Else its member veths, its VXLAN device and its guard pairs
+	 * go at once, and its bridge alone (no port, no tunnel: nothing
+	 * reaches it) stays until it has been empty for linger->hold_ns, so
+	 * that a pod replaced at once does not wait for the kernel to
+	 * unregister the bridge and make it again (40-50 ms, under the rtnl
+	 * lock that every other change waits for) */
+	struct iso_agent_overlay_linger *linger;
 };
 /* One desired member, with what the agent knows of its sandbox. */
 struct iso_agent_overlay_member_in {

@@ -564,6 +564,28 @@ static bool view_plugged(struct agent_sandboxes *s, const char *node,
 
 /* ---- the overlay pass with attachments (the tick's and a request's) ---- */
 
+void agent_attachments_resolve(const struct iso_agent_desired *d, struct agent_attachment *att,
+                               size_t n_att)
+{
+	for (size_t a = 0; a < n_att; a++) {
+		struct agent_attachment *t = &att[a];
+		if (t->allocation[0] || t->joined || t->deleting || !t->key[0])
+			continue;
+		/* the create's own member (one member, 0), of the record's
+		 * tenant: the key holds the record's random lease, so no other
+		 * request made it */
+		for (size_t i = 0; i < d->n_members; i++) {
+			const struct iso_agent_member_want *w = &d->members[i];
+			if (w->member == 0 && strcmp(w->key, t->key) == 0 &&
+			    strcmp(w->tenant, t->tenant) == 0) {
+				iso_strlcpy(t->allocation, w->allocation, sizeof(t->allocation));
+				t->member = 0;
+				break;
+			}
+		}
+	}
+}
+
 void agent_attachment_inputs(const struct iso_agent_desired *d, const struct agent_attachment *att,
                              size_t n_att, struct iso_agent_overlay_member_in *in,
                              char (*names)[ISO_NAME_MAX], size_t *n_in)
@@ -651,6 +673,7 @@ static int overlay_now(struct agent_sandboxes *s, const char *node, const char *
 	}
 	struct iso_agent_desired d = {.n_members = v.n, .members = v.members};
 	iso_strlcpy(d.node, node, sizeof(d.node));
+	agent_attachments_resolve(&d, att, n_att);
 	struct agent_attach_result *res = n_att ? calloc(n_att, sizeof(*res)) : NULL;
 	json_t *status = json_object();
 	char only[ISO_NAME_MAX] = "";
@@ -660,7 +683,7 @@ static int overlay_now(struct agent_sandboxes *s, const char *node, const char *
 	/* this attachment alone (its tenant, its veth, the guard): the tick
 	 * makes the rest level again */
 	agent_overlay_tick(node, &d, entries, att, n_att, res, only[0] ? only : NULL, status,
-	                   &s->overlay_clean);
+	                   &s->overlay_clean, &s->overlay_linger);
 	for (size_t a = 0; a < n_att && hash; a++)
 		if (strcmp(att[a].hash, hash) == 0) {
 			*ready = res[a].ready;
@@ -1228,6 +1251,8 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	char path[PATH_MAX], why[ISO_AGENT_REASON_MAX] = "";
 	bool ready = false;
 	int r;
+	/* where an ADD's time goes (ISOSTACK_DEBUG=1: agent.cni_add_steps) */
+	uint64_t t0 = iso_mono_ns(), t_rec, t_create = t0, t_wait = t0, t_plug;
 
 	iso_strlcpy(a.node, rq->node, sizeof(a.node));
 	iso_strlcpy(a.container_id, rq->container_id, sizeof(a.container_id));
@@ -1311,6 +1336,7 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	/* the record first: whatever happens next, DEL and GC find it */
 	if ((r = attachment_store(s->state_root, &a, &e)) < 0)
 		return answer_err(e.code, "%s", e.message);
+	t_rec = iso_mono_ns();
 	if (!a.joined) {
 		struct iso_client *cl = NULL;
 		/* one connection for the create alone: an idle one held through
@@ -1327,10 +1353,12 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 			return answer_err(e.code, "%s%s%s", e.field[0] ? e.field : "",
 			                  e.field[0] ? ": " : "", e.message);
 		}
+		t_create = iso_mono_ns();
 		if ((r = attachment_store(s->state_root, &a, &e)) < 0)
 			return answer_err(e.code, "%s", e.message);
 		struct iso_agent_member_want w;
 		r = wait_member(s, a.node, a.allocation, 0, a.tenant, &w, CNI_WAIT_MS);
+		t_wait = iso_mono_ns();
 		if (r < 0)
 			return answer_err(
 			    ISO_E_UNAVAILABLE,
@@ -1363,16 +1391,27 @@ static json_t *do_add(struct agent_sandboxes *s, const struct cni_req *rq)
 	 * this record: when that pass plugged the pod in, answer from it;
 	 * else (a join, a record newer than the pass, a failure) a pass for
 	 * this attachment alone */
-	if (view_plugged(s, a.node, &a))
+	bool from_tick = view_plugged(s, a.node, &a);
+	if (from_tick)
 		ready = true;
 	else if ((r = overlay_now(s, a.node, a.hash, &ready, why, sizeof(why), &e)) < 0)
 		return answer_err(e.code, "%s", e.message);
+	t_plug = iso_mono_ns();
 	if (!ready)
 		return answer_err(ISO_E_UNAVAILABLE, "not on the tenant's overlay yet (%s)", why);
 	iso_log(ISO_LOG_INFO, "agent.cni_attached",
 	        "node=%s container=%s ifname=%s tenant=%s allocation=%s joined=%d", a.node,
 	        a.container_id, a.ifname, a.tenant, a.allocation, a.joined);
-	return attached_answer(&a);
+	json_t *ans = attached_answer(&a);
+	uint64_t t_end = iso_mono_ns();
+	iso_log(ISO_LOG_DEBUG, "agent.cni_add_steps",
+	        "container=%s record_ms=%.2f create_ms=%.2f wait_ms=%.2f plug_ms=%.2f "
+	        "answer_ms=%.2f total_ms=%.2f plugged_by=%s",
+	        a.container_id, (double)(t_rec - t0) / 1e6, (double)(t_create - t_rec) / 1e6,
+	        (double)(t_wait - t_create) / 1e6, (double)(t_plug - t_wait) / 1e6,
+	        (double)(t_end - t_plug) / 1e6, (double)(t_end - t0) / 1e6,
+	        from_tick ? "tick" : "request");
+	return ans;
 }
 
 /* Has the controller served this agent node's desired state since it
@@ -1402,6 +1441,8 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 	char name[ISO_NAME_MAX];
 	struct iso_error e2 = {0};
 	int r;
+	/* where a DEL's time goes (ISOSTACK_DEBUG=1: agent.cni_del_steps) */
+	uint64_t t0 = iso_mono_ns(), t_rec, t_link, t_rel;
 
 	if (!node_viewed(s, a->node))
 		return iso_error_set(err, ISO_E_UNAVAILABLE, "",
@@ -1418,7 +1459,9 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 			return r;
 	}
 	agent_attachment_name(a, name);
+	t_rec = iso_mono_ns();
 	pthread_mutex_lock(&s->work);
+	uint64_t t_lock = iso_mono_ns();
 	if (a->ib && a->vf_netdev[0]) {
 		/* the VF back to the host under its own name. A netns gone gave
 		 * it back already (the kernel returns a physical device to the
@@ -1448,6 +1491,7 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 		        e2.message);
 	}
 	pthread_mutex_unlock(&s->work);
+	t_link = iso_mono_ns();
 	if (!a->joined) {
 		if (!*cl && (r = controller_open(s, 10000, cl, err)) < 0)
 			return r;
@@ -1464,11 +1508,19 @@ static int del_one(struct agent_sandboxes *s, struct iso_client **cl, struct age
 		if (r < 0)
 			return r;
 	}
+	t_rel = iso_mono_ns();
 	if ((r = attachment_remove(s->state_root, a->hash, err)) < 0)
 		return r;
 	iso_log(ISO_LOG_INFO, "agent.cni_detached",
 	        "node=%s container=%s ifname=%s tenant=%s allocation=%s", a->node, a->container_id,
 	        a->ifname, a->tenant, a->allocation);
+	uint64_t t_end = iso_mono_ns();
+	iso_log(ISO_LOG_DEBUG, "agent.cni_del_steps",
+	        "container=%s record_ms=%.2f lock_ms=%.2f link_ms=%.2f release_ms=%.2f "
+	        "remove_ms=%.2f total_ms=%.2f",
+	        a->container_id, (double)(t_rec - t0) / 1e6, (double)(t_lock - t_rec) / 1e6,
+	        (double)(t_link - t_lock) / 1e6, (double)(t_rel - t_link) / 1e6,
+	        (double)(t_end - t_rel) / 1e6, (double)(t_end - t0) / 1e6);
 	return 0;
 }
 

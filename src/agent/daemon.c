@@ -654,6 +654,7 @@ static void *node_main(void *arg)
 		struct iso_error e = {0};
 		json_t *doc = NULL, *status = NULL;
 		int r = poll_desired(n, generation, sent != NULL, &doc);
+		uint64_t t_doc = iso_mono_ns(), t_gpu = t_doc, t_vf = t_doc, t_sb = t_doc;
 
 		if (r < 0) {
 			if (atomic_load(n->cfg->stop))
@@ -692,6 +693,7 @@ static void *node_main(void *arg)
 			        "node=%s generation=%" PRIu64 " term=%" PRIu64 " instances=%zu",
 			        n->node, d.generation, d.term, d.n_wants);
 		r = iso_agent_reconcile(n->gpu, n->dir, &d, &status, &tick, &e);
+		t_gpu = iso_mono_ns();
 		if (r < 0)
 			iso_log(ISO_LOG_ERR, "agent.reconcile_failed",
 			        "node=%s field=%s msg=\"%s\"", n->node, e.field, e.message);
@@ -710,6 +712,7 @@ static void *node_main(void *arg)
 				        "failed=%u",
 				        n->node, d.generation, vt.programmed, vt.restored,
 				        vt.failed);
+			t_vf = iso_mono_ns();
 			/* then the members' sandboxes, gated on the instances and VFs */
 			struct agent_sandbox_tick st;
 			if (agent_sandboxes_reconcile(n->sandboxes, n->gpu, n->node, &d, status,
@@ -721,10 +724,16 @@ static void *node_main(void *arg)
 				        "node=%s generation=%" PRIu64 " created=%u destroyed=%u "
 				        "failed=%u",
 				        n->node, d.generation, st.created, st.destroyed, st.failed);
+			t_sb = iso_mono_ns();
 			/* the NIC's CXI services (a Slingshot node) */
 			if (n->sandboxes->cxi)
 				agent_cxi_tick(n->sandboxes->cxi, n->node, &d, status);
 		}
+		/* where a tick's time goes, from the poll's answer (ISOSTACK_DEBUG=1) */
+		iso_log(ISO_LOG_DEBUG, "agent.tick_steps",
+		        "node=%s generation=%" PRIu64 " gpu_ms=%.2f vf_ms=%.2f sandboxes_ms=%.2f",
+		        n->node, d.generation, (double)(t_gpu - t_doc) / 1e6,
+		        (double)(t_vf - t_gpu) / 1e6, (double)(t_sb - t_vf) / 1e6);
 		if (tick.created || tick.destroyed || tick.failed || tick.busy)
 			iso_log(ISO_LOG_INFO, "agent.reconciled",
 			        "node=%s generation=%" PRIu64 " created=%u destroyed=%u busy=%u "

@@ -203,6 +203,10 @@ struct agent_tombstone {
 #define AGENT_CNI_NETNS_MAX   256
 #define AGENT_CNI_NETWORK_MAX 129
 #define AGENT_CNI_REQUEST_MAX 65536
+/* How long an emptied tenant's bridge stays on the node (its ports, tunnel
+ * and guard pairs go at once): a pod replaced within it does not wait for
+ * the kernel to unregister and make the bridge again. */
+#define AGENT_OVERLAY_LINGER_MS 3000
 
 /* STATE_DIR/cni/<hash>.json: one pod's attachment, (node, container id,
  * ifname) hashed; allocation "" until the controller answered. */
@@ -286,6 +290,13 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 /* The records of `node` (NULL: every node); a bad one is logged, skipped. */
 int agent_attachments_list(const char *state_root, const char *node, struct agent_attachment **out,
                            size_t *n, struct iso_error *err);
+/* Records whose create the controller committed but whose answer the ADD
+ * has not stored yet (allocation ""): their allocation and member, in
+ * these copies, from d's member of the same key (the record's lease) and
+ * tenant. So a pass that reads such a record plugs its pod in instead of
+ * removing the tenant's bridge that no other input explains. */
+void agent_attachments_resolve(const struct iso_agent_desired *d, struct agent_attachment *att,
+                               size_t n_att);
 /* The overlay inputs of the attachments whose member d lists: a created
  * one takes its member's input (in[0..*n_in) holds one per member), a
  * joined one is appended (names[] its veth aliases). */
@@ -307,11 +318,18 @@ struct agent_sandboxes {
 	struct agent_table_entry *entries;
 	struct agent_tombstone *tombs; /* a ring of AGENT_TOMBSTONES */
 	size_t n_tombs, tomb_next;
+	/* The emptied tenants' bridges that linger (iso_agent_overlay_env
+	 * .linger, AGENT_OVERLAY_LINGER_MS), under `work`. */
+	struct iso_agent_overlay_linger overlay_linger;
 	/* The last overlay pass wanted nothing and found nothing of ours in the
 	 * kernel: until a member wants an overlay again, the pass (a netlink
 	 * dump and nft calls) is skipped. Starts false, so an agent's first
 	 * tick always looks and removes what a previous run left. */
 	bool overlay_clean;
+	/* Off mode: a tick's pass ran (for attachments). It runs on until it
+	 * found the node clean; an off agent that never had one touches no
+	 * network (other agents' namespaces in tests). */
+	bool overlay_touched;
 	/* RDMA: the host's netns mode (read at start), rdma.max's defaults,
 	 * and whether "no rdma controller" was logged already (once). */
 	enum iso_rdma_netns_mode rdma_mode;
@@ -373,7 +391,7 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
                         struct agent_table_entry *entries, const struct agent_attachment *att,
                         size_t n_att, struct agent_attach_result *res, const char *only,
-                        json_t *status, bool *clean);
+                        json_t *status, bool *clean, struct iso_agent_overlay_linger *linger);
 
 /* ---- the CNI requests (cni.c) ---- */
 /* The node's members, kept for the requests; broadcasts ticked_cond. */

@@ -152,7 +152,28 @@ static void reason(struct iso_agent_overlay_member_in *m, const char *what, cons
 	snprintf(m->reason, sizeof(m->reason), "%s: %.200s", what, why);
 }
 
-/* Removes every member veth and tenant the wanted set does not explain. */
+/* Whether tenant vni's emptied bridge stays for now (env.linger); `next`
+ * gets the entries that stay. */
+static bool linger_keep(const struct iso_agent_overlay_linger *l,
+                        struct iso_agent_overlay_linger *next, uint32_t vni, uint64_t now)
+{
+	uint64_t since = now;
+
+	if (!l || next->n == ISO_ARRAY_SIZE(next->t))
+		return false;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->t[i].vni == vni)
+			since = l->t[i].since_ns;
+	if (now - since >= l->hold_ns)
+		return false;
+	next->t[next->n].vni = vni;
+	next->t[next->n].since_ns = since;
+	next->n++;
+	return true;
+}
+
+/* Removes every member veth and tenant the wanted set does not explain
+ * (an emptied tenant's bridge may linger: env.linger). */
 static int remove_stale(const struct iso_agent_overlay_env *env,
                         const struct iso_agent_overlay_member_in *in, size_t n,
                         const struct vni_set *vs, struct iso_error *err)
@@ -161,6 +182,8 @@ static int remove_stale(const struct iso_agent_overlay_env *env,
 	int r = iso_overlay_read(env->host_netns, &st, err);
 	if (r < 0)
 		return r;
+	struct iso_agent_overlay_linger next = {.hold_ns = env->linger ? env->linger->hold_ns : 0};
+	uint64_t now = iso_mono_ns();
 	for (size_t t = 0; t < st.n_tenants && r == 0; t++) {
 		const struct iso_overlay_tenant_state *ts = &st.tenants[t];
 		size_t left = ts->n_members;
@@ -177,10 +200,19 @@ static int remove_stale(const struct iso_agent_overlay_env *env,
 			r = iso_overlay_member_remove(env->host_netns, ts->members[k].name, err);
 			left--;
 		}
-		if (r == 0 && left == 0 && !vni_has(vs, ts->vni))
-			r = iso_overlay_tenant_remove(env->host_netns, ts->vni, err);
+		if (r == 0 && left == 0 && !vni_has(vs, ts->vni)) {
+			if (!linger_keep(env->linger, &next, ts->vni, now)) {
+				r = iso_overlay_tenant_remove(env->host_netns, ts->vni, err);
+			} else if (ts->vxlan[0]) {
+				/* the bridge alone: its tunnel goes with its guard pairs */
+				struct iso_overlay_tenant bare = {.vni = ts->vni};
+				r = iso_overlay_tenant_ensure(env->host_netns, &bare, err);
+			}
+		}
 	}
 	iso_overlay_state_clear(&st);
+	if (env->linger && r == 0)
+		*env->linger = next; /* (a tenant wanted again, or gone, is dropped) */
 	return r;
 }
 
@@ -231,8 +263,10 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 	if (env->only_name && only < 0)
 		return iso_error_set(err, ISO_E_NOT_FOUND, "name", "%s: not among the members",
 		                     env->only_name);
+	uint64_t t0 = iso_mono_ns(), t_stale, t_tenant = 0, t_members = 0, t_guard;
 	if (!env->only_name && (r = remove_stale(env, in, n, &vs, err)) < 0)
 		return r;
+	t_stale = iso_mono_ns();
 
 	for (size_t v = 0; v < vs.n; v++) {
 		if (only >= 0 && vs.vni[v] != in[only].want->vni)
@@ -256,7 +290,10 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			t.underlay_dev = NULL;
 			t.n_peers = 0;
 		}
+		uint64_t ta = iso_mono_ns();
 		bool tenant_ok = iso_overlay_tenant_ensure(env->host_netns, &t, &terr) == 0;
+		uint64_t tb = iso_mono_ns();
+		t_tenant += tb - ta;
 		if (tenant_ok && !have_underlay && n_peers) {
 			tenant_ok = false;
 			iso_strlcpy(terr.message, "this node has no underlay address",
@@ -309,6 +346,7 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 			if (iso_overlay_member_ensure(env->host_netns, &m, &merr) < 0)
 				reason(&in[i], "overlay", merr.message);
 		}
+		t_members += iso_mono_ns() - tb;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!in[i].want->has_overlay || in[i].reason[0])
@@ -329,6 +367,11 @@ int iso_agent_overlay_reconcile(const struct iso_agent_overlay_env *env,
 		for (size_t i = 0; i < n; i++)
 			if (in[i].want->has_overlay && !in[i].reason[0])
 				reason(&in[i], "overlay guard", gerr.message);
+	t_guard = iso_mono_ns();
+	iso_log(ISO_LOG_DEBUG, "agent.overlay_steps",
+	        "stale_ms=%.2f tenants_ms=%.2f members_ms=%.2f guard_ms=%.2f",
+	        (double)(t_stale - t0) / 1e6, (double)t_tenant / 1e6, (double)t_members / 1e6,
+	        (double)(t_guard - t_stale - t_tenant - t_members) / 1e6);
 
 	if (only >= 0) {
 		in[only].ready = !in[only].reason[0];
@@ -464,7 +507,7 @@ static int source_for(const char *peer, char out[ISO_IPV4_MAX])
 void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
                         struct agent_table_entry *entries, const struct agent_attachment *att,
                         size_t n_att, struct agent_attach_result *res, const char *only,
-                        json_t *status, bool *clean)
+                        json_t *status, bool *clean, struct iso_agent_overlay_linger *linger)
 {
 	bool any = n_att > 0;
 	for (size_t i = 0; i < d->n_members; i++)
@@ -501,11 +544,17 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	size_t n_in = d->n_members;
 	/* the pods' attachments (cni.c): a created one is its member's input */
 	agent_attachment_inputs(d, att, n_att, in, names, &n_in);
-	struct iso_agent_overlay_env env = {
-	    .host_netns = NULL, .underlay_ip = local, .underlay_dev = dev, .only_name = only};
+	struct iso_agent_overlay_env env = {.host_netns = NULL,
+	                                    .underlay_ip = local,
+	                                    .underlay_dev = dev,
+	                                    .only_name = only,
+	                                    .linger = linger};
 	struct iso_agent_overlay ov;
 	struct iso_error err = {0};
+	uint64_t t0 = iso_mono_ns();
 	int r = iso_agent_overlay_reconcile(&env, in, n_in, &ov, &err);
+	iso_log(ISO_LOG_DEBUG, "agent.overlay_pass", "node=%s only=%s inputs=%zu ms=%.2f", node,
+	        only ? only : "-", n_in, (double)(iso_mono_ns() - t0) / 1e6);
 	if (r < 0)
 		iso_log(ISO_LOG_WARN, "agent.overlay_failed", "node=%s field=%s msg=\"%s\"", node,
 		        err.field, err.message);
@@ -550,7 +599,8 @@ void agent_overlay_tick(const char *node, const struct iso_agent_desired *d,
 	}
 	if (any && r == 0)
 		json_object_set_new(status, "overlay", iso_codec_status_overlay_encode(&ov));
-	*clean = !any && r == 0 && ov.n_tenants == 0 && !ov.guard;
+	/* (a lingering bridge is not clean: a later pass removes it) */
+	*clean = !any && r == 0 && ov.n_tenants == 0 && !ov.guard && (!linger || !linger->n);
 	iso_agent_overlay_clear(&ov);
 	free(in);
 	free(paths);

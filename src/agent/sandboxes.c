@@ -229,6 +229,7 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->work, NULL);
+	s->overlay_linger.hold_ns = (uint64_t)AGENT_OVERLAY_LINGER_MS * 1000000u;
 	{
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
@@ -973,11 +974,16 @@ int agent_sandboxes_reconcile(struct agent_sandboxes *s, struct iso_gpu *g, cons
 			        node, ae.message);
 		/* each attachment's outcome: an ADD waiting for this pass answers
 		 * from it (cni.c) instead of running a second one */
+		agent_attachments_resolve(d, att, n_att);
 		if (n_att)
 			att_res = calloc(n_att, sizeof(*att_res));
-		if (s->real || n_att)
+		/* (off mode, the last attachment gone: on until the pass found the
+		 * node clean, so that what it left, a lingering bridge, goes) */
+		if (s->real || n_att || (s->overlay_touched && !s->overlay_clean)) {
+			s->overlay_touched = true;
 			agent_overlay_tick(node, d, entries, att, n_att, att_res, NULL, status,
-			                   &s->overlay_clean);
+			                   &s->overlay_clean, &s->overlay_linger);
+		}
 	}
 	/* real mode: a plugin starts a member once its sandbox is there */
 	for (size_t i = 0; s->real && i < d->n_members; i++) {

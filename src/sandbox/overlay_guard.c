@@ -309,7 +309,12 @@ int iso_overlay_guard_apply(const char *netns, const char *underlay_dev,
 
 int iso_overlay_guard_remove(const char *netns, struct iso_error *err)
 {
-	int r = nft_run(netns, "delete table " TABLE, false, NULL, err);
+	/* A listing first: a delete is a transaction, and one the kernel
+	 * aborts (no table) costs 8-16 ms where the listing costs 0.1 ms;
+	 * the common case, a node with no overlay, has no table. */
+	int r = nft_run(netns, "list table " TABLE, false, NULL, err);
+	if (r == 0)
+		r = nft_run(netns, "delete table " TABLE, false, NULL, err);
 	if (r == -ENOENT) {
 		if (err)
 			memset(err, 0, sizeof(*err));

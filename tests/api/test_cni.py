@@ -483,6 +483,71 @@ class TestCni(ApiTestCase):
                 self.assertEqual(len(self.live(self.tenant_a)), n)
         self.assertNothingLeft()
 
+    def host_links(self, node):
+        return sh("ip", "-n", self.host_ns[node], "-o", "-d", "link", "show").stdout
+
+    def guard_pairs(self, node):
+        r = sh("ip", "netns", "exec", self.host_ns[node], "nft", "list", "set", "inet",
+               "isostack", "allowed", check=False)
+        return r.stdout if r.returncode == 0 else ""
+
+    def test_8_guard_in_place_when_add_returns(self):
+        """The pod's veth, its tenant's tunnel and the guard's pair for the
+        tenant's other node are in the kernel when ADD returns, before any
+        later tick: also when the tenant's bridge lingered after its last pod
+        on the node left (the bridge alone: no port, no tunnel, no guard pair;
+        gone after its hold)."""
+        node, other = NODES
+        pns2, path2 = self.pod("g2")
+        ip2 = self.add(other, "ctrg2", path2)["ips"][0]["address"].split("/")[0]
+
+        def pair(vni):  # as nft lists the set (the VNI in hex: @th,96,24)
+            return "%s . 0x%x" % (UNDERLAY[other], int(vni))
+
+        def plugged(cid, path):
+            res = self.add(node, cid, path)
+            links = self.host_links(node)  # at once: no tick in between
+            alloc = [a["id"] for a in self.live(self.tenant_a)
+                     if a["nodes"][0]["node"] == node]
+            self.assertEqual(len(alloc), 1, alloc)
+            veth = [l for l in links.splitlines() if "alias iso-%s-0" % alloc[0] in l]
+            self.assertEqual(len(veth), 1, links)
+            m = re.search(r"master (isobr(\d+))", veth[0])
+            self.assertIsNotNone(m, veth[0])
+            vni = m.group(2)
+            self.assertIn("isovx%s" % vni, links, "no tunnel when ADD returned")
+            self.assertIn(pair(vni), self.guard_pairs(node),
+                          "no guard pair when ADD returned")
+            return res, vni
+
+        pns1, path1 = self.pod("g1")
+        _, vni = plugged("ctrg1", path1)
+        self.assertTrue(self.reach(pns1, pns2, ip2, True), self.agent_logs())
+        self.assertEqual(self.cni("DEL", node, "ctrg1", path1)[0], 0)
+        # the last pod of the tenant on the node gone: its tunnel and guard
+        # pair go with the next tick, its bridge alone stays a while
+        deadline = time.time() + T(10)
+        while time.time() < deadline and ("isovx%s" % vni in self.host_links(node) or
+                                          pair(vni) in self.guard_pairs(node)):
+            time.sleep(0.05)
+        self.assertNotIn(pair(vni), self.guard_pairs(node))
+        links = self.host_links(node)
+        self.assertNotIn("isovx%s" % vni, links)
+        self.assertIn("isobr%s" % vni, links, "the bridge did not linger")
+        self.assertNotIn("master isobr%s" % vni, links, "a port on the lingering bridge")
+        # a pod of the tenant again: on the same bridge, tunnel and guard made again
+        pns3, path3 = self.pod("g3")
+        _, vni3 = plugged("ctrg3", path3)
+        self.assertEqual(vni3, vni)
+        self.assertTrue(self.reach(pns3, pns2, ip2, True), self.agent_logs())
+        for n, cid, path in ((node, "ctrg3", path3), (other, "ctrg2", path2)):
+            self.assertEqual(self.cni("DEL", n, cid, path)[0], 0)
+        self.assertNothingLeft()
+        deadline = time.time() + T(15)
+        while "isobr%s" % vni in self.host_links(node) and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertNotIn("isobr%s" % vni, self.host_links(node), "the bridge stayed")
+
     def test_6_status_without_agent_or_controller(self):
         conf = self.config(NODES[0], agentStateDir=os.path.join(self.tmp, "nowhere"))
         rc, out = self.cni("STATUS", NODES[0], conf=conf)

@@ -7,7 +7,8 @@
  * next address and the first keeps its own (read back from its eth0, as
  * after a restart); a member without a namespace or a node without an
  * underlay address is not ready and says why; a released member's veth, its
- * tenant and the guard go when nothing explains them. Root; skips without. */
+ * tenant and the guard go when nothing explains them, the tenant's bridge
+ * alone after a hold when the agent asks for one. Root; skips without. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -211,6 +212,69 @@ static void test_not_ready_says_why(void **state)
 	iso_agent_overlay_clear(&o);
 }
 
+/* A tenant whose last member left, with env.linger: its member's veth, its
+ * VXLAN device and the guard go at once, its bridge alone stays (no port,
+ * no tunnel: nothing reaches it) until it has been empty for hold_ns; a
+ * member back in time finds it and its tunnel and guard are made again. */
+static void test_emptied_tenant_bridge_lingers(void **state)
+{
+	NEED_ROOT(state);
+	struct iso_agent_member_want w1;
+	want(&w1, "a-00000000000000a1", 0, 0);
+	char p1[128], hp[128];
+	nh_path("m1", p1, sizeof(p1));
+	struct iso_agent_overlay_linger lg = {.hold_ns = UINT64_C(3600) * 1000000000u};
+	struct iso_agent_overlay_env env;
+	struct iso_agent_overlay o;
+	struct iso_error err = {0};
+	env_of(0, hp, sizeof(hp), &env);
+	env.linger = &lg;
+	struct iso_agent_overlay_member_in in = {.want = &w1, .netns = p1};
+	assert_int_equal(iso_agent_overlay_reconcile(&env, &in, 1, &o, &err), 0);
+	assert_true(in.ready);
+	iso_agent_overlay_clear(&o);
+	assert_int_equal(lg.n, 0);
+
+	/* m1 released: the bridge alone stays */
+	assert_int_equal(iso_agent_overlay_reconcile(&env, NULL, 0, &o, &err), 0);
+	iso_agent_overlay_clear(&o);
+	assert_int_equal(lg.n, 1);
+	assert_int_equal(lg.t[0].vni, VNI);
+	assert_int_equal(nh_sh("ip -n %sh1 link show isobr30001 >/dev/null 2>&1", nh_pfx), 0);
+	assert_int_not_equal(nh_sh("ip -n %sh1 link show isovx30001 >/dev/null 2>&1", nh_pfx), 0);
+	assert_int_equal(nh_sh("test -z \"$(ip -n %sh1 -o link show master isobr30001)\"", nh_pfx),
+	                 0);
+	assert_int_equal(nh_sh("test \"$(ip -n %sm1 -o link show | grep -c .)\" = 1", nh_pfx), 0);
+	assert_int_not_equal(
+	    nh_sh("ip netns exec %sh1 nft list table inet isostack >/dev/null 2>&1", nh_pfx), 0);
+	/* ... and stays on the next pass within the hold */
+	assert_int_equal(iso_agent_overlay_reconcile(&env, NULL, 0, &o, &err), 0);
+	iso_agent_overlay_clear(&o);
+	assert_int_equal(lg.n, 1);
+	assert_int_equal(nh_sh("ip -n %sh1 link show isobr30001 >/dev/null 2>&1", nh_pfx), 0);
+
+	/* m1 back: on the same bridge, its tunnel and guard made again */
+	in = (struct iso_agent_overlay_member_in){.want = &w1, .netns = p1};
+	assert_int_equal(iso_agent_overlay_reconcile(&env, &in, 1, &o, &err), 0);
+	assert_true(in.ready);
+	assert_true(o.guard);
+	assert_int_equal(o.n_allowed, 1);
+	assert_string_equal(o.tenants[0].vxlan, "isovx30001");
+	iso_agent_overlay_clear(&o);
+	assert_int_equal(lg.n, 0);
+	assert_true(nh_reaches("m1", "m2", "10.0.1.2"));
+
+	/* released again, the hold over: the bridge goes */
+	assert_int_equal(iso_agent_overlay_reconcile(&env, NULL, 0, &o, &err), 0);
+	iso_agent_overlay_clear(&o);
+	assert_int_equal(lg.n, 1);
+	lg.hold_ns = 0;
+	assert_int_equal(iso_agent_overlay_reconcile(&env, NULL, 0, &o, &err), 0);
+	iso_agent_overlay_clear(&o);
+	assert_int_equal(lg.n, 0);
+	assert_int_not_equal(nh_sh("ip -n %sh1 link show isobr30001 >/dev/null 2>&1", nh_pfx), 0);
+}
+
 static void test_released_members_leave_nothing(void **state)
 {
 	NEED_ROOT(state);
@@ -239,6 +303,7 @@ int main(void)
 	    cmocka_unit_test(test_members_reach_and_report),
 	    cmocka_unit_test(test_second_member_next_address),
 	    cmocka_unit_test(test_not_ready_says_why),
+	    cmocka_unit_test(test_emptied_tenant_bridge_lingers),
 	    cmocka_unit_test(test_released_members_leave_nothing),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

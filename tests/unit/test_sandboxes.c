@@ -730,6 +730,52 @@ static void test_records_found_at_start(void **state)
 	json_decref(st);
 }
 
+/* A CNI record read before its ADD stored the create's answer (allocation
+ * "") is the desired member of the same key and tenant, member 0 (its
+ * random lease is in the key): the tick's pass plugs the pod in instead of
+ * taking the tenant's bridge for unexplained. Anything else stays as read:
+ * another tenant's member of that key, another member, a joined or a
+ * deleting record, a record with no key. */
+static void test_attachment_resolved_by_key(void **state)
+{
+	struct iso_agent_member_want m[3] = {0};
+	struct iso_agent_desired d = {.n_members = 3, .members = m};
+	struct agent_attachment att[6] = {0};
+	const char *k1 = "cni:n1:00112233445566778899aabbccddeeff:0a0b0c0d";
+	const char *k2 = "cni:n1:ffeeddccbbaa99887766554433221100:01020304";
+
+	iso_strlcpy(m[0].allocation, A1, sizeof(m[0].allocation));
+	iso_strlcpy(m[0].tenant, "acme", sizeof(m[0].tenant));
+	iso_strlcpy(m[0].key, k1, sizeof(m[0].key));
+	iso_strlcpy(m[1].allocation, A2, sizeof(m[1].allocation));
+	iso_strlcpy(m[1].tenant, "other", sizeof(m[1].tenant));
+	iso_strlcpy(m[1].key, k2, sizeof(m[1].key));
+	m[2] = m[0];
+	m[2].member = 1;
+	iso_strlcpy(m[2].allocation, "a-00000000000000bb", sizeof(m[2].allocation));
+	iso_strlcpy(m[2].key, k2, sizeof(m[2].key));
+	iso_strlcpy(m[2].tenant, "acme", sizeof(m[2].tenant));
+	for (size_t i = 0; i < ISO_ARRAY_SIZE(att); i++) {
+		iso_strlcpy(att[i].tenant, "acme", sizeof(att[i].tenant));
+		iso_strlcpy(att[i].key, k1, sizeof(att[i].key));
+		att[i].member = 7;
+	}
+	iso_strlcpy(att[1].key, k2, sizeof(att[1].key)); /* other's member; acme's is 1 */
+	att[2].joined = true;
+	att[3].deleting = true;
+	att[4].key[0] = '\0';
+	iso_strlcpy(att[5].allocation, A2, sizeof(att[5].allocation)); /* answered already */
+	agent_attachments_resolve(&d, att, ISO_ARRAY_SIZE(att));
+	assert_string_equal(att[0].allocation, A1);
+	assert_int_equal(att[0].member, 0);
+	for (size_t i = 1; i < 5; i++) {
+		assert_string_equal(att[i].allocation, "");
+		assert_int_equal(att[i].member, 7);
+	}
+	assert_string_equal(att[5].allocation, A2);
+	assert_int_equal(att[5].member, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +792,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_socket_answers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_round_trip_and_bad_input, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_records_found_at_start, setup, teardown),
+	    cmocka_unit_test(test_attachment_resolved_by_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

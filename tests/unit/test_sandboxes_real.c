@@ -641,6 +641,16 @@ static void test_thousand_cycles_leak_nothing(void **state)
 		if (i == 0)
 			count(&during); /* the counts see a live sandbox and its overlay */
 	}
+	/* the tenant's emptied bridge alone lingers (no port, no tunnel, no
+	 * guard: agent.md "Overlay"); once its hold is over, the next tick
+	 * removes it */
+	count(&after);
+	assert_int_equal(after.interfaces, before.interfaces + 1);
+	assert_int_equal(after.nft, before.nft);
+	S.overlay_linger.hold_ns = 0;
+	doc_of(&doc, a, c, 0);
+	json_decref(tick(&doc, &t));
+	S.overlay_linger.hold_ns = (uint64_t)AGENT_OVERLAY_LINGER_MS * 1000000u;
 	count(&after);
 	fprintf(stderr,
 	        "%d cycles in %.1f s; before/with one/after: cgroups %ld/%ld/%ld mounts "
