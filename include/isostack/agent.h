@@ -281,6 +281,9 @@ struct iso_agent_config {
 	/* --rdma-hca-handles/--rdma-hca-objects: rdma.max of a member's VF RDMA
 	 * device; -1 "max", 0 the default (16 and 8192; docs/agent.md) */
 	int64_t rdma_hca_handles, rdma_hca_objects;
+	/* --cni-sm-wait-s: how long an InfiniBand pod's ADD waits for the
+	 * subnet manager's read-back (docs/cni.md); 0 the default (10 s) */
+	int cni_sm_wait_s;
 	/* --sm-partitions, --sm-pid-file, --sm-log, --sm-standby: this agent
 	 * serves the subnet manager of the SM host (fabric.partitions_writer
 	 * agent; docs/agent.md "The SM host") instead of GPUs and sandboxes */

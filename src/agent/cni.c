@@ -37,7 +37,6 @@
 #define CNI_THREADS_MAX  256   /* requests served at once; more: try again later */
 #define CNI_RECORD_MAX   8192
 #define CNI_IO_TIMEOUT_S 30
-#define CNI_CONFIRM_MS   10000 /* InfiniBand: for the subnet manager's read-back */
 
 /* ---- names and checks ---- */
 
@@ -1144,12 +1143,12 @@ static json_t *ib_attach(struct agent_sandboxes *s, struct agent_attachment *a)
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-		if (ms >= CNI_CONFIRM_MS) {
+		if (ms >= s->cni_sm_wait_ms) {
 			snprintf(
 			    msg, sizeof(msg),
 			    "the subnet manager did not confirm tenant %s's P_Key on the pod's "
 			    "VF within %d s (allocation %s: %s%s%s)",
-			    a->tenant, CNI_CONFIRM_MS / 1000, a->allocation,
+			    a->tenant, s->cni_sm_wait_ms / 1000, a->allocation,
 			    r < 0 ? "the controller: " : state, r < 0 ? e.message : "",
 			    r == 0 && reason[0] ? reason : "");
 			goto fail;

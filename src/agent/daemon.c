@@ -66,6 +66,8 @@ const char iso_agent_usage[] =
     "                     desired document lists a member with a VNI; none: no\n"
     "                     CXI driver (such members are not ready)\n"
     "  --cxi-device cxiN  the NIC (default cxi0)\n"
+    "  --cni-sm-wait-s N  how long an InfiniBand pod's CNI ADD waits for the subnet\n"
+    "                     manager to confirm its P_Key, 1..300 (default 10)\n"
     "  --sm-partitions FILE  serve the subnet manager instead (fabric.partitions_writer\n"
     "                     agent): write OpenSM's partitions.conf there, fenced by the\n"
     "                     leader's term; --node is fabric.sm_node, no --gpu-driver\n"
@@ -83,6 +85,7 @@ enum { O_VF_DRIVER = 300, O_SYSFS_ROOT, O_IBSIM_NET, O_CONFIG };
 enum { O_SANDBOX = 400, O_CGROUP_ROOT, O_RDMA_HANDLES, O_RDMA_OBJECTS };
 enum { O_SM_PARTITIONS = 500, O_SM_PID, O_SM_LOG, O_SM_STANDBY };
 enum { O_CXI_LIBRARY = 600, O_CXI_DEVICE };
+enum { O_CNI_SM_WAIT = 700 };
 
 static const struct option longopts[] = {
     {"controller", required_argument, NULL, O_CONTROLLER},
@@ -106,6 +109,7 @@ static const struct option longopts[] = {
     {"sm-standby", required_argument, NULL, O_SM_STANDBY},
     {"cxi-library", required_argument, NULL, O_CXI_LIBRARY},
     {"cxi-device", required_argument, NULL, O_CXI_DEVICE},
+    {"cni-sm-wait-s", required_argument, NULL, O_CNI_SM_WAIT},
     {NULL, 0, NULL, 0},
 };
 
@@ -214,6 +218,16 @@ static int apply_option(struct parse_state *ps, int ch, const char *val, struct 
 			                     "\"%s\"",
 			                     LONG_POLL_MAX_S, val);
 		ps->cfg->heartbeat_s = (int)v;
+		break;
+	case O_CNI_SM_WAIT:
+		errno = 0;
+		v = strtol(val, &end, 10);
+		if (errno || end == val || *end || v < 1 || v > AGENT_CNI_SM_WAIT_MAX)
+			return iso_error_set(err, ISO_E_INVALID, "--cni-sm-wait-s",
+			                     "--cni-sm-wait-s: expected an integer 1..%d, got "
+			                     "\"%s\"",
+			                     AGENT_CNI_SM_WAIT_MAX, val);
+		ps->cfg->cni_sm_wait_s = (int)v;
 		break;
 	case O_HELP:
 		return 1;
@@ -842,6 +856,8 @@ static int sandboxes_start(const struct iso_agent_config *cfg, struct agent_sand
 	sb->nodes_expected = cfg->n_nodes;
 	if (cfg->rdma_hca_handles)
 		sb->rdma_hca_handles = cfg->rdma_hca_handles;
+	if (cfg->cni_sm_wait_s)
+		sb->cni_sm_wait_ms = cfg->cni_sm_wait_s * 1000;
 	if (cfg->rdma_hca_objects)
 		sb->rdma_hca_objects = cfg->rdma_hca_objects;
 	if (real) {

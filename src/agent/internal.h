@@ -98,6 +98,8 @@ int agent_vf_rdma_device(const struct agent_host_roots *roots, const struct agen
 struct agent_sandboxes;
 
 #define AGENT_RDMA_HCA_HANDLES 16   /* default --rdma-hca-handles */
+#define AGENT_CNI_SM_WAIT_S    10   /* default --cni-sm-wait-s */
+#define AGENT_CNI_SM_WAIT_MAX  300  /* its bound */
 #define AGENT_RDMA_HCA_OBJECTS 8192 /* default --rdma-hca-objects */
 
 /* What the agent does with a member's RDMA, decided from the host's RDMA
@@ -342,6 +344,7 @@ struct agent_sandboxes {
 	struct iso_vf_host vf;
 	char state_root[4096];
 	size_t nodes_expected, n_ticked;
+	int cni_sm_wait_ms; /* --cni-sm-wait-s, in ms */
 	char (*ticked)[ISO_NAME_MAX];
 	/* issue 17: the node's CXI services (cxi_node.c); NULL only in
 	 * tests without one (a cxi_admit is then refused) */

@@ -242,6 +242,7 @@ int agent_sandboxes_init(struct agent_sandboxes *s, const char *state_dir, bool 
 	s->real = real;
 	s->roots = *roots;
 	s->rdma_hca_handles = AGENT_RDMA_HCA_HANDLES;
+	s->cni_sm_wait_ms = AGENT_CNI_SM_WAIT_S * 1000;
 	s->rdma_hca_objects = AGENT_RDMA_HCA_OBJECTS;
 	if (!(s->tombs = calloc(AGENT_TOMBSTONES, sizeof(*s->tombs))) ||
 	    !(s->ticked = calloc(ISO_AGENT_NODES_MAX, sizeof(*s->ticked))))

@@ -498,6 +498,10 @@ class TestAgentFlags(unittest.TestCase):
                 (argv() + ["--cxi-device", "cxi256"], "--cxi-device"),
                 (argv() + ["--cxi-device", "cxi"], "--cxi-device"),
                 (argv() + ["--cxi-device", "cxi1", "--node", "n2"], "--cxi-device"),
+                (argv() + ["--cni-sm-wait-s", "0"], "--cni-sm-wait-s"),
+                (argv() + ["--cni-sm-wait-s", "301"], "--cni-sm-wait-s"),
+                (argv() + ["--cni-sm-wait-s", "5s"], "--cni-sm-wait-s"),
+                (argv() + ["--cni-sm-wait-s"], "--cni-sm-wait-s"),
             ]
             for args, flag in cases:
                 rc, err = self.run_agent(*args)
@@ -527,6 +531,7 @@ class TestAgentFlags(unittest.TestCase):
                 (base + "config other.conf\n", ":3:", "config"),
                 (base + "state-dir \x01\n", ":3:", "control character"),
                 (base + "cxi-device cxi-1\n", ":3:", "cxi-device"),
+                (base + "cni-sm-wait-s -1\n", ":3:", "cni-sm-wait-s"),
             ]
             for text, where, what in file_cases:
                 rc, err = self.run_agent("--config", conf(text), *rest)

@@ -41,6 +41,7 @@ NODE = "shared"
 CNI_PATH = "/usr/lib/cni"
 TAG = "%05d" % (os.getpid() % 100000)
 STANDINS = ("mlx5_0v0", "mlx5_0v1")
+SHORT_SM_WAIT_S = 2
 
 
 def build_dir():
@@ -107,7 +108,7 @@ class CniIb(harness.ApiTestCase):
         self.conf["ipam"]["dataDir"] = os.path.join(self.tmp, "ipam")
         self.wait_status()
 
-    def start_agent(self):
+    def start_agent(self, sm_wait_s=None):
         nvml_config = os.path.join(self.tmp, "nvml-config.json")
         with open(nvml_config, "w") as f:
             json.dump({"gpus": [{"model": "H100-80GB"}, {"model": "H100-80GB"}]}, f)
@@ -119,8 +120,16 @@ class CniIb(harness.ApiTestCase):
             [os.path.join(build_dir(), "isostack-agent"), "--controller", self.daemon.url(),
              "--token-file", self.token_file, "--node", NODE, "--gpu-driver", "nvml",
              "--vf-driver", "ibsim", "--ibsim-net", self.fab.net, "--state-dir", self.state,
-             "--heartbeat-s", "1", "--sandbox", "off"],
+             "--heartbeat-s", "1", "--sandbox", "off"] +
+            (["--cni-sm-wait-s", str(sm_wait_s)] if sm_wait_s else []),
             stdout=self.log, stderr=self.log, env=env)
+
+    def short_sm_wait(self, seconds=SHORT_SM_WAIT_S):
+        """The agent again with ADD's wait for the SM cut from 10 s
+        (--cni-sm-wait-s), for the tests that wait it out."""
+        self.stop_agent()
+        self.start_agent(sm_wait_s=seconds)
+        self.wait_status()
 
     def standin(self, name):
         """A VF's netdev stand-in: a veth (no dummy module here) whose peer
@@ -310,6 +319,7 @@ class CniIb(harness.ApiTestCase):
 
     def test_opensm_down_during_add(self):
         _, p = self.pod("o")
+        self.short_sm_wait()
         self.fab.opensm("stop")
         t0 = time.time()
         rc, out = self.cni("ADD", "co" + TAG, p)
@@ -317,7 +327,10 @@ class CniIb(harness.ApiTestCase):
         self.fab.restart_opensm()
         self.assertEqual((rc, out["code"]), (1, 11), out)
         self.assertIn("subnet manager", out["msg"])
-        self.assertLess(took, harness.T(40))
+        # the agent's --cni-sm-wait-s bounds it, and the message says so
+        self.assertIn("within %d s" % SHORT_SM_WAIT_S, out["msg"])
+        self.assertGreaterEqual(took, SHORT_SM_WAIT_S)
+        self.assertLess(took, harness.T(SHORT_SM_WAIT_S + 8))
         self.assertEqual(self.records(), [])
         self.assertEqual(self.live_attachments(), [])
         self.assert_clean()
@@ -544,6 +557,7 @@ class CniIb(harness.ApiTestCase):
         self.restarted_mid_add("rs", self.daemon.stop)
 
     def test_controller_down_past_the_add(self):
+        self.short_sm_wait()
         self.restarted_mid_add("rd", self.daemon.kill, down_past_the_wait=True)
 
 if __name__ == "__main__":
