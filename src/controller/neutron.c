@@ -342,6 +342,28 @@ static int need_fabric(struct iso_controller *c, struct iso_error *err)
 	return 0;
 }
 
+/* What every PUT checks first: the right, the fabric, the project's tenant
+ * (into *tenant_id and tenant), and that the uuid, if held, is this
+ * tenant's and domain's object of this kind. *at: its index, or -1. */
+static int put_prelude(struct iso_controller *c, const struct iso_principal *p, const char *action,
+                       enum iso_neutron_kind kind, const char *project_id, const char *uuid,
+                       const char *domain, int64_t *tenant_id, char *tenant, int *at,
+                       struct iso_error *err)
+{
+	int r = wire_authorize(p, action, err);
+
+	if (r == 0)
+		r = need_fabric(c, err);
+	if (r == 0)
+		r = tenant_of_project(c, project_id, tenant_id, tenant, err);
+	if (r < 0)
+		return r;
+	*at = ctl_neutron_find(c, uuid);
+	if (*at >= 0)
+		return uuid_in_use(&c->neutron->objs[*at], kind, *tenant_id, domain, err);
+	return 0;
+}
+
 /* ---- networks ---- */
 
 int iso_controller_neutron_network_put(struct iso_controller *c, const struct iso_principal *p,
@@ -352,17 +374,10 @@ int iso_controller_neutron_network_put(struct iso_controller *c, const struct is
 	struct iso_neutron_object o = {.kind = ISO_NEUTRON_NETWORK}, old;
 	const struct iso_fabric_config *fc = &c->inv->fabric;
 	char tenant[ISO_NAME_MAX];
-	int i, r = wire_authorize(p, "neutron.network.write", err);
+	int i, r = put_prelude(c, p, "neutron.network.write", ISO_NEUTRON_NETWORK, req->project_id,
+	                       req->uuid, req->domain, &o.tenant_id, tenant, &i, err);
 
-	if (r == 0)
-		r = need_fabric(c, err);
-	if (r == 0)
-		r = tenant_of_project(c, req->project_id, &o.tenant_id, tenant, err);
 	if (r < 0)
-		return r;
-	i = ctl_neutron_find(c, req->uuid);
-	if (i >= 0 &&
-	    (r = uuid_in_use(&nt->objs[i], ISO_NEUTRON_NETWORK, o.tenant_id, req->domain, err)) < 0)
 		return r;
 	if (req->pkey < fc->pkey_min || req->pkey > fc->pkey_max)
 		return iso_error_set(
@@ -482,17 +497,11 @@ int iso_controller_neutron_port_put(struct iso_controller *c, const struct iso_p
 	struct ctl_neutron *nt = c->neutron;
 	struct iso_neutron_object o = {.kind = ISO_NEUTRON_PORT}, old;
 	char tenant[ISO_NAME_MAX];
-	int i, ni, r = wire_authorize(p, "neutron.port.write", err);
+	int i, ni,
+	    r = put_prelude(c, p, "neutron.port.write", ISO_NEUTRON_PORT, req->project_id,
+	                    req->uuid, req->domain, &o.tenant_id, tenant, &i, err);
 
-	if (r == 0)
-		r = need_fabric(c, err);
-	if (r == 0)
-		r = tenant_of_project(c, req->project_id, &o.tenant_id, tenant, err);
 	if (r < 0)
-		return r;
-	i = ctl_neutron_find(c, req->uuid);
-	if (i >= 0 &&
-	    (r = uuid_in_use(&nt->objs[i], ISO_NEUTRON_PORT, o.tenant_id, req->domain, err)) < 0)
 		return r;
 	/* another tenant's network answers as a missing one */
 	int net = ctl_neutron_find(c, req->network_id);
