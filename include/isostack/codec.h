@@ -365,6 +365,11 @@ void iso_codec_desired_clear(struct iso_agent_desired *d);
  * "prefix.key", and an explicit null is the same as an absent key ---- */
 /* "prefix.key", or "key" when prefix is NULL or "". */
 void iso_json_field(char *buf, size_t size, const char *prefix, const char *key);
+/* One JSON object of at most `max` bytes from a file or a socket, duplicate
+ * keys refused: "[WHAT ]over MAX bytes" (code too_large; `what` may be
+ * NULL), "not JSON: ...", "expected a JSON object". *out owned. */
+int iso_json_load_object(const char *text, size_t len, size_t max, enum iso_errcode too_large,
+                         const char *what, json_t **out, struct iso_error *err);
 /* Refuses a key not in `allowed` (NULL-terminated): "F: unknown field". */
 int iso_json_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
                         struct iso_error *err);

@@ -139,20 +139,14 @@ int agent_attachment_decode(const char *text, size_t len, struct agent_attachmen
 	    {"vf_netdev", out->vf_netdev, sizeof(out->vf_netdev), false},
 	    {"rdma_dev", out->rdma_dev, sizeof(out->rdma_dev), false},
 	};
-	json_error_t je;
 	json_t *doc;
 	int64_t member = 0, cpus = 0, mem = 0, vf = -1;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (len > CNI_RECORD_MAX)
-		return iso_error_set(err, ISO_E_INVALID, "", "over %d bytes", CNI_RECORD_MAX);
-	if (!(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)))
-		return iso_error_set(err, ISO_E_INVALID, "", "not JSON: %s", je.text);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
-	}
+	if ((r = iso_json_load_object(text, len, CNI_RECORD_MAX, ISO_E_INVALID, NULL, &doc, err)) <
+	    0)
+		return r;
 	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0)
 		goto out;
 	for (size_t i = 0; i < ISO_ARRAY_SIZE(strs); i++) {
@@ -760,22 +754,15 @@ static int agent_cni_request_parse(const char *text, size_t len, const char *con
 	static const char *const keys[] = {
 	    "cni",     "node", "container_id", "ifname", "netns", "network", "tenant", "allocation",
 	    "address", "cpus", "memory_mib",   "valid",  "mode",  "uid",     "gid",    NULL};
-	json_error_t je;
 	json_t *doc;
 	int64_t cpus = 0, mem = 0;
 	int r;
 
 	memset(rq, 0, sizeof(*rq));
 	*doc_out = NULL;
-	if (len > AGENT_CNI_REQUEST_MAX)
-		return iso_error_set(err, ISO_E_TOO_LARGE, "", "request over %d bytes",
-		                     AGENT_CNI_REQUEST_MAX);
-	if (!(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)))
-		return iso_error_set(err, ISO_E_INVALID, "", "not JSON: %s", je.text);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
-	}
+	if ((r = iso_json_load_object(text, len, AGENT_CNI_REQUEST_MAX, ISO_E_TOO_LARGE, "request",
+	                              &doc, err)) < 0)
+		return r;
 	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
 	    (r = req_string(doc, "cni", true, rq->verb, sizeof(rq->verb), err)) < 0 ||
 	    (r = req_string(doc, "node", false, rq->node, sizeof(rq->node), err)) < 0)

@@ -48,7 +48,6 @@ int agent_cxi_admitted_decode(const char *text, size_t len, struct agent_cxi_adm
 {
 	static const char *const top[] = {"admitted", NULL};
 	static const char *const keys[] = {"allocation", "member", "vni", "uid", "gid", NULL};
-	json_error_t je;
 	json_t *doc, *arr, *it;
 	struct agent_cxi_admit *v = NULL;
 	size_t i;
@@ -56,14 +55,10 @@ int agent_cxi_admitted_decode(const char *text, size_t len, struct agent_cxi_adm
 
 	*out = NULL;
 	*n = 0;
-	if (len > AGENT_CXI_FILE_MAX)
-		return iso_error_set(err, ISO_E_INVALID, "", "over %d bytes", AGENT_CXI_FILE_MAX);
-	if (!(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)))
-		return iso_error_set(err, ISO_E_INVALID, "", "not JSON: %s", je.text);
-	if (!json_is_object(doc)) {
-		iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
-		goto out;
-	}
+	if ((r = iso_json_load_object(text, len, AGENT_CXI_FILE_MAX, ISO_E_INVALID, NULL, &doc,
+	                              err)) < 0)
+		return r;
+	r = -EINVAL;
 	if (iso_json_check_keys(doc, NULL, top, err) < 0)
 		goto out;
 	arr = json_object_get(doc, "admitted");

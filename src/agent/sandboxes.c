@@ -34,7 +34,6 @@ int agent_record_decode(const char *text, size_t len, struct agent_sandbox_recor
 	static const char *const keys[] = {"node",       "allocation",   "member",
 	                                   "holder_pid", "holder_start", "cpus",
 	                                   "mems",       "io_uring",     NULL};
-	json_error_t je;
 	json_t *doc;
 	const char *node = NULL, *alloc = NULL, *cpus = NULL, *mems = NULL;
 	int64_t member = 0, pid = 0, start = 0;
@@ -42,14 +41,8 @@ int agent_record_decode(const char *text, size_t len, struct agent_sandbox_recor
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (len > RECORD_MAX)
-		return iso_error_set(err, ISO_E_INVALID, "", "over %d bytes", RECORD_MAX);
-	if (!(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)))
-		return iso_error_set(err, ISO_E_INVALID, "", "not JSON: %s", je.text);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
-	}
+	if ((r = iso_json_load_object(text, len, RECORD_MAX, ISO_E_INVALID, NULL, &doc, err)) < 0)
+		return r;
 	if ((r = iso_json_check_keys(doc, NULL, keys, err)) < 0 ||
 	    (r = iso_json_get_string(doc, "node", NULL, true, &node, err)) < 0 ||
 	    (r = iso_json_get_string(doc, "allocation", NULL, true, &alloc, err)) < 0 ||

@@ -74,23 +74,15 @@ int agent_request_parse(const char *text, size_t len, struct agent_request *out,
 {
 	static const char *const keys[] = {"allocation", "member", NULL};
 	static const char *const key_keys[] = {"tenant", "key", NULL};
-	json_error_t je;
 	json_t *doc;
 	const char *a = NULL, *t = NULL, *k = NULL;
 	int64_t m = 0;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (len > AGENT_REQUEST_MAX)
-		return iso_error_set(err, ISO_E_TOO_LARGE, "", "request over %d bytes",
-		                     AGENT_REQUEST_MAX);
-	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!doc)
-		return iso_error_set(err, ISO_E_INVALID, "", "not JSON: %s", je.text);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
-	}
+	if ((r = iso_json_load_object(text, len, AGENT_REQUEST_MAX, ISO_E_TOO_LARGE, "request",
+	                              &doc, err)) < 0)
+		return r;
 	if (json_object_get(doc, "op")) {
 		/* issue 17: {"op":"cxi_admit","tenant","allocation","member","uid","gid"} */
 		static const char *const admit_keys[] = {"op",  "tenant", "allocation", "member",

@@ -18,6 +18,26 @@ void iso_json_field(char *buf, size_t size, const char *prefix, const char *key)
 		snprintf(buf, size, "%s", key);
 }
 
+int iso_json_load_object(const char *text, size_t len, size_t max, enum iso_errcode too_large,
+                         const char *what, json_t **out, struct iso_error *err)
+{
+	json_error_t je;
+	json_t *doc;
+
+	*out = NULL;
+	if (len > max)
+		return iso_error_set(err, too_large, "", "%s%sover %zu bytes", what ? what : "",
+		                     what ? " " : "", max);
+	if (!(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)))
+		return iso_error_set(err, ISO_E_INVALID, "", "not JSON: %s", je.text);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return iso_error_set(err, ISO_E_INVALID, "", "expected a JSON object");
+	}
+	*out = doc;
+	return 0;
+}
+
 int iso_json_check_keys(json_t *obj, const char *prefix, const char *const *allowed,
                         struct iso_error *err)
 {
