@@ -28,6 +28,23 @@ static int64_t query_number(struct api_request *r, const char *key, uint64_t max
 	return (int64_t)n;
 }
 
+/* A long poll's ?after=G&wait_s=S into `wait` (wait_s 0 without a
+ * connection to park: api_handle_raw answers at once); -1 with r->err. */
+static int long_poll_query(struct api_request *r, struct iso_desired_wait *wait)
+{
+	int64_t after = query_number(r, "after", INT64_MAX);
+	int64_t wait_s = after < 0 ? -1 : query_number(r, "wait_s", 60);
+
+	if (after < 0 || wait_s < 0)
+		return -1;
+	if (wait_s > 0 && !api_query(r, "after"))
+		return iso_error_set(&r->err, ISO_E_INVALID, "after",
+		                     "after: required with wait_s (the generation you hold)");
+	wait->after = (uint64_t)after;
+	wait->wait_s = r->conn ? (int)wait_s : 0;
+	return 0;
+}
+
 /* A parked long poll's answer (a node's desired state, the SM's file). Only
  * a leader whose lease is live sends a document: one frozen past its lease
  * answers its waiters, when it runs again, with 503 not_leader (they ask the
@@ -54,26 +71,13 @@ int api_node_desired(struct api_request *r)
 {
 	struct iso_desired_wait wait = {.fn = desired_ready, .arg = r};
 	json_t *doc = NULL;
-	int64_t after, wait_s;
 
-	if (api_check_query(r, desired_keys) < 0)
+	if (api_check_query(r, desired_keys) < 0 || long_poll_query(r, &wait) < 0)
 		return -1;
-	after = query_number(r, "after", INT64_MAX);
-	wait_s = after < 0 ? -1 : query_number(r, "wait_s", 60);
-	if (after < 0 || wait_s < 0)
-		return -1;
-	if (wait_s > 0 && !api_query(r, "after"))
-		return iso_error_set(&r->err, ISO_E_INVALID, "after",
-		                     "after: required with wait_s (the generation you hold)");
 	int64_t heartbeat = query_number(r, "heartbeat", 1);
 	if (heartbeat < 0)
 		return -1;
-	wait.after = (uint64_t)after;
-	wait.wait_s = (int)wait_s;
 	wait.heartbeat = heartbeat == 1;
-	/* Without a connection to park (api_handle_raw), answer at once. */
-	if (!r->conn)
-		wait.wait_s = 0;
 	if (iso_controller_node_desired(r->ctl, &r->who, r->seg[2], &wait, &doc, &r->err) < 0)
 		return -1;
 	if (!doc)
@@ -112,19 +116,9 @@ int api_sm_partitions(struct api_request *r)
 	static const char *const keys[] = {"after", "wait_s", NULL};
 	struct iso_desired_wait wait = {.fn = desired_ready, .arg = r};
 	json_t *doc = NULL;
-	int64_t after, wait_s;
 
-	if (api_check_query(r, keys) < 0)
+	if (api_check_query(r, keys) < 0 || long_poll_query(r, &wait) < 0)
 		return -1;
-	after = query_number(r, "after", INT64_MAX);
-	wait_s = after < 0 ? -1 : query_number(r, "wait_s", 60);
-	if (after < 0 || wait_s < 0)
-		return -1;
-	if (wait_s > 0 && !api_query(r, "after"))
-		return iso_error_set(&r->err, ISO_E_INVALID, "after",
-		                     "after: required with wait_s (the generation you hold)");
-	wait.after = (uint64_t)after;
-	wait.wait_s = r->conn ? (int)wait_s : 0;
 	if (iso_controller_sm_partitions(r->ctl, &r->who, &wait, &doc, &r->err) < 0)
 		return -1;
 	if (!doc)
