@@ -831,6 +831,14 @@ def uniq(prefix):
     return "%s-%d-%s" % (prefix, n, os.urandom(2).hex())
 
 
+def sh(*argv, check=True):
+    """A command (ip, nft, ...) run for a test; its stderr in the failure."""
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError("%s: %s" % (" ".join(argv), r.stderr.strip()))
+    return r
+
+
 def create_tenant(tc, client, name=None, description=None):
     name = name or uniq("t")
     body = {"name": name}

@@ -32,6 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from harness import sh  # noqa: E402
 from harness import ApiTestCase, Daemon, T, create_tenant  # noqa: E402
 from test_agent_daemon import agent_binary  # noqa: E402
 
@@ -57,13 +58,6 @@ def skip_reason():
     if not os.access(os.path.join(CNI_PATH, "host-local"), os.X_OK):
         return "no host-local in %s (containernetworking-plugins, scripts/deps.sh)" % CNI_PATH
     return None
-
-
-def sh(*argv, check=True):
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise AssertionError("%s: %s" % (" ".join(argv), r.stderr.strip()))
-    return r
 
 
 class CniDaemon(Daemon):

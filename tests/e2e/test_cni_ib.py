@@ -35,6 +35,7 @@ ROOT = os.environ.get("ISO_SOURCE_ROOT") or os.path.dirname(
 sys.path.insert(0, os.path.join(ROOT, "tests", "api"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import harness  # noqa: E402
+from harness import sh  # noqa: E402
 from test_fabric_api import VF0, VF1, Fabric, wait_pkeys  # noqa: E402
 
 NODE = "shared"
@@ -46,13 +47,6 @@ SHORT_SM_WAIT_S = 2
 
 def build_dir():
     return os.path.dirname(harness.Binaries.isostackd)
-
-
-def sh(*argv, check=True):
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise AssertionError("%s: %s" % (" ".join(argv), r.stderr.strip()))
-    return r
 
 
 def skip_reason():

@@ -41,6 +41,7 @@ ROOT = os.environ.get("ISO_SOURCE_ROOT") or os.path.dirname(
 sys.path.insert(0, os.path.join(ROOT, "tests", "api"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import harness  # noqa: E402
+from harness import sh  # noqa: E402
 from test_cni import CniDaemon  # noqa: E402
 from test_fabric_api import Fabric, wait_pkeys  # noqa: E402
 
@@ -106,13 +107,6 @@ def agent_binary():
 
 def plugin_binary():
     return os.path.join(os.path.dirname(harness.Binaries.isostackd), "cni", "isostack-cni")
-
-
-def sh(*argv, check=True):
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise AssertionError("%s: %s" % (" ".join(argv), r.stderr.strip()))
-    return r
 
 
 def skip_reason():
